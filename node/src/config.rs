@@ -1,0 +1,158 @@
+//! The node's settings: one typed struct, every field a command-line flag and an
+//! `ATRIUM_*` variable with a default. `docs/operations.md` lists them all.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+#[derive(Debug, Clone, Parser)]
+#[command(name = "atrium-node", version, about = "Atrium room node")]
+pub struct NodeConfig {
+    /// Address the HTTP API and sockets listen on.
+    #[arg(long, env = "ATRIUM_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+
+    /// Separate address for /metrics; when unset, /metrics is served on `bind`.
+    #[arg(long, env = "ATRIUM_ADMIN_BIND")]
+    pub admin_bind: Option<SocketAddr>,
+
+    /// Folder of the embedded store.
+    #[arg(long, env = "ATRIUM_DATA", default_value = "./atrium-data")]
+    pub data: PathBuf,
+
+    /// This node's id, as shown by /health and used for leases in a cluster.
+    #[arg(long, env = "ATRIUM_NODE_ID", default_value = "local")]
+    pub node_id: String,
+
+    /// Emails of server admins, comma separated.
+    #[arg(long, env = "ATRIUM_ADMINS", default_value = "", value_delimiter = ',')]
+    pub admins: Vec<String>,
+
+    /// Log filter (tracing's env-filter syntax), e.g. `info` or `atrium_node=debug`.
+    #[arg(long, env = "ATRIUM_LOG", default_value = "info")]
+    pub log: String,
+
+    /// How long a socket may take to send its hello.
+    #[arg(long, env = "ATRIUM_HELLO_TIMEOUT_MS", default_value_t = 10_000)]
+    pub hello_timeout_ms: u64,
+
+    /// Operations each room keeps for resume.
+    #[arg(long, env = "ATRIUM_ROOM_OPS", default_value_t = 1000)]
+    pub room_ops: usize,
+
+    /// Bytes the resume ring of a room may hold at most.
+    #[arg(long, env = "ATRIUM_ROOM_OPS_BYTES", default_value_t = 8 * 1024 * 1024)]
+    pub room_ops_bytes: usize,
+
+    /// How long a room nobody is in stays in memory.
+    #[arg(long, env = "ATRIUM_ROOM_IDLE_MS", default_value_t = 600_000)]
+    pub room_idle_ms: u64,
+
+    /// Largest message a client may send (bytes); larger closes with 1009.
+    #[arg(long, env = "ATRIUM_MAX_MESSAGE_BYTES", default_value_t = 1024 * 1024)]
+    pub max_message_bytes: usize,
+
+    /// Most ops in one patch (more: reject `too-large`).
+    #[arg(long, env = "ATRIUM_MAX_PATCH_OPS", default_value_t = 1000)]
+    pub max_patch_ops: usize,
+
+    /// Largest document, serialized (bytes).
+    #[arg(long, env = "ATRIUM_MAX_DOC_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub max_doc_bytes: usize,
+
+    /// A snapshot is written at least this often while a file changes.
+    #[arg(long, env = "ATRIUM_SNAPSHOT_MS", default_value_t = 60_000)]
+    pub snapshot_ms: u64,
+
+    /// A snapshot is written once the log behind the last one passes
+    /// max(this, a quarter of the document).
+    #[arg(long, env = "ATRIUM_SNAPSHOT_BYTES", default_value_t = 1024 * 1024)]
+    pub snapshot_bytes: usize,
+
+    /// Frames a socket's send queue may hold before the socket is closed (4008).
+    #[arg(long, env = "ATRIUM_SEND_QUEUE", default_value_t = 1024)]
+    pub send_queue: usize,
+
+    /// How long shutdown may take before the process exits anyway.
+    #[arg(long, env = "ATRIUM_SHUTDOWN_MS", default_value_t = 10_000)]
+    pub shutdown_ms: u64,
+
+    /// Password hashes computed at once, node-wide; more wait briefly, then get 503.
+    #[arg(long, env = "ATRIUM_HASH_CONCURRENCY", default_value_t = 4)]
+    pub hash_concurrency: usize,
+
+    /// Argon2id memory cost in KiB.
+    #[arg(long, env = "ATRIUM_ARGON2_MEMORY_KIB", default_value_t = 19_456)]
+    pub argon2_memory_kib: u32,
+
+    /// Argon2id iterations.
+    #[arg(long, env = "ATRIUM_ARGON2_ITERATIONS", default_value_t = 2)]
+    pub argon2_iterations: u32,
+}
+
+impl NodeConfig {
+    pub fn hello_timeout(&self) -> Duration {
+        Duration::from_millis(self.hello_timeout_ms)
+    }
+
+    pub fn room_idle(&self) -> Duration {
+        Duration::from_millis(self.room_idle_ms)
+    }
+
+    pub fn snapshot_interval(&self) -> Duration {
+        Duration::from_millis(self.snapshot_ms)
+    }
+
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_ms)
+    }
+
+    pub fn is_admin(&self, email: &str) -> bool {
+        self.admins
+            .iter()
+            .any(|a| !a.trim().is_empty() && a.trim().eq_ignore_ascii_case(email))
+    }
+
+    pub fn doc_limits(&self) -> crate::doc::DocLimits {
+        crate::doc::DocLimits {
+            max_ops: self.max_patch_ops,
+            max_doc_bytes: self.max_doc_bytes,
+            ..Default::default()
+        }
+    }
+
+    /// A config with every default, for tests that start a node in-process.
+    pub fn for_tests(data: PathBuf) -> Self {
+        let mut config = NodeConfig::parse_from(["atrium-node"]);
+        config.bind = "127.0.0.1:0".parse().expect("literal address");
+        config.data = data;
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_brief() {
+        let c = NodeConfig::parse_from(["atrium-node"]);
+        assert_eq!(c.bind.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.room_ops, 1000);
+        assert_eq!(c.room_ops_bytes, 8 * 1024 * 1024);
+        assert_eq!(c.room_idle_ms, 600_000);
+        assert_eq!(c.max_message_bytes, 1024 * 1024);
+        // The hello deadline must end well before a room could go idle under it.
+        assert!(c.hello_timeout() < c.room_idle());
+    }
+
+    #[test]
+    fn admins_are_matched_case_insensitively() {
+        let c = NodeConfig::parse_from(["atrium-node", "--admins", "Ops@Example.com, b@x.io"]);
+        assert!(c.is_admin("ops@example.com"));
+        assert!(c.is_admin("b@x.io"));
+        assert!(!c.is_admin("c@x.io"));
+    }
+}

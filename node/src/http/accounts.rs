@@ -1,0 +1,173 @@
+//! Sign-up, sign-in, sign-out and `me`.
+
+use hyper::body::Incoming;
+use hyper::{Request, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{
+    bearer_token, empty, json_response, read_json, signed_in, ApiError, ApiResult, SMALL_BODY,
+};
+use crate::auth::AuthError;
+use crate::ids::{digest, new_secret};
+use crate::server::AppState;
+use crate::store::{Account, StoreError};
+
+const MIN_PASSWORD_CHARS: usize = 8;
+const MAX_PASSWORD_BYTES: usize = 1024;
+const MAX_NAME_CHARS: usize = 64;
+const MAX_EMAIL_BYTES: usize = 254;
+
+#[derive(Deserialize)]
+struct SignUp {
+    email: String,
+    password: String,
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct SignIn {
+    email: String,
+    password: String,
+}
+
+pub fn account_json(state: &AppState, a: &Account) -> Value {
+    json!({
+        "id": a.id.as_str(),
+        "email": a.email,
+        "name": a.name,
+        "admin": state.config.is_admin(&a.email),
+    })
+}
+
+/// The email as typed (trimmed), if it looks like one. The store matches emails
+/// without regard to case.
+fn normalize_email(email: &str) -> Result<String, ApiError> {
+    let email = email.trim().to_owned();
+    let valid = email.len() <= MAX_EMAIL_BYTES
+        && email.split_once('@').is_some_and(|(user, host)| {
+            !user.is_empty() && !host.is_empty() && !host.contains('@')
+        })
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+    if valid {
+        Ok(email)
+    } else {
+        Err(ApiError::bad_request("a valid email address is required"))
+    }
+}
+
+fn hashing_error(e: AuthError) -> ApiError {
+    match e {
+        AuthError::Busy => ApiError::unavailable("too many sign-ins at once; try again shortly"),
+        AuthError::Internal(m) => {
+            tracing::error!(error = %m, "password hashing failed");
+            ApiError::unavailable("sign-in is unavailable; try again")
+        }
+    }
+}
+
+/// A new session for `account`: 201 for a sign-up, 200 for a sign-in.
+async fn start_session(state: &AppState, account: &Account, status: StatusCode) -> ApiResult {
+    let token = new_secret();
+    state
+        .store
+        .create_session(digest(&token), &account.id)
+        .await?;
+    Ok(json_response(
+        status,
+        &json!({"token": token, "account": account_json(state, account)}),
+    ))
+}
+
+pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    let body: SignUp = read_json(req, SMALL_BODY).await?;
+    let email = normalize_email(&body.email)?;
+    let name = body.name.trim();
+    if name.is_empty()
+        || name.chars().count() > MAX_NAME_CHARS
+        || name.chars().any(char::is_control)
+    {
+        return Err(ApiError::bad_request(
+            "a name of 1 to 64 plain characters is required",
+        ));
+    }
+    if body.password.chars().count() < MIN_PASSWORD_CHARS
+        || body.password.len() > MAX_PASSWORD_BYTES
+    {
+        return Err(ApiError::bad_request(
+            "a password needs at least 8 characters",
+        ));
+    }
+    let taken = || {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "email-taken",
+            "an account with this email exists",
+        )
+    };
+    match state.store.account_by_email(&email).await {
+        Ok(_) => return Err(taken()),
+        Err(StoreError::NotFound) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let hash = state
+        .hasher
+        .hash(body.password)
+        .await
+        .map_err(hashing_error)?;
+    let account = match state.store.create_account(&email, name, &hash).await {
+        Ok(a) => a,
+        Err(StoreError::Conflict) => return Err(taken()),
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(account = %account.id, "account created");
+    start_session(state, &account, StatusCode::CREATED).await
+}
+
+pub async fn signin(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    let body: SignIn = read_json(req, SMALL_BODY).await?;
+    let bad = || {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "bad-credentials",
+            "wrong email or password",
+        )
+    };
+    let Ok(email) = normalize_email(&body.email) else {
+        return Err(bad());
+    };
+    let account = match state.store.account_by_email(&email).await {
+        Ok(a) => Some(a),
+        Err(StoreError::NotFound) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let ok = state
+        .hasher
+        .verify(
+            body.password,
+            account.as_ref().map(|a| a.password_hash.clone()),
+        )
+        .await
+        .map_err(hashing_error)?;
+    match account {
+        Some(account) if ok => start_session(state, &account, StatusCode::OK).await,
+        _ => Err(bad()),
+    }
+}
+
+pub async fn signout(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    let token = bearer_token(&req).ok_or_else(ApiError::unauthorized)?;
+    signed_in(state, Some(&token)).await?;
+    let d = digest(&token);
+    state.store.delete_session(d).await?;
+    state.sockets.sign_out(d);
+    Ok(empty(StatusCode::NO_CONTENT))
+}
+
+pub async fn me(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    let account = signed_in(state, bearer_token(&req).as_deref()).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"account": account_json(state, &account)}),
+    ))
+}

@@ -1,0 +1,266 @@
+//! The HTTP API (PROTOCOL.md, "HTTP API"): routing, errors, and the helpers every
+//! handler shares. Handlers live in `accounts` and `files`; health, readiness and
+//! metrics in `ops`.
+
+mod accounts;
+mod files;
+mod ops;
+
+pub use ops::metrics_text as metrics_response;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use crate::ids::{digest, FileId};
+use crate::metrics::metrics;
+use crate::server::AppState;
+use crate::store::{Account, StoreError};
+
+pub type Body = Full<Bytes>;
+
+/// Largest body of a request that is not a file creation.
+const SMALL_BODY: usize = 64 * 1024;
+
+/// An error as the contract shapes it: a status, a kebab-case code and a sentence.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad-request", message)
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "sign in, or present a link key",
+        )
+    }
+
+    pub fn forbidden() -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "you have no access to this",
+        )
+    }
+
+    pub fn not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not-found", "no such thing here")
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => ApiError::not_found(),
+            StoreError::Conflict => {
+                ApiError::new(StatusCode::CONFLICT, "conflict", "that already exists")
+            }
+            StoreError::Fenced | StoreError::Unavailable(_) => {
+                tracing::warn!(error = %e, "store error answering a request");
+                ApiError::unavailable("the store is unavailable; try again")
+            }
+        }
+    }
+}
+
+pub type ApiResult = Result<Response<Body>, ApiError>;
+
+pub fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::from(value.to_string())));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+fn error_response(e: &ApiError) -> Response<Body> {
+    json_response(
+        e.status,
+        &json!({"error": {"code": e.code, "message": e.message}}),
+    )
+}
+
+pub fn empty(status: StatusCode) -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::new()));
+    *resp.status_mut() = status;
+    resp
+}
+
+/// Reads a JSON body of at most `limit` bytes into `T`.
+pub async fn read_json<T: DeserializeOwned>(
+    req: Request<Incoming>,
+    limit: usize,
+) -> Result<T, ApiError> {
+    let bytes = Limited::new(req.into_body(), limit)
+        .collect()
+        .await
+        .map_err(|e| {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too-large",
+                    "the body is too large",
+                )
+            } else {
+                ApiError::bad_request("the body could not be read")
+            }
+        })?
+        .to_bytes();
+    let bytes = if bytes.is_empty() {
+        Bytes::from_static(b"{}")
+    } else {
+        bytes
+    };
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("the body is not the expected JSON: {e}")))
+}
+
+/// The caller's session token, if it sent one.
+pub fn bearer_token(req: &Request<Incoming>) -> Option<String> {
+    let header = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    crate::auth::bearer(header).map(str::to_owned)
+}
+
+/// The account behind the request's token: `Ok(None)` without a token, 401 for a
+/// bad or signed-out one.
+pub async fn caller(state: &AppState, token: Option<&str>) -> Result<Option<Account>, ApiError> {
+    let Some(token) = token else { return Ok(None) };
+    match state.store.session_account(digest(token)).await {
+        Ok(a) => Ok(Some(a)),
+        Err(StoreError::NotFound) => Err(ApiError::unauthorized()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub async fn signed_in(state: &AppState, token: Option<&str>) -> Result<Account, ApiError> {
+    caller(state, token)
+        .await?
+        .ok_or_else(ApiError::unauthorized)
+}
+
+/// Answers one request; never fails (errors become JSON error bodies).
+pub async fn handle(state: Arc<AppState>, req: Request<Incoming>) -> Response<Body> {
+    let resp = match route(&state, req).await {
+        Ok(resp) => resp,
+        Err(e) => error_response(&e),
+    };
+    let class = match resp.status().as_u16() {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    };
+    metrics().http_requests.with_label_values(&[class]).inc();
+    resp
+}
+
+fn file_id(segment: &str) -> Result<FileId, ApiError> {
+    FileId::parse(segment)
+        .ok_or_else(|| ApiError::bad_request("a file id must match [A-Za-z0-9_-]{1,64}"))
+}
+
+async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiResult {
+    let path = req.uri().path().to_owned();
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let method = req.method().clone();
+    match (&method, segments.as_slice()) {
+        (&Method::GET, ["health"]) => ops::health(state, req).await,
+        (&Method::GET, ["ready"]) => ops::ready(state).await,
+        (&Method::GET, ["metrics"]) if state.config.admin_bind.is_none() => Ok(ops::metrics_text()),
+        (&Method::POST, ["api", "signup"]) => accounts::signup(state, req).await,
+        (&Method::POST, ["api", "signin"]) => accounts::signin(state, req).await,
+        (&Method::POST, ["api", "signout"]) => accounts::signout(state, req).await,
+        (&Method::GET, ["api", "me"]) => accounts::me(state, req).await,
+        (&Method::GET, ["api", "files"]) => files::list(state, req).await,
+        (&Method::POST, ["api", "files"]) => files::create(state, req).await,
+        (_, ["api", "files", id]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::GET => files::get(state, req, id).await,
+                Method::PATCH => files::update(state, req, id).await,
+                Method::DELETE => files::delete(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "doc"]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::GET => files::doc(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "keys"]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::POST => files::rotate_keys(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (&Method::GET, ["files", id, "ws"]) => {
+            let id = file_id(id)?;
+            upgrade(state, req, id)
+        }
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "that method is not allowed here",
+    )
+}
+
+/// Upgrades `GET /files/{id}/ws`; the socket is served on its own task.
+fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId) -> ApiResult {
+    if !state.accepting() {
+        return Err(ApiError::unavailable("the node is shutting down"));
+    }
+    let options = crate::socket::socket_options(state.config.max_message_bytes);
+    let (response, upgraded) = yawc::WebSocket::upgrade_with_options(&mut req, options)
+        .map_err(|_| ApiError::bad_request("expected a WebSocket upgrade"))?;
+    let state = state.clone();
+    tokio::spawn(async move {
+        // An upgrade that never completes is dropped by the hello deadline.
+        match tokio::time::timeout(state.config.hello_timeout(), upgraded).await {
+            Ok(Ok(ws)) => crate::socket::serve(ws, file, state).await,
+            Ok(Err(e)) => tracing::debug!(error = %e, "upgrade did not complete"),
+            Err(_) => tracing::debug!("upgrade timed out"),
+        }
+    });
+    Ok(response.map(|_| Full::new(Bytes::new())))
+}

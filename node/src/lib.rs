@@ -1,0 +1,35 @@
+//! `atrium-node`: the room node of Atrium.
+//!
+//! A message's path, by module:
+//!
+//! - [`server`]: listeners, shared state, orderly shutdown.
+//! - [`http`]: the HTTP API (accounts, files, links, health, metrics) and the upgrade.
+//! - [`socket`]: one WebSocket: hello, then messages to its room, frames from its [`outbox`].
+//! - [`protocol`]: parsing client messages and encoding the node's.
+//! - [`room`]: one open file: ordering, access, the resume ring, snapshots.
+//! - [`doc`]: the document model and its limits.
+//! - [`journal`]: group commit of every room's patches, one sync per turn.
+//! - [`store`]: the document store trait and the embedded SQLite store.
+//! - [`auth`], [`sessions`]: passwords, tokens, and sockets by session.
+//! - [`config`], [`metrics`], [`ids`], [`clock`]: settings, metrics, typed ids, time.
+
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod clock;
+pub mod config;
+pub mod doc;
+pub mod http;
+pub mod ids;
+pub mod journal;
+pub mod metrics;
+pub mod outbox;
+pub mod protocol;
+pub mod room;
+pub mod server;
+pub mod sessions;
+pub mod socket;
+pub mod store;
+
+pub use config::NodeConfig;
+pub use server::{start, Running};

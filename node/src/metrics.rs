@@ -1,0 +1,171 @@
+//! Prometheus metrics. Names follow one rule: an `atrium_` prefix, base units in
+//! the name (`_seconds`, `_bytes`), counters end in `_total`, and labels come only
+//! from small fixed sets (never a file or account id).
+
+use std::sync::LazyLock;
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
+};
+
+pub struct Metrics {
+    registry: Registry,
+    pub connections: IntGauge,
+    pub rooms: IntGauge,
+    pub people: IntGauge,
+    pub messages_received: IntCounterVec,
+    pub messages_sent: IntCounterVec,
+    pub bytes_received: IntCounter,
+    pub bytes_sent: IntCounter,
+    pub patches_acked: IntCounter,
+    pub rejects: IntCounterVec,
+    pub closes: IntCounterVec,
+    pub patch_durable_seconds: Histogram,
+    pub journal_batches: IntCounter,
+    pub journal_commit_seconds: Histogram,
+    pub snapshots: IntCounter,
+    pub snapshot_seconds: Histogram,
+    pub http_requests: IntCounterVec,
+    pub store_seconds: HistogramVec,
+}
+
+fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+    let c = IntCounter::new(name, help).expect("valid metric");
+    registry
+        .register(Box::new(c.clone()))
+        .expect("unique metric");
+    c
+}
+
+fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+    registry
+        .register(Box::new(c.clone()))
+        .expect("unique metric");
+    c
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    let g = IntGauge::new(name, help).expect("valid metric");
+    registry
+        .register(Box::new(g.clone()))
+        .expect("unique metric");
+    g
+}
+
+fn histogram(registry: &Registry, name: &str, help: &str, buckets: &[f64]) -> Histogram {
+    let h = Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets.to_vec()))
+        .expect("valid metric");
+    registry
+        .register(Box::new(h.clone()))
+        .expect("unique metric");
+    h
+}
+
+/// Latency buckets from 0.5 ms to 10 s.
+const LATENCY: &[f64] = &[
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
+];
+
+impl Metrics {
+    fn new() -> Self {
+        let r = Registry::new();
+        let store_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "atrium_store_operation_seconds",
+                "Time taken by store operations, by operation.",
+            )
+            .buckets(LATENCY.to_vec()),
+            &["operation"],
+        )
+        .expect("valid metric");
+        r.register(Box::new(store_seconds.clone()))
+            .expect("unique metric");
+        Metrics {
+            connections: gauge(&r, "atrium_connections", "Open sockets."),
+            rooms: gauge(&r, "atrium_rooms", "Rooms in memory."),
+            people: gauge(&r, "atrium_people", "People in rooms (sockets past hello)."),
+            messages_received: counter_vec(
+                &r,
+                "atrium_messages_received_total",
+                "Socket messages received, by type.",
+                &["type"],
+            ),
+            messages_sent: counter_vec(
+                &r,
+                "atrium_messages_sent_total",
+                "Socket messages sent, by type (a room message counts once per socket).",
+                &["type"],
+            ),
+            bytes_received: counter(
+                &r,
+                "atrium_received_bytes_total",
+                "Socket payload bytes received.",
+            ),
+            bytes_sent: counter(&r, "atrium_sent_bytes_total", "Socket payload bytes sent."),
+            patches_acked: counter(
+                &r,
+                "atrium_patches_acked_total",
+                "Patches made durable and acked.",
+            ),
+            rejects: counter_vec(
+                &r,
+                "atrium_rejects_total",
+                "Rejected messages, by code.",
+                &["code"],
+            ),
+            closes: counter_vec(
+                &r,
+                "atrium_closes_total",
+                "Sockets closed by the node, by close code.",
+                &["code"],
+            ),
+            patch_durable_seconds: histogram(
+                &r,
+                "atrium_patch_durable_seconds",
+                "From a patch being applied in memory to it being synced to disk.",
+                LATENCY,
+            ),
+            journal_batches: counter(
+                &r,
+                "atrium_journal_commits_total",
+                "Group commits of the op log.",
+            ),
+            journal_commit_seconds: histogram(
+                &r,
+                "atrium_journal_commit_seconds",
+                "Duration of one group commit (one transaction and one sync).",
+                LATENCY,
+            ),
+            snapshots: counter(&r, "atrium_snapshots_total", "Snapshots written."),
+            snapshot_seconds: histogram(
+                &r,
+                "atrium_snapshot_seconds",
+                "Duration of a snapshot write.",
+                LATENCY,
+            ),
+            http_requests: counter_vec(
+                &r,
+                "atrium_http_requests_total",
+                "HTTP requests answered, by status class.",
+                &["status"],
+            ),
+            store_seconds,
+            registry: r,
+        }
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+pub fn metrics() -> &'static Metrics {
+    &METRICS
+}

@@ -1,0 +1,357 @@
+//! The socket's messages (PROTOCOL.md, "The socket"): parsing what clients send,
+//! encoding what the node sends. Parsing never panics and never trusts sizes: a
+//! message that breaks the contract becomes a [`Refusal`] with the contract's code.
+
+use std::collections::HashMap;
+
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::doc::{parse_ops, DocLimits, Op, PatchError};
+use crate::ids::is_valid_id;
+
+/// Longest guest name, in characters.
+pub const MAX_NAME_CHARS: usize = 64;
+/// Most ids in a presence selection.
+pub const MAX_SELECTION: usize = 100;
+
+#[derive(Debug)]
+pub struct Hello {
+    pub token: Option<String>,
+    pub key: Option<String>,
+    pub client: String,
+    pub since: Option<u64>,
+    pub name: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct Patch {
+    pub id: u64,
+    pub ops: Vec<Op>,
+    /// The ops as compact JSON, relayed and logged as is.
+    pub ops_json: String,
+    /// The sender's `t`, verbatim.
+    pub t: Option<String>,
+}
+
+/// A presence update: each field is `None` when left out (keeps its last value).
+#[derive(Debug, Default, Clone)]
+pub struct PresenceUpdate {
+    pub page: Option<Option<String>>,
+    pub cursor: Option<Option<[f64; 2]>>,
+    pub sel: Option<Option<Vec<String>>>,
+    pub camera: Option<Option<[f64; 3]>>,
+    pub t: Option<String>,
+}
+
+#[derive(Debug)]
+pub enum ClientMessage {
+    Hello(Hello),
+    Patch(Patch),
+    Presence(PresenceUpdate),
+}
+
+/// Why a message was refused: answered with a `reject`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub id: Option<u64>,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn invalid_before_hello() -> Self {
+        Self::invalid(None, "the first message must be a hello")
+    }
+
+    fn invalid(id: Option<u64>, message: impl Into<String>) -> Self {
+        Refusal {
+            id,
+            code: "invalid",
+            message: message.into(),
+        }
+    }
+}
+
+type Fields<'a> = HashMap<String, &'a RawValue>;
+
+/// A field that may be missing or null (both `None`).
+fn field<T: serde::de::DeserializeOwned>(
+    fields: &Fields<'_>,
+    name: &str,
+) -> Result<Option<T>, String> {
+    match fields.get(name) {
+        None => Ok(None),
+        Some(raw) => serde_json::from_str::<Option<T>>(raw.get())
+            .map_err(|_| format!("`{name}` has the wrong type")),
+    }
+}
+
+/// A JSON number, kept as its exact text.
+fn number_text(fields: &Fields<'_>, name: &str) -> Result<Option<String>, String> {
+    let Some(raw) = fields.get(name) else {
+        return Ok(None);
+    };
+    let text = raw.get();
+    if text == "null" {
+        return Ok(None);
+    }
+    match serde_json::from_str::<f64>(text) {
+        Ok(n) if n.is_finite() && !text.starts_with('"') => Ok(Some(text.to_owned())),
+        _ => Err(format!("`{name}` must be a finite number")),
+    }
+}
+
+/// Parses one text frame.
+pub fn parse(text: &str, limits: &DocLimits) -> Result<ClientMessage, Refusal> {
+    let fields: Fields<'_> = serde_json::from_str(text)
+        .map_err(|_| Refusal::invalid(None, "a message must be a JSON object"))?;
+    let kind: String = field(&fields, "type")
+        .ok()
+        .flatten()
+        .ok_or_else(|| Refusal::invalid(None, "a message needs a string `type`"))?;
+    match kind.as_str() {
+        "hello" => parse_hello(&fields).map(ClientMessage::Hello),
+        "patch" => parse_patch(&fields, limits).map(ClientMessage::Patch),
+        "presence" => parse_presence(&fields)
+            .map(ClientMessage::Presence)
+            .map_err(|m| Refusal::invalid(None, m)),
+        _ => Err(Refusal::invalid(None, "unknown message type")),
+    }
+}
+
+fn parse_hello(fields: &Fields<'_>) -> Result<Hello, Refusal> {
+    let bad = |m: String| Refusal::invalid(None, m);
+    let token: Option<String> = field(fields, "token").map_err(bad)?;
+    let key: Option<String> = field(fields, "key").map_err(bad)?;
+    let client: String = field(fields, "client")
+        .map_err(bad)?
+        .ok_or_else(|| bad("hello needs a `client` id".into()))?;
+    if !is_valid_id(&client) {
+        return Err(bad("`client` must match [A-Za-z0-9_-]{1,64}".into()));
+    }
+    let since: Option<u64> = field(fields, "since")
+        .map_err(|_| bad("`since` must be a version number or null".into()))?;
+    let name: Option<String> = field(fields, "name").map_err(bad)?;
+    let name = name.map(|n| clean_name(&n));
+    Ok(Hello {
+        token: token.filter(|t| !t.is_empty()),
+        key: key.filter(|k| !k.is_empty()),
+        client,
+        since,
+        name,
+    })
+}
+
+/// A guest name as plain text: control characters dropped, at most 64 characters.
+pub fn clean_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_NAME_CHARS)
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
+fn parse_patch(fields: &Fields<'_>, limits: &DocLimits) -> Result<Patch, Refusal> {
+    let id = fields
+        .get("id")
+        .and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok())
+        .filter(|id| *id > 0);
+    let Some(id) = id else {
+        return Err(Refusal::invalid(
+            None,
+            "a patch needs `id`, a positive integer",
+        ));
+    };
+    let t = number_text(fields, "t").map_err(|m| Refusal::invalid(Some(id), m))?;
+    let raw_ops = fields
+        .get("ops")
+        .ok_or_else(|| Refusal::invalid(Some(id), "a patch needs `ops`"))?;
+    let value: Value = serde_json::from_str(raw_ops.get())
+        .map_err(|_| Refusal::invalid(Some(id), "`ops` is not valid JSON"))?;
+    let ops = parse_ops(&value, limits).map_err(|e| Refusal {
+        id: Some(id),
+        code: e.code(),
+        message: match e {
+            PatchError::Invalid(m) | PatchError::TooLarge(m) => m,
+        },
+    })?;
+    Ok(Patch {
+        id,
+        ops,
+        ops_json: value.to_string(),
+        t,
+    })
+}
+
+fn pair<const N: usize>(
+    fields: &Fields<'_>,
+    name: &str,
+) -> Result<Option<Option<[f64; N]>>, String> {
+    let Some(raw) = fields.get(name) else {
+        return Ok(None);
+    };
+    let value: Option<Vec<f64>> = serde_json::from_str(raw.get())
+        .map_err(|_| format!("`{name}` must be {N} numbers or null"))?;
+    match value {
+        None => Ok(Some(None)),
+        Some(v) => <[f64; N]>::try_from(v)
+            .map(|a| Some(Some(a)))
+            .map_err(|_| format!("`{name}` must be {N} numbers or null")),
+    }
+}
+
+fn parse_presence(fields: &Fields<'_>) -> Result<PresenceUpdate, String> {
+    let page = match fields.get("page") {
+        None => None,
+        Some(raw) => {
+            let page: Option<String> = serde_json::from_str(raw.get())
+                .map_err(|_| "`page` must be an id or null".to_owned())?;
+            if page.as_deref().is_some_and(|p| !is_valid_id(p)) {
+                return Err("`page` must be an id".into());
+            }
+            Some(page)
+        }
+    };
+    let sel = match fields.get("sel") {
+        None => None,
+        Some(raw) => {
+            let sel: Option<Vec<String>> = serde_json::from_str(raw.get())
+                .map_err(|_| "`sel` must be a list of ids or null".to_owned())?;
+            if let Some(ids) = &sel {
+                if ids.len() > MAX_SELECTION {
+                    return Err(format!("`sel` holds at most {MAX_SELECTION} ids"));
+                }
+                if !ids.iter().all(|i| is_valid_id(i)) {
+                    return Err("`sel` must hold ids".into());
+                }
+            }
+            Some(sel)
+        }
+    };
+    Ok(PresenceUpdate {
+        page,
+        cursor: pair::<2>(fields, "cursor")?,
+        sel,
+        camera: pair::<3>(fields, "camera")?,
+        t: number_text(fields, "t")?,
+    })
+}
+
+// ---- What the node sends ------------------------------------------------------
+
+fn with_t(mut body: String, t: Option<&str>) -> String {
+    if let Some(t) = t {
+        body.push_str(",\"t\":");
+        body.push_str(t);
+    }
+    body.push('}');
+    body
+}
+
+/// `{"type":"ack","id","v","t"?}` for the sender of a patch.
+pub fn ack(id: u64, v: u64, t: Option<&str>) -> String {
+    with_t(format!("{{\"type\":\"ack\",\"id\":{id},\"v\":{v}"), t)
+}
+
+/// `{"type":"patch","v","by","ops","t"?}` for everyone else in the file.
+pub fn relay(v: u64, by: &str, ops_json: &str, t: Option<&str>) -> String {
+    // `by` is an id (checked characters), so it needs no escaping.
+    with_t(
+        format!("{{\"type\":\"patch\",\"v\":{v},\"by\":\"{by}\",\"ops\":{ops_json}"),
+        t,
+    )
+}
+
+pub fn reject(refusal: &Refusal) -> String {
+    json!({"type": "reject", "id": refusal.id, "code": refusal.code, "message": refusal.message})
+        .to_string()
+}
+
+pub fn notice(code: u16, message: &str) -> String {
+    json!({"type": "notice", "code": code, "message": message}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> DocLimits {
+        DocLimits::default()
+    }
+
+    #[test]
+    fn hello_parses_and_checks_the_client_id() {
+        let m = parse(
+            r#"{"type":"hello","token":null,"key":"k","client":"c1","since":4,"name":"Ann\u0007"}"#,
+            &limits(),
+        )
+        .unwrap();
+        let ClientMessage::Hello(h) = m else {
+            panic!("not a hello")
+        };
+        assert_eq!(h.key.as_deref(), Some("k"));
+        assert_eq!(h.since, Some(4));
+        assert_eq!(h.name.as_deref(), Some("Ann"));
+        assert!(parse(r#"{"type":"hello","client":"../x"}"#, &limits()).is_err());
+        assert!(parse(r#"{"type":"hello","client":"c","since":-1}"#, &limits()).is_err());
+    }
+
+    #[test]
+    fn patch_keeps_t_verbatim_and_reports_its_id() {
+        let m = parse(r#"{"type":"patch","id":7,"ops":[],"t":12.50}"#, &limits()).unwrap();
+        let ClientMessage::Patch(p) = m else {
+            panic!("not a patch")
+        };
+        assert_eq!(p.t.as_deref(), Some("12.50"));
+        assert_eq!(
+            ack(7, 3, p.t.as_deref()),
+            r#"{"type":"ack","id":7,"v":3,"t":12.50}"#
+        );
+        let r = parse(r#"{"type":"patch","id":8,"ops":[{"op":"zap"}]}"#, &limits()).unwrap_err();
+        assert_eq!((r.id, r.code), (Some(8), "invalid"));
+        let r = parse(r#"{"type":"patch","id":0,"ops":[]}"#, &limits()).unwrap_err();
+        assert_eq!(r.id, None);
+        let r = parse(r#"{"type":"patch","id":9,"ops":[],"t":"1"}"#, &limits()).unwrap_err();
+        assert_eq!(r.code, "invalid");
+    }
+
+    #[test]
+    fn garbage_is_invalid_not_a_panic() {
+        for text in [
+            "",
+            "nul",
+            "[]",
+            "{}",
+            r#"{"type":5}"#,
+            r#"{"type":"nope"}"#,
+            "{\"type\":\"patch\"",
+        ] {
+            let r = parse(text, &limits()).unwrap_err();
+            assert_eq!(r.code, "invalid", "{text}");
+        }
+        let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+        let text = format!(r#"{{"type":"patch","id":1,"ops":{deep}}}"#);
+        assert!(parse(&text, &limits()).is_err());
+    }
+
+    #[test]
+    fn presence_fields_keep_missing_apart_from_null() {
+        let m = parse(
+            r#"{"type":"presence","cursor":[1,2],"sel":null}"#,
+            &limits(),
+        )
+        .unwrap();
+        let ClientMessage::Presence(p) = m else {
+            panic!("not presence")
+        };
+        assert_eq!(p.cursor, Some(Some([1.0, 2.0])));
+        assert_eq!(p.sel, Some(None));
+        assert!(p.page.is_none());
+        assert!(parse(r#"{"type":"presence","cursor":[1]}"#, &limits()).is_err());
+        let many: Vec<String> = (0..101).map(|i| format!("\"n{i}\"")).collect();
+        let text = format!(r#"{{"type":"presence","sel":[{}]}}"#, many.join(","));
+        assert!(parse(&text, &limits()).is_err());
+    }
+}

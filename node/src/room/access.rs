@@ -1,0 +1,133 @@
+//! Who may be in a file, and as what (PROTOCOL.md, "Access to a file").
+
+use crate::ids::{digest, AccountId};
+use crate::store::{FileRecord, LinkAccess};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Editor,
+    Viewer,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Editor => "editor",
+            Role::Viewer => "viewer",
+        }
+    }
+}
+
+/// What a person presented to get in; kept so link and key changes can be
+/// applied to live sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Owner,
+    /// A link key, of the key generation it matched.
+    Key {
+        edit: bool,
+        generation: u64,
+    },
+}
+
+/// Why someone may not join: each maps to a close code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denied {
+    /// No credentials, or a key that matches neither of the file's keys (4001).
+    Unauthorized,
+    /// Valid credentials that do not reach this file (4003).
+    Forbidden,
+}
+
+impl Denied {
+    pub fn close_code(self) -> u16 {
+        match self {
+            Denied::Unauthorized => 4001,
+            Denied::Forbidden => 4003,
+        }
+    }
+}
+
+/// Compares secrets by digest, so the comparison's timing says nothing about them.
+fn same_secret(a: &str, b: &str) -> bool {
+    digest(a) == digest(b)
+}
+
+/// What `account` and `key` give on `file`.
+pub fn access(
+    file: &FileRecord,
+    account: Option<&AccountId>,
+    key: Option<&str>,
+) -> Result<Access, Denied> {
+    if account == Some(&file.owner) {
+        return Ok(Access::Owner);
+    }
+    match key {
+        Some(k) if same_secret(k, &file.edit_key) => Ok(Access::Key {
+            edit: true,
+            generation: file.key_generation,
+        }),
+        Some(k) if same_secret(k, &file.view_key) => Ok(Access::Key {
+            edit: false,
+            generation: file.key_generation,
+        }),
+        Some(_) => Err(Denied::Unauthorized),
+        None if account.is_some() => Err(Denied::Forbidden),
+        None => Err(Denied::Unauthorized),
+    }
+}
+
+/// The role an access gives under the file's current link setting, with the
+/// reason when edit access was asked for but not granted.
+pub fn role(file: &FileRecord, access: Access) -> Result<(Role, Option<&'static str>), Denied> {
+    match (access, file.link) {
+        (Access::Owner, _) => Ok((Role::Editor, None)),
+        (Access::Key { generation, .. }, _) if generation != file.key_generation => {
+            Err(Denied::Forbidden)
+        }
+        (Access::Key { .. }, LinkAccess::None) => Err(Denied::Forbidden),
+        (Access::Key { edit: true, .. }, LinkAccess::Edit) => Ok((Role::Editor, None)),
+        (Access::Key { edit: true, .. }, LinkAccess::View) => Ok((Role::Viewer, Some("view-link"))),
+        (Access::Key { edit: false, .. }, _) => Ok((Role::Viewer, None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::FileId;
+
+    fn file(link: LinkAccess) -> FileRecord {
+        FileRecord {
+            id: FileId::parse("f1").unwrap(),
+            owner: AccountId::parse("owner").unwrap(),
+            name: "n".into(),
+            link,
+            view_key: "viewkey".into(),
+            edit_key: "editkey".into(),
+            key_generation: 3,
+            version: 0,
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_key_never_grants_more_than_the_link() {
+        let owner = AccountId::parse("owner").unwrap();
+        let other = AccountId::parse("other").unwrap();
+        let f = file(LinkAccess::View);
+        assert_eq!(access(&f, Some(&owner), None), Ok(Access::Owner));
+        assert_eq!(access(&f, Some(&other), None), Err(Denied::Forbidden));
+        assert_eq!(access(&f, None, None), Err(Denied::Unauthorized));
+        assert_eq!(access(&f, None, Some("nope")), Err(Denied::Unauthorized));
+        let edit = access(&f, None, Some("editkey")).unwrap();
+        assert_eq!(role(&f, edit), Ok((Role::Viewer, Some("view-link"))));
+        assert_eq!(role(&file(LinkAccess::Edit), edit).unwrap().0, Role::Editor);
+        assert_eq!(role(&file(LinkAccess::None), edit), Err(Denied::Forbidden));
+        let view = access(&f, None, Some("viewkey")).unwrap();
+        assert_eq!(role(&file(LinkAccess::Edit), view).unwrap().0, Role::Viewer);
+        let mut rotated = file(LinkAccess::Edit);
+        rotated.key_generation = 4;
+        assert_eq!(role(&rotated, edit), Err(Denied::Forbidden));
+    }
+}

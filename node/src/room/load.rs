@@ -1,0 +1,72 @@
+//! Opening a room: take the file (its epoch raised first), then rebuild the
+//! document from the snapshot and the log, and refill the resume ring.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::registry::RoomMap;
+use super::ring::{Ring, RingEntry};
+use super::snapshot::{replay, replay_limits, SnapshotState};
+use super::{Room, RoomCmd, RoomContext};
+use crate::doc::Document;
+use crate::ids::FileId;
+use crate::protocol;
+use crate::store::StoreError;
+
+pub async fn load(
+    file: &FileId,
+    generation: u64,
+    ctx: Arc<RoomContext>,
+    rooms: RoomMap,
+    tx: mpsc::UnboundedSender<RoomCmd>,
+) -> Result<Room, StoreError> {
+    let config = &ctx.config;
+    let taken = ctx.store.take_file(file, config.room_ops as u64).await?;
+    let (base, doc) = match taken.snapshot {
+        Some((v, json)) => {
+            let doc = Document::from_json(json.as_bytes(), &replay_limits()).map_err(|e| {
+                StoreError::Unavailable(format!("snapshot of {file} is unreadable: {e}"))
+            })?;
+            (v, doc)
+        }
+        None => (0, Document::new()),
+    };
+    let mut doc = doc;
+    let version = replay(&mut doc, &taken.log, base);
+    let mut ring = Ring::new(config.room_ops, config.room_ops_bytes);
+    for p in &taken.log {
+        ring.push(RingEntry {
+            v: p.version,
+            client: p.client,
+            op_id: p.op_id,
+            t: p.t.clone(),
+            relay: Bytes::from(protocol::relay(p.version, &p.by, &p.ops, p.t.as_deref())),
+        });
+    }
+    tracing::debug!(file = %file, epoch = taken.epoch, version, "room loaded");
+    Ok(Room {
+        file: file.clone(),
+        generation,
+        ctx: ctx.clone(),
+        rooms,
+        tx,
+        record: taken.record,
+        epoch: taken.epoch,
+        doc,
+        version,
+        durable: version,
+        ring,
+        clients: HashMap::new(),
+        members: HashMap::new(),
+        pending: VecDeque::new(),
+        unsent: Vec::new(),
+        in_flight: VecDeque::new(),
+        leaving: Vec::new(),
+        snapshot: SnapshotState::default(),
+        idle_since: Some(std::time::Instant::now()),
+        shutdown: None,
+    })
+}

@@ -1,0 +1,709 @@
+//! A room: one open file, everyone in it, and the single writer of its versions.
+//!
+//! Each room is one task that owns its document. Sockets send it commands; it
+//! validates and applies patches in arrival order, giving each the next version,
+//! and hands each turn's patches to the [journal](crate::journal). Nothing a patch
+//! causes (its ack, its relay, a welcome that includes it) leaves the room before
+//! the journal reports it durable: those wait in `pending`, in version order.
+//!
+//! ```text
+//! socket ──Patch──▶ room: apply, version+1 ──turn──▶ journal: one commit, one sync
+//!                    ▲                                   │
+//!                    └──────────── Appended(upto) ◀──────┘
+//!                    release pending ≤ upto: ack to the sender, patch to everyone else
+//! ```
+
+pub mod access;
+mod load;
+pub mod registry;
+pub mod ring;
+mod snapshot;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::NodeConfig;
+use crate::doc::{DocLimits, Document};
+use crate::ids::{AccountId, ClientKey, FileId, PersonId};
+use crate::journal::{Appended, Journal, JournalEntry};
+use crate::metrics::metrics;
+use crate::outbox::{ConnId, Outbox};
+use crate::protocol::{self, Patch, Refusal};
+use crate::store::{FileAppend, FileRecord, LoggedPatch, Store, StoreError};
+use access::{Access, Denied, Role};
+use registry::RoomMap;
+use ring::{Ring, RingEntry};
+
+/// What rooms share: settings, the store and the journal.
+pub struct RoomContext {
+    pub config: Arc<NodeConfig>,
+    pub store: Arc<dyn Store>,
+    pub journal: Journal,
+    pub limits: DocLimits,
+}
+
+#[derive(Clone)]
+pub struct JoinRequest {
+    pub outbox: Outbox,
+    pub client: ClientKey,
+    pub account: Option<(AccountId, String)>,
+    pub key: Option<String>,
+    pub name: Option<String>,
+    pub since: Option<u64>,
+    /// The client's highest durable op id in this file, read from the store.
+    pub stored_op: u64,
+}
+
+#[derive(Debug)]
+pub struct Joined {
+    pub person: PersonId,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinError {
+    Denied(Denied),
+    NotFound,
+    /// The room is closing; ask the registry again.
+    Retry,
+    /// The node is shutting down or cannot load the file.
+    Unavailable(u16),
+}
+
+impl JoinError {
+    pub fn reason(self) -> &'static str {
+        match self {
+            JoinError::Denied(Denied::Unauthorized) => "not signed in, or a bad key",
+            JoinError::Denied(Denied::Forbidden) => "no access to this file",
+            JoinError::NotFound => "file not found",
+            JoinError::Retry | JoinError::Unavailable(1013) => "try again later",
+            JoinError::Unavailable(_) => "server restarting",
+        }
+    }
+
+    pub fn close_code(self) -> u16 {
+        match self {
+            JoinError::Denied(d) => d.close_code(),
+            JoinError::NotFound => 4004,
+            JoinError::Retry => 1013,
+            JoinError::Unavailable(code) => code,
+        }
+    }
+}
+
+pub enum RoomCmd {
+    Join(JoinRequest, oneshot::Sender<Result<Joined, JoinError>>),
+    Leave(ConnId),
+    Patch(ConnId, Patch),
+    Appended(Appended),
+    SnapshotDone(Result<u64, StoreError>),
+    /// The file's settings changed (link, keys, name).
+    FileChanged(FileRecord),
+    /// The file was deleted: everyone leaves with 4004.
+    Deleted,
+    /// The current document, once everything in it is durable.
+    GetDoc(oneshot::Sender<(u64, String)>),
+    /// Finish what is in flight, close every socket with 1012, and stop.
+    Shutdown(oneshot::Sender<()>),
+}
+
+struct Member {
+    outbox: Outbox,
+    person: PersonId,
+    client: ClientKey,
+    name: String,
+    account: Option<AccountId>,
+    role: Role,
+    access: Access,
+    /// The version its welcome brought it to: it gets relays only above it.
+    from_version: u64,
+    page: Option<String>,
+}
+
+impl Member {
+    fn person_json(&self) -> serde_json::Value {
+        json!({
+            "id": self.person.as_str(),
+            "name": self.name,
+            "account": self.account.as_ref().map(|a| a.as_str()),
+            "role": self.role.as_str(),
+            "page": self.page,
+        })
+    }
+}
+
+/// Something waiting for a version to become durable.
+enum Pending {
+    /// An accepted patch: its ack for the sender, its relay for everyone else.
+    Patch {
+        v: u64,
+        from: ConnId,
+        ack: Bytes,
+        relay: Bytes,
+    },
+    /// A frame for one socket (a welcome, or the ack of a resent patch).
+    Direct { v: u64, to: ConnId, frame: Bytes },
+    Doc {
+        v: u64,
+        doc: String,
+        reply: oneshot::Sender<(u64, String)>,
+    },
+}
+
+impl Pending {
+    fn version(&self) -> u64 {
+        match self {
+            Pending::Patch { v, .. } | Pending::Direct { v, .. } | Pending::Doc { v, .. } => *v,
+        }
+    }
+}
+
+struct ClientState {
+    person: PersonId,
+    highest_op: u64,
+}
+
+/// Housekeeping cadence: idle checks and time-based snapshots.
+const HOUSEKEEPING: Duration = Duration::from_secs(1);
+
+pub struct Room {
+    file: FileId,
+    generation: u64,
+    ctx: Arc<RoomContext>,
+    rooms: RoomMap,
+    tx: mpsc::UnboundedSender<RoomCmd>,
+    record: FileRecord,
+    epoch: u64,
+    doc: Document,
+    /// The last version applied in memory.
+    version: u64,
+    /// The last version synced to disk.
+    durable: u64,
+    ring: Ring,
+    clients: HashMap<ClientKey, ClientState>,
+    members: HashMap<ConnId, Member>,
+    pending: VecDeque<Pending>,
+    /// Accepted this turn, not yet handed to the journal.
+    unsent: Vec<LoggedPatch>,
+    /// Handed to the journal: (last version, when, how many patches).
+    in_flight: VecDeque<(u64, Instant, usize)>,
+    leaving: Vec<PersonId>,
+    snapshot: snapshot::SnapshotState,
+    idle_since: Option<Instant>,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+/// How a room ended, for the log.
+#[derive(Debug)]
+enum Exit {
+    Idle,
+    Shutdown,
+    Deleted,
+    Fenced,
+}
+
+impl Room {
+    /// Runs a room until it ends: loads the file first (taking its epoch), then
+    /// serves commands in turns.
+    pub async fn run(
+        file: FileId,
+        generation: u64,
+        ctx: Arc<RoomContext>,
+        rooms: RoomMap,
+        tx: mpsc::UnboundedSender<RoomCmd>,
+        mut rx: mpsc::UnboundedReceiver<RoomCmd>,
+    ) {
+        let mut room = match load::load(&file, generation, ctx, rooms.clone(), tx).await {
+            Ok(room) => room,
+            Err(e) => {
+                let error = match e {
+                    StoreError::NotFound => JoinError::NotFound,
+                    _ => JoinError::Unavailable(1013),
+                };
+                tracing::warn!(file = %file, error = %e, "room could not load its file");
+                registry::remove(&rooms, &file, generation);
+                refuse_all(&mut rx, error);
+                return;
+            }
+        };
+        metrics().rooms.inc();
+        let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
+        housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut commands = Vec::with_capacity(64);
+        let exit = loop {
+            tokio::select! {
+                n = rx.recv_many(&mut commands, 256) => {
+                    if n == 0 {
+                        break Exit::Shutdown;
+                    }
+                    let mut exit = None;
+                    for cmd in commands.drain(..) {
+                        if let Some(e) = room.handle(cmd) {
+                            exit = Some(e);
+                            break;
+                        }
+                    }
+                    if let Some(e) = exit {
+                        break e;
+                    }
+                    room.end_turn();
+                }
+                _ = housekeeping.tick() => {
+                    if let Some(e) = room.housekeeping() {
+                        break e;
+                    }
+                }
+            }
+            if let Some(e) = room.maybe_finish_shutdown() {
+                break e;
+            }
+        };
+        tracing::debug!(file = %room.file, ?exit, "room ends");
+        registry::remove(&room.rooms, &room.file, room.generation);
+        metrics().rooms.dec();
+        metrics().people.sub(room.members.len() as i64);
+        let code = match exit {
+            Exit::Deleted => Some((4004, "file deleted")),
+            Exit::Fenced => Some((4009, "moved: this node no longer owns the file")),
+            Exit::Shutdown => Some((1012, "server restarting")),
+            Exit::Idle => None,
+        };
+        if let Some((code, reason)) = code {
+            for m in room.members.values() {
+                m.outbox.close(code, reason);
+            }
+        }
+        if let Some(reply) = room.shutdown.take() {
+            let _ = reply.send(());
+        }
+        // Whoever raced the registry removal is told to ask again.
+        rx.close();
+        refuse_all(&mut rx, JoinError::Retry);
+    }
+
+    fn handle(&mut self, cmd: RoomCmd) -> Option<Exit> {
+        match cmd {
+            RoomCmd::Join(req, reply) => {
+                let result = self.join(req);
+                let _ = reply.send(result);
+            }
+            RoomCmd::Leave(conn) => self.leave(conn),
+            RoomCmd::Patch(conn, patch) => self.patch(conn, patch),
+            RoomCmd::Appended(a) => return self.appended(a),
+            RoomCmd::SnapshotDone(result) => return self.snapshot_done(result),
+            RoomCmd::FileChanged(record) => self.file_changed(record),
+            RoomCmd::Deleted => return Some(Exit::Deleted),
+            RoomCmd::GetDoc(reply) => {
+                let doc = self.doc.to_json();
+                self.after_durable(Pending::Doc {
+                    v: self.version,
+                    doc,
+                    reply,
+                });
+            }
+            RoomCmd::Shutdown(reply) => {
+                self.shutdown = Some(reply);
+            }
+        }
+        None
+    }
+
+    fn join(&mut self, req: JoinRequest) -> Result<Joined, JoinError> {
+        if self.shutdown.is_some() {
+            return Err(JoinError::Unavailable(1012));
+        }
+        let account_id = req.account.as_ref().map(|(id, _)| id);
+        let access = access::access(&self.record, account_id, req.key.as_deref())
+            .map_err(JoinError::Denied)?;
+        let (role, reason) = access::role(&self.record, access).map_err(JoinError::Denied)?;
+
+        let state = self
+            .clients
+            .entry(req.client)
+            .or_insert_with(|| ClientState {
+                person: PersonId::generate(),
+                highest_op: 0,
+            });
+        state.highest_op = state.highest_op.max(req.stored_op);
+        let person = state.person.clone();
+
+        // A newer hello of the same client replaces the older socket, quietly: for
+        // everyone else the person never left.
+        let replaced: Vec<ConnId> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.client == req.client)
+            .map(|(c, _)| *c)
+            .collect();
+        let mut page = None;
+        for conn in &replaced {
+            if let Some(old) = self.members.remove(conn) {
+                old.outbox
+                    .close(4010, "replaced by a newer socket of the same client");
+                page = old.page;
+                metrics().people.dec();
+            }
+        }
+        self.leaving.retain(|p| *p != person);
+
+        let name = match &req.account {
+            Some((_, name)) => name.clone(),
+            None => req
+                .name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| "Guest".into()),
+        };
+        let member = Member {
+            outbox: req.outbox.clone(),
+            person: person.clone(),
+            client: req.client,
+            name,
+            account: req.account.map(|(id, _)| id),
+            role,
+            access,
+            from_version: self.version,
+            page,
+        };
+        if replaced.is_empty() {
+            let join = json!({"type": "join", "people": [member.person_json()]}).to_string();
+            self.broadcast(Bytes::from(join), "join");
+        }
+        let conn = req.outbox.id;
+        self.members.insert(conn, member);
+        metrics().people.inc();
+        self.idle_since = None;
+
+        let welcome = self.welcome(conn, role, reason, req.since, req.client);
+        self.after_durable(Pending::Direct {
+            v: self.version,
+            to: conn,
+            frame: Bytes::from(welcome),
+        });
+        Ok(Joined { person, role })
+    }
+
+    fn welcome(
+        &self,
+        conn: ConnId,
+        role: Role,
+        reason: Option<&str>,
+        since: Option<u64>,
+        client: ClientKey,
+    ) -> String {
+        let me = &self.members[&conn];
+        let people: Vec<serde_json::Value> =
+            self.members.values().map(Member::person_json).collect();
+        let mut head = json!({
+            "type": "welcome",
+            "you": me.person.as_str(),
+            "role": role.as_str(),
+            "version": self.version,
+            "people": people,
+            "presence_hz": 20,
+        });
+        if let Some(reason) = reason {
+            head["reason"] = json!(reason);
+        }
+        // The document or the resume list is spliced in as already-encoded JSON.
+        let mut out = head.to_string();
+        out.pop();
+        match since.and_then(|s| self.ring.resume(s, self.version, client)) {
+            Some(resume) => {
+                out.push_str(",\"resume\":[");
+                for (i, frame) in resume.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(std::str::from_utf8(frame).unwrap_or("null"));
+                }
+                out.push_str("]}");
+            }
+            None => {
+                out.push_str(",\"doc\":");
+                out.push_str(&self.doc.to_json());
+                out.push('}');
+            }
+        }
+        out
+    }
+
+    fn leave(&mut self, conn: ConnId) {
+        if let Some(m) = self.members.remove(&conn) {
+            metrics().people.dec();
+            self.leaving.push(m.person);
+        }
+        if self.members.is_empty() {
+            self.idle_since = Some(Instant::now());
+        }
+    }
+
+    fn patch(&mut self, conn: ConnId, patch: Patch) {
+        let Some(member) = self.members.get(&conn) else {
+            return;
+        };
+        let outbox = member.outbox.clone();
+        let refuse = |code: &'static str, message: &str| {
+            metrics().rejects.with_label_values(&[code]).inc();
+            outbox.send_text(protocol::reject(&Refusal {
+                id: Some(patch.id),
+                code,
+                message: message.into(),
+            }));
+        };
+        if self.shutdown.is_some() {
+            // Not applied: the client resends it after reconnecting.
+            return;
+        }
+        if member.role != Role::Editor {
+            refuse("viewer", "viewers cannot edit this file");
+            return;
+        }
+        let client = member.client;
+        let person = member.person.clone();
+        let state = self
+            .clients
+            .get_mut(&client)
+            .expect("every member has a client state");
+        if patch.id <= state.highest_op {
+            // A resend: answered, never applied twice.
+            let v = self
+                .ring
+                .version_of(client, patch.id)
+                .unwrap_or(self.version);
+            let ack = protocol::ack(patch.id, v, patch.t.as_deref());
+            self.after_durable(Pending::Direct {
+                v,
+                to: conn,
+                frame: Bytes::from(ack),
+            });
+            return;
+        }
+        if let Err(e) = self.doc.apply(&patch.ops, &self.ctx.limits) {
+            refuse(e.code(), &e.to_string());
+            return;
+        }
+        state.highest_op = patch.id;
+        self.version += 1;
+        let v = self.version;
+        let relay = Bytes::from(protocol::relay(
+            v,
+            person.as_str(),
+            &patch.ops_json,
+            patch.t.as_deref(),
+        ));
+        let ack = Bytes::from(protocol::ack(patch.id, v, patch.t.as_deref()));
+        self.snapshot.logged(patch.ops_json.len());
+        self.ring.push(RingEntry {
+            v,
+            client,
+            op_id: patch.id,
+            t: patch.t.clone(),
+            relay: relay.clone(),
+        });
+        self.unsent.push(LoggedPatch {
+            version: v,
+            client,
+            op_id: patch.id,
+            by: person.to_string(),
+            ops: patch.ops_json,
+            t: patch.t,
+        });
+        self.pending.push_back(Pending::Patch {
+            v,
+            from: conn,
+            ack,
+            relay,
+        });
+    }
+
+    /// Queues `p` until its version is durable, or delivers it now if it is.
+    fn after_durable(&mut self, p: Pending) {
+        if p.version() <= self.durable && self.pending.is_empty() {
+            self.deliver(p);
+        } else {
+            self.pending.push_back(p);
+        }
+    }
+
+    fn deliver(&mut self, p: Pending) {
+        match p {
+            Pending::Patch {
+                v,
+                from,
+                ack,
+                relay,
+            } => {
+                let mut relayed = 0;
+                for (conn, m) in &self.members {
+                    if *conn == from {
+                        m.outbox.send(ack.clone());
+                    } else if m.from_version < v {
+                        m.outbox.send(relay.clone());
+                        relayed += 1;
+                    }
+                }
+                metrics().patches_acked.inc();
+                metrics().messages_sent.with_label_values(&["ack"]).inc();
+                metrics()
+                    .messages_sent
+                    .with_label_values(&["patch"])
+                    .inc_by(relayed);
+            }
+            Pending::Direct { to, frame, .. } => {
+                if let Some(m) = self.members.get(&to) {
+                    m.outbox.send(frame);
+                }
+            }
+            Pending::Doc { v, doc, reply } => {
+                let _ = reply.send((v, doc));
+            }
+        }
+    }
+
+    fn release(&mut self) {
+        while self
+            .pending
+            .front()
+            .is_some_and(|p| p.version() <= self.durable)
+        {
+            let p = self.pending.pop_front().expect("front exists");
+            self.deliver(p);
+        }
+    }
+
+    /// Sends one encoded message to everyone in the room.
+    fn broadcast(&self, frame: Bytes, kind: &str) {
+        for m in self.members.values() {
+            m.outbox.send(frame.clone());
+        }
+        metrics()
+            .messages_sent
+            .with_label_values(&[kind])
+            .inc_by(self.members.len() as u64);
+    }
+
+    /// After every turn: hand the turn's patches to the journal, announce leavers.
+    fn end_turn(&mut self) {
+        if !self.leaving.is_empty() {
+            let ids: Vec<&str> = self.leaving.iter().map(|p| p.as_str()).collect();
+            let leave = json!({"type": "leave", "ids": ids}).to_string();
+            self.broadcast(Bytes::from(leave), "leave");
+            self.leaving.clear();
+        }
+        if self.unsent.is_empty() {
+            return;
+        }
+        let patches = std::mem::take(&mut self.unsent);
+        let upto = patches.last().map_or(0, |p| p.version);
+        self.in_flight
+            .push_back((upto, Instant::now(), patches.len()));
+        let tx = self.tx.clone();
+        let submitted = self.ctx.journal.submit(JournalEntry {
+            append: FileAppend {
+                file: self.file.clone(),
+                epoch: self.epoch,
+                patches,
+            },
+            done: Box::new(move |a| {
+                let _ = tx.send(RoomCmd::Appended(a));
+            }),
+        });
+        if !submitted {
+            tracing::error!(file = %self.file, "journal stopped; patches stay unacked");
+        }
+    }
+
+    fn appended(&mut self, a: Appended) -> Option<Exit> {
+        match a.result {
+            Ok(()) => {
+                self.durable = self.durable.max(a.upto);
+                while self
+                    .in_flight
+                    .front()
+                    .is_some_and(|(v, _, _)| *v <= self.durable)
+                {
+                    let (_, at, n) = self.in_flight.pop_front().expect("front exists");
+                    let secs = at.elapsed().as_secs_f64();
+                    for _ in 0..n {
+                        metrics().patch_durable_seconds.observe(secs);
+                    }
+                }
+                self.release();
+                self.maybe_snapshot();
+                None
+            }
+            Err(StoreError::NotFound) => Some(Exit::Deleted),
+            Err(e) => {
+                tracing::warn!(file = %self.file, error = %e, "append fenced; closing the room");
+                Some(Exit::Fenced)
+            }
+        }
+    }
+
+    fn file_changed(&mut self, record: FileRecord) {
+        self.record = record;
+        let mut changed = Vec::new();
+        let mut gone = Vec::new();
+        for (conn, m) in &self.members {
+            match access::role(&self.record, m.access) {
+                Ok((role, _)) if role != m.role => changed.push((*conn, role)),
+                Ok(_) => {}
+                Err(_) => gone.push(*conn),
+            }
+        }
+        for conn in gone {
+            if let Some(m) = self.members.get(&conn) {
+                m.outbox.close(4003, "no access any more");
+            }
+            self.leave(conn);
+        }
+        for (conn, role) in changed {
+            if let Some(m) = self.members.get_mut(&conn) {
+                m.role = role;
+                let msg = json!({"type": "role", "id": m.person.as_str(), "role": role.as_str()})
+                    .to_string();
+                self.broadcast(Bytes::from(msg), "role");
+            }
+        }
+    }
+
+    fn housekeeping(&mut self) -> Option<Exit> {
+        self.maybe_snapshot();
+        let idle = self
+            .idle_since
+            .is_some_and(|since| since.elapsed() >= self.ctx.config.room_idle());
+        let saved = self.pending.is_empty() && self.in_flight.is_empty() && self.unsent.is_empty();
+        (idle && saved && self.members.is_empty() && !self.snapshot.in_flight())
+            .then_some(Exit::Idle)
+    }
+
+    /// A shutdown finishes once everything accepted is durable and delivered.
+    fn maybe_finish_shutdown(&mut self) -> Option<Exit> {
+        let done = self.shutdown.is_some()
+            && self.pending.is_empty()
+            && self.in_flight.is_empty()
+            && self.unsent.is_empty();
+        done.then_some(Exit::Shutdown)
+    }
+}
+
+/// Answers every queued command of a room that cannot serve them.
+fn refuse_all(rx: &mut mpsc::UnboundedReceiver<RoomCmd>, error: JoinError) {
+    while let Ok(cmd) = rx.try_recv() {
+        match cmd {
+            RoomCmd::Join(_, reply) => {
+                let _ = reply.send(Err(error));
+            }
+            RoomCmd::Shutdown(reply) => {
+                let _ = reply.send(());
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The rooms of this node, by file: opened on first use, gone when idle.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::{JoinError, JoinRequest, Joined, Room, RoomCmd, RoomContext};
+use crate::ids::FileId;
+use crate::store::FileRecord;
+
+#[derive(Clone)]
+pub struct RoomHandle {
+    pub tx: mpsc::UnboundedSender<RoomCmd>,
+    generation: u64,
+}
+
+pub type RoomMap = Arc<Mutex<HashMap<FileId, RoomHandle>>>;
+
+/// Removes a room's entry, unless a newer room of the same file took its place.
+pub fn remove(rooms: &RoomMap, file: &FileId, generation: u64) {
+    let mut map = rooms.lock().unwrap_or_else(|p| p.into_inner());
+    if map.get(file).is_some_and(|h| h.generation == generation) {
+        map.remove(file);
+    }
+}
+
+pub struct Rooms {
+    map: RoomMap,
+    ctx: Arc<RoomContext>,
+    next_generation: AtomicU64,
+    closing: AtomicBool,
+}
+
+impl Rooms {
+    pub fn new(ctx: Arc<RoomContext>) -> Self {
+        Self {
+            map: Arc::default(),
+            ctx,
+            next_generation: AtomicU64::new(1),
+            closing: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<FileId, RoomHandle>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The file's room, opening it if needed; `None` while the node shuts down.
+    pub fn open(&self, file: &FileId) -> Option<RoomHandle> {
+        let mut map = self.lock();
+        if let Some(h) = map.get(file) {
+            if !h.tx.is_closed() {
+                return Some(h.clone());
+            }
+        }
+        if self.closing.load(Ordering::Acquire) {
+            return None;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+        let handle = RoomHandle {
+            tx: tx.clone(),
+            generation,
+        };
+        map.insert(file.clone(), handle.clone());
+        tokio::spawn(Room::run(
+            file.clone(),
+            generation,
+            self.ctx.clone(),
+            self.map.clone(),
+            tx,
+            rx,
+        ));
+        Some(handle)
+    }
+
+    /// The file's room if it is in memory.
+    pub fn existing(&self, file: &FileId) -> Option<RoomHandle> {
+        self.lock().get(file).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Joins a socket to the file's room, asking again if the room was closing.
+    pub async fn join(
+        &self,
+        file: &FileId,
+        req: JoinRequest,
+    ) -> Result<(RoomHandle, Joined), JoinError> {
+        for _ in 0..5 {
+            let handle = self.open(file).ok_or(JoinError::Unavailable(1012))?;
+            let (reply, answer) = oneshot::channel();
+            if handle.tx.send(RoomCmd::Join(req.clone(), reply)).is_err() {
+                tokio::task::yield_now().await;
+                continue;
+            }
+            match answer.await {
+                Ok(Err(JoinError::Retry)) | Err(_) => tokio::task::yield_now().await,
+                Ok(result) => return result.map(|joined| (handle, joined)),
+            }
+        }
+        Err(JoinError::Unavailable(1013))
+    }
+
+    /// The current document as the room holds it (opening the room if needed).
+    pub async fn document(&self, file: &FileId) -> Result<(u64, String), JoinError> {
+        for _ in 0..5 {
+            let handle = self.open(file).ok_or(JoinError::Unavailable(503))?;
+            let (reply, answer) = oneshot::channel();
+            if handle.tx.send(RoomCmd::GetDoc(reply)).is_err() {
+                tokio::task::yield_now().await;
+                continue;
+            }
+            if let Ok(doc) = answer.await {
+                return Ok(doc);
+            }
+            // The room ended before answering: it failed to load or went idle.
+            if self.existing(file).is_none() && self.ctx.store.file(file).await.is_err() {
+                return Err(JoinError::NotFound);
+            }
+        }
+        Err(JoinError::Unavailable(503))
+    }
+
+    /// Tells a live room its file's settings changed.
+    pub fn file_changed(&self, record: &FileRecord) {
+        if let Some(h) = self.existing(&record.id) {
+            let _ = h.tx.send(RoomCmd::FileChanged(record.clone()));
+        }
+    }
+
+    pub fn file_deleted(&self, file: &FileId) {
+        if let Some(h) = self.existing(file) {
+            let _ = h.tx.send(RoomCmd::Deleted);
+        }
+    }
+
+    /// Stops opening rooms, then lets every room finish what it accepted and
+    /// close its sockets with 1012.
+    pub async fn shutdown(&self) {
+        self.closing.store(true, Ordering::Release);
+        let handles: Vec<RoomHandle> = self.lock().values().cloned().collect();
+        let mut waits = Vec::new();
+        for h in handles {
+            let (reply, done) = oneshot::channel();
+            if h.tx.send(RoomCmd::Shutdown(reply)).is_ok() {
+                waits.push(done);
+            }
+        }
+        for done in waits {
+            let _ = done.await;
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! The recent-operations ring: the last patches of a file, for resume and for
+//! answering resent op ids with their original version. Bounded in count and bytes.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use crate::ids::ClientKey;
+use crate::protocol;
+
+pub struct RingEntry {
+    pub v: u64,
+    pub client: ClientKey,
+    pub op_id: u64,
+    pub t: Option<String>,
+    /// The encoded `patch` message everyone else received.
+    pub relay: Bytes,
+}
+
+impl RingEntry {
+    fn size(&self) -> usize {
+        self.relay.len() + self.t.as_ref().map_or(0, String::len) + 64
+    }
+}
+
+pub struct Ring {
+    entries: VecDeque<RingEntry>,
+    bytes: usize,
+    max_entries: usize,
+    max_bytes: usize,
+}
+
+impl Ring {
+    pub fn new(max_entries: usize, max_bytes: usize) -> Self {
+        Self {
+            entries: VecDeque::new(),
+            bytes: 0,
+            max_entries,
+            max_bytes,
+        }
+    }
+
+    /// Adds the next version, dropping the oldest beyond the bounds.
+    pub fn push(&mut self, entry: RingEntry) {
+        debug_assert!(self.entries.back().is_none_or(|e| e.v + 1 == entry.v));
+        self.bytes += entry.size();
+        self.entries.push_back(entry);
+        while self.entries.len() > self.max_entries
+            || (self.bytes > self.max_bytes && self.entries.len() > 1)
+        {
+            if let Some(old) = self.entries.pop_front() {
+                self.bytes -= old.size();
+            }
+        }
+    }
+
+    /// The version a client's op id was given, while the ring still holds it.
+    pub fn version_of(&self, client: ClientKey, op_id: u64) -> Option<u64> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|e| e.client == client && e.op_id == op_id)
+            .map(|e| e.v)
+    }
+
+    /// The messages that bring a client from `since` to `version`, or `None` when
+    /// the ring no longer holds all of them. Its own patches come back as acks.
+    pub fn resume(&self, since: u64, version: u64, client: ClientKey) -> Option<Vec<Bytes>> {
+        if since > version {
+            return None;
+        }
+        if since == version {
+            return Some(Vec::new());
+        }
+        let first = self.entries.front()?.v;
+        if first > since + 1 || self.entries.back()?.v < version {
+            return None;
+        }
+        let skip = (since + 1 - first) as usize;
+        Some(
+            self.entries
+                .iter()
+                .skip(skip)
+                .take_while(|e| e.v <= version)
+                .map(|e| {
+                    if e.client == client {
+                        Bytes::from(protocol::ack(e.op_id, e.v, e.t.as_deref()))
+                    } else {
+                        e.relay.clone()
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(v: u64, client: u8) -> RingEntry {
+        RingEntry {
+            v,
+            client: ClientKey([client; 16]),
+            op_id: v * 10,
+            t: None,
+            relay: Bytes::from(format!("relay {v}")),
+        }
+    }
+
+    #[test]
+    fn resume_covers_only_what_the_ring_holds() {
+        let mut ring = Ring::new(3, 1 << 20);
+        for v in 1..=5 {
+            ring.push(entry(v, (v % 2) as u8));
+        }
+        // Holds 3, 4, 5.
+        assert!(ring.resume(1, 5, ClientKey([9; 16])).is_none());
+        let r = ring.resume(2, 5, ClientKey([1; 16])).unwrap();
+        assert_eq!(r.len(), 3);
+        assert!(String::from_utf8_lossy(&r[0]).contains("\"type\":\"ack\""));
+        assert_eq!(&r[1][..], b"relay 4");
+        assert_eq!(ring.resume(5, 5, ClientKey([1; 16])).unwrap().len(), 0);
+        assert!(ring.resume(6, 5, ClientKey([1; 16])).is_none());
+        assert_eq!(ring.version_of(ClientKey([0; 16]), 40), Some(4));
+        assert_eq!(ring.version_of(ClientKey([0; 16]), 20), None);
+    }
+
+    #[test]
+    fn bytes_bound_drops_the_oldest() {
+        let mut ring = Ring::new(1000, 200);
+        for v in 1..=10 {
+            ring.push(entry(v, 0));
+        }
+        assert!(ring.bytes() <= 200);
+        assert!(ring.resume(9, 10, ClientKey([0; 16])).is_some());
+    }
+}

@@ -1,0 +1,208 @@
+//! The node as a whole: its shared state, the listeners, and an orderly shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::auth::Hasher;
+use crate::config::NodeConfig;
+use crate::doc::DocLimits;
+use crate::journal::Journal;
+use crate::metrics::metrics;
+use crate::room::registry::Rooms;
+use crate::room::RoomContext;
+use crate::sessions::SessionSockets;
+use crate::store::sqlite::SqliteStore;
+use crate::store::Store;
+
+/// What every request and socket shares.
+pub struct AppState {
+    pub config: Arc<NodeConfig>,
+    pub store: Arc<dyn Store>,
+    pub rooms: Rooms,
+    pub sockets: SessionSockets,
+    pub hasher: Hasher,
+    pub limits: DocLimits,
+    accepting: AtomicBool,
+}
+
+impl AppState {
+    /// Whether the node takes new work (false once shutdown begins).
+    pub fn accepting(&self) -> bool {
+        self.accepting.load(Ordering::Acquire)
+    }
+}
+
+/// A started node: where it listens, and how to wait for it.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub admin_addr: Option<SocketAddr>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    pub async fn wait(self) {
+        let _ = self.done.await;
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot open the store: {0}")]
+    Store(#[from] crate::store::StoreError),
+    #[error("bad setting: {0}")]
+    Setting(String),
+}
+
+/// Starts a node; it runs until `shutdown` completes, then drains and stops.
+pub async fn start(
+    config: NodeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<Running, StartError> {
+    let config = Arc::new(config);
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&config.data)?);
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Bind {
+        addr: config.bind,
+        source,
+    })?;
+    let admin = match config.admin_bind {
+        Some(a) => Some(
+            TcpListener::bind(a)
+                .await
+                .map_err(|source| StartError::Bind { addr: a, source })?,
+        ),
+        None => None,
+    };
+    let admin_addr = admin.as_ref().and_then(|l| l.local_addr().ok());
+
+    let (journal, journal_task) = Journal::start(store.clone());
+    let limits = config.doc_limits();
+    let ctx = Arc::new(RoomContext {
+        config: config.clone(),
+        store: store.clone(),
+        journal,
+        limits: limits.clone(),
+    });
+    let hasher = Hasher::new(
+        config.argon2_memory_kib,
+        config.argon2_iterations,
+        config.hash_concurrency,
+    )
+    .map_err(|e| StartError::Setting(e.to_string()))?;
+    let state = Arc::new(AppState {
+        config: config.clone(),
+        store,
+        rooms: Rooms::new(ctx),
+        sockets: SessionSockets::default(),
+        hasher,
+        limits,
+        accepting: AtomicBool::new(true),
+    });
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let accept = tokio::spawn(accept_loop(listener, state.clone(), stop_rx.clone()));
+    if let Some(admin) = admin {
+        tokio::spawn(admin_loop(admin, stop_rx));
+    }
+    let done = tokio::spawn(async move {
+        shutdown.await;
+        tracing::info!("shutting down: no new work, finishing what was accepted");
+        state.accepting.store(false, Ordering::Release);
+        let _ = stop_tx.send(true);
+        let _ = accept.await;
+        let drained = tokio::time::timeout(state.config.shutdown_timeout(), async {
+            state.rooms.shutdown().await;
+            // Sockets get their 1012 from their rooms; wait for them to go.
+            while metrics().connections.get() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("shutdown deadline passed with work left; exiting anyway");
+        }
+        // The journal stops once the last room handle is gone.
+        drop(state);
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), journal_task).await;
+        tracing::info!("stopped");
+    });
+    Ok(Running {
+        addr,
+        admin_addr,
+        done,
+    })
+}
+
+async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let (stream, _peer) = tokio::select! {
+            _ = stop.changed() => return,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off briefly.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let state = state.clone();
+                async move { Ok::<_, std::convert::Infallible>(crate::http::handle(state, req).await) }
+            });
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(std::time::Duration::from_secs(10))
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
+            let _ = conn.await;
+        });
+    }
+}
+
+/// Serves /metrics (and /health) on the admin address.
+async fn admin_loop(listener: TcpListener, mut stop: watch::Receiver<bool>) {
+    loop {
+        let stream = tokio::select! {
+            _ = stop.changed() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((s, _)) => s,
+                Err(_) => continue,
+            },
+        };
+        tokio::spawn(async move {
+            let service = service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
+                let resp = match req.uri().path() {
+                    "/metrics" => crate::http::metrics_response(),
+                    _ => crate::http::empty(hyper::StatusCode::NOT_FOUND),
+                };
+                Ok::<_, std::convert::Infallible>(resp)
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}

@@ -1,0 +1,62 @@
+-- The embedded store's schema. Applied at start; every statement is idempotent.
+
+CREATE TABLE IF NOT EXISTS accounts (
+    id            TEXT PRIMARY KEY,
+    email         TEXT NOT NULL,
+    -- The email lowercased: emails are unique and matched without regard to case.
+    email_key     TEXT NOT NULL UNIQUE,
+    name          TEXT NOT NULL,
+    password_hash TEXT NOT NULL,
+    created_at    INTEGER NOT NULL
+);
+
+-- Session tokens are kept only as SHA-256 digests.
+CREATE TABLE IF NOT EXISTS sessions (
+    token_digest BLOB PRIMARY KEY,
+    account_id   TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    created_at   INTEGER NOT NULL
+);
+
+-- `epoch` fences writers (raised by every takeover); `version` is the last durable one.
+CREATE TABLE IF NOT EXISTS files (
+    id             TEXT PRIMARY KEY,
+    owner          TEXT NOT NULL REFERENCES accounts(id),
+    name           TEXT NOT NULL,
+    link           TEXT NOT NULL,
+    view_key       TEXT NOT NULL,
+    edit_key       TEXT NOT NULL,
+    key_generation INTEGER NOT NULL DEFAULT 0,
+    epoch          INTEGER NOT NULL DEFAULT 0,
+    version        INTEGER NOT NULL DEFAULT 0,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS files_by_owner ON files(owner, updated_at);
+
+-- One snapshot per file: the latest.
+CREATE TABLE IF NOT EXISTS snapshots (
+    file_id TEXT PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+    version INTEGER NOT NULL,
+    doc     TEXT NOT NULL
+);
+
+-- The op log: one row per accepted patch.
+CREATE TABLE IF NOT EXISTS ops (
+    file_id TEXT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    version INTEGER NOT NULL,
+    client  BLOB NOT NULL,
+    op_id   INTEGER NOT NULL,
+    by      TEXT NOT NULL,
+    ops     TEXT NOT NULL,
+    t       TEXT,
+    PRIMARY KEY (file_id, version)
+) WITHOUT ROWID;
+
+-- The highest op id accepted from each client in each file (dedupe of resends).
+CREATE TABLE IF NOT EXISTS client_ops (
+    file_id TEXT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    client  BLOB NOT NULL,
+    op_id   INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    PRIMARY KEY (file_id, client)
+) WITHOUT ROWID;

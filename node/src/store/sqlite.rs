@@ -1,0 +1,570 @@
+//! The embedded store: SQLite in WAL mode with `synchronous=FULL`, so a commit
+//! returns only once it is synced to disk. One connection, used from blocking
+//! threads; the journal batches appends so a busy node pays one sync per turn.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+
+use super::*;
+use crate::ids::{AccountId, ClientKey, FileId};
+
+const SCHEMA: &str = include_str!("schema.sql");
+
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+fn now_ms() -> i64 {
+    crate::clock::unix_ms()
+}
+
+fn unavailable(e: rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+fn is_unique_violation(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if f.code == rusqlite::ErrorCode::ConstraintViolation)
+}
+
+const FILE_COLUMNS: &str =
+    "id, owner, name, link, view_key, edit_key, key_generation, version, updated_at";
+
+fn file_from_row(row: &Row<'_>) -> rusqlite::Result<FileRecord> {
+    let id: String = row.get(0)?;
+    let owner: String = row.get(1)?;
+    let link: String = row.get(3)?;
+    Ok(FileRecord {
+        id: FileId::parse(&id).unwrap_or_else(FileId::generate),
+        owner: AccountId::parse(&owner).unwrap_or_else(AccountId::generate),
+        name: row.get(2)?,
+        link: LinkAccess::parse(&link).unwrap_or(LinkAccess::None),
+        view_key: row.get(4)?,
+        edit_key: row.get(5)?,
+        key_generation: row.get::<_, i64>(6)? as u64,
+        version: row.get::<_, i64>(7)? as u64,
+        updated_at: row.get(8)?,
+    })
+}
+
+fn account_from_row(row: &Row<'_>) -> rusqlite::Result<Account> {
+    let id: String = row.get(0)?;
+    Ok(Account {
+        id: AccountId::parse(&id).unwrap_or_else(AccountId::generate),
+        email: row.get(1)?,
+        name: row.get(2)?,
+        password_hash: row.get(3)?,
+    })
+}
+
+fn patch_from_row(row: &Row<'_>) -> rusqlite::Result<LoggedPatch> {
+    let client: Vec<u8> = row.get(1)?;
+    let mut key = [0u8; 16];
+    if client.len() == 16 {
+        key.copy_from_slice(&client);
+    }
+    Ok(LoggedPatch {
+        version: row.get::<_, i64>(0)? as u64,
+        client: ClientKey(key),
+        op_id: row.get::<_, i64>(2)? as u64,
+        by: row.get(3)?,
+        ops: row.get(4)?,
+        t: row.get(5)?,
+    })
+}
+
+fn read_file(conn: &Connection, id: &FileId) -> StoreResult<FileRecord> {
+    conn.query_row(
+        &format!("SELECT {FILE_COLUMNS} FROM files WHERE id = ?1"),
+        [id.as_str()],
+        file_from_row,
+    )
+    .optional()
+    .map_err(unavailable)?
+    .ok_or(StoreError::NotFound)
+}
+
+fn read_snapshot(conn: &Connection, id: &FileId) -> StoreResult<Option<(u64, String)>> {
+    conn.query_row(
+        "SELECT version, doc FROM snapshots WHERE file_id = ?1",
+        [id.as_str()],
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+    )
+    .optional()
+    .map_err(unavailable)
+}
+
+fn read_log_from(conn: &Connection, id: &FileId, from: u64) -> StoreResult<Vec<LoggedPatch>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT version, client, op_id, by, ops, t FROM ops
+             WHERE file_id = ?1 AND version >= ?2 ORDER BY version",
+        )
+        .map_err(unavailable)?;
+    let rows = stmt
+        .query_map(params![id.as_str(), from as i64], patch_from_row)
+        .map_err(unavailable)?;
+    rows.collect::<Result<_, _>>().map_err(unavailable)
+}
+
+/// Appends one file's patches inside the open transaction: the fence and the
+/// gapless check first (one statement), then the rows.
+fn append_one(conn: &Connection, append: &FileAppend, now: i64) -> StoreResult<()> {
+    let (Some(first), Some(last)) = (append.patches.first(), append.patches.last()) else {
+        return Ok(());
+    };
+    let moved = conn
+        .prepare_cached(
+            "UPDATE files SET version = ?1, updated_at = ?2
+             WHERE id = ?3 AND epoch = ?4 AND version = ?5",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                last.version as i64,
+                now,
+                append.file.as_str(),
+                append.epoch as i64,
+                first.version as i64 - 1
+            ])
+        })
+        .map_err(unavailable)?;
+    if moved == 0 {
+        // Either the epoch moved on, or the file is gone: both end this writer.
+        return match read_file(conn, &append.file) {
+            Err(StoreError::NotFound) => Err(StoreError::NotFound),
+            _ => Err(StoreError::Fenced),
+        };
+    }
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO ops (file_id, version, client, op_id, by, ops, t)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
+        .map_err(unavailable)?;
+    let mut client_op = conn
+        .prepare_cached(
+            "INSERT INTO client_ops (file_id, client, op_id, version) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (file_id, client) DO UPDATE
+             SET op_id = excluded.op_id, version = excluded.version
+             WHERE excluded.op_id > client_ops.op_id",
+        )
+        .map_err(unavailable)?;
+    for p in &append.patches {
+        insert
+            .execute(params![
+                append.file.as_str(),
+                p.version as i64,
+                &p.client.0[..],
+                p.op_id as i64,
+                p.by,
+                p.ops,
+                p.t
+            ])
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    StoreError::Fenced
+                } else {
+                    unavailable(e)
+                }
+            })?;
+        client_op
+            .execute(params![
+                append.file.as_str(),
+                &p.client.0[..],
+                p.op_id as i64,
+                p.version as i64
+            ])
+            .map_err(unavailable)?;
+    }
+    Ok(())
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store under `folder`, applying the schema.
+    pub fn open(folder: &Path) -> StoreResult<Self> {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| StoreError::Unavailable(format!("{}: {e}", folder.display())))?;
+        let conn = Connection::open(folder.join("atrium.sqlite3")).map_err(unavailable)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = FULL;
+             PRAGMA foreign_keys = ON;
+             PRAGMA busy_timeout = 5000;",
+        )
+        .map_err(unavailable)?;
+        conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Runs `f` with the connection on a blocking thread.
+    async fn run<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            // A panic while holding the lock cannot leave SQLite half-written (the
+            // transaction rolls back), so a poisoned lock is still usable.
+            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_account(
+        &self,
+        email: &str,
+        name: &str,
+        password_hash: &str,
+    ) -> StoreResult<Account> {
+        let account = Account {
+            id: AccountId::generate(),
+            email: email.to_owned(),
+            name: name.to_owned(),
+            password_hash: password_hash.to_owned(),
+        };
+        let a = account.clone();
+        self.run(move |c| {
+            c.execute(
+                "INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    a.id.as_str(),
+                    a.email,
+                    a.email.to_lowercase(),
+                    a.name,
+                    a.password_hash,
+                    now_ms()
+                ],
+            )
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    StoreError::Conflict
+                } else {
+                    unavailable(e)
+                }
+            })?;
+            Ok(())
+        })
+        .await?;
+        Ok(account)
+    }
+
+    async fn account_by_email(&self, email: &str) -> StoreResult<Account> {
+        let email = email.to_lowercase();
+        self.run(move |c| {
+            c.query_row(
+                "SELECT id, email, name, password_hash FROM accounts WHERE email_key = ?1",
+                [email],
+                account_from_row,
+            )
+            .optional()
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)
+        })
+        .await
+    }
+
+    async fn account_by_id(&self, id: &AccountId) -> StoreResult<Account> {
+        let id = id.clone();
+        self.run(move |c| {
+            c.query_row(
+                "SELECT id, email, name, password_hash FROM accounts WHERE id = ?1",
+                [id.as_str()],
+                account_from_row,
+            )
+            .optional()
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)
+        })
+        .await
+    }
+
+    async fn create_session(&self, token_digest: [u8; 32], account: &AccountId) -> StoreResult<()> {
+        let account = account.clone();
+        self.run(move |c| {
+            c.execute(
+                "INSERT INTO sessions (token_digest, account_id, created_at) VALUES (?1, ?2, ?3)",
+                params![&token_digest[..], account.as_str(), now_ms()],
+            )
+            .map_err(unavailable)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn session_account(&self, token_digest: [u8; 32]) -> StoreResult<Account> {
+        self.run(move |c| {
+            c.query_row(
+                "SELECT a.id, a.email, a.name, a.password_hash
+                 FROM sessions s JOIN accounts a ON a.id = s.account_id
+                 WHERE s.token_digest = ?1",
+                [&token_digest[..]],
+                account_from_row,
+            )
+            .optional()
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)
+        })
+        .await
+    }
+
+    async fn delete_session(&self, token_digest: [u8; 32]) -> StoreResult<()> {
+        self.run(move |c| {
+            c.execute(
+                "DELETE FROM sessions WHERE token_digest = ?1",
+                [&token_digest[..]],
+            )
+            .map_err(unavailable)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn create_file(&self, record: &FileRecord, doc: Option<String>) -> StoreResult<()> {
+        let r = record.clone();
+        self.run(move |c| {
+            let tx = c.transaction().map_err(unavailable)?;
+            tx.execute(
+                "INSERT INTO files (id, owner, name, link, view_key, edit_key, key_generation,
+                                    epoch, version, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 0, ?7, ?7)",
+                params![
+                    r.id.as_str(),
+                    r.owner.as_str(),
+                    r.name,
+                    r.link.as_str(),
+                    r.view_key,
+                    r.edit_key,
+                    r.updated_at
+                ],
+            )
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    StoreError::Conflict
+                } else {
+                    unavailable(e)
+                }
+            })?;
+            if let Some(doc) = doc {
+                tx.execute(
+                    "INSERT INTO snapshots (file_id, version, doc) VALUES (?1, 0, ?2)",
+                    params![r.id.as_str(), doc],
+                )
+                .map_err(unavailable)?;
+            }
+            tx.commit().map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn file(&self, id: &FileId) -> StoreResult<FileRecord> {
+        let id = id.clone();
+        self.run(move |c| read_file(c, &id)).await
+    }
+
+    async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>> {
+        let owner = owner.clone();
+        self.run(move |c| {
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {FILE_COLUMNS} FROM files WHERE owner = ?1 ORDER BY updated_at DESC, id"
+                ))
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map([owner.as_str()], file_from_row)
+                .map_err(unavailable)?;
+            rows.collect::<Result<_, _>>().map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn update_file(&self, id: &FileId, update: FileUpdate) -> StoreResult<FileRecord> {
+        let id = id.clone();
+        self.run(move |c| {
+            let tx = c.transaction().map_err(unavailable)?;
+            read_file(&tx, &id)?;
+            let now = now_ms();
+            if let Some(name) = &update.name {
+                tx.execute(
+                    "UPDATE files SET name = ?1, updated_at = ?2 WHERE id = ?3",
+                    params![name, now, id.as_str()],
+                )
+                .map_err(unavailable)?;
+            }
+            if let Some(link) = update.link {
+                tx.execute(
+                    "UPDATE files SET link = ?1, updated_at = ?2 WHERE id = ?3",
+                    params![link.as_str(), now, id.as_str()],
+                )
+                .map_err(unavailable)?;
+            }
+            if let Some((view, edit)) = &update.keys {
+                tx.execute(
+                    "UPDATE files SET view_key = ?1, edit_key = ?2,
+                     key_generation = key_generation + 1, updated_at = ?3 WHERE id = ?4",
+                    params![view, edit, now, id.as_str()],
+                )
+                .map_err(unavailable)?;
+            }
+            let record = read_file(&tx, &id)?;
+            tx.commit().map_err(unavailable)?;
+            Ok(record)
+        })
+        .await
+    }
+
+    async fn delete_file(&self, id: &FileId) -> StoreResult<()> {
+        let id = id.clone();
+        self.run(move |c| {
+            let n = c
+                .execute("DELETE FROM files WHERE id = ?1", [id.as_str()])
+                .map_err(unavailable)?;
+            if n == 0 {
+                return Err(StoreError::NotFound);
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn take_file(&self, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
+        let id = id.clone();
+        self.run(move |c| {
+            let tx = c
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            // The fence first: nothing is read before the epoch is ours.
+            let epoch: i64 = tx
+                .query_row(
+                    "UPDATE files SET epoch = epoch + 1 WHERE id = ?1 RETURNING epoch",
+                    [id.as_str()],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(unavailable)?
+                .ok_or(StoreError::NotFound)?;
+            let record = read_file(&tx, &id)?;
+            let snapshot = read_snapshot(&tx, &id)?;
+            let base = snapshot.as_ref().map_or(0, |s| s.0);
+            let log = read_log_from(&tx, &id, base.saturating_sub(behind) + 1)?;
+            tx.commit().map_err(unavailable)?;
+            Ok(TakenFile {
+                record,
+                epoch: epoch as u64,
+                snapshot,
+                log,
+            })
+        })
+        .await
+    }
+
+    async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>> {
+        self.run(move |c| {
+            let mut tx = c.transaction().map_err(unavailable)?;
+            let now = now_ms();
+            let mut results = Vec::with_capacity(batch.len());
+            for append in batch.iter() {
+                // A savepoint per file: one fenced file does not fail the others.
+                let sp = tx.savepoint().map_err(unavailable)?;
+                let result = append_one(&sp, append, now);
+                if result.is_ok() {
+                    sp.commit().map_err(unavailable)?;
+                }
+                results.push(result);
+            }
+            tx.commit().map_err(unavailable)?;
+            Ok(results)
+        })
+        .await
+    }
+
+    async fn client_op(&self, file: &FileId, client: ClientKey) -> StoreResult<Option<(u64, u64)>> {
+        let file = file.clone();
+        self.run(move |c| {
+            c.query_row(
+                "SELECT op_id, version FROM client_ops WHERE file_id = ?1 AND client = ?2",
+                params![file.as_str(), &client.0[..]],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+            )
+            .optional()
+            .map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn write_snapshot(
+        &self,
+        file: &FileId,
+        epoch: u64,
+        version: u64,
+        doc: &str,
+        keep: u64,
+    ) -> StoreResult<()> {
+        let file = file.clone();
+        let doc = doc.to_owned();
+        self.run(move |c| {
+            let tx = c
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            let current: Option<i64> = tx
+                .query_row(
+                    "SELECT epoch FROM files WHERE id = ?1",
+                    [file.as_str()],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(unavailable)?;
+            match current {
+                None => return Err(StoreError::NotFound),
+                Some(e) if e as u64 != epoch => return Err(StoreError::Fenced),
+                Some(_) => {}
+            }
+            tx.execute(
+                "INSERT INTO snapshots (file_id, version, doc) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (file_id) DO UPDATE SET version = excluded.version, doc = excluded.doc
+                 WHERE excluded.version > snapshots.version",
+                params![file.as_str(), version as i64, doc],
+            )
+            .map_err(unavailable)?;
+            tx.execute(
+                "DELETE FROM ops WHERE file_id = ?1 AND version <= ?2",
+                params![file.as_str(), version.saturating_sub(keep) as i64],
+            )
+            .map_err(unavailable)?;
+            tx.commit().map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn snapshot_and_tail(
+        &self,
+        file: &FileId,
+    ) -> StoreResult<(Option<(u64, String)>, Vec<LoggedPatch>)> {
+        let file = file.clone();
+        self.run(move |c| {
+            let tx = c.transaction().map_err(unavailable)?;
+            let snapshot = read_snapshot(&tx, &file)?;
+            let base = snapshot.as_ref().map_or(0, |s| s.0);
+            let log = read_log_from(&tx, &file, base + 1)?;
+            Ok((snapshot, log))
+        })
+        .await
+    }
+
+    async fn ping(&self) -> bool {
+        self.run(|c| c.query_row("SELECT 1", [], |_| Ok(())).map_err(unavailable))
+            .await
+            .is_ok()
+    }
+}
