@@ -1,1 +1,83 @@
+//! Atrium's coordinator: who is alive, who serves which file, and fleet-wide counters.
+//!
+//! Every node holds one `Arc<dyn Coordinator>`. A single node uses the in-memory backend;
+//! a fleet will share a networked one behind the same trait. The coordinator only bounds how
+//! long two nodes may both believe they own a file: the document store's fenced epoch keeps
+//! the data safe, so nothing here has to be perfect, only cheap and usually right.
+//!
+//! Modules:
+//! - `types`: [`NodeId`], [`Member`], [`Lease`], [`CoordinatorSettings`];
+//! - `error`: [`CoordinatorError`];
+//! - `memory`: [`MemoryCoordinator`], everything in one process;
+//! - `keeper`: [`LeaseKeeper`], renews one lease in the background and reports its loss.
 
+#![forbid(unsafe_code)]
+
+mod error;
+mod keeper;
+mod memory;
+mod types;
+
+pub use error::CoordinatorError;
+pub use keeper::LeaseKeeper;
+pub use memory::MemoryCoordinator;
+pub use types::{
+    CoordinatorSettings, Lease, Member, NodeId, DEFAULT_HEARTBEAT, DEFAULT_LEASE, MAX_ADDRESS_LEN,
+    MAX_KEY_LEN,
+};
+
+/// Membership, file leases and per-node counters, shared by every node of a fleet.
+///
+/// Calls never block on each other for long; a backend that cannot reach its store answers
+/// [`CoordinatorError::Unavailable`] rather than waiting indefinitely.
+#[async_trait::async_trait]
+pub trait Coordinator: Send + Sync + 'static {
+    /// Announces this node (id, address the router can reach, draining flag) and keeps it
+    /// alive: membership records carry these and lapse `lease` after the last heartbeat.
+    /// Joining again replaces the record; a join after a lapse starts with no counter slots.
+    async fn join(&self, member: Member) -> Result<(), CoordinatorError>;
+
+    /// Keeps the membership alive and updates its draining flag. `Err(Lost)` when the record
+    /// has lapsed or was never made: the node must `join` again (its slots are gone).
+    async fn heartbeat(&self, node: &NodeId, draining: bool) -> Result<(), CoordinatorError>;
+
+    /// Ends the membership at once and frees the node's counter slots. Leases are not
+    /// touched: their holders release them (or they lapse).
+    async fn leave(&self, node: &NodeId) -> Result<(), CoordinatorError>;
+
+    /// The live members, in no particular order.
+    async fn members(&self) -> Result<Vec<Member>, CoordinatorError>;
+
+    /// Takes the lease on a file for `node` when nobody holds a live one (or `node` already
+    /// does, in which case it is extended and keeps its epoch). The epoch only grows across
+    /// holders; it is a hint, the document store is the judge.
+    /// `Err(Held { holder })` when another node holds a live lease.
+    async fn acquire(&self, file: &str, node: &NodeId) -> Result<Lease, CoordinatorError>;
+
+    /// Extends a lease by the lease time. `Err(Lost)` if it lapsed or someone else took it.
+    async fn renew(&self, lease: &Lease) -> Result<Lease, CoordinatorError>;
+
+    /// Gives a lease up so a successor can take the file at once. Only acts while the lease
+    /// is still ours; releasing a lapsed or taken-over lease is `Ok`.
+    async fn release(&self, lease: &Lease) -> Result<(), CoordinatorError>;
+
+    /// The node holding a live lease on the file, if any.
+    async fn holder(&self, file: &str) -> Result<Option<NodeId>, CoordinatorError>;
+
+    /// Takes one slot of a fleet-wide counter (e.g. sockets per account) for `node`:
+    /// `Ok(true)` if the total across live nodes was below `limit`, `Ok(false)` at the limit.
+    /// Slots belong to the node and vanish when its membership lapses or it leaves, so
+    /// `node` must be a live member (`Err(Lost)` otherwise).
+    async fn count_up(
+        &self,
+        counter: &str,
+        node: &NodeId,
+        limit: u64,
+    ) -> Result<bool, CoordinatorError>;
+
+    /// Gives one of `node`'s slots back; a no-op when it has none (e.g. they lapsed).
+    async fn count_down(&self, counter: &str, node: &NodeId) -> Result<(), CoordinatorError>;
+
+    /// The slots held across live nodes.
+    async fn count(&self, counter: &str) -> Result<u64, CoordinatorError>;
+}

@@ -26,6 +26,15 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_NODE_ID", default_value = "local")]
     pub node_id: String,
 
+    /// Address the router reaches this node at; defaults to the bound address.
+    #[arg(long, env = "ATRIUM_ADVERTISE")]
+    pub advertise: Option<String>,
+
+    /// How long a file lease and a membership record live without renewal; the
+    /// node heartbeats and renews at a third of it.
+    #[arg(long, env = "ATRIUM_LEASE_MS", default_value_t = 5_000)]
+    pub lease_ms: u64,
+
     /// Emails of server admins, comma separated.
     #[arg(long, env = "ATRIUM_ADMINS", default_value = "", value_delimiter = ',')]
     pub admins: Vec<String>,
@@ -105,6 +114,10 @@ impl NodeConfig {
         Duration::from_millis(self.snapshot_ms)
     }
 
+    pub fn coordinator_settings(&self) -> atrium_coordinator::CoordinatorSettings {
+        atrium_coordinator::CoordinatorSettings::from_lease(Duration::from_millis(self.lease_ms))
+    }
+
     pub fn shutdown_timeout(&self) -> Duration {
         Duration::from_millis(self.shutdown_ms)
     }
@@ -146,6 +159,24 @@ mod tests {
         assert_eq!(c.max_message_bytes, 1024 * 1024);
         // The hello deadline must end well before a room could go idle under it.
         assert!(c.hello_timeout() < c.room_idle());
+    }
+
+    #[test]
+    fn every_setting_is_documented() {
+        let source = include_str!("config.rs");
+        let docs = include_str!("../../docs/operations.md");
+        let names: Vec<&str> = source
+            .split("env = \"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        assert!(names.len() >= 20, "found only {names:?}");
+        for name in names {
+            assert!(
+                docs.contains(&format!("`{name}`")),
+                "{name} is missing from docs/operations.md"
+            );
+        }
     }
 
     #[test]

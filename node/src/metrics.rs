@@ -5,8 +5,8 @@
 use std::sync::LazyLock;
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
 };
 
 pub struct Metrics {
@@ -27,7 +27,6 @@ pub struct Metrics {
     pub snapshots: IntCounter,
     pub snapshot_seconds: Histogram,
     pub http_requests: IntCounterVec,
-    pub store_seconds: HistogramVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
@@ -71,17 +70,6 @@ const LATENCY: &[f64] = &[
 impl Metrics {
     fn new() -> Self {
         let r = Registry::new();
-        let store_seconds = HistogramVec::new(
-            HistogramOpts::new(
-                "atrium_store_operation_seconds",
-                "Time taken by store operations, by operation.",
-            )
-            .buckets(LATENCY.to_vec()),
-            &["operation"],
-        )
-        .expect("valid metric");
-        r.register(Box::new(store_seconds.clone()))
-            .expect("unique metric");
         Metrics {
             connections: gauge(&r, "atrium_connections", "Open sockets."),
             rooms: gauge(&r, "atrium_rooms", "Rooms in memory."),
@@ -151,7 +139,6 @@ impl Metrics {
                 "HTTP requests answered, by status class.",
                 &["status"],
             ),
-            store_seconds,
             registry: r,
         }
     }

@@ -11,6 +11,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use atrium_coordinator::{Coordinator, CoordinatorError, Member, MemoryCoordinator, NodeId};
+
 use crate::auth::Hasher;
 use crate::config::NodeConfig;
 use crate::doc::DocLimits;
@@ -31,6 +33,8 @@ pub struct AppState {
     pub hasher: Hasher,
     pub limits: DocLimits,
     accepting: AtomicBool,
+    /// Turns true when shutdown begins (sockets still saying hello close with 1012).
+    pub stopping: watch::Receiver<bool>,
 }
 
 impl AppState {
@@ -93,6 +97,22 @@ pub async fn start(
     };
     let admin_addr = admin.as_ref().and_then(|l| l.local_addr().ok());
 
+    let settings = config.coordinator_settings();
+    settings
+        .validate()
+        .map_err(|e| StartError::Setting(e.to_string()))?;
+    let node = NodeId::parse(&config.node_id)
+        .map_err(|e| StartError::Setting(format!("ATRIUM_NODE_ID: {e}")))?;
+    let coordinator: Arc<dyn Coordinator> = Arc::new(MemoryCoordinator::new(settings));
+    let member = Member {
+        id: node.clone(),
+        address: config.advertise.clone().unwrap_or_else(|| addr.to_string()),
+        draining: false,
+    };
+    coordinator
+        .join(member.clone())
+        .await
+        .map_err(|e| StartError::Setting(format!("joining the coordinator: {e}")))?;
     let (journal, journal_task) = Journal::start(store.clone());
     let limits = config.doc_limits();
     let ctx = Arc::new(RoomContext {
@@ -100,6 +120,8 @@ pub async fn start(
         store: store.clone(),
         journal,
         limits: limits.clone(),
+        coordinator: coordinator.clone(),
+        node: node.clone(),
     });
     let hasher = Hasher::new(
         config.argon2_memory_kib,
@@ -107,6 +129,7 @@ pub async fn start(
         config.hash_concurrency,
     )
     .map_err(|e| StartError::Setting(e.to_string()))?;
+    let (stop_tx, stop_rx) = watch::channel(false);
     let state = Arc::new(AppState {
         config: config.clone(),
         store,
@@ -115,19 +138,26 @@ pub async fn start(
         hasher,
         limits,
         accepting: AtomicBool::new(true),
+        stopping: stop_rx.clone(),
     });
 
-    let (stop_tx, stop_rx) = watch::channel(false);
     let accept = tokio::spawn(accept_loop(listener, state.clone(), stop_rx.clone()));
     if let Some(admin) = admin {
-        tokio::spawn(admin_loop(admin, stop_rx));
+        tokio::spawn(admin_loop(admin, stop_rx.clone()));
     }
+    let heartbeats = tokio::spawn(heartbeat_loop(
+        coordinator.clone(),
+        member,
+        settings.heartbeat,
+        stop_rx,
+    ));
     let done = tokio::spawn(async move {
         shutdown.await;
         tracing::info!("shutting down: no new work, finishing what was accepted");
         state.accepting.store(false, Ordering::Release);
         let _ = stop_tx.send(true);
         let _ = accept.await;
+        let _ = heartbeats.await;
         let drained = tokio::time::timeout(state.config.shutdown_timeout(), async {
             state.rooms.shutdown().await;
             // Sockets get their 1012 from their rooms; wait for them to go.
@@ -139,6 +169,7 @@ pub async fn start(
         if drained.is_err() {
             tracing::warn!("shutdown deadline passed with work left; exiting anyway");
         }
+        let _ = coordinator.leave(&node).await;
         // The journal stops once the last room handle is gone.
         drop(state);
         let _ = tokio::time::timeout(std::time::Duration::from_secs(2), journal_task).await;
@@ -149,6 +180,35 @@ pub async fn start(
         admin_addr,
         done,
     })
+}
+
+/// Keeps this node's membership alive; on shutdown, marks it draining.
+async fn heartbeat_loop(
+    coordinator: Arc<dyn Coordinator>,
+    member: Member,
+    every: std::time::Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.changed() => {
+                let _ = coordinator.heartbeat(&member.id, true).await;
+                return;
+            }
+            _ = ticks.tick() => {
+                match coordinator.heartbeat(&member.id, false).await {
+                    Ok(()) => {}
+                    Err(CoordinatorError::Lost) => {
+                        tracing::warn!("membership lapsed; joining again");
+                        let _ = coordinator.join(member.clone()).await;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
+                }
+            }
+        }
+    }
 }
 
 async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watch::Receiver<bool>) {

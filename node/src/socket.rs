@@ -175,9 +175,18 @@ async fn write(sink: &mut SplitSink<Frames, Frame>, rx: &mut OutboxReceiver) {
 
 async fn read(stream: &mut SplitStream<Frames>, session: &mut Session) {
     let deadline = Instant::now() + session.state.config.hello_timeout();
+    let stopping = session.state.stopping.clone();
     // Before hello: only a hello is accepted, until the deadline.
     let hello = loop {
-        let text = match timeout_at(deadline, next_frame(stream, &session.outbox)).await {
+        let next = tokio::select! {
+            next = timeout_at(deadline, next_frame(stream, &session.outbox)) => next,
+            _ = stopped(stopping.clone()) => {
+                session.outbox.close(1012, "server restarting");
+                drain(stream).await;
+                return;
+            }
+        };
+        let text = match next {
             Ok(Next::Text(text)) => text,
             Ok(Next::Skip) => continue,
             Ok(Next::End) => {
@@ -249,6 +258,18 @@ async fn read(stream: &mut SplitStream<Frames>, session: &mut Session) {
                 },
             ),
             Err(r) => refuse(&session.outbox, r),
+        }
+    }
+}
+
+/// Completes once the node starts shutting down.
+async fn stopped(mut stopping: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        if *stopping.borrow_and_update() {
+            return;
+        }
+        if stopping.changed().await.is_err() {
+            std::future::pending::<()>().await;
         }
     }
 }

@@ -234,3 +234,53 @@ async fn garbage_from_one_person_does_not_slow_the_others() {
     assert_eq!(version, 20);
     assert_eq!(doc.as_object().unwrap().len(), 20);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn document_size_limit() {
+    // A small document limit (the setting behind the contract's 64 MiB).
+    let node = Node::start(&[("ATRIUM_MAX_DOC_BYTES", "4096")]).await;
+    let owner = new_account(&node, "owner").await;
+
+    // Creation: a doc under the limit is fine, one over it is 413.
+    let small = json!({"a": {"text": "s".repeat(1000)}});
+    let file = create_file(&node, &owner, "Small", Some(small.clone())).await;
+    let id = s(&file["id"]).to_string();
+    let big = json!({"a": {"text": "b".repeat(8000)}});
+    send_json(
+        &node,
+        "POST",
+        "/api/files",
+        Some(&owner),
+        &json!({"name": "Big", "doc": big}),
+    )
+    .await
+    .assert_error(413, "too-large");
+    // A body far over any limit: 413 too.
+    let junk = format!(
+        "{{\"name\":\"x\",\"doc\":{{\"a\":{{\"t\":\"{}\"}}}}}}",
+        "j".repeat(2 << 20)
+    );
+    http(
+        &node,
+        "POST",
+        "/api/files",
+        &[("authorization", &bearer(&owner))],
+        Some(junk.into_bytes()),
+    )
+    .await
+    .assert_error(413, "too-large");
+
+    // Socket: a patch that would take the doc past the limit is too-large,
+    // changes nothing, and the next one is fine.
+    let (mut c, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
+    c.send_patch(1, vec![put("b", json!({"text": "p".repeat(3500)}))])
+        .await;
+    let r = c.await_reject(json!(1)).await;
+    assert_eq!(r["code"], "too-large", "{r}");
+    assert_eq!(c.patch_acked(2, vec![put("c", json!({"n": 1}))]).await, 1);
+    let (version, doc) = get_doc(&node, &owner, &id).await;
+    assert_eq!(version, 1);
+    assert_eq!(doc, json!({"a": {"text": "s".repeat(1000)}, "c": {"n": 1}}));
+    let r = get(&node, "/api/files", Some(&owner)).await;
+    assert_eq!(r.body()["files"].as_array().map(Vec::len), Some(1));
+}

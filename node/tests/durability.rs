@@ -148,3 +148,75 @@ async fn sigterm_closes_with_1012_exits_0_and_keeps_data() {
     assert_eq!(r.body()["files"][0]["id"], json!(id), "{}", r.text);
     assert_eq!(r.body()["files"][0]["version"], 10, "{}", r.text);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_burst_keeps_a_consistent_prefix() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut node = Node::start_in(data.path(), &[]).await;
+    let owner = new_account(&node, "owner").await;
+    let file = create_file(&node, &owner, "Board", None).await;
+    let id = s(&file["id"]).to_string();
+    let hello = Hello::token(&owner);
+    let (mut c, _) = Client::join(&node, &id, &hello).await;
+
+    // One client, in order: op i takes version i if all goes well.
+    const N: u64 = 300;
+    let ops_of = |i: u64| {
+        vec![
+            put(&format!("n{i}"), json!({"i": i})),
+            set("n1", json!({"last": i})),
+        ]
+    };
+    for i in 1..=N {
+        c.send_patch(i, ops_of(i)).await;
+    }
+    // Kill as soon as a third of it is acked, with the rest in flight.
+    let mut last_acked = 0;
+    while last_acked < N / 3 {
+        let m = c.recv_json().await;
+        assert_eq!(m["type"], "ack", "{m}");
+        assert_eq!(m["id"], json!(last_acked + 1), "{m}");
+        assert_eq!(m["v"], json!(last_acked + 1), "{m}");
+        last_acked += 1;
+    }
+    node.kill9();
+    drop(c);
+
+    let node = Node::start_in(data.path(), &[]).await;
+    let (version, doc) = get_doc(&node, &owner, &id).await;
+    eprintln!("{last_acked} acked when killed; {version} of {N} survived");
+    assert!(
+        (last_acked..=N).contains(&version),
+        "version {version} after restart, but {last_acked} were acked"
+    );
+    // Exactly the first `version` patches, each whole: no hole, no half patch.
+    let mut model = Map::new();
+    for i in 1..=version {
+        apply_ops(&mut model, &ops_of(i));
+    }
+    assert_eq!(doc, Value::Object(model.clone()));
+
+    // The client resends everything it has no ack for: what the server kept
+    // is acked with its original version, the rest is applied after it.
+    let (mut c, w) = Client::join(&node, &id, &hello.clone().since(Some(last_acked))).await;
+    assert_eq!(w["version"], json!(version));
+    for i in last_acked + 1..=N {
+        c.send_patch(i, ops_of(i)).await;
+    }
+    for i in last_acked + 1..=N {
+        let m = c.recv_json().await;
+        assert_eq!(m["type"], "ack", "{m}");
+        assert_eq!(m["id"], json!(i), "{m}");
+        assert_eq!(
+            m["v"],
+            json!(i),
+            "op {i} must keep or take version {i}: {m}"
+        );
+    }
+    for i in version + 1..=N {
+        apply_ops(&mut model, &ops_of(i));
+    }
+    let (version, doc) = get_doc(&node, &owner, &id).await;
+    assert_eq!(version, N);
+    assert_eq!(doc, Value::Object(model));
+}

@@ -10,28 +10,53 @@ use tokio::sync::mpsc;
 use super::registry::RoomMap;
 use super::ring::{Ring, RingEntry};
 use super::snapshot::{replay, replay_limits, SnapshotState};
-use super::{Room, RoomCmd, RoomContext};
+use super::{JoinError, Room, RoomCmd, RoomContext};
 use crate::doc::Document;
 use crate::ids::FileId;
 use crate::protocol;
 use crate::store::StoreError;
+use atrium_coordinator::{CoordinatorError, LeaseKeeper};
 
+/// Opens a file's room: the lease first, then the store's epoch, then the data.
 pub async fn load(
     file: &FileId,
     generation: u64,
     ctx: Arc<RoomContext>,
     rooms: RoomMap,
     tx: mpsc::UnboundedSender<RoomCmd>,
-) -> Result<Room, StoreError> {
+) -> Result<Room, JoinError> {
     let config = &ctx.config;
-    let taken = ctx.store.take_file(file, config.room_ops as u64).await?;
-    let (base, doc) = match taken.snapshot {
-        Some((v, json)) => {
-            let doc = Document::from_json(json.as_bytes(), &replay_limits()).map_err(|e| {
-                StoreError::Unavailable(format!("snapshot of {file} is unreadable: {e}"))
-            })?;
-            (v, doc)
+    let lease = match ctx.coordinator.acquire(file.as_str(), &ctx.node).await {
+        Ok(lease) => lease,
+        // Another node serves the file: the client goes back through the router.
+        Err(CoordinatorError::Held { .. }) => return Err(JoinError::Unavailable(4009)),
+        Err(e) => {
+            tracing::warn!(file = %file, error = %e, "coordinator refused the lease");
+            return Err(JoinError::Unavailable(1013));
         }
+    };
+    let heartbeat = config.coordinator_settings().heartbeat;
+    let keeper = LeaseKeeper::start(ctx.coordinator.clone(), lease, heartbeat);
+    let taken = match ctx.store.take_file(file, config.room_ops as u64).await {
+        Ok(taken) => taken,
+        Err(e) => {
+            let _ = keeper.release().await;
+            return Err(match e {
+                StoreError::NotFound => JoinError::NotFound,
+                StoreError::Fenced => JoinError::Unavailable(4009),
+                _ => JoinError::Unavailable(1013),
+            });
+        }
+    };
+    let (base, doc) = match taken.snapshot {
+        Some((v, json)) => match Document::from_json(json.as_bytes(), &replay_limits()) {
+            Ok(doc) => (v, doc),
+            Err(e) => {
+                tracing::error!(file = %file, error = %e, "snapshot is unreadable");
+                let _ = keeper.release().await;
+                return Err(JoinError::Unavailable(1013));
+            }
+        },
         None => (0, Document::new()),
     };
     let mut doc = doc;
@@ -68,5 +93,6 @@ pub async fn load(
         snapshot: SnapshotState::default(),
         idle_since: Some(std::time::Instant::now()),
         shutdown: None,
+        lease: Some(keeper),
     })
 }

@@ -27,6 +27,8 @@ use bytes::Bytes;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
+use atrium_coordinator::{Coordinator, LeaseKeeper, NodeId};
+
 use crate::config::NodeConfig;
 use crate::doc::{DocLimits, Document};
 use crate::ids::{AccountId, ClientKey, FileId, PersonId};
@@ -39,12 +41,14 @@ use access::{Access, Denied, Role};
 use registry::RoomMap;
 use ring::{Ring, RingEntry};
 
-/// What rooms share: settings, the store and the journal.
+/// What rooms share: settings, the store, the journal and the coordinator.
 pub struct RoomContext {
     pub config: Arc<NodeConfig>,
     pub store: Arc<dyn Store>,
     pub journal: Journal,
     pub limits: DocLimits,
+    pub coordinator: Arc<dyn Coordinator>,
+    pub node: NodeId,
 }
 
 #[derive(Clone)]
@@ -82,6 +86,7 @@ impl JoinError {
             JoinError::Denied(Denied::Forbidden) => "no access to this file",
             JoinError::NotFound => "file not found",
             JoinError::Retry | JoinError::Unavailable(1013) => "try again later",
+            JoinError::Unavailable(4009) => "moved: another node serves this file",
             JoinError::Unavailable(_) => "server restarting",
         }
     }
@@ -196,6 +201,8 @@ pub struct Room {
     snapshot: snapshot::SnapshotState,
     idle_since: Option<Instant>,
     shutdown: Option<oneshot::Sender<()>>,
+    /// The file's lease, renewed in the background while the room lives.
+    lease: Option<LeaseKeeper>,
 }
 
 /// How a room ended, for the log.
@@ -220,17 +227,14 @@ impl Room {
     ) {
         let mut room = match load::load(&file, generation, ctx, rooms.clone(), tx).await {
             Ok(room) => room,
-            Err(e) => {
-                let error = match e {
-                    StoreError::NotFound => JoinError::NotFound,
-                    _ => JoinError::Unavailable(1013),
-                };
-                tracing::warn!(file = %file, error = %e, "room could not load its file");
+            Err(error) => {
+                tracing::warn!(file = %file, ?error, "room could not open");
                 registry::remove(&rooms, &file, generation);
                 refuse_all(&mut rx, error);
                 return;
             }
         };
+        let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
         metrics().rooms.inc();
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -258,6 +262,10 @@ impl Room {
                         break e;
                     }
                 }
+                _ = lost(&mut lease_lost) => {
+                    tracing::warn!(file = %room.file, "lease lost; closing the room");
+                    break Exit::Fenced;
+                }
             }
             if let Some(e) = room.maybe_finish_shutdown() {
                 break e;
@@ -276,6 +284,11 @@ impl Room {
         if let Some((code, reason)) = code {
             for m in room.members.values() {
                 m.outbox.close(code, reason);
+            }
+        }
+        if let Some(keeper) = room.lease.take() {
+            if let Err(e) = keeper.release().await {
+                tracing::debug!(file = %room.file, error = %e, "lease release failed; it will lapse");
             }
         }
         if let Some(reply) = room.shutdown.take() {
@@ -690,6 +703,18 @@ impl Room {
             && self.in_flight.is_empty()
             && self.unsent.is_empty();
         done.then_some(Exit::Shutdown)
+    }
+}
+
+/// Completes when the lease is reported lost (never, without a lease).
+async fn lost(watch: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    match watch {
+        Some(w) => {
+            if w.wait_for(|lost| *lost).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
     }
 }
 

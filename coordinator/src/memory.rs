@@ -1,0 +1,345 @@
+//! The in-memory backend: one process, one mutex, no I/O.
+//!
+//! Used by a single node (the default) and by tests. Time comes from `tokio::time` so tests
+//! can pause and advance it. Lapsed records are not chased by a timer: each call judges
+//! liveness against the clock, drops what it finds dead on its way, and the maps get an
+//! occasional sweep whose cost is paid for by the growth that triggered it.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tokio::time::Instant;
+
+use crate::types::{check_key, MAX_ADDRESS_LEN};
+use crate::{Coordinator, CoordinatorError, CoordinatorSettings, Lease, Member, NodeId};
+
+/// Maps are swept for dead entries when they reach this size, then again each time they
+/// double, so sweeps cost O(1) per insertion on average.
+const MIN_SWEEP: usize = 1024;
+
+pub struct MemoryCoordinator {
+    settings: CoordinatorSettings,
+    state: Mutex<State>,
+}
+
+struct State {
+    members: HashMap<NodeId, MemberRecord>,
+    leases: HashMap<String, LeaseRecord>,
+    /// counter -> node -> slots held by that node.
+    counters: HashMap<String, HashMap<NodeId, u64>>,
+    /// One sequence for all files: epochs then grow across holders without remembering
+    /// released files, so the lease map only holds files that are being served.
+    last_epoch: u64,
+    lease_sweep_at: usize,
+    counter_sweep_at: usize,
+}
+
+struct MemberRecord {
+    address: String,
+    draining: bool,
+    expires: Instant,
+}
+
+struct LeaseRecord {
+    node: NodeId,
+    epoch: u64,
+    expires: Instant,
+}
+
+fn is_live(members: &HashMap<NodeId, MemberRecord>, node: &NodeId, now: Instant) -> bool {
+    members.get(node).is_some_and(|m| m.expires > now)
+}
+
+impl State {
+    /// Forgets every slot `node` holds. Only on join, leave and lapse (rare), never per socket.
+    fn purge_slots(&mut self, node: &NodeId) {
+        self.counters.retain(|_, slots| {
+            slots.remove(node);
+            !slots.is_empty()
+        });
+    }
+
+    fn sweep_leases(&mut self, now: Instant) {
+        if self.leases.len() >= self.lease_sweep_at {
+            self.leases.retain(|_, l| l.expires > now);
+            self.lease_sweep_at = (self.leases.len() * 2).max(MIN_SWEEP);
+        }
+    }
+
+    fn sweep_counters(&mut self, now: Instant) {
+        if self.counters.len() >= self.counter_sweep_at {
+            let members = &self.members;
+            self.counters.retain(|_, slots| {
+                slots.retain(|n, _| is_live(members, n, now));
+                !slots.is_empty()
+            });
+            self.counter_sweep_at = (self.counters.len() * 2).max(MIN_SWEEP);
+        }
+    }
+}
+
+impl MemoryCoordinator {
+    /// A coordinator with the given timing; check it with
+    /// [`CoordinatorSettings::validate`] first when it comes from configuration.
+    pub fn new(settings: CoordinatorSettings) -> Self {
+        Self {
+            settings,
+            state: Mutex::new(State {
+                members: HashMap::new(),
+                leases: HashMap::new(),
+                counters: HashMap::new(),
+                last_epoch: 0,
+                lease_sweep_at: MIN_SWEEP,
+                counter_sweep_at: MIN_SWEEP,
+            }),
+        }
+    }
+
+    pub fn settings(&self) -> CoordinatorSettings {
+        self.settings
+    }
+
+    /// Every critical section is a few map operations with no await and no panics midway,
+    /// so a poisoned lock still guards consistent state and is simply taken over.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lease_of(&self, file: &str, node: &NodeId, epoch: u64, expires: Instant) -> Lease {
+        Lease {
+            file: file.to_owned(),
+            node: node.clone(),
+            epoch,
+            expires_at: expires.into_std(),
+        }
+    }
+}
+
+impl Default for MemoryCoordinator {
+    fn default() -> Self {
+        Self::new(CoordinatorSettings::default())
+    }
+}
+
+#[async_trait::async_trait]
+impl Coordinator for MemoryCoordinator {
+    async fn join(&self, member: Member) -> Result<(), CoordinatorError> {
+        if member.address.is_empty() || member.address.len() > MAX_ADDRESS_LEN {
+            return Err(CoordinatorError::Invalid(format!(
+                "address must be 1 to {MAX_ADDRESS_LEN} bytes"
+            )));
+        }
+        let now = Instant::now();
+        let mut st = self.lock();
+        // Slots left by an earlier, lapsed incarnation of this node must not come back.
+        if !is_live(&st.members, &member.id, now) {
+            st.purge_slots(&member.id);
+        }
+        st.members.insert(
+            member.id,
+            MemberRecord {
+                address: member.address,
+                draining: member.draining,
+                expires: now + self.settings.lease,
+            },
+        );
+        Ok(())
+    }
+
+    async fn heartbeat(&self, node: &NodeId, draining: bool) -> Result<(), CoordinatorError> {
+        let now = Instant::now();
+        let mut st = self.lock();
+        match st.members.get_mut(node) {
+            Some(m) if m.expires > now => {
+                m.expires = now + self.settings.lease;
+                m.draining = draining;
+                Ok(())
+            }
+            Some(_) => {
+                // Too late: the fleet has already treated this node as gone.
+                st.members.remove(node);
+                st.purge_slots(node);
+                Err(CoordinatorError::Lost)
+            }
+            None => Err(CoordinatorError::Lost),
+        }
+    }
+
+    async fn leave(&self, node: &NodeId) -> Result<(), CoordinatorError> {
+        let mut st = self.lock();
+        st.members.remove(node);
+        st.purge_slots(node);
+        Ok(())
+    }
+
+    async fn members(&self) -> Result<Vec<Member>, CoordinatorError> {
+        let now = Instant::now();
+        let mut st = self.lock();
+        // Dead records are dropped here; their slots already stopped counting and go at
+        // the next sweep or when the node joins again.
+        st.members.retain(|_, m| m.expires > now);
+        Ok(st
+            .members
+            .iter()
+            .map(|(id, m)| Member {
+                id: id.clone(),
+                address: m.address.clone(),
+                draining: m.draining,
+            })
+            .collect())
+    }
+
+    async fn acquire(&self, file: &str, node: &NodeId) -> Result<Lease, CoordinatorError> {
+        check_key("file id", file)?;
+        let now = Instant::now();
+        let expires = now + self.settings.lease;
+        let mut st = self.lock();
+        if let Some(held) = st.leases.get_mut(file) {
+            if held.expires > now {
+                if held.node != *node {
+                    return Err(CoordinatorError::Held {
+                        holder: held.node.clone(),
+                    });
+                }
+                held.expires = expires;
+                return Ok(self.lease_of(file, node, held.epoch, expires));
+            }
+        }
+        st.last_epoch += 1;
+        let epoch = st.last_epoch;
+        st.leases.insert(
+            file.to_owned(),
+            LeaseRecord {
+                node: node.clone(),
+                epoch,
+                expires,
+            },
+        );
+        st.sweep_leases(now);
+        Ok(self.lease_of(file, node, epoch, expires))
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Lease, CoordinatorError> {
+        let now = Instant::now();
+        let expires = now + self.settings.lease;
+        let mut st = self.lock();
+        match st.leases.get_mut(&lease.file) {
+            Some(held) if held.expires <= now => {
+                st.leases.remove(&lease.file);
+                Err(CoordinatorError::Lost)
+            }
+            Some(held) if held.node == lease.node && held.epoch == lease.epoch => {
+                held.expires = expires;
+                Ok(self.lease_of(&lease.file, &lease.node, lease.epoch, expires))
+            }
+            _ => Err(CoordinatorError::Lost),
+        }
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), CoordinatorError> {
+        let mut st = self.lock();
+        // The epoch tells our lease from a later one the same node took afresh.
+        if st
+            .leases
+            .get(&lease.file)
+            .is_some_and(|held| held.node == lease.node && held.epoch == lease.epoch)
+        {
+            st.leases.remove(&lease.file);
+        }
+        Ok(())
+    }
+
+    async fn holder(&self, file: &str) -> Result<Option<NodeId>, CoordinatorError> {
+        let now = Instant::now();
+        let st = self.lock();
+        Ok(st
+            .leases
+            .get(file)
+            .filter(|held| held.expires > now)
+            .map(|held| held.node.clone()))
+    }
+
+    async fn count_up(
+        &self,
+        counter: &str,
+        node: &NodeId,
+        limit: u64,
+    ) -> Result<bool, CoordinatorError> {
+        check_key("counter", counter)?;
+        let now = Instant::now();
+        let mut st = self.lock();
+        if !is_live(&st.members, node, now) {
+            return Err(CoordinatorError::Lost);
+        }
+        if limit == 0 {
+            return Ok(false);
+        }
+        if !st.counters.contains_key(counter) {
+            st.sweep_counters(now);
+            st.counters.insert(counter.to_owned(), HashMap::new());
+        }
+        let State {
+            members, counters, ..
+        } = &mut *st;
+        let slots = counters
+            .get_mut(counter)
+            .expect("inserted above when missing");
+        // O(nodes holding this counter): dead nodes' slots are dropped as we pass.
+        slots.retain(|n, _| is_live(members, n, now));
+        if slots.values().sum::<u64>() >= limit {
+            return Ok(false);
+        }
+        *slots.entry(node.clone()).or_insert(0) += 1;
+        Ok(true)
+    }
+
+    async fn count_down(&self, counter: &str, node: &NodeId) -> Result<(), CoordinatorError> {
+        let mut st = self.lock();
+        if let Some(slots) = st.counters.get_mut(counter) {
+            if let Some(n) = slots.get_mut(node) {
+                *n -= 1;
+                if *n == 0 {
+                    slots.remove(node);
+                }
+            }
+            if slots.is_empty() {
+                st.counters.remove(counter);
+            }
+        }
+        Ok(())
+    }
+
+    async fn count(&self, counter: &str) -> Result<u64, CoordinatorError> {
+        let now = Instant::now();
+        let st = self.lock();
+        Ok(st.counters.get(counter).map_or(0, |slots| {
+            slots
+                .iter()
+                .filter(|(n, _)| is_live(&st.members, n, now))
+                .map(|(_, k)| k)
+                .sum()
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Files that were served once and then abandoned must not pile up in the lease map.
+    #[tokio::test(start_paused = true)]
+    async fn lapsed_leases_are_swept_as_the_map_grows() {
+        let c = MemoryCoordinator::default();
+        let a = NodeId::parse("a").unwrap();
+        for i in 0..MIN_SWEEP - 1 {
+            c.acquire(&format!("old{i}"), &a).await.unwrap();
+        }
+        tokio::time::advance(c.settings().lease).await;
+        for i in 0..10 {
+            c.acquire(&format!("new{i}"), &a).await.unwrap();
+        }
+        let st = c.lock();
+        assert_eq!(st.leases.len(), 10);
+        assert_eq!(st.lease_sweep_at, MIN_SWEEP);
+    }
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: formatting, lints, unit and whole-binary tests.
+# Works on a fresh Debian machine with a Rust toolchain; it installs and starts on
+# loopback whatever services the suite needs (see scripts/services.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "cargo not found: install a Rust toolchain (https://rustup.rs) first" >&2
+    exit 1
+fi
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (all targets, warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test"
+cargo test --workspace --locked
+
+step "all tests passed"
