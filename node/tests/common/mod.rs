@@ -623,7 +623,11 @@ impl Client {
     pub async fn join_expect_close(node: &Node, file: &str, hello: &Hello, code: u16) {
         let mut c = Client::connect(node, file).await;
         c.send_json(&hello.to_json()).await;
-        c.expect_close(code).await;
+        // No welcome (nor anything else about the file) may come first.
+        match c.next_non_presence(WAIT).await {
+            Event::Close(got) => assert_eq!(got, Some(code), "hello closed with the wrong code"),
+            other => panic!("expected a close with {code} after hello, got {other:?}"),
+        }
     }
 
     pub async fn send_msg(&mut self, msg: Message) {
