@@ -1,0 +1,83 @@
+//! Room lifetime against the real binary: snapshots written off the relay path
+//! keep the log short and survive restarts, and idle rooms leave memory.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+
+/// The value of an unlabelled metric in `/metrics`.
+async fn metric(node: &Node, name: &str) -> f64 {
+    let r = get(node, "/metrics", None).await;
+    r.text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
+}
+
+async fn wait_for_metric(node: &Node, name: &str, want: impl Fn(f64) -> bool) -> f64 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let v = metric(node, name).await;
+        if want(v) {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name} stayed at {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_trim_the_log_and_survive_a_restart() {
+    let data = tempfile::tempdir().expect("temp dir");
+    // Tiny thresholds: every durable turn is due a snapshot; the ring keeps 5.
+    let envs = [("ATRIUM_SNAPSHOT_BYTES", "1"), ("ATRIUM_ROOM_OPS", "5")];
+    let mut node = Node::start_in(data.path(), &envs).await;
+    let owner = new_account(&node, "owner").await;
+    let id = s(&create_file(&node, &owner, "Board", None).await["id"]).to_string();
+    let hello = Hello::token(&owner);
+    let (mut c, _) = Client::join(&node, &id, &hello).await;
+    for i in 1..=40u64 {
+        let v = c
+            .patch_acked(i, vec![put(&format!("n{i}"), json!({"i": i}))])
+            .await;
+        assert_eq!(v, i);
+    }
+    wait_for_metric(&node, "atrium_snapshots_total", |v| v >= 1.0).await;
+
+    // Restart: the room rebuilds from the snapshot and the short log after it.
+    node.kill9();
+    let node = Node::start_in(data.path(), &envs).await;
+    let (version, doc) = get_doc(&node, &owner, &id).await;
+    assert_eq!(version, 40);
+    for i in 1..=40u64 {
+        assert_eq!(doc[format!("n{i}")]["i"], json!(i), "node n{i} lost");
+    }
+    // The log still holds a ring's worth behind the snapshot: resume works.
+    let (_c2, w) = Client::join(&node, &id, &hello.since(Some(38))).await;
+    let resume = w["resume"].as_array().expect("resume after a restart");
+    assert_eq!(resume.len(), 2);
+    assert_eq!(resume[0]["type"], "ack");
+    assert_eq!(resume[1]["v"], 40);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rooms_nobody_is_in_leave_memory() {
+    let node = Node::start(&[("ATRIUM_ROOM_IDLE_MS", "300")]).await;
+    let owner = new_account(&node, "owner").await;
+    let id = s(&create_file(&node, &owner, "Board", None).await["id"]).to_string();
+    let (mut c, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
+    c.patch_acked(1, vec![put("a", json!({"x": 1}))]).await;
+    assert_eq!(metric(&node, "atrium_rooms").await, 1.0);
+    c.close().await;
+    wait_for_metric(&node, "atrium_rooms", |v| v == 0.0).await;
+    // Opening it again brings back everything.
+    let (version, doc) = get_doc(&node, &owner, &id).await;
+    assert_eq!((version, doc["a"]["x"].clone()), (1, json!(1)));
+}
