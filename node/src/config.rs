@@ -59,6 +59,19 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_ROOM_IDLE_MS", default_value_t = 600_000)]
     pub room_idle_ms: u64,
 
+    /// Presence ticks a second in a room (each person gets at most one
+    /// `presences` message per tick).
+    #[arg(long, env = "ATRIUM_PRESENCE_HZ", default_value_t = 20)]
+    pub presence_hz: u32,
+
+    /// Rooms with more people than this tick at `ATRIUM_BUSY_PRESENCE_HZ`.
+    #[arg(long, env = "ATRIUM_BUSY_ROOM", default_value_t = 50)]
+    pub busy_room: usize,
+
+    /// Presence ticks a second in busy rooms.
+    #[arg(long, env = "ATRIUM_BUSY_PRESENCE_HZ", default_value_t = 5)]
+    pub busy_presence_hz: u32,
+
     /// Largest message a client may send (bytes); larger closes with 1009.
     #[arg(long, env = "ATRIUM_MAX_MESSAGE_BYTES", default_value_t = 1024 * 1024)]
     pub max_message_bytes: usize,

@@ -243,11 +243,12 @@ async fn read(stream: &mut SplitStream<Frames>, session: &mut Session) {
                     session.outbox.close(1012, "the room closed");
                 }
             }
-            Ok(ClientMessage::Presence(_)) => {
+            Ok(ClientMessage::Presence(update)) => {
                 metrics()
                     .messages_received
                     .with_label_values(&["presence"])
                     .inc();
+                let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
             }
             Ok(ClientMessage::Hello(_)) => refuse(
                 &session.outbox,

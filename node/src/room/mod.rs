@@ -15,6 +15,7 @@
 
 pub mod access;
 mod load;
+mod presence;
 pub mod registry;
 pub mod ring;
 mod snapshot;
@@ -35,7 +36,7 @@ use crate::ids::{AccountId, ClientKey, FileId, PersonId};
 use crate::journal::{Appended, Journal, JournalEntry};
 use crate::metrics::metrics;
 use crate::outbox::{ConnId, Outbox};
-use crate::protocol::{self, Patch, Refusal};
+use crate::protocol::{self, Patch, PresenceUpdate, Refusal};
 use crate::store::{FileAppend, FileRecord, LoggedPatch, Store, StoreError};
 use access::{Access, Denied, Role};
 use registry::RoomMap;
@@ -105,6 +106,7 @@ pub enum RoomCmd {
     Join(JoinRequest, oneshot::Sender<Result<Joined, JoinError>>),
     Leave(ConnId),
     Patch(ConnId, Patch),
+    Presence(ConnId, PresenceUpdate),
     Appended(Appended),
     SnapshotDone(Result<u64, StoreError>),
     /// The file's settings changed (link, keys, name).
@@ -127,17 +129,16 @@ struct Member {
     access: Access,
     /// The version its welcome brought it to: it gets relays only above it.
     from_version: u64,
-    page: Option<String>,
 }
 
 impl Member {
-    fn person_json(&self) -> serde_json::Value {
+    fn person_json(&self, page: Option<&str>) -> serde_json::Value {
         json!({
             "id": self.person.as_str(),
             "name": self.name,
             "account": self.account.as_ref().map(|a| a.as_str()),
             "role": self.role.as_str(),
-            "page": self.page,
+            "page": page,
         })
     }
 }
@@ -197,7 +198,11 @@ pub struct Room {
     unsent: Vec<LoggedPatch>,
     /// Handed to the journal: (last version, when, how many patches).
     in_flight: VecDeque<(u64, Instant, usize)>,
-    leaving: Vec<PersonId>,
+    board: presence::Board,
+    /// When the next presence tick may start.
+    next_tick: tokio::time::Instant,
+    /// The presence rate clients were last told (it drops in busy rooms).
+    presence_hz: u32,
     snapshot: snapshot::SnapshotState,
     idle_since: Option<Instant>,
     shutdown: Option<oneshot::Sender<()>>,
@@ -262,6 +267,13 @@ impl Room {
                         break e;
                     }
                 }
+                _ = tokio::time::sleep_until(room.next_tick), if room.board.wants_tick() => {
+                    room.board.start_round();
+                    room.next_tick = tokio::time::Instant::now() + room.tick_period();
+                }
+                _ = std::future::ready(()), if room.board.in_round() => {
+                    room.board.serve_slice();
+                }
                 _ = lost(&mut lease_lost) => {
                     tracing::warn!(file = %room.file, "lease lost; closing the room");
                     break Exit::Fenced;
@@ -307,6 +319,7 @@ impl Room {
             }
             RoomCmd::Leave(conn) => self.leave(conn),
             RoomCmd::Patch(conn, patch) => self.patch(conn, patch),
+            RoomCmd::Presence(conn, update) => self.board.update(conn, update),
             RoomCmd::Appended(a) => return self.appended(a),
             RoomCmd::SnapshotDone(result) => return self.snapshot_done(result),
             RoomCmd::FileChanged(record) => self.file_changed(record),
@@ -358,11 +371,10 @@ impl Room {
             if let Some(old) = self.members.remove(conn) {
                 old.outbox
                     .close(4010, "replaced by a newer socket of the same client");
-                page = old.page;
+                page = self.board.leave(*conn, false).flatten();
                 metrics().people.dec();
             }
         }
-        self.leaving.retain(|p| *p != person);
 
         let name = match &req.account {
             Some((_, name)) => name.clone(),
@@ -381,15 +393,17 @@ impl Room {
             role,
             access,
             from_version: self.version,
-            page,
         };
-        if replaced.is_empty() {
-            let join = json!({"type": "join", "people": [member.person_json()]}).to_string();
-            self.broadcast(Bytes::from(join), "join");
+        let returning = self.board.cancel_leave(&person);
+        if replaced.is_empty() && !returning {
+            let join = json!({"type": "join", "people": [member.person_json(page.as_deref())]});
+            self.broadcast(Bytes::from(join.to_string()), "join");
         }
         let conn = req.outbox.id;
+        self.board.join(conn, req.outbox.clone(), person.clone(), page);
         self.members.insert(conn, member);
         metrics().people.inc();
+        self.update_presence_rate();
         self.idle_since = None;
 
         let welcome = self.welcome(conn, role, reason, req.since, req.client);
@@ -410,15 +424,18 @@ impl Room {
         client: ClientKey,
     ) -> String {
         let me = &self.members[&conn];
-        let people: Vec<serde_json::Value> =
-            self.members.values().map(Member::person_json).collect();
+        let people: Vec<serde_json::Value> = self
+            .members
+            .iter()
+            .map(|(c, m)| m.person_json(self.board.page_of(*c)))
+            .collect();
         let mut head = json!({
             "type": "welcome",
             "you": me.person.as_str(),
             "role": role.as_str(),
             "version": self.version,
             "people": people,
-            "presence_hz": 20,
+            "presence_hz": self.presence_hz,
         });
         if let Some(reason) = reason {
             head["reason"] = json!(reason);
@@ -447,13 +464,33 @@ impl Room {
     }
 
     fn leave(&mut self, conn: ConnId) {
-        if let Some(m) = self.members.remove(&conn) {
+        if self.members.remove(&conn).is_some() {
             metrics().people.dec();
-            self.leaving.push(m.person);
+            self.board.leave(conn, true);
+            self.update_presence_rate();
         }
         if self.members.is_empty() {
             self.idle_since = Some(Instant::now());
         }
+    }
+
+    /// Busy rooms tick slower; clients are told whenever the rate changes.
+    fn update_presence_rate(&mut self) {
+        let config = &self.ctx.config;
+        let hz = if self.members.len() > config.busy_room {
+            config.busy_presence_hz
+        } else {
+            config.presence_hz
+        };
+        if hz != self.presence_hz {
+            self.presence_hz = hz;
+            let msg = json!({"type": "presence-rate", "hz": hz}).to_string();
+            self.broadcast(Bytes::from(msg), "presence-rate");
+        }
+    }
+
+    fn tick_period(&self) -> Duration {
+        Duration::from_micros(1_000_000 / u64::from(self.presence_hz.max(1)))
     }
 
     fn patch(&mut self, conn: ConnId, patch: Patch) {
@@ -601,14 +638,8 @@ impl Room {
             .inc_by(self.members.len() as u64);
     }
 
-    /// After every turn: hand the turn's patches to the journal, announce leavers.
+    /// After every turn: hand the turn's patches to the journal.
     fn end_turn(&mut self) {
-        if !self.leaving.is_empty() {
-            let ids: Vec<&str> = self.leaving.iter().map(|p| p.as_str()).collect();
-            let leave = json!({"type": "leave", "ids": ids}).to_string();
-            self.broadcast(Bytes::from(leave), "leave");
-            self.leaving.clear();
-        }
         if self.unsent.is_empty() {
             return;
         }

@@ -1,0 +1,284 @@
+//! Presence: where everyone in a room is and what they point at, sent on a tick.
+//!
+//! Each person's latest state is kept once, with two numbers from a room-wide
+//! change counter: when it last changed at all, and when its page last changed.
+//! Each receiver has a watermark: every change at or below it that concerns the
+//! receiver has been sent. On a tick, a receiver gets one `presences` message with
+//! the people whose change lies above its watermark, oldest change first, at most
+//! [`MAX_PEOPLE`]: full state for people on its page, `{"id","page"}` for a page
+//! change elsewhere, never its own. Someone who joins or changes page is first
+//! caught up on everyone already on that page.
+//!
+//! A tick's messages are built in slices of [`SLICE`] receivers, with the room free
+//! to handle patches between slices, so edits never wait behind a round of presence.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use bytes::Bytes;
+use serde_json::json;
+
+use crate::ids::PersonId;
+use crate::metrics::metrics;
+use crate::outbox::{ConnId, Outbox};
+use crate::protocol::PresenceUpdate;
+
+/// Most people in one `presences` message.
+pub const MAX_PEOPLE: usize = 60;
+/// Receivers served before the room looks at its commands again.
+pub const SLICE: usize = 64;
+
+struct Seat {
+    outbox: Outbox,
+    person: PersonId,
+    page: Option<String>,
+    cursor: Option<[f64; 2]>,
+    sel: Option<Vec<String>>,
+    camera: Option<[f64; 3]>,
+    t: Option<String>,
+    /// The counter at this person's last change, and at its last page change.
+    changed: u64,
+    page_changed: u64,
+    /// Every change at or below this has been sent to this person (if it concerned them).
+    watermark: u64,
+    /// People on this person's page it must get in full, whatever the watermark.
+    catch_up: Vec<ConnId>,
+    full: String,
+    short: String,
+}
+
+impl Seat {
+    fn encode(&mut self) {
+        self.full = json!({
+            "id": self.person.as_str(),
+            "page": self.page,
+            "cursor": self.cursor,
+            "sel": self.sel,
+            "camera": self.camera,
+        })
+        .to_string();
+        // `t` is spliced in verbatim, as the sender wrote it.
+        self.full.pop();
+        self.full.push_str(",\"t\":");
+        self.full.push_str(self.t.as_deref().unwrap_or("null"));
+        self.full.push('}');
+        self.short = json!({"id": self.person.as_str(), "page": self.page}).to_string();
+    }
+}
+
+#[derive(Default)]
+pub struct Board {
+    seats: HashMap<ConnId, Seat>,
+    /// Latest change of each person, by counter.
+    changes: BTreeMap<u64, ConnId>,
+    counter: u64,
+    /// People who left since the last tick: announced in one `leave`.
+    leaving: Vec<PersonId>,
+    /// Receivers still to be served in the current tick.
+    round: VecDeque<ConnId>,
+    /// Something happened since the last round.
+    dirty: bool,
+}
+
+impl Board {
+    pub fn page_of(&self, conn: ConnId) -> Option<&str> {
+        self.seats.get(&conn).and_then(|s| s.page.as_deref())
+    }
+
+    /// Takes back a leave not yet announced; true if there was one (the person
+    /// reconnected within a tick, so nobody needs to hear of it).
+    pub fn cancel_leave(&mut self, person: &PersonId) -> bool {
+        let before = self.leaving.len();
+        self.leaving.retain(|p| p != person);
+        self.leaving.len() != before
+    }
+
+    fn bump(&mut self, conn: ConnId, page_too: bool) {
+        self.counter += 1;
+        let counter = self.counter;
+        if let Some(seat) = self.seats.get_mut(&conn) {
+            self.changes.remove(&seat.changed);
+            seat.changed = counter;
+            if page_too {
+                seat.page_changed = counter;
+            }
+            seat.encode();
+            self.changes.insert(counter, conn);
+        }
+        self.dirty = true;
+    }
+
+    /// Seats a person; `page` carries over from a socket it replaces.
+    pub fn join(&mut self, conn: ConnId, outbox: Outbox, person: PersonId, page: Option<String>) {
+        let mut seat = Seat {
+            outbox,
+            person,
+            page,
+            cursor: None,
+            sel: None,
+            camera: None,
+            t: None,
+            changed: 0,
+            page_changed: 0,
+            watermark: self.counter,
+            catch_up: Vec::new(),
+            full: String::new(),
+            short: String::new(),
+        };
+        seat.catch_up = self.on_page(seat.page.as_deref(), conn);
+        self.seats.insert(conn, seat);
+        self.bump(conn, true);
+    }
+
+    /// Removes a seat; `announce` false when the same person carries on elsewhere.
+    pub fn leave(&mut self, conn: ConnId, announce: bool) -> Option<Option<String>> {
+        let seat = self.seats.remove(&conn)?;
+        self.changes.remove(&seat.changed);
+        if announce {
+            self.leaving.push(seat.person);
+            self.dirty = true;
+        }
+        Some(seat.page)
+    }
+
+    fn on_page(&self, page: Option<&str>, except: ConnId) -> Vec<ConnId> {
+        self.seats
+            .iter()
+            .filter(|(c, s)| **c != except && s.page.as_deref() == page)
+            .map(|(c, _)| *c)
+            .collect()
+    }
+
+    /// Applies a person's update; fields left out keep their values.
+    pub fn update(&mut self, conn: ConnId, update: PresenceUpdate) {
+        let Some(seat) = self.seats.get_mut(&conn) else {
+            return;
+        };
+        let mut page_moved = false;
+        if let Some(page) = update.page {
+            page_moved = page != seat.page;
+            seat.page = page;
+        }
+        if let Some(cursor) = update.cursor {
+            seat.cursor = cursor;
+        }
+        if let Some(sel) = update.sel {
+            seat.sel = sel;
+        }
+        if let Some(camera) = update.camera {
+            seat.camera = camera;
+        }
+        if update.t.is_some() {
+            seat.t = update.t;
+        }
+        if page_moved {
+            let page = seat.page.clone();
+            let catch_up = self.on_page(page.as_deref(), conn);
+            if let Some(seat) = self.seats.get_mut(&conn) {
+                seat.catch_up = catch_up;
+            }
+        }
+        self.bump(conn, page_moved);
+    }
+
+    /// Whether a tick has anything to send.
+    pub fn wants_tick(&self) -> bool {
+        self.dirty && self.round.is_empty()
+    }
+
+    pub fn in_round(&self) -> bool {
+        !self.round.is_empty()
+    }
+
+    /// Starts a tick: announces leavers, then queues every receiver.
+    pub fn start_round(&mut self) {
+        self.dirty = false;
+        if !self.leaving.is_empty() {
+            let ids: Vec<&str> = self.leaving.iter().map(|p| p.as_str()).collect();
+            let leave = Bytes::from(json!({"type": "leave", "ids": ids}).to_string());
+            for seat in self.seats.values() {
+                seat.outbox.send(leave.clone());
+            }
+            metrics()
+                .messages_sent
+                .with_label_values(&["leave"])
+                .inc_by(self.seats.len() as u64);
+            self.leaving.clear();
+        }
+        self.round.extend(self.seats.keys().copied());
+    }
+
+    /// Serves the next slice of the round.
+    pub fn serve_slice(&mut self) {
+        let mut sent = 0u64;
+        for _ in 0..SLICE {
+            let Some(conn) = self.round.pop_front() else {
+                break;
+            };
+            if let Some(frame) = self.message_for(conn) {
+                if let Some(seat) = self.seats.get(&conn) {
+                    seat.outbox.send(frame);
+                    sent += 1;
+                }
+            }
+        }
+        metrics()
+            .messages_sent
+            .with_label_values(&["presences"])
+            .inc_by(sent);
+    }
+
+    /// One receiver's message for this tick, advancing its watermark.
+    fn message_for(&mut self, conn: ConnId) -> Option<Bytes> {
+        let seat = self.seats.get(&conn)?;
+        let page = seat.page.clone();
+        let watermark = seat.watermark;
+        let mut catch_up = std::mem::take(&mut self.seats.get_mut(&conn)?.catch_up);
+        let mut included: Vec<ConnId> = Vec::new();
+        let mut body = String::from("{\"type\":\"presences\",\"people\":[");
+        let push = |body: &mut String, entry: &str| {
+            if body.ends_with('}') {
+                body.push(',');
+            }
+            body.push_str(entry);
+        };
+        while included.len() < MAX_PEOPLE {
+            let Some(other) = catch_up.pop() else { break };
+            match self.seats.get(&other) {
+                Some(s) if s.page == page && s.changed > 0 => {
+                    push(&mut body, &s.full);
+                    included.push(other);
+                }
+                _ => {}
+            }
+        }
+        let mut new_watermark = self.counter;
+        for (&at, &other) in self.changes.range(watermark + 1..) {
+            if included.len() >= MAX_PEOPLE {
+                new_watermark = at - 1;
+                break;
+            }
+            if other == conn || included.contains(&other) {
+                continue;
+            }
+            let Some(s) = self.seats.get(&other) else { continue };
+            if s.page == page {
+                push(&mut body, &s.full);
+                included.push(other);
+            } else if s.page_changed > watermark {
+                push(&mut body, &s.short);
+                included.push(other);
+            }
+        }
+        let seat = self.seats.get_mut(&conn)?;
+        seat.watermark = new_watermark;
+        seat.catch_up = catch_up;
+        if !seat.catch_up.is_empty() || new_watermark < self.counter {
+            self.dirty = true;
+        }
+        if included.is_empty() {
+            return None;
+        }
+        body.push_str("]}");
+        Some(Bytes::from(body))
+    }
+}
