@@ -72,6 +72,60 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_BUSY_PRESENCE_HZ", default_value_t = 5)]
     pub busy_presence_hz: u32,
 
+    /// Most editors in a file; others with edit access join as viewers and wait.
+    #[arg(long, env = "ATRIUM_ROOM_EDITORS", default_value_t = 100)]
+    pub room_editors: usize,
+
+    /// Most people in a file; the next is closed with 4031.
+    #[arg(long, env = "ATRIUM_ROOM_PEOPLE", default_value_t = 500)]
+    pub room_people: usize,
+
+    /// Messages a second per socket, presence aside; beyond it they wait in
+    /// order (429 notice), and over five seconds' worth waiting closes 4013.
+    #[arg(long, env = "ATRIUM_WS_PER_SECOND", default_value_t = 60)]
+    pub ws_per_second: u32,
+
+    /// Presence messages a second per socket; beyond it they are dropped.
+    #[arg(long, env = "ATRIUM_PRESENCE_PER_SECOND", default_value_t = 80)]
+    pub presence_per_second: u32,
+
+    /// Sockets per account (fleet-wide through the coordinator); the next gets 4029.
+    #[arg(long, env = "ATRIUM_WS_PER_ACCOUNT", default_value_t = 10)]
+    pub ws_per_account: u64,
+
+    /// Sockets per client address; the next gets 4029.
+    #[arg(long, env = "ATRIUM_WS_PER_IP", default_value_t = 100)]
+    pub ws_per_ip: usize,
+
+    /// Addresses of proxies (routers) whose `X-Forwarded-For` is believed, comma separated.
+    #[arg(
+        long,
+        env = "ATRIUM_TRUST_PROXY",
+        default_value = "",
+        value_delimiter = ','
+    )]
+    pub trust_proxy: Vec<String>,
+
+    /// Sign-ups and sign-ins a minute per client address (429 beyond).
+    #[arg(long, env = "ATRIUM_AUTH_PER_IP_PER_MINUTE", default_value_t = 20)]
+    pub auth_per_ip_per_minute: u32,
+
+    /// Sign-ups and sign-ins a minute per email (429 beyond).
+    #[arg(long, env = "ATRIUM_AUTH_PER_EMAIL_PER_MINUTE", default_value_t = 10)]
+    pub auth_per_email_per_minute: u32,
+
+    /// Interval between pings on a socket (each jittered by ±25%).
+    #[arg(long, env = "ATRIUM_PING_MS", default_value_t = 20_000)]
+    pub ping_ms: u64,
+
+    /// A socket that sends nothing (not even a pong) for this long is closed.
+    #[arg(long, env = "ATRIUM_PING_TIMEOUT_MS", default_value_t = 45_000)]
+    pub ping_timeout_ms: u64,
+
+    /// Include statistics in /health for everyone (else only for server admins).
+    #[arg(long, env = "ATRIUM_HEALTH_STATS", default_value_t = false, action = clap::ArgAction::Set)]
+    pub health_stats: bool,
+
     /// Largest message a client may send (bytes); larger closes with 1009.
     #[arg(long, env = "ATRIUM_MAX_MESSAGE_BYTES", default_value_t = 1024 * 1024)]
     pub max_message_bytes: usize,
@@ -96,6 +150,14 @@ pub struct NodeConfig {
     /// Frames a socket's send queue may hold before the socket is closed (4008).
     #[arg(long, env = "ATRIUM_SEND_QUEUE", default_value_t = 1024)]
     pub send_queue: usize,
+
+    /// Bytes a socket's send queue may hold before the socket is closed (4008).
+    #[arg(long, env = "ATRIUM_SEND_QUEUE_BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub send_queue_bytes: usize,
+
+    /// Node-wide bytes for welcomes larger than a send queue; over it, 1013.
+    #[arg(long, env = "ATRIUM_WELCOME_BUDGET_BYTES", default_value_t = 256 * 1024 * 1024)]
+    pub welcome_budget_bytes: usize,
 
     /// How long shutdown may take before the process exits anyway.
     #[arg(long, env = "ATRIUM_SHUTDOWN_MS", default_value_t = 10_000)]
@@ -135,6 +197,22 @@ impl NodeConfig {
         Duration::from_millis(self.shutdown_ms)
     }
 
+    /// The trusted proxies' addresses (entries that do not parse are ignored).
+    pub fn trusted_proxies(&self) -> Vec<std::net::IpAddr> {
+        self.trust_proxy
+            .iter()
+            .filter_map(|s| s.trim().parse().ok())
+            .collect()
+    }
+
+    pub fn ping_interval(&self) -> Duration {
+        Duration::from_millis(self.ping_ms)
+    }
+
+    pub fn ping_timeout(&self) -> Duration {
+        Duration::from_millis(self.ping_timeout_ms)
+    }
+
     pub fn is_admin(&self, email: &str) -> bool {
         self.admins
             .iter()
@@ -172,6 +250,10 @@ mod tests {
         assert_eq!(c.max_message_bytes, 1024 * 1024);
         // The hello deadline must end well before a room could go idle under it.
         assert!(c.hello_timeout() < c.room_idle());
+        // A socket must miss at least two pings before it is given up, and be
+        // given up within a minute.
+        assert!(c.ping_timeout() > c.ping_interval() * 2);
+        assert!(c.ping_timeout() + c.ping_interval() / 4 <= Duration::from_secs(60));
     }
 
     #[test]

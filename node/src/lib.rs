@@ -22,6 +22,7 @@ pub mod doc;
 pub mod http;
 pub mod ids;
 pub mod journal;
+pub mod limits;
 pub mod metrics;
 pub mod outbox;
 pub mod protocol;
@@ -29,7 +30,9 @@ pub mod room;
 pub mod server;
 pub mod sessions;
 pub mod socket;
+pub mod stats;
 pub mod store;
+pub mod ws;
 
 pub use config::NodeConfig;
 pub use server::{start, Running};

@@ -14,6 +14,7 @@ pub struct Metrics {
     pub connections: IntGauge,
     pub rooms: IntGauge,
     pub people: IntGauge,
+    pub editors: IntGauge,
     pub messages_received: IntCounterVec,
     pub messages_sent: IntCounterVec,
     pub bytes_received: IntCounter,
@@ -25,6 +26,10 @@ pub struct Metrics {
     pub journal_batches: IntCounter,
     pub journal_commit_seconds: Histogram,
     pub snapshots: IntCounter,
+    pub rate_limited: IntCounter,
+    pub presence_dropped: IntCounter,
+    pub queue_overflows: IntCounter,
+    pub presence_tick_seconds: Histogram,
     pub snapshot_seconds: Histogram,
     pub http_requests: IntCounterVec,
 }
@@ -74,6 +79,11 @@ impl Metrics {
             connections: gauge(&r, "atrium_connections", "Open sockets."),
             rooms: gauge(&r, "atrium_rooms", "Rooms in memory."),
             people: gauge(&r, "atrium_people", "People in rooms (sockets past hello)."),
+            editors: gauge(
+                &r,
+                "atrium_editors",
+                "People in rooms holding an editor seat.",
+            ),
             messages_received: counter_vec(
                 &r,
                 "atrium_messages_received_total",
@@ -127,6 +137,27 @@ impl Metrics {
                 LATENCY,
             ),
             snapshots: counter(&r, "atrium_snapshots_total", "Snapshots written."),
+            rate_limited: counter(
+                &r,
+                "atrium_rate_limited_total",
+                "Times a socket went over its message rate (each answered with a 429 notice).",
+            ),
+            presence_dropped: counter(
+                &r,
+                "atrium_presence_dropped_total",
+                "Presence messages dropped for exceeding the per-socket presence rate.",
+            ),
+            queue_overflows: counter(
+                &r,
+                "atrium_queue_overflows_total",
+                "Sockets closed with 4008 because their send queue overflowed.",
+            ),
+            presence_tick_seconds: histogram(
+                &r,
+                "atrium_presence_tick_seconds",
+                "Time from the start of a room's presence tick to its last slice.",
+                LATENCY,
+            ),
             snapshot_seconds: histogram(
                 &r,
                 "atrium_snapshot_seconds",

@@ -17,12 +17,17 @@ use crate::auth::Hasher;
 use crate::config::NodeConfig;
 use crate::doc::DocLimits;
 use crate::journal::Journal;
+use crate::limits::{AddressCounts, KeyedLimiter};
 use crate::metrics::metrics;
+use crate::outbox::Budget;
 use crate::room::registry::Rooms;
 use crate::room::RoomContext;
 use crate::sessions::SessionSockets;
 use crate::store::sqlite::SqliteStore;
 use crate::store::Store;
+
+/// Addresses and emails the sign-in limiters remember at most.
+const AUTH_KEYS: usize = 100_000;
 
 /// What every request and socket shares.
 pub struct AppState {
@@ -32,6 +37,15 @@ pub struct AppState {
     pub sockets: SessionSockets,
     pub hasher: Hasher,
     pub limits: DocLimits,
+    pub coordinator: Arc<dyn Coordinator>,
+    pub node: NodeId,
+    /// Proxies whose `X-Forwarded-For` is believed.
+    pub trusted: Vec<std::net::IpAddr>,
+    pub sockets_by_address: Arc<AddressCounts>,
+    pub auth_by_address: KeyedLimiter<std::net::IpAddr>,
+    pub auth_by_email: KeyedLimiter<String>,
+    /// The runtime's scheduling delay, sampled for /health.
+    pub delay: Arc<crate::stats::DelayProbe>,
     accepting: AtomicBool,
     /// Turns true when shutdown begins (sockets still saying hello close with 1012).
     pub stopping: watch::Receiver<bool>,
@@ -122,6 +136,7 @@ pub async fn start(
         limits: limits.clone(),
         coordinator: coordinator.clone(),
         node: node.clone(),
+        welcome_budget: Budget::new(config.welcome_budget_bytes),
     });
     let hasher = Hasher::new(
         config.argon2_memory_kib,
@@ -137,6 +152,13 @@ pub async fn start(
         sockets: SessionSockets::default(),
         hasher,
         limits,
+        coordinator: coordinator.clone(),
+        node: node.clone(),
+        trusted: config.trusted_proxies(),
+        sockets_by_address: Arc::new(AddressCounts::new(config.ws_per_ip)),
+        auth_by_address: KeyedLimiter::per_minute(config.auth_per_ip_per_minute, AUTH_KEYS),
+        auth_by_email: KeyedLimiter::per_minute(config.auth_per_email_per_minute, AUTH_KEYS),
+        delay: crate::stats::DelayProbe::start(),
         accepting: AtomicBool::new(true),
         stopping: stop_rx.clone(),
     });
@@ -213,7 +235,7 @@ async fn heartbeat_loop(
 
 async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
     loop {
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = stop.changed() => return,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -230,7 +252,9 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let state = state.clone();
-                async move { Ok::<_, std::convert::Infallible>(crate::http::handle(state, req).await) }
+                async move {
+                    Ok::<_, std::convert::Infallible>(crate::http::handle(state, req, peer).await)
+                }
             });
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())

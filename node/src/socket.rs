@@ -18,13 +18,17 @@ use tokio::time::{timeout, timeout_at, Instant};
 use yawc::frame::OpCode;
 use yawc::{Frame, HttpStream, WebSocket, WebSocketError};
 
+use std::collections::VecDeque;
+
 use crate::ids::{digest, ClientKey, FileId};
+use crate::limits::{AddressSlot, Bucket};
 use crate::metrics::metrics;
 use crate::outbox::{outbox, Outbox, OutboxReceiver};
 use crate::protocol::{self, ClientMessage, Refusal};
 use crate::room::registry::RoomHandle;
 use crate::room::{JoinRequest, RoomCmd};
 use crate::server::AppState;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How long the final flush and close of a socket may take.
 const CLOSE_DEADLINE: Duration = Duration::from_secs(2);
@@ -81,24 +85,74 @@ struct Session {
     outbox: Outbox,
     room: Option<RoomHandle>,
     token: Option<[u8; 32]>,
+    /// The fleet-wide counter this socket holds a slot of (sockets per account).
+    account_slot: Option<String>,
+}
+
+/// When the client was last heard from (any frame at all, pongs included).
+struct Liveness {
+    started: Instant,
+    /// Milliseconds after `started`.
+    heard: AtomicU64,
+}
+
+impl Liveness {
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            heard: AtomicU64::new(0),
+        }
+    }
+
+    fn heard_now(&self) {
+        let ms = self.started.elapsed().as_millis() as u64;
+        self.heard.store(ms, Ordering::Relaxed);
+    }
+
+    fn last_heard(&self) -> Instant {
+        self.started + Duration::from_millis(self.heard.load(Ordering::Relaxed))
+    }
+}
+
+/// Completes once nothing was heard from the client for `limit`.
+async fn silence(liveness: &Liveness, limit: Duration) {
+    loop {
+        let deadline = liveness.last_heard() + limit;
+        if Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep_until(deadline).await;
+    }
 }
 
 /// Serves one upgraded socket until it closes.
-pub async fn serve(ws: WebSocket<HttpStream>, file: FileId, state: Arc<AppState>) {
+pub async fn serve(
+    ws: WebSocket<HttpStream>,
+    file: FileId,
+    state: Arc<AppState>,
+    address_slot: Option<AddressSlot>,
+) {
     metrics().connections.inc();
-    let (out, mut rx) = outbox(state.config.send_queue);
+    let (out, mut rx) = outbox(state.config.send_queue, state.config.send_queue_bytes);
     let (mut sink, mut stream) = Frames(ws).split();
+    if address_slot.is_none() {
+        out.close(4029, "too many sockets from this address");
+    }
+    let ping = (state.config.ping_interval(), state.config.ping_timeout());
     let mut session = Session {
         state,
         file,
         outbox: out,
         room: None,
         token: None,
+        account_slot: None,
     };
     let closing = rx.close.clone();
+    let liveness = Liveness::new();
+    let watchdog_outbox = session.outbox.clone();
     {
-        let reader = read(&mut stream, &mut session);
-        let writer = write(&mut sink, &mut rx);
+        let reader = read(&mut stream, &mut session, &liveness);
+        let writer = write(&mut sink, &mut rx, ping.0);
         tokio::pin!(reader, writer);
         tokio::select! {
             _ = &mut writer => {
@@ -111,6 +165,12 @@ pub async fn serve(ws: WebSocket<HttpStream>, file: FileId, state: Arc<AppState>
                     let _ = timeout(CLOSE_DEADLINE, &mut writer).await;
                 }
             }
+            _ = silence(&liveness, ping.1) => {
+                // Nothing heard, not even a pong: the peer is gone or stuck.
+                tracing::debug!("socket stopped answering; closing");
+                watchdog_outbox.close(1001, "no answer to pings");
+                let _ = timeout(CLOSE_DEADLINE, &mut writer).await;
+            }
         }
     }
     if let Some(room) = &session.room {
@@ -119,21 +179,41 @@ pub async fn serve(ws: WebSocket<HttpStream>, file: FileId, state: Arc<AppState>
     if let Some(token) = session.token {
         session.state.sockets.remove(token, session.outbox.id);
     }
+    if let Some(counter) = &session.account_slot {
+        let state = &session.state;
+        if let Err(e) = state.coordinator.count_down(counter, &state.node).await {
+            tracing::warn!(error = %e, "could not give back an account socket slot");
+        }
+    }
+    drop(address_slot);
     metrics().connections.dec();
 }
 
-async fn write(sink: &mut SplitSink<Frames, Frame>, rx: &mut OutboxReceiver) {
+/// A ping interval drawn at random within ±25% of `every`, so a crowd that
+/// connected together does not ping together.
+fn jittered(every: Duration) -> Duration {
+    let quarter = every / 4;
+    every - quarter + quarter.mul_f64(2.0 * rand::random::<f64>())
+}
+
+async fn write(sink: &mut SplitSink<Frames, Frame>, rx: &mut OutboxReceiver, ping_every: Duration) {
     let mut batch = Vec::with_capacity(WRITE_BATCH);
     let close = rx.close.clone();
+    let mut next_ping = Instant::now() + jittered(ping_every);
     loop {
         tokio::select! {
             biased;
+            _ = tokio::time::sleep_until(next_ping) => {
+                next_ping = Instant::now() + jittered(ping_every);
+                let ping = timeout(CLOSE_DEADLINE, sink.send(Frame::ping(Bytes::new()))).await;
+                if !matches!(ping, Ok(Ok(()))) {
+                    return;
+                }
+            }
             req = close.closed() => {
-                let mut frames = Vec::new();
-                if req.code != crate::outbox::CLOSE_TOO_SLOW {
-                    while let Ok(f) = rx.frames.try_recv() {
-                        frames.push(f);
-                    }
+                let mut frames = rx.drain_now();
+                if req.code == crate::outbox::CLOSE_TOO_SLOW {
+                    frames.clear();
                 }
                 let r = timeout(CLOSE_DEADLINE, async {
                     for f in frames {
@@ -145,7 +225,7 @@ async fn write(sink: &mut SplitSink<Frames, Frame>, rx: &mut OutboxReceiver) {
                 tracing::debug!(code = req.code, result = ?r, "close sent");
                 return;
             }
-            n = rx.frames.recv_many(&mut batch, WRITE_BATCH) => {
+            n = rx.recv_many(&mut batch, WRITE_BATCH) => {
                 if n == 0 {
                     return;
                 }
@@ -173,13 +253,13 @@ async fn write(sink: &mut SplitSink<Frames, Frame>, rx: &mut OutboxReceiver) {
     }
 }
 
-async fn read(stream: &mut SplitStream<Frames>, session: &mut Session) {
+async fn read(stream: &mut SplitStream<Frames>, session: &mut Session, liveness: &Liveness) {
     let deadline = Instant::now() + session.state.config.hello_timeout();
     let stopping = session.state.stopping.clone();
     // Before hello: only a hello is accepted, until the deadline.
     let hello = loop {
         let next = tokio::select! {
-            next = timeout_at(deadline, next_frame(stream, &session.outbox)) => next,
+            next = timeout_at(deadline, next_frame(stream, &session.outbox, liveness)) => next,
             _ = stopped(stopping.clone()) => {
                 session.outbox.close(1012, "server restarting");
                 drain(stream).await;
@@ -217,49 +297,96 @@ async fn read(stream: &mut SplitStream<Frames>, session: &mut Session) {
     let Some(room) = session.room.clone() else {
         return;
     };
+    let config = &session.state.config;
+    let now = std::time::Instant::now();
+    let rate = f64::from(config.ws_per_second.max(1));
+    let mut messages = Bucket::new(rate, rate, now);
+    let presence_rate = f64::from(config.presence_per_second);
+    let mut presence = Bucket::new(presence_rate, presence_rate, now);
+    // Messages over the rate wait here, in order; five seconds' worth at most.
+    let backlog_cap = 5 * config.ws_per_second.max(1) as usize;
+    let mut backlog: VecDeque<Result<ClientMessage, Refusal>> = VecDeque::new();
+    let mut told = false;
     loop {
-        let text = match next_frame(stream, &session.outbox).await {
-            Next::Text(text) => text,
-            Next::Skip => continue,
-            Next::End => {
+        let wait = messages.wait(std::time::Instant::now());
+        let next = tokio::select! {
+            next = next_frame(stream, &session.outbox, liveness) => Some(next),
+            _ = tokio::time::sleep(wait), if !backlog.is_empty() => None,
+        };
+        match next {
+            Some(Next::Text(text)) if !session.outbox.is_closing() => {
+                match protocol::parse(&text, &session.state.limits) {
+                    Ok(ClientMessage::Presence(update)) => {
+                        metrics()
+                            .messages_received
+                            .with_label_values(&["presence"])
+                            .inc();
+                        if presence.take(std::time::Instant::now()) {
+                            let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
+                        } else {
+                            metrics().presence_dropped.inc();
+                        }
+                    }
+                    other => backlog.push_back(other),
+                }
+            }
+            Some(Next::Text(_)) | Some(Next::Skip) | None => {}
+            Some(Next::End) => {
                 drain_if_closing(stream, &session.outbox).await;
                 return;
             }
-        };
-        if session.outbox.is_closing() {
-            continue;
         }
-        match protocol::parse(&text, &session.state.limits) {
-            Ok(ClientMessage::Patch(patch)) => {
-                metrics()
-                    .messages_received
-                    .with_label_values(&["patch"])
-                    .inc();
-                if room
-                    .tx
-                    .send(RoomCmd::Patch(session.outbox.id, patch))
-                    .is_err()
-                {
-                    session.outbox.close(1012, "the room closed");
-                }
+        while !backlog.is_empty() && messages.take(std::time::Instant::now()) {
+            if let Some(message) = backlog.pop_front() {
+                handle(session, &room, message);
             }
-            Ok(ClientMessage::Presence(update)) => {
-                metrics()
-                    .messages_received
-                    .with_label_values(&["presence"])
-                    .inc();
-                let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
-            }
-            Ok(ClientMessage::Hello(_)) => refuse(
-                &session.outbox,
-                Refusal {
-                    id: None,
-                    code: "invalid",
-                    message: "hello was already said on this socket".into(),
-                },
-            ),
-            Err(r) => refuse(&session.outbox, r),
         }
+        if backlog.is_empty() {
+            told = false;
+        } else if backlog.len() > backlog_cap {
+            session
+                .outbox
+                .close(4013, "flooding: more than five seconds of messages waiting");
+            backlog.clear();
+        } else if !told {
+            told = true;
+            metrics().rate_limited.inc();
+            session.outbox.send_text(protocol::notice(
+                429,
+                "too many messages: they wait in order and are handled at the allowed rate",
+            ));
+        }
+    }
+}
+
+/// Handles one message after the rate limit let it through.
+fn handle(session: &Session, room: &RoomHandle, message: Result<ClientMessage, Refusal>) {
+    match message {
+        Ok(ClientMessage::Patch(patch)) => {
+            metrics()
+                .messages_received
+                .with_label_values(&["patch"])
+                .inc();
+            if room
+                .tx
+                .send(RoomCmd::Patch(session.outbox.id, patch))
+                .is_err()
+            {
+                session.outbox.close(1012, "the room closed");
+            }
+        }
+        Ok(ClientMessage::Presence(update)) => {
+            let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
+        }
+        Ok(ClientMessage::Hello(_)) => refuse(
+            &session.outbox,
+            Refusal {
+                id: None,
+                code: "invalid",
+                message: "hello was already said on this socket".into(),
+            },
+        ),
+        Err(r) => refuse(&session.outbox, r),
     }
 }
 
@@ -291,8 +418,14 @@ enum Next {
 
 /// Reads the next frame. After a protocol error (too big, invalid UTF-8...) yawc
 /// has queued the matching close frame; one more read flushes it.
-async fn next_frame(stream: &mut SplitStream<Frames>, outbox: &Outbox) -> Next {
-    let frame = match stream.next().await {
+async fn next_frame(
+    stream: &mut SplitStream<Frames>,
+    outbox: &Outbox,
+    liveness: &Liveness,
+) -> Next {
+    let next = stream.next().await;
+    liveness.heard_now();
+    let frame = match next {
         None => return Next::End,
         Some(Err(e)) => {
             tracing::debug!(error = %e, "socket read failed");
@@ -362,6 +495,20 @@ async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16,
         }
         None => None,
     };
+    if let Some(a) = &account {
+        let counter = format!("sockets:{}", a.id);
+        let limit = state.config.ws_per_account;
+        match state
+            .coordinator
+            .count_up(&counter, &state.node, limit)
+            .await
+        {
+            Ok(true) => session.account_slot = Some(counter),
+            Ok(false) => return Err((4029, "too many sockets for this account")),
+            // A coordinator outage must not lock everyone out: fail open, loudly.
+            Err(e) => tracing::warn!(error = %e, "socket count unavailable; not enforced"),
+        }
+    }
     let client = ClientKey::of(&hello.client);
     let stored_op = match state.store.client_op(&session.file, client).await {
         Ok(op) => op.map_or(0, |(id, _)| id),

@@ -6,7 +6,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{
-    bearer_token, empty, json_response, read_json, signed_in, ApiError, ApiResult, SMALL_BODY,
+    bearer_token, client_addr, empty, json_response, read_json, signed_in, ApiError, ApiResult,
+    SMALL_BODY,
 };
 use crate::auth::AuthError;
 use crate::ids::{digest, new_secret};
@@ -79,9 +80,25 @@ async fn start_session(state: &AppState, account: &Account, status: StatusCode) 
     ))
 }
 
+/// Sign-ups and sign-ins are limited per client address and per email.
+fn check_rate(state: &AppState, addr: std::net::IpAddr, email: &str) -> Result<(), ApiError> {
+    if state.auth_by_address.allow(&addr) && state.auth_by_email.allow(&email.to_lowercase()) {
+        Ok(())
+    } else {
+        crate::metrics::metrics().rate_limited.inc();
+        Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate-limited",
+            "too many attempts; wait a minute and try again",
+        ))
+    }
+}
+
 pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    let addr = client_addr(&req);
     let body: SignUp = read_json(req, SMALL_BODY).await?;
     let email = normalize_email(&body.email)?;
+    check_rate(state, addr, &email)?;
     let name = body.name.trim();
     if name.is_empty()
         || name.chars().count() > MAX_NAME_CHARS
@@ -125,7 +142,9 @@ pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
 }
 
 pub async fn signin(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    let addr = client_addr(&req);
     let body: SignIn = read_json(req, SMALL_BODY).await?;
+    check_rate(state, addr, body.email.trim())?;
     let bad = || {
         ApiError::new(
             StatusCode::UNAUTHORIZED,

@@ -170,8 +170,29 @@ pub async fn signed_in(state: &AppState, token: Option<&str>) -> Result<Account,
         .ok_or_else(ApiError::unauthorized)
 }
 
+/// The client's address (the peer, or what a trusted proxy forwarded).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub std::net::IpAddr);
+
+/// The client address of a request.
+pub fn client_addr(req: &Request<Incoming>) -> std::net::IpAddr {
+    req.extensions()
+        .get::<ClientAddr>()
+        .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.0)
+}
+
 /// Answers one request; never fails (errors become JSON error bodies).
-pub async fn handle(state: Arc<AppState>, req: Request<Incoming>) -> Response<Body> {
+pub async fn handle(
+    state: Arc<AppState>,
+    mut req: Request<Incoming>,
+    peer: std::net::SocketAddr,
+) -> Response<Body> {
+    let forwarded = req
+        .headers()
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok());
+    let addr = crate::limits::client_address(peer.ip(), forwarded, &state.trusted);
+    req.extensions_mut().insert(ClientAddr(addr));
     let resp = match route(&state, req).await {
         Ok(resp) => resp,
         Err(e) => error_response(&e),
@@ -253,11 +274,14 @@ fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId) -> A
     let options = crate::socket::socket_options(state.config.max_message_bytes);
     let (response, upgraded) = yawc::WebSocket::upgrade_with_options(&mut req, options)
         .map_err(|_| ApiError::bad_request("expected a WebSocket upgrade"))?;
+    let addr = client_addr(&req);
+    // Counted from the upgrade, so sockets that never say hello count too.
+    let slot = state.sockets_by_address.take(addr);
     let state = state.clone();
     tokio::spawn(async move {
         // An upgrade that never completes is dropped by the hello deadline.
         match tokio::time::timeout(state.config.hello_timeout(), upgraded).await {
-            Ok(Ok(ws)) => crate::socket::serve(ws, file, state).await,
+            Ok(Ok(ws)) => crate::socket::serve(ws, file, state, slot).await,
             Ok(Err(e)) => tracing::debug!(error = %e, "upgrade did not complete"),
             Err(_) => tracing::debug!("upgrade timed out"),
         }

@@ -5,15 +5,50 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
-use super::{json_response, ApiResult, Body};
+use super::{bearer_token, caller, json_response, ApiResult, Body};
 use crate::metrics::metrics;
 use crate::server::AppState;
 
-pub async fn health(state: &AppState, _req: Request<Incoming>) -> ApiResult {
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({"ok": true, "node": state.config.node_id}),
-    ))
+/// Liveness, always 200. Statistics come along with `ATRIUM_HEALTH_STATS=1`, or
+/// for a signed-in server admin.
+pub async fn health(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    let mut body = json!({"ok": true, "node": state.config.node_id});
+    let admin = || async {
+        let token = bearer_token(&req)?;
+        let account = caller(state, Some(&token)).await.ok()??;
+        state.config.is_admin(&account.email).then_some(())
+    };
+    if state.config.health_stats || admin().await.is_some() {
+        body["stats"] = stats(state);
+    }
+    Ok(json_response(StatusCode::OK, &body))
+}
+
+/// Sum of a counter family over all its labels.
+fn total(counter: &prometheus::IntCounterVec) -> u64 {
+    use prometheus::core::Collector;
+    counter
+        .collect()
+        .iter()
+        .flat_map(|family| family.get_metric())
+        .map(|m| m.get_counter().get_value() as u64)
+        .sum()
+}
+
+fn stats(state: &AppState) -> serde_json::Value {
+    let m = metrics();
+    json!({
+        "cpu_seconds": crate::stats::cpu_seconds(),
+        "rss_bytes": crate::stats::rss_bytes(),
+        "connections": m.connections.get(),
+        "rooms": state.rooms.len(),
+        "people": m.people.get(),
+        "editors": m.editors.get(),
+        "busiest_room": {"people": state.rooms.busiest()},
+        "scheduling_delay_p99_ms": state.delay.p99().as_secs_f64() * 1000.0,
+        "messages_in": total(&m.messages_received),
+        "messages_out": total(&m.messages_sent),
+    })
 }
 
 /// 200 while the node takes new work: not draining, and its store answers.

@@ -2,6 +2,7 @@
 //! document from the snapshot and the log, and refill the resume ring.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -24,6 +25,7 @@ pub async fn load(
     ctx: Arc<RoomContext>,
     rooms: RoomMap,
     tx: mpsc::UnboundedSender<RoomCmd>,
+    people: Arc<AtomicUsize>,
 ) -> Result<Room, JoinError> {
     let config = &ctx.config;
     let lease = match ctx.coordinator.acquire(file.as_str(), &ctx.node).await {
@@ -86,6 +88,7 @@ pub async fn load(
         ring,
         clients: HashMap::new(),
         members: HashMap::new(),
+        waiting: VecDeque::new(),
         pending: VecDeque::new(),
         unsent: Vec::new(),
         in_flight: VecDeque::new(),
@@ -96,5 +99,7 @@ pub async fn load(
         idle_since: Some(std::time::Instant::now()),
         shutdown: None,
         lease: Some(keeper),
+        people,
+        editors_counted: 0,
     })
 }

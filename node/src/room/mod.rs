@@ -18,9 +18,11 @@ mod load;
 mod presence;
 pub mod registry;
 pub mod ring;
+mod seats;
 mod snapshot;
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,7 +37,7 @@ use crate::doc::{DocLimits, Document};
 use crate::ids::{AccountId, ClientKey, FileId, PersonId};
 use crate::journal::{Appended, Journal, JournalEntry};
 use crate::metrics::metrics;
-use crate::outbox::{ConnId, Outbox};
+use crate::outbox::{Budget, ConnId, Outbox};
 use crate::protocol::{self, Patch, PresenceUpdate, Refusal};
 use crate::store::{FileAppend, FileRecord, LoggedPatch, Store, StoreError};
 use access::{Access, Denied, Role};
@@ -50,6 +52,8 @@ pub struct RoomContext {
     pub limits: DocLimits,
     pub coordinator: Arc<dyn Coordinator>,
     pub node: NodeId,
+    /// Node-wide allowance for welcomes bigger than a send queue.
+    pub welcome_budget: Arc<Budget>,
 }
 
 #[derive(Clone)]
@@ -74,6 +78,8 @@ pub struct Joined {
 pub enum JoinError {
     Denied(Denied),
     NotFound,
+    /// The file has as many people as it allows (4031).
+    Full,
     /// The room is closing; ask the registry again.
     Retry,
     /// The node is shutting down or cannot load the file.
@@ -86,6 +92,7 @@ impl JoinError {
             JoinError::Denied(Denied::Unauthorized) => "not signed in, or a bad key",
             JoinError::Denied(Denied::Forbidden) => "no access to this file",
             JoinError::NotFound => "file not found",
+            JoinError::Full => "the file is full",
             JoinError::Retry | JoinError::Unavailable(1013) => "try again later",
             JoinError::Unavailable(4009) => "moved: another node serves this file",
             JoinError::Unavailable(_) => "server restarting",
@@ -96,6 +103,7 @@ impl JoinError {
         match self {
             JoinError::Denied(d) => d.close_code(),
             JoinError::NotFound => 4004,
+            JoinError::Full => 4031,
             JoinError::Retry => 1013,
             JoinError::Unavailable(code) => code,
         }
@@ -152,8 +160,10 @@ enum Pending {
         ack: Bytes,
         relay: Bytes,
     },
-    /// A frame for one socket (a welcome, or the ack of a resent patch).
+    /// A frame for one socket (the ack of a resent patch).
     Direct { v: u64, to: ConnId, frame: Bytes },
+    /// A welcome: it may be larger than a send queue (see [`Budget`]).
+    Welcome { v: u64, to: ConnId, frame: Bytes },
     Doc {
         v: u64,
         doc: String,
@@ -164,7 +174,10 @@ enum Pending {
 impl Pending {
     fn version(&self) -> u64 {
         match self {
-            Pending::Patch { v, .. } | Pending::Direct { v, .. } | Pending::Doc { v, .. } => *v,
+            Pending::Patch { v, .. }
+            | Pending::Direct { v, .. }
+            | Pending::Welcome { v, .. }
+            | Pending::Doc { v, .. } => *v,
         }
     }
 }
@@ -193,6 +206,8 @@ pub struct Room {
     ring: Ring,
     clients: HashMap<ClientKey, ClientState>,
     members: HashMap<ConnId, Member>,
+    /// People with edit access waiting for an editor seat, in arrival order.
+    waiting: VecDeque<ConnId>,
     pending: VecDeque<Pending>,
     /// Accepted this turn, not yet handed to the journal.
     unsent: Vec<LoggedPatch>,
@@ -208,6 +223,10 @@ pub struct Room {
     shutdown: Option<oneshot::Sender<()>>,
     /// The file's lease, renewed in the background while the room lives.
     lease: Option<LeaseKeeper>,
+    /// People in the room, shared with its registry handle.
+    people: Arc<AtomicUsize>,
+    /// Editors this room has added to the node's editor gauge.
+    editors_counted: i64,
 }
 
 /// How a room ended, for the log.
@@ -227,10 +246,13 @@ impl Room {
         generation: u64,
         ctx: Arc<RoomContext>,
         rooms: RoomMap,
-        tx: mpsc::UnboundedSender<RoomCmd>,
-        mut rx: mpsc::UnboundedReceiver<RoomCmd>,
+        (tx, mut rx): (
+            mpsc::UnboundedSender<RoomCmd>,
+            mpsc::UnboundedReceiver<RoomCmd>,
+        ),
+        people: Arc<AtomicUsize>,
     ) {
-        let mut room = match load::load(&file, generation, ctx, rooms.clone(), tx).await {
+        let mut room = match load::load(&file, generation, ctx, rooms.clone(), tx, people).await {
             Ok(room) => room,
             Err(error) => {
                 tracing::warn!(file = %file, ?error, "room could not open");
@@ -298,6 +320,8 @@ impl Room {
                 m.outbox.close(code, reason);
             }
         }
+        room.members.clear();
+        room.sync_counts();
         if let Some(keeper) = room.lease.take() {
             if let Err(e) = keeper.release().await {
                 tracing::debug!(file = %room.file, error = %e, "lease release failed; it will lapse");
@@ -346,7 +370,8 @@ impl Room {
         let account_id = req.account.as_ref().map(|(id, _)| id);
         let access = access::access(&self.record, account_id, req.key.as_deref())
             .map_err(JoinError::Denied)?;
-        let (role, reason) = access::role(&self.record, access).map_err(JoinError::Denied)?;
+        let (allowed, mut reason) =
+            access::role(&self.record, access).map_err(JoinError::Denied)?;
 
         let state = self
             .clients
@@ -366,15 +391,22 @@ impl Room {
             .filter(|(_, m)| m.client == req.client)
             .map(|(c, _)| *c)
             .collect();
+        if replaced.is_empty() && self.members.len() >= self.ctx.config.room_people {
+            return Err(JoinError::Full);
+        }
         let mut page = None;
         for conn in &replaced {
             if let Some(old) = self.members.remove(conn) {
                 old.outbox
                     .close(4010, "replaced by a newer socket of the same client");
                 page = self.board.leave(*conn, false).flatten();
+                self.waiting.retain(|c| c != conn);
                 metrics().people.dec();
             }
         }
+        let conn = req.outbox.id;
+        let (role, full) = self.seat(conn, allowed, access);
+        reason = reason.or(full);
 
         let name = match &req.account {
             Some((_, name)) => name.clone(),
@@ -399,15 +431,16 @@ impl Room {
             let join = json!({"type": "join", "people": [member.person_json(page.as_deref())]});
             self.broadcast(Bytes::from(join.to_string()), "join");
         }
-        let conn = req.outbox.id;
-        self.board.join(conn, req.outbox.clone(), person.clone(), page);
+        self.board
+            .join(conn, req.outbox.clone(), person.clone(), page);
         self.members.insert(conn, member);
         metrics().people.inc();
+        self.sync_counts();
         self.update_presence_rate();
         self.idle_since = None;
 
         let welcome = self.welcome(conn, role, reason, req.since, req.client);
-        self.after_durable(Pending::Direct {
+        self.after_durable(Pending::Welcome {
             v: self.version,
             to: conn,
             frame: Bytes::from(welcome),
@@ -464,9 +497,14 @@ impl Room {
     }
 
     fn leave(&mut self, conn: ConnId) {
-        if self.members.remove(&conn).is_some() {
+        if let Some(m) = self.members.remove(&conn) {
             metrics().people.dec();
             self.board.leave(conn, true);
+            self.waiting.retain(|c| *c != conn);
+            if m.role == Role::Editor {
+                self.settle_roles();
+            }
+            self.sync_counts();
             self.update_presence_rate();
         }
         if self.members.is_empty() {
@@ -487,6 +525,19 @@ impl Room {
             let msg = json!({"type": "presence-rate", "hz": hz}).to_string();
             self.broadcast(Bytes::from(msg), "presence-rate");
         }
+    }
+
+    /// Publishes the room's people and editor counts (after joins, leaves, role changes).
+    fn sync_counts(&mut self) {
+        self.people
+            .store(self.members.len(), std::sync::atomic::Ordering::Relaxed);
+        let editors = self
+            .members
+            .values()
+            .filter(|m| m.role == Role::Editor)
+            .count() as i64;
+        metrics().editors.add(editors - self.editors_counted);
+        self.editors_counted = editors;
     }
 
     fn tick_period(&self) -> Duration {
@@ -511,7 +562,14 @@ impl Room {
             return;
         }
         if member.role != Role::Editor {
-            refuse("viewer", "viewers cannot edit this file");
+            if self.is_waiting(conn) {
+                refuse(
+                    seats::EDITORS_FULL,
+                    "the file has as many editors as it allows",
+                );
+            } else {
+                refuse("viewer", "viewers cannot edit this file");
+            }
             return;
         }
         let client = member.client;
@@ -610,6 +668,15 @@ impl Room {
                     m.outbox.send(frame);
                 }
             }
+            Pending::Welcome { to, frame, .. } => {
+                if let Some(m) = self.members.get(&to) {
+                    m.outbox.send_large(frame, &self.ctx.welcome_budget);
+                    metrics()
+                        .messages_sent
+                        .with_label_values(&["welcome"])
+                        .inc();
+                }
+            }
             Pending::Doc { v, doc, reply } => {
                 let _ = reply.send((v, doc));
             }
@@ -692,29 +759,19 @@ impl Room {
 
     fn file_changed(&mut self, record: FileRecord) {
         self.record = record;
-        let mut changed = Vec::new();
-        let mut gone = Vec::new();
-        for (conn, m) in &self.members {
-            match access::role(&self.record, m.access) {
-                Ok((role, _)) if role != m.role => changed.push((*conn, role)),
-                Ok(_) => {}
-                Err(_) => gone.push(*conn),
-            }
-        }
+        let gone: Vec<ConnId> = self
+            .members
+            .iter()
+            .filter(|(_, m)| access::role(&self.record, m.access).is_err())
+            .map(|(c, _)| *c)
+            .collect();
         for conn in gone {
             if let Some(m) = self.members.get(&conn) {
                 m.outbox.close(4003, "no access any more");
             }
             self.leave(conn);
         }
-        for (conn, role) in changed {
-            if let Some(m) = self.members.get_mut(&conn) {
-                m.role = role;
-                let msg = json!({"type": "role", "id": m.person.as_str(), "role": role.as_str()})
-                    .to_string();
-                self.broadcast(Bytes::from(msg), "role");
-            }
-        }
+        self.settle_roles();
     }
 
     fn housekeeping(&mut self) -> Option<Exit> {

@@ -77,6 +77,8 @@ pub struct Board {
     round: VecDeque<ConnId>,
     /// Something happened since the last round.
     dirty: bool,
+    /// When the current round started (for the tick duration metric).
+    round_started: Option<std::time::Instant>,
 }
 
 impl Board {
@@ -205,6 +207,7 @@ impl Board {
             self.leaving.clear();
         }
         self.round.extend(self.seats.keys().copied());
+        self.round_started = Some(std::time::Instant::now());
     }
 
     /// Serves the next slice of the round.
@@ -225,6 +228,13 @@ impl Board {
             .messages_sent
             .with_label_values(&["presences"])
             .inc_by(sent);
+        if self.round.is_empty() {
+            if let Some(started) = self.round_started.take() {
+                metrics()
+                    .presence_tick_seconds
+                    .observe(started.elapsed().as_secs_f64());
+            }
+        }
     }
 
     /// One receiver's message for this tick, advancing its watermark.
@@ -260,7 +270,9 @@ impl Board {
             if other == conn || included.contains(&other) {
                 continue;
             }
-            let Some(s) = self.seats.get(&other) else { continue };
+            let Some(s) = self.seats.get(&other) else {
+                continue;
+            };
             if s.page == page {
                 push(&mut body, &s.full);
                 included.push(other);

@@ -1,7 +1,7 @@
 //! The rooms of this node, by file: opened on first use, gone when idle.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot};
@@ -14,6 +14,8 @@ use crate::store::FileRecord;
 pub struct RoomHandle {
     pub tx: mpsc::UnboundedSender<RoomCmd>,
     generation: u64,
+    /// People in the room, kept up to date by the room (for /health).
+    pub people: Arc<AtomicUsize>,
 }
 
 pub type RoomMap = Arc<Mutex<HashMap<FileId, RoomHandle>>>;
@@ -60,9 +62,11 @@ impl Rooms {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+        let people = Arc::new(AtomicUsize::new(0));
         let handle = RoomHandle {
             tx: tx.clone(),
             generation,
+            people: people.clone(),
         };
         map.insert(file.clone(), handle.clone());
         tokio::spawn(Room::run(
@@ -70,8 +74,8 @@ impl Rooms {
             generation,
             self.ctx.clone(),
             self.map.clone(),
-            tx,
-            rx,
+            (tx, rx),
+            people,
         ));
         Some(handle)
     }
@@ -87,6 +91,15 @@ impl Rooms {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The number of people in the fullest room.
+    pub fn busiest(&self) -> usize {
+        self.lock()
+            .values()
+            .map(|h| h.people.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Joins a socket to the file's room, asking again if the room was closing.

@@ -810,3 +810,528 @@ pub fn assert_id(v: &Value) {
         "not an id: {id:?}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// More helpers (presence, limits, deadlines, health and metrics, drops)
+// ---------------------------------------------------------------------------
+
+impl Node {
+    /// Whether the node process is still running.
+    pub fn alive(&mut self) -> bool {
+        if self.exited.is_some() {
+            return false;
+        }
+        match self.child.try_wait() {
+            Ok(None) => true,
+            Ok(Some(status)) => {
+                self.exited = Some(status);
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Waits until the node's output contains `needle`; returns the output.
+    pub async fn wait_log(&self, needle: &str, dur: Duration) -> String {
+        let deadline = Instant::now() + dur;
+        loop {
+            let log = self.log();
+            if log.contains(needle) {
+                return log;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the node did not print {needle:?} within {dur:?}; output:\n{log}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Like [`http`], to any port of 127.0.0.1 (an admin address, say).
+pub async fn http_at(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> Resp {
+    let fut = async move {
+        let stream = TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("connect to node");
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .expect("http handshake");
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut builder = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", format!("127.0.0.1:{port}"));
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        if body.is_some() {
+            builder = builder.header("content-type", "application/json");
+        }
+        let req = builder
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .expect("build request");
+        let resp = sender.send_request(req).await.expect("send request");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .expect("read body")
+            .to_bytes();
+        Resp {
+            status,
+            headers,
+            json: serde_json::from_slice(&bytes).ok(),
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{method} {path} on port {port} got no answer within 30 s"))
+}
+
+/// The node's `/metrics` text (asserting a 200).
+pub async fn metrics_text(node: &Node) -> String {
+    let r = get(node, "/metrics", None).await;
+    r.assert_status(200);
+    r.text
+}
+
+/// The sum of every series of metric `name` whose labels include all of
+/// `labels`; None when no such series is in `text`.
+pub fn metric_sum(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let mut found = None;
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let Some((series, value)) = line.trim().rsplit_once(' ') else {
+            continue;
+        };
+        let (series_name, series_labels) = match series.find('{') {
+            Some(i) => (&series[..i], &series[i..]),
+            None => (series, ""),
+        };
+        if series_name != name {
+            continue;
+        }
+        if !labels
+            .iter()
+            .all(|(k, v)| series_labels.contains(&format!("{k}=\"{v}\"")))
+        {
+            continue;
+        }
+        let v: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("metric line with a bad value: {line}"));
+        found = Some(found.unwrap_or(0.0) + v);
+    }
+    found
+}
+
+/// Whether `text` has a series named `name` (with or without labels).
+pub fn has_metric(text: &str, name: &str) -> bool {
+    text.lines().any(|l| {
+        !l.starts_with('#')
+            && l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+    })
+}
+
+/// Polls `/metrics` until `want` holds for the sum of the matching series
+/// (missing counts as 0); returns the last value. Panics after `dur`.
+pub async fn wait_metric(
+    node: &Node,
+    name: &str,
+    labels: &[(&str, &str)],
+    want: impl Fn(f64) -> bool,
+    dur: Duration,
+) -> f64 {
+    let deadline = Instant::now() + dur;
+    loop {
+        let v = metric_sum(&metrics_text(node).await, name, labels).unwrap_or(0.0);
+        if want(v) {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}{labels:?} stayed at {v} for {dur:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+impl Client {
+    /// Opens the socket of a file with extra headers on the upgrade request.
+    pub async fn connect_with(node: &Node, file: &str, headers: &[(&str, &str)]) -> Client {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
+        let mut req = node
+            .ws_url(file)
+            .into_client_request()
+            .expect("websocket request");
+        for (k, v) in headers {
+            req.headers_mut().insert(
+                HeaderName::from_bytes(k.as_bytes()).expect("header name"),
+                HeaderValue::from_str(v).expect("header value"),
+            );
+        }
+        let (ws, _resp) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(req))
+            .await
+            .expect("websocket upgrade timed out")
+            .expect("websocket upgrade failed");
+        Client { ws }
+    }
+
+    /// Opens the socket (with extra upgrade headers) and says hello. Returns
+    /// the client and its welcome, or what came instead of the welcome (a
+    /// close, mostly). Sending the hello may fail when the server already
+    /// closed the socket; that is left for the read to report.
+    pub async fn try_join_with(
+        node: &Node,
+        file: &str,
+        hello: &Hello,
+        headers: &[(&str, &str)],
+    ) -> Result<(Client, Value), Event> {
+        let mut c = Client::connect_with(node, file, headers).await;
+        let _ =
+            tokio::time::timeout(WAIT, c.ws.send(Message::text(hello.to_json().to_string()))).await;
+        match c.next_non_presence(WAIT).await {
+            Event::Json(v) if v["type"] == "welcome" => Ok((c, v)),
+            other => Err(other),
+        }
+    }
+
+    /// [`Client::try_join_with`] without extra headers.
+    pub async fn try_join(
+        node: &Node,
+        file: &str,
+        hello: &Hello,
+    ) -> Result<(Client, Value), Event> {
+        Client::try_join_with(node, file, hello, &[]).await
+    }
+
+    /// Joins (with extra upgrade headers), asserting a welcome.
+    pub async fn join_with(
+        node: &Node,
+        file: &str,
+        hello: &Hello,
+        headers: &[(&str, &str)],
+    ) -> (Client, Value) {
+        match Client::try_join_with(node, file, hello, headers).await {
+            Ok(joined) => joined,
+            Err(other) => panic!("expected a welcome, got {other:?}"),
+        }
+    }
+
+    /// Joins (with extra upgrade headers), asserting that the server closes
+    /// the socket with `code` instead of welcoming it.
+    pub async fn join_refused_with(
+        node: &Node,
+        file: &str,
+        hello: &Hello,
+        headers: &[(&str, &str)],
+        code: u16,
+    ) {
+        match Client::try_join_with(node, file, hello, headers).await {
+            Ok((_, w)) => panic!("expected a close with {code}, got a welcome: {w}"),
+            Err(Event::Close(got)) => {
+                assert_eq!(got, Some(code), "refused with the wrong close code")
+            }
+            Err(other) => panic!("expected a close with {code}, got {other:?}"),
+        }
+    }
+
+    /// Joins, retrying while the server refuses with `code`, for up to `dur`
+    /// (a slot being freed a moment after a socket closed).
+    pub async fn join_when_freed(
+        node: &Node,
+        file: &str,
+        hello: &Hello,
+        code: u16,
+        dur: Duration,
+    ) -> (Client, Value) {
+        let deadline = Instant::now() + dur;
+        loop {
+            match Client::try_join(node, file, hello).await {
+                Ok(joined) => return joined,
+                Err(Event::Close(Some(got))) if got == code && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(other) => panic!("expected a welcome within {dur:?}, got {other:?}"),
+            }
+        }
+    }
+
+    /// Sends a `presence` message made of `fields` (the type is added).
+    pub async fn send_presence(&mut self, fields: Value) {
+        let mut msg = fields;
+        msg["type"] = json!("presence");
+        self.send_json(&msg).await;
+    }
+
+    /// The next message of any type (presence traffic included) within
+    /// `dur`, or None on timeout. Panics on a close or a broken socket.
+    pub async fn recv_any_timeout(&mut self, dur: Duration) -> Option<Value> {
+        match self.next_event(dur).await {
+            Event::Json(v) => Some(v),
+            Event::Timeout => None,
+            other => panic!("expected a message, socket gave {other:?}"),
+        }
+    }
+
+    /// The next message of type `ty` within `dur`, skipping every other
+    /// message; None on timeout. Panics on a close or a broken socket.
+    pub async fn recv_type(&mut self, ty: &str, dur: Duration) -> Option<Value> {
+        let deadline = Instant::now() + dur;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = self.recv_any_timeout(left).await?;
+            if v["type"] == ty {
+                return Some(v);
+            }
+        }
+    }
+
+    /// Every message (presence traffic included) that arrives within `dur`.
+    /// Panics on a close or a broken socket.
+    pub async fn collect_for(&mut self, dur: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + dur;
+        let mut got = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return got;
+            }
+            match self.recv_any_timeout(left).await {
+                Some(v) => got.push(v),
+                None => return got,
+            }
+        }
+    }
+
+    /// Reads until nothing has arrived for `quiet` (at most `max` in all);
+    /// returns what came.
+    pub async fn drain_until_quiet(&mut self, quiet: Duration, max: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + max;
+        let mut got = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return got;
+            }
+            match self.recv_any_timeout(quiet.min(left)).await {
+                Some(v) => got.push(v),
+                None => return got,
+            }
+        }
+    }
+
+    /// The raw text of the next text frame within `dur`, or None on timeout.
+    /// Panics on a close or a broken socket.
+    pub async fn next_text(&mut self, dur: Duration) -> Option<String> {
+        let deadline = tokio::time::Instant::now() + dur;
+        loop {
+            match tokio::time::timeout_at(deadline, self.ws.next()).await {
+                Err(_) => return None,
+                Ok(Some(Ok(Message::Text(t)))) => return Some(t.as_str().to_string()),
+                Ok(Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)))) => continue,
+                Ok(other) => panic!("expected a text frame, socket gave {other:?}"),
+            }
+        }
+    }
+}
+
+/// A WebSocket client written by hand on a plain TCP stream, for tests that
+/// need a peer which does not do what a library does for it (answer pings).
+pub struct RawWs {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+/// What [`RawWs::read_frame`] got.
+#[derive(Debug)]
+pub enum RawFrame {
+    /// opcode and payload of one (unfragmented) frame.
+    Frame(u8, Vec<u8>),
+    /// The server closed the TCP connection (or reset it).
+    Eof,
+    Timeout,
+}
+
+impl RawWs {
+    /// Connects and completes the WebSocket handshake for a file's socket.
+    pub async fn connect(node: &Node, file: &str) -> RawWs {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::time::timeout(WAIT, TcpStream::connect(("127.0.0.1", node.port)))
+            .await
+            .expect("connect timed out")
+            .expect("connect to node");
+        let req = format!(
+            "GET /files/{file}/ws HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nUpgrade: websocket\r\n\
+             Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+             Sec-WebSocket-Version: 13\r\n\r\n",
+            node.port
+        );
+        stream
+            .write_all(req.as_bytes())
+            .await
+            .expect("send upgrade");
+        let mut buf = Vec::new();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let mut chunk = [0u8; 4096];
+            let n = tokio::time::timeout_at(deadline, stream.read(&mut chunk))
+                .await
+                .expect("upgrade answer timed out")
+                .expect("read upgrade answer");
+            assert!(n > 0, "connection closed during the upgrade");
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        assert!(
+            head.starts_with("HTTP/1.1 101"),
+            "expected 101 Switching Protocols, got {head}"
+        );
+        buf.drain(..end);
+        RawWs { stream, buf }
+    }
+
+    /// Sends one masked text frame.
+    pub async fn send_text(&mut self, text: &str) {
+        use tokio::io::AsyncWriteExt;
+        let payload = text.as_bytes();
+        let mut frame = vec![0x81u8];
+        let len = payload.len();
+        if len < 126 {
+            frame.push(0x80 | len as u8);
+        } else if len <= 0xffff {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&(len as u16).to_be_bytes());
+        } else {
+            frame.push(0x80 | 127);
+            frame.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+        let mask = [0x37u8, 0xfa, 0x21, 0x3d];
+        frame.extend_from_slice(&mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        tokio::time::timeout(WAIT, self.stream.write_all(&frame))
+            .await
+            .expect("raw send timed out")
+            .expect("raw send failed");
+    }
+
+    /// Reads the next frame (unmasked, as a server sends them) within `dur`.
+    pub async fn read_frame(&mut self, dur: Duration) -> RawFrame {
+        use tokio::io::AsyncReadExt;
+        let deadline = tokio::time::Instant::now() + dur;
+        loop {
+            if let Some((opcode, payload, used)) = parse_server_frame(&self.buf) {
+                self.buf.drain(..used);
+                return RawFrame::Frame(opcode, payload);
+            }
+            let mut chunk = [0u8; 16384];
+            match tokio::time::timeout_at(deadline, self.stream.read(&mut chunk)).await {
+                Err(_) => return RawFrame::Timeout,
+                Ok(Ok(0)) | Ok(Err(_)) => return RawFrame::Eof,
+                Ok(Ok(n)) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+
+    /// Reads frames until a text frame comes; returns it parsed.
+    pub async fn recv_json(&mut self, dur: Duration) -> Value {
+        let deadline = Instant::now() + dur;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.read_frame(left).await {
+                RawFrame::Frame(0x1, payload) => {
+                    return serde_json::from_slice(&payload).expect("a JSON text frame")
+                }
+                RawFrame::Frame(_, _) => continue,
+                other => panic!("expected a text frame, got {other:?}"),
+            }
+        }
+    }
+}
+
+/// (opcode, payload, bytes used) of the first whole frame in `buf`.
+fn parse_server_frame(buf: &[u8]) -> Option<(u8, Vec<u8>, usize)> {
+    if buf.len() < 2 {
+        return None;
+    }
+    let opcode = buf[0] & 0x0f;
+    let masked = buf[1] & 0x80 != 0;
+    let (len, mut at) = match buf[1] & 0x7f {
+        126 => {
+            if buf.len() < 4 {
+                return None;
+            }
+            (u16::from_be_bytes([buf[2], buf[3]]) as usize, 4)
+        }
+        127 => {
+            if buf.len() < 10 {
+                return None;
+            }
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&buf[2..10]);
+            (u64::from_be_bytes(b) as usize, 10)
+        }
+        n => (n as usize, 2),
+    };
+    let mask = if masked {
+        if buf.len() < at + 4 {
+            return None;
+        }
+        let m = [buf[at], buf[at + 1], buf[at + 2], buf[at + 3]];
+        at += 4;
+        Some(m)
+    } else {
+        None
+    };
+    if buf.len() < at + len {
+        return None;
+    }
+    let mut payload = buf[at..at + len].to_vec();
+    if let Some(m) = mask {
+        for (i, b) in payload.iter_mut().enumerate() {
+            *b ^= m[i % 4];
+        }
+    }
+    Some((opcode, payload, at + len))
+}
+
+/// Raises this process's open-file soft limit to its hard limit (children
+/// started afterwards inherit it); returns the new soft limit.
+pub fn raise_fd_limit() -> libc::rlim_t {
+    // SAFETY: plain syscalls on a local struct.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        assert_eq!(
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim),
+            0,
+            "getrlimit"
+        );
+        if lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0, "setrlimit");
+        }
+        lim.rlim_cur
+    }
+}

@@ -1,0 +1,272 @@
+//! Server frames (RFC 6455 §5.2), built whole (header and payload) in one buffer.
+//! Server frames are never masked and never fragmented.
+
+use std::sync::{Arc, OnceLock};
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::deflate;
+
+/// Payloads at least this long are deflated for sockets that agreed to it.
+pub const COMPRESS_THRESHOLD: usize = 1024;
+
+/// Frame opcodes (RFC 6455 §5.2).
+pub(crate) mod opcode {
+    pub const CONTINUATION: u8 = 0x0;
+    pub const TEXT: u8 = 0x1;
+    pub const BINARY: u8 = 0x2;
+    pub const CLOSE: u8 = 0x8;
+    pub const PING: u8 = 0x9;
+    pub const PONG: u8 = 0xA;
+}
+
+const FIN: u8 = 0x80;
+const RSV1: u8 = 0x40;
+/// Largest payload of a control frame.
+pub const MAX_CONTROL_PAYLOAD: usize = 125;
+/// Largest close reason: a control payload less the two bytes of the code.
+const MAX_CLOSE_REASON: usize = MAX_CONTROL_PAYLOAD - 2;
+
+/// Length of the header for a payload of `len` bytes (unmasked).
+fn header_len(len: usize) -> usize {
+    match len {
+        0..=125 => 2,
+        126..=0xffff => 4,
+        _ => 10,
+    }
+}
+
+/// Writes one final, unmasked frame header for a payload of `len` bytes.
+fn put_header(out: &mut BytesMut, first: u8, len: usize) {
+    out.put_u8(first);
+    match len {
+        0..=125 => out.put_u8(len as u8),
+        126..=0xffff => {
+            out.put_u8(126);
+            out.put_u16(len as u16);
+        }
+        _ => {
+            out.put_u8(127);
+            out.put_u64(len as u64);
+        }
+    }
+}
+
+/// One complete frame with FIN set, `first_extra` or-ed into the first byte.
+fn build(opcode: u8, first_extra: u8, parts: &[&[u8]]) -> Bytes {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let mut out = BytesMut::with_capacity(header_len(len) + len);
+    put_header(&mut out, FIN | first_extra | opcode, len);
+    for part in parts {
+        out.put_slice(part);
+    }
+    out.freeze()
+}
+
+/// A text frame: FIN, opcode 1, not compressed.
+pub fn text(payload: &[u8]) -> Bytes {
+    build(opcode::TEXT, 0, &[payload])
+}
+
+/// A compressed text frame: FIN, RSV1, opcode 1, with `payload` deflated on its
+/// own (no context), so the frame is valid on any socket that agreed to deflate.
+pub fn text_deflated(payload: &[u8]) -> Bytes {
+    build(opcode::TEXT, RSV1, &[&deflate::compress(payload)])
+}
+
+/// A close frame with `code`, and `reason` cut on a char boundary to fit.
+pub fn close(code: u16, reason: &str) -> Bytes {
+    let mut end = reason.len().min(MAX_CLOSE_REASON);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    build(
+        opcode::CLOSE,
+        0,
+        &[&code.to_be_bytes(), &reason.as_bytes()[..end]],
+    )
+}
+
+/// A ping frame; the payload is cut to 125 bytes.
+pub fn ping(payload: &[u8]) -> Bytes {
+    build(opcode::PING, 0, &[control_payload(payload)])
+}
+
+/// A pong frame; the payload is cut to 125 bytes.
+pub fn pong(payload: &[u8]) -> Bytes {
+    build(opcode::PONG, 0, &[control_payload(payload)])
+}
+
+fn control_payload(payload: &[u8]) -> &[u8] {
+    &payload[..payload.len().min(MAX_CONTROL_PAYLOAD)]
+}
+
+/// A text message the room sends to many sockets. The plain frame is built once
+/// at creation; the compressed one is built at most once, on first demand, for
+/// payloads of at least `threshold` bytes that are `compressible`.
+#[derive(Debug)]
+pub struct Outgoing {
+    plain: Bytes,
+    /// Where the payload starts in `plain`.
+    header: usize,
+    /// Whether a deflate socket may get a compressed frame.
+    compress: bool,
+    /// The frame for deflate sockets: compressed, or `plain` when deflating did
+    /// not make it smaller.
+    deflated: OnceLock<Bytes>,
+}
+
+impl Outgoing {
+    /// A message with the default threshold ([`COMPRESS_THRESHOLD`]).
+    pub fn new(payload: Bytes, compressible: bool) -> Arc<Self> {
+        Self::with_threshold(payload, compressible, COMPRESS_THRESHOLD)
+    }
+
+    /// A message that is compressed only when at least `threshold` bytes long.
+    pub fn with_threshold(payload: Bytes, compressible: bool, threshold: usize) -> Arc<Self> {
+        Arc::new(Self {
+            header: header_len(payload.len()),
+            plain: text(&payload),
+            compress: compressible && payload.len() >= threshold,
+            deflated: OnceLock::new(),
+        })
+    }
+
+    /// The bytes to write on a socket that did (`true`) or did not agree to deflate.
+    pub fn frame(&self, deflate: bool) -> Bytes {
+        if !(deflate && self.compress) {
+            return self.plain.clone();
+        }
+        self.deflated
+            .get_or_init(|| {
+                let compressed = text_deflated(self.payload());
+                if compressed.len() < self.plain.len() {
+                    compressed
+                } else {
+                    self.plain.clone()
+                }
+            })
+            .clone()
+    }
+
+    /// The uncompressed payload.
+    pub fn payload(&self) -> &[u8] {
+        &self.plain[self.header..]
+    }
+
+    /// Length of the uncompressed payload.
+    pub fn payload_len(&self) -> usize {
+        self.plain.len() - self.header
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_forms_by_payload_length() {
+        let cases: [(usize, &[u8]); 5] = [
+            (0, &[0x81, 0]),
+            (125, &[0x81, 125]),
+            (126, &[0x81, 126, 0, 126]),
+            (65535, &[0x81, 126, 0xff, 0xff]),
+            (65536, &[0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0]),
+        ];
+        for (len, header) in cases {
+            let payload = vec![b'x'; len];
+            let frame = text(&payload);
+            assert_eq!(&frame[..header.len()], header, "len {len}");
+            assert_eq!(frame.len(), header.len() + len);
+            assert_eq!(&frame[header.len()..], &payload[..]);
+        }
+    }
+
+    #[test]
+    fn control_frames() {
+        assert_eq!(&ping(b"hi")[..], b"\x89\x02hi");
+        assert_eq!(&pong(b"")[..], b"\x8a\x00");
+        assert_eq!(pong(&[7; 200]).len(), 2 + 125);
+        assert_eq!(&close(1000, "")[..], b"\x88\x02\x03\xe8");
+        assert_eq!(&close(1009, "big")[..], b"\x88\x05\x03\xf1big");
+    }
+
+    #[test]
+    fn close_reason_cut_on_char_boundary() {
+        // 62 two-byte chars = 124 bytes: only 61 (122 bytes) fit in 123.
+        let reason = "é".repeat(62);
+        let frame = close(1000, &reason);
+        assert_eq!(frame[1] as usize, 2 + 122);
+        assert!(std::str::from_utf8(&frame[4..]).is_ok());
+        let frame = close(1000, &"a".repeat(300));
+        assert_eq!(frame.len(), 2 + 125);
+    }
+
+    #[test]
+    fn deflated_text_sets_rsv1_and_inflates() {
+        let payload = "{\"type\":\"patch\",\"ops\":[1,2,3]}".repeat(100);
+        let frame = text_deflated(payload.as_bytes());
+        assert_eq!(frame[0], 0xc1);
+        let (len, start) = match frame[1] {
+            126 => (u16::from_be_bytes([frame[2], frame[3]]) as usize, 4),
+            n => (n as usize, 2),
+        };
+        assert_eq!(frame.len(), start + len);
+        let mut data = frame[start..].to_vec();
+        data.extend_from_slice(&deflate::TAIL);
+        let mut inflater = flate2::Decompress::new(false);
+        let mut out = Vec::with_capacity(payload.len() + 16);
+        inflater
+            .decompress_vec(&data, &mut out, flate2::FlushDecompress::Sync)
+            .unwrap();
+        assert_eq!(out, payload.as_bytes());
+    }
+
+    #[test]
+    fn outgoing_compresses_once_when_large() {
+        let payload = Bytes::from("{\"op\":\"insert\",\"text\":\"hello\"}".repeat(64));
+        let msg = Outgoing::new(payload.clone(), true);
+        assert_eq!(msg.payload_len(), payload.len());
+        assert_eq!(msg.payload(), &payload[..]);
+        assert!(msg.deflated.get().is_none(), "lazy");
+        assert_eq!(msg.frame(false), text(&payload));
+        assert!(
+            msg.deflated.get().is_none(),
+            "plain sockets do not compress"
+        );
+        let first = msg.frame(true);
+        let second = msg.frame(true);
+        assert_eq!(first[0], 0xc1);
+        assert!(first.len() < payload.len() / 2);
+        // The same buffer, not a second compression.
+        assert_eq!(first.as_ptr(), second.as_ptr());
+        assert_eq!(first.as_ptr(), msg.deflated.get().unwrap().as_ptr());
+    }
+
+    #[test]
+    fn outgoing_never_compresses_small_or_presence() {
+        let small = Outgoing::new(Bytes::from(vec![b'a'; COMPRESS_THRESHOLD - 1]), true);
+        let presence = Outgoing::new(Bytes::from(vec![b'a'; 10_000]), false);
+        for msg in [small, presence] {
+            let frame = msg.frame(true);
+            assert_eq!(frame[0], 0x81);
+            assert_eq!(frame.as_ptr(), msg.frame(false).as_ptr());
+            assert!(msg.deflated.get().is_none());
+        }
+        let at_threshold = Outgoing::new(Bytes::from(vec![b'a'; COMPRESS_THRESHOLD]), true);
+        assert_eq!(at_threshold.frame(true)[0], 0xc1);
+    }
+
+    #[test]
+    fn outgoing_keeps_plain_when_deflate_does_not_help() {
+        let mut x: u32 = 99;
+        let noise: Vec<u8> = (0..4096)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                (x >> 16) as u8
+            })
+            .collect();
+        let msg = Outgoing::new(Bytes::from(noise), true);
+        assert_eq!(msg.frame(true).as_ptr(), msg.frame(false).as_ptr());
+    }
+}
