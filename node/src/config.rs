@@ -123,7 +123,13 @@ pub struct NodeConfig {
     pub ping_timeout_ms: u64,
 
     /// Include statistics in /health for everyone (else only for server admins).
-    #[arg(long, env = "ATRIUM_HEALTH_STATS", default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(
+        long,
+        env = "ATRIUM_HEALTH_STATS",
+        default_value_t = false,
+        action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub health_stats: bool,
 
     /// Largest message a client may send (bytes); larger closes with 1009.
@@ -271,6 +277,14 @@ mod tests {
                 docs.contains(&format!("`{name}`")),
                 "{name} is missing from docs/operations.md"
             );
+        }
+    }
+
+    #[test]
+    fn switches_take_the_usual_spellings() {
+        for (v, want) in [("1", true), ("yes", true), ("true", true), ("0", false), ("off", false)] {
+            let c = NodeConfig::parse_from(["atrium-node", "--health-stats", v]);
+            assert_eq!(c.health_stats, want, "{v}");
         }
     }
 

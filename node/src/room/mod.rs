@@ -290,7 +290,8 @@ impl Room {
                     }
                 }
                 _ = tokio::time::sleep_until(room.next_tick), if room.board.wants_tick() => {
-                    room.board.start_round();
+                    let period = room.tick_period();
+                    room.board.start_round(period);
                     room.next_tick = tokio::time::Instant::now() + room.tick_period();
                 }
                 _ = std::future::ready(()), if room.board.in_round() => {

@@ -73,6 +73,9 @@ pub struct Board {
     counter: u64,
     /// People who left since the last tick: announced in one `leave`.
     leaving: Vec<PersonId>,
+    /// When the first of them left: leaves wait a tick, so people dropped
+    /// together are announced together and a quick reconnect is never seen.
+    leaving_since: Option<std::time::Instant>,
     /// Receivers still to be served in the current tick.
     round: VecDeque<ConnId>,
     /// Something happened since the last round.
@@ -91,6 +94,9 @@ impl Board {
     pub fn cancel_leave(&mut self, person: &PersonId) -> bool {
         let before = self.leaving.len();
         self.leaving.retain(|p| p != person);
+        if self.leaving.is_empty() {
+            self.leaving_since = None;
+        }
         self.leaving.len() != before
     }
 
@@ -137,6 +143,7 @@ impl Board {
         self.changes.remove(&seat.changed);
         if announce {
             self.leaving.push(seat.person);
+            self.leaving_since.get_or_insert_with(std::time::Instant::now);
             self.dirty = true;
         }
         Some(seat.page)
@@ -191,10 +198,16 @@ impl Board {
         !self.round.is_empty()
     }
 
-    /// Starts a tick: announces leavers, then queues every receiver.
-    pub fn start_round(&mut self) {
+    /// Starts a tick: announces leavers who left at least `grace` ago, then
+    /// queues every receiver.
+    pub fn start_round(&mut self, grace: std::time::Duration) {
         self.dirty = false;
-        if !self.leaving.is_empty() {
+        let due = self.leaving_since.is_some_and(|t| t.elapsed() >= grace);
+        if !self.leaving.is_empty() && !due {
+            self.dirty = true;
+        }
+        if !self.leaving.is_empty() && due {
+            self.leaving_since = None;
             let ids: Vec<&str> = self.leaving.iter().map(|p| p.as_str()).collect();
             let leave = Bytes::from(json!({"type": "leave", "ids": ids}).to_string());
             for seat in self.seats.values() {
