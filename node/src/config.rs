@@ -282,7 +282,13 @@ mod tests {
 
     #[test]
     fn switches_take_the_usual_spellings() {
-        for (v, want) in [("1", true), ("yes", true), ("true", true), ("0", false), ("off", false)] {
+        for (v, want) in [
+            ("1", true),
+            ("yes", true),
+            ("true", true),
+            ("0", false),
+            ("off", false),
+        ] {
             let c = NodeConfig::parse_from(["atrium-node", "--health-stats", v]);
             assert_eq!(c.health_stats, want, "{v}");
         }

@@ -1,9 +1,10 @@
 //! A socket's send queue, as rooms see it.
 //!
 //! Rooms never write to a socket themselves: they push shared, already-encoded
-//! frames (`Bytes`, encoded once per room message) into each person's bounded
-//! queue, and the socket's writer drains it. A queue that overflows closes its
-//! socket with 4008 instead of slowing the room (invariant 4).
+//! messages ([`Msg`]: the wire frame built once per room message, and its
+//! compressed form built at most once) into each person's bounded queue, and the
+//! socket's writer drains it. A queue that overflows closes its socket with 4008
+//! instead of slowing the room (invariant 4).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, Notify};
 
 use crate::metrics::metrics;
+use crate::ws::Outgoing;
 
 /// Identifies one socket for the whole life of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -26,6 +28,29 @@ impl ConnId {
 
 /// Close code: the send queue overflowed.
 pub const CLOSE_TOO_SLOW: u16 = 4008;
+
+/// A message encoded once and shared by every socket it goes to.
+pub type Msg = Arc<Outgoing>;
+
+/// A text message as a shared [`Msg`], compressed for deflate sockets when large.
+pub fn shared(text: impl Into<Bytes>) -> Msg {
+    Outgoing::new(text.into(), true)
+}
+
+/// What a writer writes: a shared message, or a ready control frame (a pong).
+pub enum Out {
+    Message(Msg),
+    Control(Bytes),
+}
+
+impl Out {
+    fn len(&self) -> usize {
+        match self {
+            Out::Message(m) => m.payload_len(),
+            Out::Control(b) => b.len(),
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CloseRequest {
@@ -42,7 +67,7 @@ struct Shared {
     max_bytes: usize,
 }
 
-/// A node-wide allowance for frames bigger than a send queue may hold (large
+/// A node-wide allowance for messages bigger than a send queue may hold (large
 /// welcomes), so that a burst of joins to a big file cannot take all memory.
 pub struct Budget {
     left: AtomicUsize,
@@ -68,9 +93,9 @@ impl Budget {
     }
 }
 
-/// One queued frame; a frame drawn on the [`Budget`] gives its bytes back there.
-pub struct Queued {
-    pub frame: Bytes,
+/// One queued item; one drawn on the [`Budget`] gives its bytes back there.
+struct Queued {
+    out: Out,
     budget: Option<Arc<Budget>>,
 }
 
@@ -92,7 +117,7 @@ pub struct OutboxReceiver {
 #[derive(Clone)]
 pub struct CloseWatch(Arc<Shared>);
 
-/// A queue of at most `frames` frames and `bytes` bytes.
+/// A queue of at most `frames` items and `bytes` bytes.
 pub fn outbox(frames: usize, bytes: usize) -> (Outbox, OutboxReceiver) {
     let (tx, rx) = mpsc::channel(frames.max(1));
     let shared = Arc::new(Shared {
@@ -115,38 +140,39 @@ pub fn outbox(frames: usize, bytes: usize) -> (Outbox, OutboxReceiver) {
 }
 
 impl Outbox {
-    /// Queues one text frame. A full queue (in frames or bytes) closes the socket
+    /// Queues one message. A full queue (in items or bytes) closes the socket
     /// with 4008; the room never waits for a socket.
-    pub fn send(&self, frame: Bytes) -> bool {
-        let len = frame.len();
+    pub fn send(&self, msg: Msg) -> bool {
+        self.queue(Out::Message(msg))
+    }
+
+    /// Queues a ready control frame (a pong).
+    pub fn send_control(&self, frame: Bytes) -> bool {
+        self.queue(Out::Control(frame))
+    }
+
+    pub fn send_text(&self, text: String) -> bool {
+        self.send(shared(text))
+    }
+
+    fn queue(&self, out: Out) -> bool {
+        let len = out.len();
         let queued = self.shared.bytes.fetch_add(len, Ordering::AcqRel) + len;
         if queued > self.shared.max_bytes {
             self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
             self.overflow();
             return false;
         }
-        match self.frames.try_send(Queued {
-            frame,
-            budget: None,
-        }) {
-            Ok(()) => true,
-            Err(e) => {
-                self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
-                if matches!(e, mpsc::error::TrySendError::Full(_)) {
-                    self.overflow();
-                }
-                false
-            }
-        }
+        self.push(Queued { out, budget: None }, len)
     }
 
-    /// Queues a frame that may be bigger than the queue's byte cap (a welcome with
-    /// a large document): such a frame draws on the node-wide budget instead, and
-    /// when that is spent the socket is closed with 1013 (try again later).
-    pub fn send_large(&self, frame: Bytes, budget: &Arc<Budget>) -> bool {
-        let len = frame.len();
+    /// Queues a message that may be bigger than the queue's byte cap (a welcome
+    /// with a large document): it draws on the node-wide budget instead, and when
+    /// that is spent the socket is closed with 1013 (try again later).
+    pub fn send_large(&self, msg: Msg, budget: &Arc<Budget>) -> bool {
+        let len = msg.payload_len();
         if len <= self.shared.max_bytes / 2 {
-            return self.send(frame);
+            return self.send(msg);
         }
         if !budget.take(len) {
             self.close(
@@ -156,23 +182,31 @@ impl Outbox {
             return false;
         }
         let queued = Queued {
-            frame,
+            out: Out::Message(msg),
             budget: Some(budget.clone()),
         };
+        self.push(queued, len)
+    }
+
+    /// Hands an accounted item to the channel, undoing the account if it fails.
+    fn push(&self, queued: Queued, len: usize) -> bool {
         match self.frames.try_send(queued) {
             Ok(()) => true,
             Err(e) => {
-                budget.give(len);
-                if matches!(e, mpsc::error::TrySendError::Full(_)) {
+                let full = matches!(e, mpsc::error::TrySendError::Full(_));
+                let queued = e.into_inner();
+                match &queued.budget {
+                    Some(budget) => budget.give(len),
+                    None => {
+                        self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
+                    }
+                }
+                if full {
                     self.overflow();
                 }
                 false
             }
         }
-    }
-
-    pub fn send_text(&self, text: String) -> bool {
-        self.send(Bytes::from(text))
     }
 
     fn overflow(&self) {
@@ -185,19 +219,31 @@ impl Outbox {
     /// Asks the writer to close the socket with `code` after what is queued
     /// (except after an overflow). The first request wins.
     pub fn close(&self, code: u16, reason: &str) {
-        let mut slot = self.shared.close.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(CloseRequest {
-                code,
-                reason: reason.to_owned(),
-            });
+        if self.request_close(code, reason) {
             metrics()
                 .closes
                 .with_label_values(&[&code.to_string()])
                 .inc();
-            drop(slot);
-            self.shared.notify.notify_one();
         }
+    }
+
+    /// Answers a close the client started (not counted as a close by the node).
+    pub fn echo_close(&self, code: u16) {
+        self.request_close(code, "");
+    }
+
+    fn request_close(&self, code: u16, reason: &str) -> bool {
+        let mut slot = self.shared.close.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_some() {
+            return false;
+        }
+        *slot = Some(CloseRequest {
+            code,
+            reason: reason.to_owned(),
+        });
+        drop(slot);
+        self.shared.notify.notify_one();
+        true
     }
 
     pub fn is_closing(&self) -> bool {
@@ -206,38 +252,33 @@ impl Outbox {
 }
 
 impl OutboxReceiver {
-    /// Takes up to `max` queued frames (waiting for the first); 0 once every
+    /// Takes up to `max` queued items (waiting for the first); 0 once every
     /// sender is gone. Their bytes leave the queue's account here.
-    pub async fn recv_many(&mut self, out: &mut Vec<Bytes>, max: usize) -> usize {
+    pub async fn recv_many(&mut self, out: &mut Vec<Out>, max: usize) -> usize {
         let mut queued = Vec::with_capacity(max);
         let n = self.frames.recv_many(&mut queued, max).await;
-        for q in queued {
-            self.release(&q);
-            out.push(q.frame);
-        }
+        out.extend(queued.into_iter().map(|q| self.release(q)));
         n
     }
 
     /// Takes whatever is queued right now, without waiting.
-    pub fn drain_now(&mut self) -> Vec<Bytes> {
+    pub fn drain_now(&mut self) -> Vec<Out> {
         let mut out = Vec::new();
         while let Ok(q) = self.frames.try_recv() {
-            self.release(&q);
-            out.push(q.frame);
+            out.push(self.release(q));
         }
         out
     }
 
-    fn release(&self, q: &Queued) {
+    fn release(&self, q: Queued) -> Out {
+        let len = q.out.len();
         match &q.budget {
-            Some(budget) => budget.give(q.frame.len()),
+            Some(budget) => budget.give(len),
             None => {
-                self.close
-                    .0
-                    .bytes
-                    .fetch_sub(q.frame.len(), Ordering::AcqRel);
+                self.close.0.bytes.fetch_sub(len, Ordering::AcqRel);
             }
         }
+        q.out
     }
 }
 
@@ -269,9 +310,9 @@ mod tests {
     #[tokio::test]
     async fn overflow_closes_with_4008_and_first_close_wins() {
         let (out, rx) = outbox(2, 1 << 20);
-        assert!(out.send(Bytes::from_static(b"a")));
-        assert!(out.send(Bytes::from_static(b"b")));
-        assert!(!out.send(Bytes::from_static(b"c")));
+        assert!(out.send_text("a".into()));
+        assert!(out.send_text("b".into()));
+        assert!(!out.send_text("c".into()));
         out.close(1012, "later request loses");
         assert_eq!(rx.close.closed().await.code, CLOSE_TOO_SLOW);
     }
@@ -279,25 +320,25 @@ mod tests {
     #[tokio::test]
     async fn bytes_are_bounded_and_given_back() {
         let (out, mut rx) = outbox(100, 10);
-        assert!(out.send(Bytes::from_static(b"12345678")));
+        assert!(out.send_text("12345678".into()));
         let mut got = Vec::new();
         assert_eq!(rx.recv_many(&mut got, 10).await, 1);
-        assert!(out.send(Bytes::from_static(b"12345678")));
-        assert!(!out.send(Bytes::from_static(b"123")));
+        assert!(out.send_text("12345678".into()));
+        assert!(!out.send_text("123".into()));
         assert_eq!(rx.close.requested().unwrap().code, CLOSE_TOO_SLOW);
     }
 
     #[tokio::test]
-    async fn large_frames_draw_on_the_budget() {
+    async fn large_messages_draw_on_the_budget() {
         let budget = Budget::new(100);
         let (out, mut rx) = outbox(10, 10);
-        assert!(out.send_large(Bytes::from(vec![b'x'; 80]), &budget));
+        assert!(out.send_large(shared(vec![b'x'; 80]), &budget));
         assert!(!budget.take(30));
         rx.drain_now();
         assert!(budget.take(100));
         budget.give(100);
         let (out2, rx2) = outbox(10, 10);
-        assert!(!out2.send_large(Bytes::from(vec![b'x'; 200]), &budget));
+        assert!(!out2.send_large(shared(vec![b'x'; 200]), &budget));
         assert_eq!(rx2.close.requested().unwrap().code, 1013);
     }
 }

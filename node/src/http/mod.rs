@@ -271,20 +271,27 @@ fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId) -> A
     if !state.accepting() {
         return Err(ApiError::unavailable("the node is shutting down"));
     }
-    let options = crate::socket::socket_options(state.config.max_message_bytes);
-    let (response, upgraded) = yawc::WebSocket::upgrade_with_options(&mut req, options)
-        .map_err(|_| ApiError::bad_request("expected a WebSocket upgrade"))?;
+    let accepted = crate::ws::accept(&req, true).map_err(|e| match e {
+        crate::ws::HandshakeError::BadVersion => ApiError::new(
+            StatusCode::UPGRADE_REQUIRED,
+            "bad-request",
+            "only WebSocket version 13 is supported",
+        ),
+        other => ApiError::bad_request(other.to_string()),
+    })?;
+    let upgraded = hyper::upgrade::on(&mut req);
     let addr = client_addr(&req);
     // Counted from the upgrade, so sockets that never say hello count too.
     let slot = state.sockets_by_address.take(addr);
     let state = state.clone();
+    let deflate = accepted.deflate;
     tokio::spawn(async move {
         // An upgrade that never completes is dropped by the hello deadline.
         match tokio::time::timeout(state.config.hello_timeout(), upgraded).await {
-            Ok(Ok(ws)) => crate::socket::serve(ws, file, state, slot).await,
+            Ok(Ok(io)) => crate::socket::serve(io, deflate, file, state, slot).await,
             Ok(Err(e)) => tracing::debug!(error = %e, "upgrade did not complete"),
             Err(_) => tracing::debug!("upgrade timed out"),
         }
     });
-    Ok(response.map(|_| Full::new(Bytes::new())))
+    Ok(accepted.response)
 }

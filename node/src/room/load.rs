@@ -5,7 +5,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::registry::RoomMap;
@@ -14,6 +13,7 @@ use super::snapshot::{replay, replay_limits, SnapshotState};
 use super::{JoinError, Room, RoomCmd, RoomContext};
 use crate::doc::Document;
 use crate::ids::FileId;
+use crate::outbox::shared;
 use crate::protocol;
 use crate::store::StoreError;
 use atrium_coordinator::{CoordinatorError, LeaseKeeper};
@@ -70,7 +70,7 @@ pub async fn load(
             client: p.client,
             op_id: p.op_id,
             t: p.t.clone(),
-            relay: Bytes::from(protocol::relay(p.version, &p.by, &p.ops, p.t.as_deref())),
+            relay: shared(protocol::relay(p.version, &p.by, &p.ops, p.t.as_deref())),
         });
     }
     tracing::debug!(file = %file, epoch = taken.epoch, version, "room loaded");

@@ -26,7 +26,6 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
@@ -37,7 +36,7 @@ use crate::doc::{DocLimits, Document};
 use crate::ids::{AccountId, ClientKey, FileId, PersonId};
 use crate::journal::{Appended, Journal, JournalEntry};
 use crate::metrics::metrics;
-use crate::outbox::{Budget, ConnId, Outbox};
+use crate::outbox::{shared, Budget, ConnId, Msg, Outbox};
 use crate::protocol::{self, Patch, PresenceUpdate, Refusal};
 use crate::store::{FileAppend, FileRecord, LoggedPatch, Store, StoreError};
 use access::{Access, Denied, Role};
@@ -157,13 +156,13 @@ enum Pending {
     Patch {
         v: u64,
         from: ConnId,
-        ack: Bytes,
-        relay: Bytes,
+        ack: Msg,
+        relay: Msg,
     },
     /// A frame for one socket (the ack of a resent patch).
-    Direct { v: u64, to: ConnId, frame: Bytes },
+    Direct { v: u64, to: ConnId, frame: Msg },
     /// A welcome: it may be larger than a send queue (see [`Budget`]).
-    Welcome { v: u64, to: ConnId, frame: Bytes },
+    Welcome { v: u64, to: ConnId, frame: Msg },
     Doc {
         v: u64,
         doc: String,
@@ -430,7 +429,7 @@ impl Room {
         let returning = self.board.cancel_leave(&person);
         if replaced.is_empty() && !returning {
             let join = json!({"type": "join", "people": [member.person_json(page.as_deref())]});
-            self.broadcast(Bytes::from(join.to_string()), "join");
+            self.broadcast(shared(join.to_string()), "join");
         }
         self.board
             .join(conn, req.outbox.clone(), person.clone(), page);
@@ -444,7 +443,7 @@ impl Room {
         self.after_durable(Pending::Welcome {
             v: self.version,
             to: conn,
-            frame: Bytes::from(welcome),
+            frame: shared(welcome),
         });
         Ok(Joined { person, role })
     }
@@ -524,7 +523,7 @@ impl Room {
         if hz != self.presence_hz {
             self.presence_hz = hz;
             let msg = json!({"type": "presence-rate", "hz": hz}).to_string();
-            self.broadcast(Bytes::from(msg), "presence-rate");
+            self.broadcast(shared(msg), "presence-rate");
         }
     }
 
@@ -589,7 +588,7 @@ impl Room {
             self.after_durable(Pending::Direct {
                 v,
                 to: conn,
-                frame: Bytes::from(ack),
+                frame: shared(ack),
             });
             return;
         }
@@ -600,13 +599,13 @@ impl Room {
         state.highest_op = patch.id;
         self.version += 1;
         let v = self.version;
-        let relay = Bytes::from(protocol::relay(
+        let relay = shared(protocol::relay(
             v,
             person.as_str(),
             &patch.ops_json,
             patch.t.as_deref(),
         ));
-        let ack = Bytes::from(protocol::ack(patch.id, v, patch.t.as_deref()));
+        let ack = shared(protocol::ack(patch.id, v, patch.t.as_deref()));
         self.snapshot.logged(patch.ops_json.len());
         self.ring.push(RingEntry {
             v,
@@ -696,7 +695,7 @@ impl Room {
     }
 
     /// Sends one encoded message to everyone in the room.
-    fn broadcast(&self, frame: Bytes, kind: &str) {
+    fn broadcast(&self, frame: Msg, kind: &str) {
         for m in self.members.values() {
             m.outbox.send(frame.clone());
         }

@@ -19,8 +19,9 @@ use serde_json::json;
 
 use crate::ids::PersonId;
 use crate::metrics::metrics;
-use crate::outbox::{ConnId, Outbox};
+use crate::outbox::{shared, ConnId, Msg, Outbox};
 use crate::protocol::PresenceUpdate;
+use crate::ws::Outgoing;
 
 /// Most people in one `presences` message.
 pub const MAX_PEOPLE: usize = 60;
@@ -143,7 +144,8 @@ impl Board {
         self.changes.remove(&seat.changed);
         if announce {
             self.leaving.push(seat.person);
-            self.leaving_since.get_or_insert_with(std::time::Instant::now);
+            self.leaving_since
+                .get_or_insert_with(std::time::Instant::now);
             self.dirty = true;
         }
         Some(seat.page)
@@ -209,7 +211,7 @@ impl Board {
         if !self.leaving.is_empty() && due {
             self.leaving_since = None;
             let ids: Vec<&str> = self.leaving.iter().map(|p| p.as_str()).collect();
-            let leave = Bytes::from(json!({"type": "leave", "ids": ids}).to_string());
+            let leave = shared(json!({"type": "leave", "ids": ids}).to_string());
             for seat in self.seats.values() {
                 seat.outbox.send(leave.clone());
             }
@@ -251,7 +253,7 @@ impl Board {
     }
 
     /// One receiver's message for this tick, advancing its watermark.
-    fn message_for(&mut self, conn: ConnId) -> Option<Bytes> {
+    fn message_for(&mut self, conn: ConnId) -> Option<Msg> {
         let seat = self.seats.get(&conn)?;
         let page = seat.page.clone();
         let watermark = seat.watermark;
@@ -304,6 +306,7 @@ impl Board {
             return None;
         }
         body.push_str("]}");
-        Some(Bytes::from(body))
+        // Presence is never compressed: it is small, frequent, and latency-bound.
+        Some(Outgoing::new(Bytes::from(body), false))
     }
 }

@@ -5,6 +5,8 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
+use crate::outbox::Msg;
+
 use crate::ids::ClientKey;
 use crate::protocol;
 
@@ -14,12 +16,12 @@ pub struct RingEntry {
     pub op_id: u64,
     pub t: Option<String>,
     /// The encoded `patch` message everyone else received.
-    pub relay: Bytes,
+    pub relay: Msg,
 }
 
 impl RingEntry {
     fn size(&self) -> usize {
-        self.relay.len() + self.t.as_ref().map_or(0, String::len) + 64
+        self.relay.payload_len() + self.t.as_ref().map_or(0, String::len) + 64
     }
 }
 
@@ -86,7 +88,7 @@ impl Ring {
                     if e.client == client {
                         Bytes::from(protocol::ack(e.op_id, e.v, e.t.as_deref()))
                     } else {
-                        e.relay.clone()
+                        e.relay.payload_bytes()
                     }
                 })
                 .collect(),
@@ -108,7 +110,7 @@ mod tests {
             client: ClientKey([client; 16]),
             op_id: v * 10,
             t: None,
-            relay: Bytes::from(format!("relay {v}")),
+            relay: crate::outbox::shared(format!("relay {v}")),
         }
     }
 

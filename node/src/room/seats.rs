@@ -3,12 +3,11 @@
 //! order; when a seat frees, the first one waiting is promoted. The file's
 //! owner always gets a seat, even past the cap.
 
-use bytes::Bytes;
 use serde_json::json;
 
 use super::access::{self, Access, Role};
 use super::Room;
-use crate::outbox::ConnId;
+use crate::outbox::{shared, ConnId};
 
 pub const EDITORS_FULL: &str = "editors-full";
 
@@ -78,7 +77,7 @@ impl Room {
         for conn in changes {
             if let Some(m) = self.members.get(&conn) {
                 let msg = json!({"type": "role", "id": m.person.as_str(), "role": m.role.as_str()});
-                self.broadcast(Bytes::from(msg.to_string()), "role");
+                self.broadcast(shared(msg.to_string()), "role");
             }
         }
     }

@@ -154,6 +154,11 @@ impl Outgoing {
         &self.plain[self.header..]
     }
 
+    /// The uncompressed payload, sharing the frame's memory.
+    pub fn payload_bytes(&self) -> Bytes {
+        self.plain.slice(self.header..)
+    }
+
     /// Length of the uncompressed payload.
     pub fn payload_len(&self) -> usize {
         self.plain.len() - self.header

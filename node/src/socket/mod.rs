@@ -1,0 +1,177 @@
+//! One WebSocket, from upgrade to close.
+//!
+//! A socket is one task running three things side by side: the [reader]
+//! (hello, then messages to the room, within the rate limits), the [writer]
+//! (the outbox drained in batches, pings, the close frame), and a watchdog that
+//! closes a socket the client stopped answering. Sockets count against their
+//! address from the upgrade and against their account from the hello.
+
+mod reader;
+mod writer;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::upgrade::Upgraded;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::time::{timeout, Instant};
+
+use crate::ids::FileId;
+use crate::limits::AddressSlot;
+use crate::metrics::metrics;
+use crate::outbox::{outbox, Outbox};
+use crate::room::registry::RoomHandle;
+use crate::room::RoomCmd;
+use crate::server::AppState;
+use crate::ws::{Reader, ReaderLimits};
+
+/// How long the final flush and close of a socket may take.
+const CLOSE_DEADLINE: Duration = Duration::from_secs(2);
+
+type ReadIo = Box<dyn AsyncRead + Send + Unpin>;
+type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// Where a socket is in its life.
+struct Session {
+    state: Arc<AppState>,
+    file: FileId,
+    outbox: Outbox,
+    room: Option<RoomHandle>,
+    token: Option<[u8; 32]>,
+    /// The fleet-wide counter this socket holds a slot of (sockets per account).
+    account_slot: Option<String>,
+}
+
+/// When the client was last heard from (any frame at all, pongs included).
+struct Liveness {
+    started: Instant,
+    /// Milliseconds after `started`.
+    heard: AtomicU64,
+}
+
+impl Liveness {
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            heard: AtomicU64::new(0),
+        }
+    }
+
+    fn heard_now(&self) {
+        let ms = self.started.elapsed().as_millis() as u64;
+        self.heard.store(ms, Ordering::Relaxed);
+    }
+
+    fn last_heard(&self) -> Instant {
+        self.started + Duration::from_millis(self.heard.load(Ordering::Relaxed))
+    }
+}
+
+/// Completes once nothing was heard from the client for `limit`.
+async fn silence(liveness: &Liveness, limit: Duration) {
+    loop {
+        let deadline = liveness.last_heard() + limit;
+        if Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep_until(deadline).await;
+    }
+}
+
+/// The two halves of an upgraded connection. A plain TCP socket splits without
+/// a lock; bytes hyper read past the handshake are put back in front.
+fn split(upgraded: Upgraded) -> (ReadIo, WriteIo) {
+    match upgraded.downcast::<TokioIo<TcpStream>>() {
+        Ok(parts) => {
+            let (read, write) = parts.io.into_inner().into_split();
+            let early = std::io::Cursor::new(parts.read_buf);
+            (Box::new(early.chain(read)), Box::new(write))
+        }
+        Err(upgraded) => {
+            let (read, write) = tokio::io::split(TokioIo::new(upgraded));
+            (Box::new(read), Box::new(write))
+        }
+    }
+}
+
+/// Serves one upgraded socket until it closes.
+pub async fn serve(
+    upgraded: Upgraded,
+    deflate: bool,
+    file: FileId,
+    state: Arc<AppState>,
+    address_slot: Option<AddressSlot>,
+) {
+    metrics().connections.inc();
+    let config = state.config.clone();
+    let (out, mut rx) = outbox(config.send_queue, config.send_queue_bytes);
+    if address_slot.is_none() {
+        out.close(4029, "too many sockets from this address");
+    }
+    let (read_io, mut write_io) = split(upgraded);
+    let limits = ReaderLimits {
+        max_message: config.max_message_bytes,
+        fragment_timeout: config.hello_timeout(),
+    };
+    let mut frames = Reader::new(read_io, limits, deflate);
+    let mut session = Session {
+        state,
+        file,
+        outbox: out.clone(),
+        room: None,
+        token: None,
+        account_slot: None,
+    };
+    let liveness = Liveness::new();
+    {
+        let reading = reader::read(&mut frames, &mut session, &liveness);
+        let writing = writer::write(&mut write_io, &mut rx, deflate, config.ping_interval());
+        tokio::pin!(reading, writing);
+        tokio::select! {
+            _ = &mut writing => {
+                // Our close frame is out: read until the client answers it, briefly,
+                // so unread bytes do not turn the close into a reset.
+                let _ = timeout(CLOSE_DEADLINE, &mut reading).await;
+            }
+            _ = &mut reading => {
+                if out.is_closing() {
+                    let _ = timeout(CLOSE_DEADLINE, &mut writing).await;
+                }
+            }
+            _ = silence(&liveness, config.ping_timeout()) => {
+                // Nothing heard, not even a pong: the peer is gone or stuck.
+                tracing::debug!("socket stopped answering; closing");
+                out.close(1001, "no answer to pings");
+                let _ = timeout(CLOSE_DEADLINE, &mut writing).await;
+            }
+        }
+    }
+    finish(&session).await;
+    drop(address_slot);
+    metrics().connections.dec();
+}
+
+/// Leaves the room and gives back what the socket held.
+async fn finish(session: &Session) {
+    if let Some(room) = &session.room {
+        let _ = room.tx.send(RoomCmd::Leave(session.outbox.id));
+    }
+    let state = &session.state;
+    if let Some(token) = session.token {
+        state.sockets.remove(token, session.outbox.id);
+    }
+    if let Some(counter) = &session.account_slot {
+        if let Err(e) = state.coordinator.count_down(counter, &state.node).await {
+            tracing::warn!(error = %e, "could not give back an account socket slot");
+        }
+    }
+}
+
+/// A pong answering a client's ping.
+fn pong(payload: &Bytes) -> Bytes {
+    crate::ws::frame::pong(payload)
+}
