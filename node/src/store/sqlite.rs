@@ -3,18 +3,26 @@
 //! threads; the journal batches appends so a busy node pays one sync per turn.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior};
 
 use super::*;
 use crate::ids::{AccountId, ClientKey, FileId};
 
 const SCHEMA: &str = include_str!("schema.sql");
 
+/// Connections that only read: WAL lets them read while the writer commits, so
+/// a hello or a sign-in never waits behind a group commit's sync.
+const READERS: usize = 2;
+
 pub struct SqliteStore {
+    /// The one connection that writes.
     conn: Arc<Mutex<Connection>>,
+    readers: Vec<Arc<Mutex<Connection>>>,
+    next_reader: AtomicUsize,
 }
 
 fn now_ms() -> i64 {
@@ -187,7 +195,8 @@ impl SqliteStore {
     pub fn open(folder: &Path) -> StoreResult<Self> {
         std::fs::create_dir_all(folder)
             .map_err(|e| StoreError::Unavailable(format!("{}: {e}", folder.display())))?;
-        let conn = Connection::open(folder.join("atrium.sqlite3")).map_err(unavailable)?;
+        let path = folder.join("atrium.sqlite3");
+        let conn = Connection::open(&path).map_err(unavailable)?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
@@ -196,18 +205,50 @@ impl SqliteStore {
         )
         .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        let readers = (0..READERS)
+            .map(|_| {
+                let reader = Connection::open_with_flags(
+                    &path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map_err(unavailable)?;
+                reader
+                    .execute_batch("PRAGMA busy_timeout = 5000;")
+                    .map_err(unavailable)?;
+                Ok(Arc::new(Mutex::new(reader)))
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            readers,
+            next_reader: AtomicUsize::new(0),
         })
     }
 
-    /// Runs `f` with the connection on a blocking thread.
+    /// Runs `f` with the writing connection on a blocking thread.
     async fn run<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
-        let conn = self.conn.clone();
+        Self::on(self.conn.clone(), f).await
+    }
+
+    /// Runs a read-only `f` with one of the reading connections.
+    async fn read<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let i = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
+        Self::on(self.readers[i].clone(), f).await
+    }
+
+    async fn on<T, F>(conn: Arc<Mutex<Connection>>, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
         tokio::task::spawn_blocking(move || {
             // A panic while holding the lock cannot leave SQLite half-written (the
             // transaction rolls back), so a poisoned lock is still usable.
@@ -262,7 +303,7 @@ impl Store for SqliteStore {
 
     async fn account_by_email(&self, email: &str) -> StoreResult<Account> {
         let email = email.to_lowercase();
-        self.run(move |c| {
+        self.read(move |c| {
             c.query_row(
                 "SELECT id, email, name, password_hash FROM accounts WHERE email_key = ?1",
                 [email],
@@ -277,7 +318,7 @@ impl Store for SqliteStore {
 
     async fn account_by_id(&self, id: &AccountId) -> StoreResult<Account> {
         let id = id.clone();
-        self.run(move |c| {
+        self.read(move |c| {
             c.query_row(
                 "SELECT id, email, name, password_hash FROM accounts WHERE id = ?1",
                 [id.as_str()],
@@ -304,7 +345,7 @@ impl Store for SqliteStore {
     }
 
     async fn session_account(&self, token_digest: [u8; 32]) -> StoreResult<Account> {
-        self.run(move |c| {
+        self.read(move |c| {
             c.query_row(
                 "SELECT a.id, a.email, a.name, a.password_hash
                  FROM sessions s JOIN accounts a ON a.id = s.account_id
@@ -370,12 +411,12 @@ impl Store for SqliteStore {
 
     async fn file(&self, id: &FileId) -> StoreResult<FileRecord> {
         let id = id.clone();
-        self.run(move |c| read_file(c, &id)).await
+        self.read(move |c| read_file(c, &id)).await
     }
 
     async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>> {
         let owner = owner.clone();
-        self.run(move |c| {
+        self.read(move |c| {
             let mut stmt = c
                 .prepare_cached(&format!(
                     "SELECT {FILE_COLUMNS} FROM files WHERE owner = ?1 ORDER BY updated_at DESC, id"
@@ -491,7 +532,7 @@ impl Store for SqliteStore {
 
     async fn client_op(&self, file: &FileId, client: ClientKey) -> StoreResult<Option<(u64, u64)>> {
         let file = file.clone();
-        self.run(move |c| {
+        self.read(move |c| {
             c.query_row(
                 "SELECT op_id, version FROM client_ops WHERE file_id = ?1 AND client = ?2",
                 params![file.as_str(), &client.0[..]],
@@ -552,7 +593,7 @@ impl Store for SqliteStore {
         file: &FileId,
     ) -> StoreResult<(Option<(u64, String)>, Vec<LoggedPatch>)> {
         let file = file.clone();
-        self.run(move |c| {
+        self.read(move |c| {
             let tx = c.transaction().map_err(unavailable)?;
             let snapshot = read_snapshot(&tx, &file)?;
             let base = snapshot.as_ref().map_or(0, |s| s.0);
@@ -563,7 +604,7 @@ impl Store for SqliteStore {
     }
 
     async fn ping(&self) -> bool {
-        self.run(|c| c.query_row("SELECT 1", [], |_| Ok(())).map_err(unavailable))
+        self.read(|c| c.query_row("SELECT 1", [], |_| Ok(())).map_err(unavailable))
             .await
             .is_ok()
     }
