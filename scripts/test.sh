@@ -18,6 +18,11 @@ cargo fmt --all -- --check
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "services (Postgres, NATS with JetStream, Redis) on loopback"
+scripts/services.sh start
+# shellcheck disable=SC1091
+source .services/env
+
 step "cargo test"
 cargo test --workspace --locked
 
