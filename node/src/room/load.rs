@@ -101,5 +101,6 @@ pub async fn load(
         lease: Some(keeper),
         people,
         editors_counted: 0,
+        stall_noticed: false,
     })
 }

@@ -186,8 +186,12 @@ struct ClientState {
     highest_op: u64,
 }
 
-/// Housekeeping cadence: idle checks and time-based snapshots.
+/// Housekeeping cadence: idle checks, time-based snapshots, store stalls.
 const HOUSEKEEPING: Duration = Duration::from_secs(1);
+/// A patch waiting this long for the store brings a 503 notice...
+const STALL_NOTICE: Duration = Duration::from_secs(1);
+/// ...and this long closes the room's sockets with 1013.
+const STALL_CLOSE: Duration = Duration::from_secs(5);
 
 pub struct Room {
     file: FileId,
@@ -226,6 +230,8 @@ pub struct Room {
     people: Arc<AtomicUsize>,
     /// Editors this room has added to the node's editor gauge.
     editors_counted: i64,
+    /// Whether this store stall was announced already.
+    stall_noticed: bool,
 }
 
 /// How a room ended, for the log.
@@ -776,12 +782,34 @@ impl Room {
 
     fn housekeeping(&mut self) -> Option<Exit> {
         self.maybe_snapshot();
+        self.check_store_stall();
         let idle = self
             .idle_since
             .is_some_and(|since| since.elapsed() >= self.ctx.config.room_idle());
         let saved = self.pending.is_empty() && self.in_flight.is_empty() && self.unsent.is_empty();
         (idle && saved && self.members.is_empty() && !self.snapshot.in_flight())
             .then_some(Exit::Idle)
+    }
+
+    /// While the store cannot make patches durable, they wait (unacked): after
+    /// [`STALL_NOTICE`] everyone hears a 503 notice; after [`STALL_CLOSE`] sockets
+    /// close with 1013, so clients back off and resend what is unconfirmed. The
+    /// journal keeps retrying; nothing accepted is dropped.
+    fn check_store_stall(&mut self) {
+        let Some((_, since, _)) = self.in_flight.front() else {
+            self.stall_noticed = false;
+            return;
+        };
+        let waited = since.elapsed();
+        if waited >= STALL_CLOSE {
+            for m in self.members.values() {
+                m.outbox.close(1013, "the node cannot save edits right now; try again later");
+            }
+        } else if waited >= STALL_NOTICE && !self.stall_noticed {
+            self.stall_noticed = true;
+            let notice = protocol::notice(503, "saving is delayed: your edits wait and will be applied in order");
+            self.broadcast(shared(notice), "notice");
+        }
     }
 
     /// A shutdown finishes once everything accepted is durable and delivered.
