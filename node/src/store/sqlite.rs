@@ -33,9 +33,15 @@ fn unavailable(e: rusqlite::Error) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
-fn is_unique_violation(e: &rusqlite::Error) -> bool {
-    matches!(e, rusqlite::Error::SqliteFailure(f, _)
-        if f.code == rusqlite::ErrorCode::ConstraintViolation)
+/// `on_unique` for a uniqueness violation, `Unavailable` for anything else.
+fn unique_or_unavailable(e: rusqlite::Error, on_unique: StoreError) -> StoreError {
+    let unique = matches!(&e, rusqlite::Error::SqliteFailure(f, _)
+        if f.code == rusqlite::ErrorCode::ConstraintViolation);
+    if unique {
+        on_unique
+    } else {
+        unavailable(e)
+    }
 }
 
 const FILE_COLUMNS: &str =
@@ -171,13 +177,7 @@ fn append_one(conn: &Connection, append: &FileAppend, now: i64) -> StoreResult<(
                 p.ops,
                 p.t
             ])
-            .map_err(|e| {
-                if is_unique_violation(&e) {
-                    StoreError::Fenced
-                } else {
-                    unavailable(e)
-                }
-            })?;
+            .map_err(|e| unique_or_unavailable(e, StoreError::Fenced))?;
         client_op
             .execute(params![
                 append.file.as_str(),
@@ -288,13 +288,7 @@ impl Store for SqliteStore {
                     now_ms()
                 ],
             )
-            .map_err(|e| {
-                if is_unique_violation(&e) {
-                    StoreError::Conflict
-                } else {
-                    unavailable(e)
-                }
-            })?;
+            .map_err(|e| unique_or_unavailable(e, StoreError::Conflict))?;
             Ok(())
         })
         .await?;
@@ -390,13 +384,7 @@ impl Store for SqliteStore {
                     r.updated_at
                 ],
             )
-            .map_err(|e| {
-                if is_unique_violation(&e) {
-                    StoreError::Conflict
-                } else {
-                    unavailable(e)
-                }
-            })?;
+            .map_err(|e| unique_or_unavailable(e, StoreError::Conflict))?;
             if let Some(doc) = doc {
                 tx.execute(
                     "INSERT INTO snapshots (file_id, version, doc) VALUES (?1, 0, ?2)",
