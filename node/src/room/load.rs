@@ -97,7 +97,7 @@ pub async fn load(
         presence_hz: config.presence_hz,
         snapshot: SnapshotState::default(),
         idle_since: Some(std::time::Instant::now()),
-        shutdown: None,
+        finishing: None,
         lease: Some(keeper),
         people,
         editors_counted: 0,

@@ -124,6 +124,9 @@ pub enum RoomCmd {
     GetDoc(oneshot::Sender<(u64, String)>),
     /// Finish what is in flight, close every socket with 1012, and stop.
     Shutdown(oneshot::Sender<()>),
+    /// The file belongs to another node now (the ring changed): finish what is
+    /// in flight, release the lease, close every socket with 4009, and stop.
+    Move,
 }
 
 struct Member {
@@ -223,7 +226,9 @@ pub struct Room {
     presence_hz: u32,
     snapshot: snapshot::SnapshotState,
     idle_since: Option<Instant>,
-    shutdown: Option<oneshot::Sender<()>>,
+    /// Set once the room is finishing (shutdown or move): it takes nothing new
+    /// and ends as soon as everything accepted is durable and delivered.
+    finishing: Option<Finishing>,
     /// The file's lease, renewed in the background while the room lives.
     lease: Option<LeaseKeeper>,
     /// People in the room, shared with its registry handle.
@@ -234,13 +239,20 @@ pub struct Room {
     stall_noticed: bool,
 }
 
-/// How a room ended, for the log.
-#[derive(Debug)]
+/// How a room ended.
+#[derive(Debug, Clone, Copy)]
 enum Exit {
     Idle,
     Shutdown,
+    /// Handed over to the file's new ring owner.
+    Moved,
     Deleted,
     Fenced,
+}
+
+struct Finishing {
+    exit: Exit,
+    reply: Option<oneshot::Sender<()>>,
 }
 
 impl Room {
@@ -307,7 +319,7 @@ impl Room {
                     break Exit::Fenced;
                 }
             }
-            if let Some(e) = room.maybe_finish_shutdown() {
+            if let Some(e) = room.maybe_finish() {
                 break e;
             }
         };
@@ -317,7 +329,7 @@ impl Room {
         metrics().people.sub(room.members.len() as i64);
         let code = match exit {
             Exit::Deleted => Some((4004, "file deleted")),
-            Exit::Fenced => Some((4009, "moved: this node no longer owns the file")),
+            Exit::Fenced | Exit::Moved => Some((4009, "moved: this node no longer owns the file")),
             Exit::Shutdown => Some((1012, "server restarting")),
             Exit::Idle => None,
         };
@@ -333,7 +345,7 @@ impl Room {
                 tracing::debug!(file = %room.file, error = %e, "lease release failed; it will lapse");
             }
         }
-        if let Some(reply) = room.shutdown.take() {
+        if let Some(reply) = room.finishing.take().and_then(|f| f.reply) {
             let _ = reply.send(());
         }
         // Whoever raced the registry removal is told to ask again.
@@ -363,15 +375,25 @@ impl Room {
                 });
             }
             RoomCmd::Shutdown(reply) => {
-                self.shutdown = Some(reply);
+                self.finishing = Some(Finishing {
+                    exit: Exit::Shutdown,
+                    reply: Some(reply),
+                });
+            }
+            RoomCmd::Move => {
+                self.finishing.get_or_insert(Finishing {
+                    exit: Exit::Moved,
+                    reply: None,
+                });
             }
         }
         None
     }
 
     fn join(&mut self, req: JoinRequest) -> Result<Joined, JoinError> {
-        if self.shutdown.is_some() {
-            return Err(JoinError::Unavailable(1012));
+        if let Some(f) = &self.finishing {
+            let code = if matches!(f.exit, Exit::Moved) { 4009 } else { 1012 };
+            return Err(JoinError::Unavailable(code));
         }
         let account_id = req.account.as_ref().map(|(id, _)| id);
         let access = access::access(&self.record, account_id, req.key.as_deref())
@@ -563,7 +585,7 @@ impl Room {
                 message: message.into(),
             }));
         };
-        if self.shutdown.is_some() {
+        if self.finishing.is_some() {
             // Not applied: the client resends it after reconnecting.
             return;
         }
@@ -803,22 +825,25 @@ impl Room {
         let waited = since.elapsed();
         if waited >= STALL_CLOSE {
             for m in self.members.values() {
-                m.outbox.close(1013, "the node cannot save edits right now; try again later");
+                m.outbox.close(
+                    1013,
+                    "the node cannot save edits right now; try again later",
+                );
             }
         } else if waited >= STALL_NOTICE && !self.stall_noticed {
             self.stall_noticed = true;
-            let notice = protocol::notice(503, "saving is delayed: your edits wait and will be applied in order");
+            let notice = protocol::notice(
+                503,
+                "saving is delayed: your edits wait and will be applied in order",
+            );
             self.broadcast(shared(notice), "notice");
         }
     }
 
-    /// A shutdown finishes once everything accepted is durable and delivered.
-    fn maybe_finish_shutdown(&mut self) -> Option<Exit> {
-        let done = self.shutdown.is_some()
-            && self.pending.is_empty()
-            && self.in_flight.is_empty()
-            && self.unsent.is_empty();
-        done.then_some(Exit::Shutdown)
+    /// A finishing room ends once everything accepted is durable and delivered.
+    fn maybe_finish(&mut self) -> Option<Exit> {
+        let done = self.pending.is_empty() && self.in_flight.is_empty() && self.unsent.is_empty();
+        self.finishing.as_ref().filter(|_| done).map(|f| f.exit)
     }
 }
 
