@@ -62,7 +62,7 @@ PY
     fi
 }
 
-running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+running() { [ -f "$1" ] && kill -0 "$(head -n 1 "$1")" 2>/dev/null; }
 
 wait_port() {
     local port=$1 name=$2 i

@@ -8,7 +8,11 @@
 //! snapshot and trim carries the taker's epoch and fails with [`StoreError::Fenced`]
 //! once someone else has raised it.
 
+pub mod postgres;
 pub mod sqlite;
+
+#[cfg(test)]
+mod conformance;
 
 use std::sync::Arc;
 

@@ -1,0 +1,1376 @@
+//! The Postgres store, for cluster mode (`ATRIUM_DATABASE_URL=postgres://...`).
+//!
+//! Same contract as the embedded store ([`super::sqlite::SqliteStore`]), shared by
+//! every node of a fleet. What it relies on:
+//!
+//! - Migrations (`node/migrations/postgres/NNNN_*.sql`) are applied by [`PgStore::connect`],
+//!   each in its own transaction under `pg_advisory_xact_lock`, and recorded in
+//!   `schema_migrations`, so nodes that start together apply each exactly once.
+//! - Transactions run at READ COMMITTED (Postgres's default). That matters for the
+//!   fence: `take_file` raises the epoch with an `UPDATE` that waits for any append
+//!   holding the file's row, and its later reads take fresh snapshots, so they see
+//!   everything that append committed. An append that waited behind a takeover
+//!   re-checks `epoch = mine` on the new row and lands nothing.
+//! - Every session runs with `synchronous_commit=on` (a commit returns once its WAL
+//!   is flushed), unless the URL's `options` says otherwise on purpose.
+//! - A session left idle inside a transaction (a paused or partitioned node) is ended
+//!   by the server after [`IDLE_IN_TRANSACTION`], so its row locks never hold a
+//!   successor's takeover back for long.
+//! - Statements are prepared once per connection (deadpool's statement cache), and a
+//!   group commit sends each file's savepoint and its fenced append together, so a
+//!   batch costs about one round trip per file plus the commit.
+
+use std::error::Error as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{
+    Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime, Timeouts,
+};
+use futures_util::future::join;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{IsolationLevel, NoTls, Row};
+
+use super::*;
+use crate::ids::{AccountId, ClientKey, FileId};
+
+/// The migrations, in order: (version, SQL). Never edit one that has shipped.
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/postgres/0001_init.sql"))];
+
+/// Advisory lock key that serialises migrations between nodes starting together
+/// (the bytes of "atrium", then 1). Advisory locks are per database.
+const MIGRATION_LOCK: i64 = 0x6174_7269_756d_0001;
+
+/// How long opening a connection (TCP and startup) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a caller waits for a free pooled connection before `Unavailable`.
+const POOL_WAIT: Duration = Duration::from_secs(5);
+/// How long a server session may sit idle inside a transaction before the server
+/// ends it (and rolls it back). Our transactions never wait on anything but the
+/// server, so only a stopped or cut-off node ever reaches this.
+const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(5);
+/// Upper bound on any one statement (lock waits included).
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long `ping` waits for an answer.
+const PING_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The savepoint each file's append runs under inside a group commit.
+const SAVEPOINT: &str = "SAVEPOINT file_append";
+const RELEASE: &str = "RELEASE SAVEPOINT file_append";
+const ROLLBACK: &str = "ROLLBACK TO SAVEPOINT file_append";
+
+const FILE_COLUMNS: &str =
+    "id, owner, name, link, view_key, edit_key, key_generation, version, updated_at";
+
+/// One file's append as one statement: the fence and the gapless check (moving
+/// `version` from `first - 1` to `last` under `epoch = mine`), then, only when that
+/// row moved, the op rows and the per-client op ids. Returns how many rows the fence
+/// moved (0 or 1).
+const APPEND_SQL: &str = "
+WITH fence AS (
+    UPDATE files SET version = $3, updated_at = $4
+    WHERE id = $1 AND epoch = $2 AND version = $5
+    RETURNING id
+), logged AS (
+    INSERT INTO ops (file_id, version, client, op_id, person, ops, t)
+    SELECT fence.id, p.version, p.client, p.op_id, p.person, p.ops, p.t
+    FROM fence,
+         UNNEST($6::bigint[], $7::bytea[], $8::bigint[], $9::text[], $10::text[], $11::text[])
+             AS p (version, client, op_id, person, ops, t)
+    RETURNING 1
+), seen AS (
+    INSERT INTO client_ops (file_id, client, op_id, version)
+    SELECT fence.id, c.client, c.op_id, c.version
+    FROM fence, UNNEST($12::bytea[], $13::bigint[], $14::bigint[]) AS c (client, op_id, version)
+    ON CONFLICT (file_id, client) DO UPDATE
+        SET op_id = excluded.op_id, version = excluded.version
+        WHERE excluded.op_id > client_ops.op_id
+    RETURNING 1
+)
+SELECT count(*) FROM fence";
+
+/// Why an append's fence did not move: the file's epoch and version, and whether
+/// the ops at the append's first and last versions are the append's own (the case
+/// of a retry whose earlier commit landed but whose answer was lost).
+const APPEND_CHECK_SQL: &str = "
+SELECT f.epoch, f.version,
+       EXISTS (SELECT 1 FROM ops o WHERE o.file_id = f.id AND o.version = $2
+                                     AND o.client = $3 AND o.op_id = $4),
+       EXISTS (SELECT 1 FROM ops o WHERE o.file_id = f.id AND o.version = $5
+                                     AND o.client = $6 AND o.op_id = $7)
+FROM files f WHERE f.id = $1";
+
+const LOG_COLUMNS: &str = "version, client, op_id, person, ops, t";
+
+/// A shared Postgres document store: a pool of connections, no TLS.
+pub struct PgStore {
+    pool: Pool,
+}
+
+fn now_ms() -> i64 {
+    crate::clock::unix_ms()
+}
+
+/// A version, epoch or count as Postgres's BIGINT (they never reach 2^63; clamp
+/// rather than wrap, so a huge `behind` means "everything").
+fn big(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// A client's op id as BIGINT: the same 64 bits, so every u64 a client may send
+/// reads back exactly (as in the embedded store; ids past 2^63 compare as negative,
+/// which no real client reaches: JSON numbers lose precision past 2^53).
+fn op_bits(op_id: u64) -> i64 {
+    op_id as i64
+}
+
+fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("postgres {}: {}", db.code().code(), db.message());
+    }
+    match e.source() {
+        Some(source) => format!("postgres: {e}: {source}"),
+        None => format!("postgres: {e}"),
+    }
+}
+
+fn unavailable(e: tokio_postgres::Error) -> StoreError {
+    StoreError::Unavailable(describe(&e))
+}
+
+fn pool_error(e: PoolError) -> StoreError {
+    match e {
+        PoolError::Backend(e) => unavailable(e),
+        other => StoreError::Unavailable(format!("postgres pool: {other}")),
+    }
+}
+
+fn is(e: &tokio_postgres::Error, state: &SqlState) -> bool {
+    e.code() == Some(state)
+}
+
+/// Unique violations are `Conflict`; a missing row another references is `NotFound`.
+fn insert_error(e: tokio_postgres::Error) -> StoreError {
+    if is(&e, &SqlState::UNIQUE_VIOLATION) {
+        StoreError::Conflict
+    } else if is(&e, &SqlState::FOREIGN_KEY_VIOLATION) {
+        StoreError::NotFound
+    } else {
+        unavailable(e)
+    }
+}
+
+fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> StoreResult<T> {
+    row.try_get(i).map_err(unavailable)
+}
+
+/// A file record from `FILE_COLUMNS`, starting at column `at`.
+fn file_from_row(row: &Row, at: usize) -> StoreResult<FileRecord> {
+    let id: &str = get(row, at)?;
+    let owner: &str = get(row, at + 1)?;
+    let link: &str = get(row, at + 3)?;
+    Ok(FileRecord {
+        id: FileId::parse(id).unwrap_or_else(FileId::generate),
+        owner: AccountId::parse(owner).unwrap_or_else(AccountId::generate),
+        name: get(row, at + 2)?,
+        link: LinkAccess::parse(link).unwrap_or(LinkAccess::None),
+        view_key: get(row, at + 4)?,
+        edit_key: get(row, at + 5)?,
+        key_generation: get::<i64>(row, at + 6)? as u64,
+        version: get::<i64>(row, at + 7)? as u64,
+        updated_at: get(row, at + 8)?,
+    })
+}
+
+fn account_from_row(row: &Row) -> StoreResult<Account> {
+    let id: &str = get(row, 0)?;
+    Ok(Account {
+        id: AccountId::parse(id).unwrap_or_else(AccountId::generate),
+        email: get(row, 1)?,
+        name: get(row, 2)?,
+        password_hash: get(row, 3)?,
+    })
+}
+
+fn patch_from_row(row: &Row) -> StoreResult<LoggedPatch> {
+    let client: &[u8] = get(row, 1)?;
+    let mut key = [0u8; 16];
+    if client.len() == 16 {
+        key.copy_from_slice(client);
+    }
+    Ok(LoggedPatch {
+        version: get::<i64>(row, 0)? as u64,
+        client: ClientKey(key),
+        op_id: get::<i64>(row, 2)? as u64,
+        by: get(row, 3)?,
+        ops: get(row, 4)?,
+        t: get(row, 5)?,
+    })
+}
+
+fn snapshot_from_rows(rows: &[Row]) -> StoreResult<Option<(u64, String)>> {
+    rows.first()
+        .map(|r| Ok((get::<i64>(r, 0)? as u64, get(r, 1)?)))
+        .transpose()
+}
+
+/// One file's append, laid out as the column arrays `APPEND_SQL` unnests.
+struct AppendArgs<'a> {
+    id: &'a str,
+    epoch: i64,
+    last: i64,
+    now: i64,
+    before: i64,
+    versions: Vec<i64>,
+    clients: Vec<&'a [u8]>,
+    op_ids: Vec<i64>,
+    people: Vec<&'a str>,
+    ops: Vec<&'a str>,
+    ts: Vec<Option<&'a str>>,
+    // The highest op id per client in this append (one row per client, since an
+    // upsert may not touch a row twice in one statement).
+    seen_clients: Vec<&'a [u8]>,
+    seen_op_ids: Vec<i64>,
+    seen_versions: Vec<i64>,
+}
+
+impl<'a> AppendArgs<'a> {
+    fn new(append: &'a FileAppend, first: &LoggedPatch, last: &LoggedPatch, now: i64) -> Self {
+        let n = append.patches.len();
+        let mut args = AppendArgs {
+            id: append.file.as_str(),
+            epoch: big(append.epoch),
+            last: big(last.version),
+            now,
+            before: big(first.version) - 1,
+            versions: Vec::with_capacity(n),
+            clients: Vec::with_capacity(n),
+            op_ids: Vec::with_capacity(n),
+            people: Vec::with_capacity(n),
+            ops: Vec::with_capacity(n),
+            ts: Vec::with_capacity(n),
+            seen_clients: Vec::new(),
+            seen_op_ids: Vec::new(),
+            seen_versions: Vec::new(),
+        };
+        // Per client, the first patch with its highest op id: what applying the
+        // patches one by one with `excluded.op_id > client_ops.op_id` would keep.
+        let mut best: Vec<(&'a [u8; 16], u64, u64)> = Vec::new();
+        for p in &append.patches {
+            args.versions.push(big(p.version));
+            args.clients.push(&p.client.0[..]);
+            args.op_ids.push(op_bits(p.op_id));
+            args.people.push(&p.by);
+            args.ops.push(&p.ops);
+            args.ts.push(p.t.as_deref());
+            match best.iter_mut().find(|(c, _, _)| **c == p.client.0) {
+                Some(entry) if p.op_id > entry.1 => *entry = (entry.0, p.op_id, p.version),
+                Some(_) => {}
+                None => best.push((&p.client.0, p.op_id, p.version)),
+            }
+        }
+        // A fixed order, so concurrent upserts (there are none today) lock alike.
+        best.sort_by(|a, b| a.0.cmp(b.0));
+        for (client, op_id, version) in best {
+            args.seen_clients.push(&client[..]);
+            args.seen_op_ids.push(op_bits(op_id));
+            args.seen_versions.push(big(version));
+        }
+        args
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 14] {
+        [
+            &self.id,
+            &self.epoch,
+            &self.last,
+            &self.now,
+            &self.before,
+            &self.versions,
+            &self.clients,
+            &self.op_ids,
+            &self.people,
+            &self.ops,
+            &self.ts,
+            &self.seen_clients,
+            &self.seen_op_ids,
+            &self.seen_versions,
+        ]
+    }
+}
+
+/// What an append's fence found when it did not move: `Ok` when the file already
+/// holds exactly this append under this epoch (a retried commit that had landed),
+/// `NotFound` when the file is gone, else `Fenced`.
+async fn explain_unmoved(
+    tx: &deadpool_postgres::Transaction<'_>,
+    append: &FileAppend,
+    first: &LoggedPatch,
+    last: &LoggedPatch,
+) -> StoreResult<()> {
+    let check = tx
+        .prepare_cached(APPEND_CHECK_SQL)
+        .await
+        .map_err(unavailable)?;
+    let row = tx
+        .query_opt(
+            &check,
+            &[
+                &append.file.as_str(),
+                &big(first.version),
+                &&first.client.0[..],
+                &op_bits(first.op_id),
+                &big(last.version),
+                &&last.client.0[..],
+                &op_bits(last.op_id),
+            ],
+        )
+        .await
+        .map_err(unavailable)?;
+    let Some(row) = row else {
+        return Err(StoreError::NotFound);
+    };
+    let epoch: i64 = get(&row, 0)?;
+    let version: i64 = get(&row, 1)?;
+    let first_is_ours: bool = get(&row, 2)?;
+    let last_is_ours: bool = get(&row, 3)?;
+    if epoch == big(append.epoch) && version >= big(last.version) && first_is_ours && last_is_ours {
+        Ok(())
+    } else {
+        Err(StoreError::Fenced)
+    }
+}
+
+impl PgStore {
+    /// Connects a pool of up to `pool_size` connections to `url` and applies the
+    /// migrations this build knows and the database lacks.
+    pub async fn connect(url: &str, pool_size: usize) -> StoreResult<Self> {
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| StoreError::Unavailable(format!("bad Postgres URL: {e}")))?;
+        // Ours first, so `options` given in the URL win where they overlap.
+        let mut options = format!(
+            "-c synchronous_commit=on -c idle_in_transaction_session_timeout={} \
+             -c statement_timeout={}",
+            IDLE_IN_TRANSACTION.as_millis(),
+            STATEMENT_TIMEOUT.as_millis()
+        );
+        if let Some(extra) = config.get_options() {
+            options.push(' ');
+            options.push_str(extra);
+        }
+        config
+            .options(options)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .keepalives_idle(Duration::from_secs(30));
+        if config.get_application_name().is_none() {
+            config.application_name("atrium-node");
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .timeouts(Timeouts {
+                wait: Some(POOL_WAIT),
+                create: Some(CONNECT_TIMEOUT),
+                recycle: Some(CONNECT_TIMEOUT),
+            })
+            .build()
+            .map_err(|e| StoreError::Unavailable(format!("postgres pool: {e}")))?;
+        let store = Self { pool };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn client(&self) -> StoreResult<Object> {
+        self.pool.get().await.map_err(pool_error)
+    }
+
+    /// Applies each missing migration in its own transaction, under an advisory lock
+    /// that makes nodes starting together take turns.
+    async fn migrate(&self) -> StoreResult<()> {
+        let mut client = self.client().await?;
+        for &(version, sql) in MIGRATIONS {
+            let tx = client.transaction().await.map_err(unavailable)?;
+            // A migration may take long on a big database, and so may waiting for
+            // another node's: no statement timeout inside this transaction.
+            tx.batch_execute("SET LOCAL statement_timeout = 0")
+                .await
+                .map_err(unavailable)?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+                .await
+                .map_err(unavailable)?;
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (
+                     version    BIGINT PRIMARY KEY,
+                     applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                 )",
+            )
+            .await
+            .map_err(unavailable)?;
+            let applied = tx
+                .query_opt(
+                    "SELECT 1 FROM schema_migrations WHERE version = $1",
+                    &[&version],
+                )
+                .await
+                .map_err(unavailable)?
+                .is_some();
+            if !applied {
+                tx.batch_execute(sql).await.map_err(|e| {
+                    StoreError::Unavailable(format!("migration {version}: {}", describe(&e)))
+                })?;
+                tx.execute(
+                    "INSERT INTO schema_migrations (version) VALUES ($1)",
+                    &[&version],
+                )
+                .await
+                .map_err(unavailable)?;
+                tracing::info!(version, "applied Postgres migration");
+            }
+            tx.commit().await.map_err(unavailable)?;
+        }
+        let newest: Option<i64> = client
+            .query_one("SELECT max(version) FROM schema_migrations", &[])
+            .await
+            .map_err(unavailable)?
+            .try_get(0)
+            .map_err(unavailable)?;
+        let known = MIGRATIONS.last().map_or(0, |m| m.0);
+        if newest.unwrap_or(0) > known {
+            tracing::warn!(
+                newest,
+                known,
+                "the database has migrations newer than this node knows"
+            );
+        }
+        Ok(())
+    }
+
+    async fn read_file(&self, id: &FileId) -> StoreResult<FileRecord> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(&format!("SELECT {FILE_COLUMNS} FROM files WHERE id = $1"))
+            .await
+            .map_err(unavailable)?;
+        let row = client
+            .query_opt(&stmt, &[&id.as_str()])
+            .await
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)?;
+        file_from_row(&row, 0)
+    }
+
+    async fn account_where(&self, sql: &str, key: &str) -> StoreResult<Account> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(unavailable)?;
+        let row = client
+            .query_opt(&stmt, &[&key])
+            .await
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)?;
+        account_from_row(&row)
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn create_account(
+        &self,
+        email: &str,
+        name: &str,
+        password_hash: &str,
+    ) -> StoreResult<Account> {
+        let account = Account {
+            id: AccountId::generate(),
+            email: email.to_owned(),
+            name: name.to_owned(),
+            password_hash: password_hash.to_owned(),
+        };
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .await
+            .map_err(unavailable)?;
+        client
+            .execute(
+                &stmt,
+                &[
+                    &account.id.as_str(),
+                    &account.email,
+                    &account.email.to_lowercase(),
+                    &account.name,
+                    &account.password_hash,
+                    &now_ms(),
+                ],
+            )
+            .await
+            .map_err(|e| {
+                if is(&e, &SqlState::UNIQUE_VIOLATION) {
+                    StoreError::Conflict
+                } else {
+                    unavailable(e)
+                }
+            })?;
+        Ok(account)
+    }
+
+    async fn account_by_email(&self, email: &str) -> StoreResult<Account> {
+        self.account_where(
+            "SELECT id, email, name, password_hash FROM accounts WHERE email_key = $1",
+            &email.to_lowercase(),
+        )
+        .await
+    }
+
+    async fn account_by_id(&self, id: &AccountId) -> StoreResult<Account> {
+        self.account_where(
+            "SELECT id, email, name, password_hash FROM accounts WHERE id = $1",
+            id.as_str(),
+        )
+        .await
+    }
+
+    async fn create_session(&self, token_digest: [u8; 32], account: &AccountId) -> StoreResult<()> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "INSERT INTO sessions (token_digest, account_id, created_at) VALUES ($1, $2, $3)",
+            )
+            .await
+            .map_err(unavailable)?;
+        client
+            .execute(&stmt, &[&&token_digest[..], &account.as_str(), &now_ms()])
+            .await
+            .map_err(insert_error)?;
+        Ok(())
+    }
+
+    async fn session_account(&self, token_digest: [u8; 32]) -> StoreResult<Account> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT a.id, a.email, a.name, a.password_hash
+                 FROM sessions s JOIN accounts a ON a.id = s.account_id
+                 WHERE s.token_digest = $1",
+            )
+            .await
+            .map_err(unavailable)?;
+        let row = client
+            .query_opt(&stmt, &[&&token_digest[..]])
+            .await
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)?;
+        account_from_row(&row)
+    }
+
+    async fn delete_session(&self, token_digest: [u8; 32]) -> StoreResult<()> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("DELETE FROM sessions WHERE token_digest = $1")
+            .await
+            .map_err(unavailable)?;
+        client
+            .execute(&stmt, &[&&token_digest[..]])
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn create_file(&self, record: &FileRecord, doc: Option<String>) -> StoreResult<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(unavailable)?;
+        let insert = tx
+            .prepare_cached(
+                "INSERT INTO files (id, owner, name, link, view_key, edit_key, key_generation,
+                                    epoch, version, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, 0, 0, 0, $7, $7)",
+            )
+            .await
+            .map_err(unavailable)?;
+        tx.execute(
+            &insert,
+            &[
+                &record.id.as_str(),
+                &record.owner.as_str(),
+                &record.name,
+                &record.link.as_str(),
+                &record.view_key,
+                &record.edit_key,
+                &record.updated_at,
+            ],
+        )
+        .await
+        .map_err(insert_error)?;
+        if let Some(doc) = doc {
+            let snapshot = tx
+                .prepare_cached("INSERT INTO snapshots (file_id, version, doc) VALUES ($1, 0, $2)")
+                .await
+                .map_err(unavailable)?;
+            tx.execute(&snapshot, &[&record.id.as_str(), &doc])
+                .await
+                .map_err(unavailable)?;
+        }
+        tx.commit().await.map_err(unavailable)
+    }
+
+    async fn file(&self, id: &FileId) -> StoreResult<FileRecord> {
+        self.read_file(id).await
+    }
+
+    async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(&format!(
+                "SELECT {FILE_COLUMNS} FROM files WHERE owner = $1 ORDER BY updated_at DESC, id"
+            ))
+            .await
+            .map_err(unavailable)?;
+        let rows = client
+            .query(&stmt, &[&owner.as_str()])
+            .await
+            .map_err(unavailable)?;
+        rows.iter().map(|r| file_from_row(r, 0)).collect()
+    }
+
+    async fn update_file(&self, id: &FileId, update: FileUpdate) -> StoreResult<FileRecord> {
+        // One statement: fields left `None` keep their values, a key rotation bumps
+        // the generation, and `updated_at` moves only when something changed.
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(&format!(
+                "UPDATE files SET
+                     name = COALESCE($2::text, name),
+                     link = COALESCE($3::text, link),
+                     view_key = COALESCE($4::text, view_key),
+                     edit_key = COALESCE($5::text, edit_key),
+                     key_generation = key_generation
+                         + CASE WHEN $4::text IS NULL THEN 0 ELSE 1 END,
+                     updated_at = CASE
+                         WHEN $2::text IS NULL AND $3::text IS NULL AND $4::text IS NULL
+                         THEN updated_at ELSE $6 END
+                 WHERE id = $1
+                 RETURNING {FILE_COLUMNS}"
+            ))
+            .await
+            .map_err(unavailable)?;
+        let (view, edit) = match &update.keys {
+            Some((view, edit)) => (Some(view.as_str()), Some(edit.as_str())),
+            None => (None, None),
+        };
+        let row = client
+            .query_opt(
+                &stmt,
+                &[
+                    &id.as_str(),
+                    &update.name.as_deref(),
+                    &update.link.map(LinkAccess::as_str),
+                    &view,
+                    &edit,
+                    &now_ms(),
+                ],
+            )
+            .await
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)?;
+        file_from_row(&row, 0)
+    }
+
+    async fn delete_file(&self, id: &FileId) -> StoreResult<()> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("DELETE FROM files WHERE id = $1")
+            .await
+            .map_err(unavailable)?;
+        let n = client
+            .execute(&stmt, &[&id.as_str()])
+            .await
+            .map_err(unavailable)?;
+        if n == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    async fn take_file(&self, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(unavailable)?;
+        let raise = tx
+            .prepare_cached(&format!(
+                "UPDATE files SET epoch = epoch + 1 WHERE id = $1 RETURNING epoch, {FILE_COLUMNS}"
+            ))
+            .await
+            .map_err(unavailable)?;
+        let snapshot = tx
+            .prepare_cached("SELECT version, doc FROM snapshots WHERE file_id = $1")
+            .await
+            .map_err(unavailable)?;
+        let log = tx
+            .prepare_cached(&format!(
+                "SELECT {LOG_COLUMNS} FROM ops
+                 WHERE file_id = $1 AND version > GREATEST(
+                     COALESCE((SELECT version FROM snapshots WHERE file_id = $1), 0) - $2, 0)
+                 ORDER BY version"
+            ))
+            .await
+            .map_err(unavailable)?;
+        // The fence first: nothing is read before the epoch is ours. The row stays
+        // locked until commit, so no append or snapshot slips in between the reads.
+        let row = tx
+            .query_opt(&raise, &[&id.as_str()])
+            .await
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)?;
+        let epoch: i64 = get(&row, 0)?;
+        let record = file_from_row(&row, 1)?;
+        let (snapshot, log) = join(
+            tx.query(&snapshot, &[&id.as_str()]),
+            tx.query(&log, &[&id.as_str(), &big(behind)]),
+        )
+        .await;
+        let snapshot = snapshot_from_rows(&snapshot.map_err(unavailable)?)?;
+        let log = log
+            .map_err(unavailable)?
+            .iter()
+            .map(patch_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        tx.commit().await.map_err(unavailable)?;
+        Ok(TakenFile {
+            record,
+            epoch: epoch as u64,
+            snapshot,
+            log,
+        })
+    }
+
+    async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>> {
+        let mut client = self.client().await?;
+        let stmt = client
+            .prepare_cached(APPEND_SQL)
+            .await
+            .map_err(unavailable)?;
+        let tx = client.transaction().await.map_err(unavailable)?;
+        let now = now_ms();
+        let mut results = Vec::with_capacity(batch.len());
+        // What the previous file's savepoint still needs (release, or roll back after
+        // an error), sent together with the next savepoint in one message.
+        let mut pending: Option<&str> = None;
+        for append in batch.iter() {
+            let (Some(first), Some(last)) = (append.patches.first(), append.patches.last()) else {
+                results.push(Ok(()));
+                continue;
+            };
+            let args = AppendArgs::new(append, first, last, now);
+            let params = args.params();
+            let opening = match pending {
+                Some(before) => format!("{before}; {SAVEPOINT}"),
+                None => SAVEPOINT.to_owned(),
+            };
+            // Pipelined: the savepoint and the fenced append go out back to back.
+            let (opened, moved) =
+                join(tx.batch_execute(&opening), tx.query_one(&stmt, &params[..])).await;
+            opened.map_err(unavailable)?;
+            let result = match moved {
+                Ok(row) => match get::<i64>(&row, 0)? {
+                    0 => explain_unmoved(&tx, append, first, last).await,
+                    _ => Ok(()),
+                },
+                // Two writers can never both land a version.
+                Err(e) if is(&e, &SqlState::UNIQUE_VIOLATION) => Err(StoreError::Fenced),
+                Err(e) if is(&e, &SqlState::FOREIGN_KEY_VIOLATION) => Err(StoreError::NotFound),
+                Err(e) if e.as_db_error().is_some() => Err(unavailable(e)),
+                // The connection itself failed: the whole batch fails (and is retried).
+                Err(e) => return Err(unavailable(e)),
+            };
+            pending = Some(if result.is_ok() {
+                RELEASE
+            } else {
+                // Undo whatever this file did; the savepoint name is reused.
+                "ROLLBACK TO SAVEPOINT file_append; RELEASE SAVEPOINT file_append"
+            });
+            results.push(result);
+        }
+        // A transaction that saw an error must be rolled back to its savepoint before
+        // COMMIT: Postgres answers COMMIT of an aborted transaction with a rollback.
+        if pending.is_some_and(|p| p != RELEASE) {
+            tx.batch_execute(ROLLBACK).await.map_err(unavailable)?;
+        }
+        tx.commit().await.map_err(unavailable)?;
+        Ok(results)
+    }
+
+    async fn client_op(&self, file: &FileId, client: ClientKey) -> StoreResult<Option<(u64, u64)>> {
+        let db = self.client().await?;
+        let stmt = db
+            .prepare_cached(
+                "SELECT op_id, version FROM client_ops WHERE file_id = $1 AND client = $2",
+            )
+            .await
+            .map_err(unavailable)?;
+        let row = db
+            .query_opt(&stmt, &[&file.as_str(), &&client.0[..]])
+            .await
+            .map_err(unavailable)?;
+        row.map(|r| Ok((get::<i64>(&r, 0)? as u64, get::<i64>(&r, 1)? as u64)))
+            .transpose()
+    }
+
+    async fn write_snapshot(
+        &self,
+        file: &FileId,
+        epoch: u64,
+        version: u64,
+        doc: &str,
+        keep: u64,
+    ) -> StoreResult<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(unavailable)?;
+        let fence = tx
+            .prepare_cached("SELECT epoch FROM files WHERE id = $1 FOR UPDATE")
+            .await
+            .map_err(unavailable)?;
+        let save = tx
+            .prepare_cached(
+                "INSERT INTO snapshots (file_id, version, doc) VALUES ($1, $2, $3)
+                 ON CONFLICT (file_id) DO UPDATE SET version = excluded.version, doc = excluded.doc
+                 WHERE excluded.version > snapshots.version",
+            )
+            .await
+            .map_err(unavailable)?;
+        let trim = tx
+            .prepare_cached("DELETE FROM ops WHERE file_id = $1 AND version <= $2")
+            .await
+            .map_err(unavailable)?;
+        // The fence: the file's row stays locked until commit, so no takeover can
+        // raise the epoch between this check and the writes.
+        let current: i64 = tx
+            .query_opt(&fence, &[&file.as_str()])
+            .await
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)
+            .and_then(|r| get(&r, 0))?;
+        if current != big(epoch) {
+            return Err(StoreError::Fenced);
+        }
+        let (saved, trimmed) = join(
+            tx.execute(&save, &[&file.as_str(), &big(version), &doc]),
+            tx.execute(&trim, &[&file.as_str(), &big(version.saturating_sub(keep))]),
+        )
+        .await;
+        saved.map_err(unavailable)?;
+        trimmed.map_err(unavailable)?;
+        tx.commit().await.map_err(unavailable)
+    }
+
+    async fn snapshot_and_tail(
+        &self,
+        file: &FileId,
+    ) -> StoreResult<(Option<(u64, String)>, Vec<LoggedPatch>)> {
+        let mut client = self.client().await?;
+        // One consistent view: a snapshot written meanwhile cannot trim the tail
+        // out from under this read.
+        let tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(unavailable)?;
+        let snapshot = tx
+            .prepare_cached("SELECT version, doc FROM snapshots WHERE file_id = $1")
+            .await
+            .map_err(unavailable)?;
+        let tail = tx
+            .prepare_cached(&format!(
+                "SELECT {LOG_COLUMNS} FROM ops
+                 WHERE file_id = $1
+                   AND version > COALESCE((SELECT version FROM snapshots WHERE file_id = $1), 0)
+                 ORDER BY version"
+            ))
+            .await
+            .map_err(unavailable)?;
+        let (snapshot, tail) = join(
+            tx.query(&snapshot, &[&file.as_str()]),
+            tx.query(&tail, &[&file.as_str()]),
+        )
+        .await;
+        let snapshot = snapshot_from_rows(&snapshot.map_err(unavailable)?)?;
+        let tail = tail
+            .map_err(unavailable)?
+            .iter()
+            .map(patch_from_row)
+            .collect::<StoreResult<Vec<_>>>()?;
+        tx.commit().await.map_err(unavailable)?;
+        Ok((snapshot, tail))
+    }
+
+    async fn ping(&self) -> bool {
+        let probe = async {
+            let client = self.client().await?;
+            client.simple_query("SELECT 1").await.map_err(unavailable)?;
+            StoreResult::Ok(())
+        };
+        matches!(tokio::time::timeout(PING_TIMEOUT, probe).await, Ok(Ok(())))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::ids::random_string;
+
+    /// A database of its own for one test, dropped (best effort) when the test ends,
+    /// however it ends.
+    pub(crate) struct TestDb {
+        admin_url: String,
+        name: String,
+        pub url: String,
+    }
+
+    /// The server tests use: `ATRIUM_TEST_DATABASE_URL`, which `scripts/services.sh`
+    /// provides. Without it the test fails: it must never pass unchecked.
+    fn admin_url() -> String {
+        match std::env::var("ATRIUM_TEST_DATABASE_URL") {
+            Ok(url) if !url.is_empty() => url,
+            _ => panic!(
+                "ATRIUM_TEST_DATABASE_URL is not set; the Postgres store's tests need a real \
+                 Postgres: run `scripts/services.sh start && source .services/env` first"
+            ),
+        }
+    }
+
+    /// `url` with its database name replaced by `name`.
+    fn with_database(url: &str, name: &str) -> String {
+        let (base, query) = match url.split_once('?') {
+            Some((base, query)) => (base, Some(query)),
+            None => (url, None),
+        };
+        let authority_starts = base.find("://").map_or(0, |i| i + 3);
+        let base = match base[authority_starts..].find('/') {
+            Some(slash) => &base[..authority_starts + slash],
+            None => base,
+        };
+        match query {
+            Some(query) => format!("{base}/{name}?{query}"),
+            None => format!("{base}/{name}"),
+        }
+    }
+
+    async fn admin() -> tokio_postgres::Client {
+        let url = admin_url();
+        let (client, connection) = tokio_postgres::connect(&url, NoTls)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot reach the test Postgres at {url} ({}); run \
+                     `scripts/services.sh start && source .services/env`",
+                    describe(&e)
+                )
+            });
+        tokio::spawn(connection);
+        client
+    }
+
+    impl TestDb {
+        pub(crate) async fn create() -> Self {
+            let admin_url = admin_url();
+            let name = format!("atrium_test_{}", random_string(16).to_lowercase());
+            admin()
+                .await
+                .batch_execute(&format!("CREATE DATABASE {name}"))
+                .await
+                .unwrap_or_else(|e| panic!("create database {name}: {}", describe(&e)));
+            let url = with_database(&admin_url, &name);
+            Self {
+                admin_url,
+                name,
+                url,
+            }
+        }
+    }
+
+    impl Drop for TestDb {
+        fn drop(&mut self) {
+            // On a thread of its own: this may run inside a runtime, or while a
+            // failed test unwinds.
+            let admin_url = self.admin_url.clone();
+            let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+            let dropper = std::thread::spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                rt.block_on(async move {
+                    if let Ok((client, connection)) =
+                        tokio_postgres::connect(&admin_url, NoTls).await
+                    {
+                        tokio::spawn(connection);
+                        let _ = client.batch_execute(&sql).await;
+                    }
+                });
+            });
+            let _ = dropper.join();
+        }
+    }
+
+    async fn open() -> (Arc<dyn Store>, TestDb) {
+        let db = TestDb::create().await;
+        let store = PgStore::connect(&db.url, 4)
+            .await
+            .unwrap_or_else(|e| panic!("connect to {}: {e}", db.url));
+        (Arc::new(store), db)
+    }
+
+    mod conformance {
+        use super::open;
+
+        crate::store::conformance::conformance_suite!(open());
+    }
+
+    async fn account_and_file(store: &PgStore) -> (AccountId, FileId) {
+        let owner = store
+            .create_account(&format!("{}@example.com", random_string(10)), "N", "h")
+            .await
+            .expect("account");
+        let record = FileRecord {
+            id: FileId::generate(),
+            owner: owner.id.clone(),
+            name: "f".into(),
+            link: LinkAccess::None,
+            view_key: random_string(32),
+            edit_key: random_string(32),
+            key_generation: 0,
+            version: 0,
+            updated_at: 1,
+        };
+        store.create_file(&record, None).await.expect("file");
+        (owner.id, record.id)
+    }
+
+    fn patch(version: u64, client: u8, op_id: u64) -> LoggedPatch {
+        LoggedPatch {
+            version,
+            client: ClientKey([client; 16]),
+            op_id,
+            by: format!("p{client}"),
+            ops: format!("[{version}]"),
+            t: None,
+        }
+    }
+
+    fn append(file: &FileId, epoch: u64, patches: Vec<LoggedPatch>) -> FileAppend {
+        FileAppend {
+            file: file.clone(),
+            epoch,
+            patches,
+        }
+    }
+
+    /// Two nodes on one database: the second taker fences the first, and a batch
+    /// with one fenced file lands the others.
+    #[tokio::test]
+    async fn two_nodes_fence_each_other() {
+        let db = TestDb::create().await;
+        let (a, b) = tokio::join!(PgStore::connect(&db.url, 4), PgStore::connect(&db.url, 4));
+        let (a, b) = (a.expect("node A"), b.expect("node B"));
+        let (_, shared) = account_and_file(&a).await;
+        let (_, own) = account_and_file(&a).await;
+
+        let a_shared = a.take_file(&shared, 0).await.expect("A takes").epoch;
+        let a_own = a
+            .take_file(&own, 0)
+            .await
+            .expect("A takes its other file")
+            .epoch;
+        let b_shared = b.take_file(&shared, 0).await.expect("B takes over").epoch;
+        assert!(b_shared > a_shared);
+
+        let results = a
+            .append(vec![append(&shared, a_shared, vec![patch(1, 1, 1)])].into())
+            .await
+            .expect("A's batch commits");
+        assert!(
+            matches!(results[..], [Err(StoreError::Fenced)]),
+            "{results:?}"
+        );
+        let results = b
+            .append(vec![append(&shared, b_shared, vec![patch(1, 2, 1)])].into())
+            .await
+            .expect("B's batch commits");
+        assert!(matches!(results[..], [Ok(())]), "{results:?}");
+
+        // A's next group commit: the file it lost is fenced, the one it owns lands.
+        let results = a
+            .append(
+                vec![
+                    append(&shared, a_shared, vec![patch(2, 1, 2)]),
+                    append(&own, a_own, vec![patch(1, 1, 1), patch(2, 1, 2)]),
+                ]
+                .into(),
+            )
+            .await
+            .expect("A's batch commits");
+        assert!(
+            matches!(results[..], [Err(StoreError::Fenced), Ok(())]),
+            "{results:?}"
+        );
+        assert!(matches!(
+            a.write_snapshot(&shared, a_shared, 1, "stale", 0).await,
+            Err(StoreError::Fenced)
+        ));
+
+        // What each node sees is what B and A were entitled to write.
+        let seen = b.take_file(&shared, 10).await.expect("B reads back");
+        assert_eq!(seen.record.version, 1);
+        assert_eq!(seen.log.len(), 1);
+        assert_eq!(seen.log[0].client, ClientKey([2; 16]));
+        let seen = b.take_file(&own, 10).await.expect("B takes A's other file");
+        assert_eq!(seen.record.version, 2);
+        assert_eq!(seen.log.len(), 2);
+        // ... and now A is fenced out of that one too.
+        let results = a
+            .append(vec![append(&own, a_own, vec![patch(3, 1, 3)])].into())
+            .await
+            .expect("commit");
+        assert!(
+            matches!(results[..], [Err(StoreError::Fenced)]),
+            "{results:?}"
+        );
+    }
+
+    /// Takeovers racing from two nodes each get an epoch of their own.
+    #[tokio::test]
+    async fn racing_takeovers_get_distinct_epochs() {
+        let db = TestDb::create().await;
+        let a = Arc::new(PgStore::connect(&db.url, 4).await.expect("A"));
+        let b = Arc::new(PgStore::connect(&db.url, 4).await.expect("B"));
+        let (_, file) = account_and_file(&a).await;
+        let mut tasks = Vec::new();
+        for i in 0..16 {
+            let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let file = file.clone();
+            tasks.push(tokio::spawn(async move {
+                store.take_file(&file, 0).await.expect("take").epoch
+            }));
+        }
+        let mut epochs = Vec::new();
+        for t in tasks {
+            epochs.push(t.await.expect("task"));
+        }
+        epochs.sort_unstable();
+        assert_eq!(epochs, (1..=16).collect::<Vec<_>>());
+    }
+
+    /// Nodes starting together apply each migration once.
+    #[tokio::test]
+    async fn concurrent_starts_migrate_once() {
+        let db = TestDb::create().await;
+        let starts = futures_util::future::join_all((0..4).map(|_| PgStore::connect(&db.url, 1)));
+        for store in starts.await {
+            store.expect("every node starts");
+        }
+        let again = PgStore::connect(&db.url, 1).await.expect("restart");
+        let client = again.client().await.expect("client");
+        let rows = client
+            .query(
+                "SELECT version FROM schema_migrations ORDER BY version",
+                &[],
+            )
+            .await
+            .expect("migrations");
+        let applied: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        let known: Vec<i64> = MIGRATIONS.iter().map(|m| m.0).collect();
+        assert_eq!(applied, known);
+    }
+
+    /// Commits wait for the WAL flush, on every pooled session.
+    #[tokio::test]
+    async fn sessions_commit_synchronously() {
+        let db = TestDb::create().await;
+        let store = PgStore::connect(&db.url, 2).await.expect("connect");
+        let client = store.client().await.expect("client");
+        let row = client
+            .query_one(
+                "SELECT current_setting('synchronous_commit'),
+                        current_setting('idle_in_transaction_session_timeout')",
+                &[],
+            )
+            .await
+            .expect("settings");
+        assert_eq!(row.get::<_, String>(0), "on");
+        assert_eq!(row.get::<_, String>(1), "5s");
+    }
+
+    /// A retried group commit whose first attempt landed (its answer lost with the
+    /// connection) lands again as a success, not as a fence; anything else at those
+    /// versions stays fenced.
+    #[tokio::test]
+    async fn a_retried_commit_that_landed_is_not_fenced() {
+        let db = TestDb::create().await;
+        let store = PgStore::connect(&db.url, 2).await.expect("connect");
+        let (_, file) = account_and_file(&store).await;
+        let epoch = store.take_file(&file, 0).await.expect("take").epoch;
+        let first: Arc<[FileAppend]> = vec![
+            append(&file, epoch, vec![patch(1, 1, 1), patch(2, 1, 2)]),
+            append(&file, epoch, vec![patch(3, 1, 3)]),
+        ]
+        .into();
+        let results = store.append(first.clone()).await.expect("commit");
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        let results = store.append(first).await.expect("the retry commits");
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        assert_eq!(store.file(&file).await.expect("file").version, 3);
+
+        let other = store
+            .append(vec![append(&file, epoch, vec![patch(3, 2, 1)])].into())
+            .await
+            .expect("commit");
+        assert!(matches!(other[..], [Err(StoreError::Fenced)]), "{other:?}");
+        // After a takeover the same retry is fenced: the epoch is no longer ours.
+        store.take_file(&file, 0).await.expect("take over");
+        let late = store
+            .append(vec![append(&file, epoch, vec![patch(3, 1, 3)])].into())
+            .await
+            .expect("commit");
+        assert!(matches!(late[..], [Err(StoreError::Fenced)]), "{late:?}");
+    }
+
+    /// A statement that fails inside a group commit (here a unique violation on an op
+    /// row that should not exist) fails its own file only: the savepoint is rolled
+    /// back, whether the file comes first or last in the batch, and the rest commit.
+    #[tokio::test]
+    async fn a_failing_statement_fails_only_its_file() {
+        let db = TestDb::create().await;
+        let store = PgStore::connect(&db.url, 2).await.expect("connect");
+        let (_, bad) = account_and_file(&store).await;
+        let (_, first) = account_and_file(&store).await;
+        let (_, second) = account_and_file(&store).await;
+        let bad_epoch = store.take_file(&bad, 0).await.expect("take").epoch;
+        let first_epoch = store.take_file(&first, 0).await.expect("take").epoch;
+        let second_epoch = store.take_file(&second, 0).await.expect("take").epoch;
+        // A stray row at the version `bad` would append next.
+        store
+            .client()
+            .await
+            .expect("client")
+            .execute(
+                "INSERT INTO ops (file_id, version, client, op_id, person, ops)
+                 VALUES ($1, 1, '\\x00', 0, 'x', '[]')",
+                &[&bad.as_str()],
+            )
+            .await
+            .expect("stray row");
+
+        let results = store
+            .append(
+                vec![
+                    append(&first, first_epoch, vec![patch(1, 1, 1)]),
+                    append(&bad, bad_epoch, vec![patch(1, 2, 1)]),
+                ]
+                .into(),
+            )
+            .await
+            .expect("the batch commits");
+        assert!(
+            matches!(results[..], [Ok(()), Err(StoreError::Fenced)]),
+            "{results:?}"
+        );
+        let results = store
+            .append(
+                vec![
+                    append(&bad, bad_epoch, vec![patch(1, 2, 1)]),
+                    append(&second, second_epoch, vec![patch(1, 3, 1)]),
+                    append(&first, first_epoch, vec![patch(2, 1, 2)]),
+                ]
+                .into(),
+            )
+            .await
+            .expect("the batch commits");
+        assert!(
+            matches!(results[..], [Err(StoreError::Fenced), Ok(()), Ok(())]),
+            "{results:?}"
+        );
+        assert_eq!(store.file(&first).await.expect("first").version, 2);
+        assert_eq!(store.file(&second).await.expect("second").version, 1);
+        assert_eq!(store.file(&bad).await.expect("bad").version, 0);
+        assert_eq!(
+            store.client_op(&bad, ClientKey([2; 16])).await.expect("op"),
+            None
+        );
+        let (_, tail) = store.snapshot_and_tail(&bad).await.expect("tail");
+        assert_eq!(tail.len(), 1);
+        assert_eq!(tail[0].by, "x", "the stray row is untouched");
+    }
+
+    /// A server nobody answers on is `Unavailable`, quickly, never a panic.
+    #[tokio::test]
+    async fn an_unreachable_server_is_unavailable() {
+        let started = std::time::Instant::now();
+        let result = PgStore::connect("postgres://atrium@127.0.0.1:1/atrium", 1).await;
+        assert!(
+            matches!(result, Err(StoreError::Unavailable(_))),
+            "{:?}",
+            result.err()
+        );
+        assert!(started.elapsed() < CONNECT_TIMEOUT + Duration::from_secs(2));
+        assert!(matches!(
+            PgStore::connect("not a url", 1).await,
+            Err(StoreError::Unavailable(_))
+        ));
+    }
+
+    /// When the database goes away under a running store, calls fail with
+    /// `Unavailable` (retryable) and `ping` says no.
+    #[tokio::test]
+    async fn a_lost_database_is_unavailable() {
+        let db = TestDb::create().await;
+        let store = PgStore::connect(&db.url, 2).await.expect("connect");
+        let (_, file) = account_and_file(&store).await;
+        let epoch = store.take_file(&file, 0).await.expect("take").epoch;
+        assert!(store.ping().await);
+        admin()
+            .await
+            .batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", db.name))
+            .await
+            .expect("drop");
+        assert!(!store.ping().await);
+        assert!(matches!(
+            store
+                .append(vec![append(&file, epoch, vec![patch(1, 1, 1)])].into())
+                .await,
+            Err(StoreError::Unavailable(_))
+        ));
+        assert!(matches!(
+            store.file(&file).await,
+            Err(StoreError::Unavailable(_))
+        ));
+    }
+
+    #[test]
+    fn database_names_swap_into_urls() {
+        assert_eq!(
+            with_database("postgres://atrium@127.0.0.1:55432/postgres", "x"),
+            "postgres://atrium@127.0.0.1:55432/x"
+        );
+        assert_eq!(
+            with_database("postgres://u:p@h:1/postgres?sslmode=disable", "x"),
+            "postgres://u:p@h:1/x?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://h:1", "x"), "postgres://h:1/x");
+    }
+}
