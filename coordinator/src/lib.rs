@@ -9,18 +9,36 @@
 //! - `types`: [`NodeId`], [`Member`], [`Lease`], [`CoordinatorSettings`];
 //! - `error`: [`CoordinatorError`];
 //! - `memory`: [`MemoryCoordinator`], everything in one process;
-//! - `keeper`: [`LeaseKeeper`], renews one lease in the background and reports its loss.
+//! - `keeper`: [`LeaseKeeper`], renews one lease in the background and reports its loss;
+//! - `events`: [`CoordinatorEvent`], what [`Coordinator::watch`] reports;
+//! - `nats`: [`NatsCoordinator`], JetStream KV buckets plus core NATS subjects;
+//! - `redis`: [`RedisCoordinator`], keys with PX TTLs, Lua scripts and pub/sub;
+//! - `ring`: [`Ring`], the consistent hash ring of live nodes (router and nodes agree on it);
+//! - `connect`: [`connect`], the backend chosen by the URL's scheme.
 
 #![forbid(unsafe_code)]
 
+mod connect;
 mod error;
+mod events;
 mod keeper;
+mod keys;
 mod memory;
+mod nats;
+mod nats_watch;
+mod record;
+mod redis;
+mod ring;
 mod types;
 
+pub use connect::connect;
 pub use error::CoordinatorError;
+pub use events::CoordinatorEvent;
 pub use keeper::LeaseKeeper;
 pub use memory::MemoryCoordinator;
+pub use nats::NatsCoordinator;
+pub use redis::RedisCoordinator;
+pub use ring::{Ring, SIP_KEYS, VNODES};
 pub use types::{
     CoordinatorSettings, Lease, Member, NodeId, DEFAULT_HEARTBEAT, DEFAULT_LEASE, MAX_ADDRESS_LEN,
     MAX_KEY_LEN,
@@ -80,4 +98,17 @@ pub trait Coordinator: Send + Sync + 'static {
 
     /// The slots held across live nodes.
     async fn count(&self, counter: &str) -> Result<u64, CoordinatorError>;
+
+    /// Subscribes to changes: membership (on change and at least once per lease time),
+    /// lease hand-overs and fleet-wide messages. Events that happen after this returns are
+    /// delivered; a receiver that falls far behind gets `RecvError::Lagged` and should
+    /// re-read what it needs (`members`, `holder`). Needs a Tokio runtime.
+    async fn watch(
+        &self,
+    ) -> Result<tokio::sync::broadcast::Receiver<CoordinatorEvent>, CoordinatorError>;
+
+    /// Sends `payload` under `topic` to every watcher of every coordinator instance of the
+    /// fleet (this one's included), at most once and without storing it: a watcher that is
+    /// not connected at that moment misses it.
+    async fn publish(&self, topic: &str, payload: Vec<u8>) -> Result<(), CoordinatorError>;
 }

@@ -4,14 +4,23 @@
 //! can pause and advance it. Lapsed records are not chased by a timer: each call judges
 //! liveness against the clock, drops what it finds dead on its way, and the maps get an
 //! occasional sweep whose cost is paid for by the growth that triggered it.
+//!
+//! Watchers are told through an in-process broadcast: membership changes and lease
+//! hand-overs at once, lapses at the next periodic listing (every heartbeat interval, started
+//! by the first `watch`). A lease that lapses unnoticed is not announced; its successor's
+//! acquire is.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::time::Instant;
 
+use crate::events::{spawn_members_ticker, Hub};
 use crate::types::{check_key, MAX_ADDRESS_LEN};
-use crate::{Coordinator, CoordinatorError, CoordinatorSettings, Lease, Member, NodeId};
+use crate::{
+    Coordinator, CoordinatorError, CoordinatorEvent, CoordinatorSettings, Lease, Member, NodeId,
+};
 
 /// Maps are swept for dead entries when they reach this size, then again each time they
 /// double, so sweeps cost O(1) per insertion on average.
@@ -19,7 +28,9 @@ const MIN_SWEEP: usize = 1024;
 
 pub struct MemoryCoordinator {
     settings: CoordinatorSettings,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
+    hub: Arc<Hub>,
+    ticking: AtomicBool,
 }
 
 struct State {
@@ -48,6 +59,18 @@ struct LeaseRecord {
 
 fn is_live(members: &HashMap<NodeId, MemberRecord>, node: &NodeId, now: Instant) -> bool {
     members.get(node).is_some_and(|m| m.expires > now)
+}
+
+fn live_members(members: &HashMap<NodeId, MemberRecord>, now: Instant) -> Vec<Member> {
+    members
+        .iter()
+        .filter(|(_, m)| m.expires > now)
+        .map(|(id, m)| Member {
+            id: id.clone(),
+            address: m.address.clone(),
+            draining: m.draining,
+        })
+        .collect()
 }
 
 impl State {
@@ -84,14 +107,16 @@ impl MemoryCoordinator {
     pub fn new(settings: CoordinatorSettings) -> Self {
         Self {
             settings,
-            state: Mutex::new(State {
+            hub: Hub::new(),
+            ticking: AtomicBool::new(false),
+            state: Arc::new(Mutex::new(State {
                 members: HashMap::new(),
                 leases: HashMap::new(),
                 counters: HashMap::new(),
                 last_epoch: 0,
                 lease_sweep_at: MIN_SWEEP,
                 counter_sweep_at: MIN_SWEEP,
-            }),
+            })),
         }
     }
 
@@ -103,6 +128,23 @@ impl MemoryCoordinator {
     /// so a poisoned lock still guards consistent state and is simply taken over.
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Announces the live membership to watchers, if any.
+    fn announce_members(&self, st: &State) {
+        if self.hub.has_watchers() {
+            self.hub
+                .members(live_members(&st.members, Instant::now()), None);
+        }
+    }
+
+    fn announce_lease(&self, file: &str, holder: Option<&NodeId>) {
+        if self.hub.has_watchers() {
+            self.hub.send(CoordinatorEvent::LeaseChanged {
+                file: file.to_owned(),
+                holder: holder.cloned(),
+            });
+        }
     }
 
     fn lease_of(&self, file: &str, node: &NodeId, epoch: u64, expires: Instant) -> Lease {
@@ -143,6 +185,7 @@ impl Coordinator for MemoryCoordinator {
                 expires: now + self.settings.lease,
             },
         );
+        self.announce_members(&st);
         Ok(())
     }
 
@@ -152,7 +195,11 @@ impl Coordinator for MemoryCoordinator {
         match st.members.get_mut(node) {
             Some(m) if m.expires > now => {
                 m.expires = now + self.settings.lease;
+                let changed = m.draining != draining;
                 m.draining = draining;
+                if changed {
+                    self.announce_members(&st);
+                }
                 Ok(())
             }
             Some(_) => {
@@ -167,8 +214,11 @@ impl Coordinator for MemoryCoordinator {
 
     async fn leave(&self, node: &NodeId) -> Result<(), CoordinatorError> {
         let mut st = self.lock();
-        st.members.remove(node);
+        let was = st.members.remove(node).is_some();
         st.purge_slots(node);
+        if was {
+            self.announce_members(&st);
+        }
         Ok(())
     }
 
@@ -178,15 +228,7 @@ impl Coordinator for MemoryCoordinator {
         // Dead records are dropped here; their slots already stopped counting and go at
         // the next sweep or when the node joins again.
         st.members.retain(|_, m| m.expires > now);
-        Ok(st
-            .members
-            .iter()
-            .map(|(id, m)| Member {
-                id: id.clone(),
-                address: m.address.clone(),
-                draining: m.draining,
-            })
-            .collect())
+        Ok(live_members(&st.members, now))
     }
 
     async fn acquire(&self, file: &str, node: &NodeId) -> Result<Lease, CoordinatorError> {
@@ -216,6 +258,8 @@ impl Coordinator for MemoryCoordinator {
             },
         );
         st.sweep_leases(now);
+        drop(st);
+        self.announce_lease(file, Some(node));
         Ok(self.lease_of(file, node, epoch, expires))
     }
 
@@ -245,6 +289,8 @@ impl Coordinator for MemoryCoordinator {
             .is_some_and(|held| held.node == lease.node && held.epoch == lease.epoch)
         {
             st.leases.remove(&lease.file);
+            drop(st);
+            self.announce_lease(&lease.file, None);
         }
         Ok(())
     }
@@ -319,6 +365,38 @@ impl Coordinator for MemoryCoordinator {
                 .map(|(_, k)| k)
                 .sum()
         }))
+    }
+
+    async fn watch(
+        &self,
+    ) -> Result<tokio::sync::broadcast::Receiver<CoordinatorEvent>, CoordinatorError> {
+        let rx = self.hub.subscribe();
+        if !self.ticking.swap(true, Ordering::AcqRel) {
+            let (state, hub) = (Arc::downgrade(&self.state), self.hub.clone());
+            let refresh = Some(self.settings.lease);
+            spawn_members_ticker(self.settings, move || {
+                let alive = state.upgrade().is_some_and(|state| {
+                    // Announced under the lock, so a listing never overtakes a newer one.
+                    let st = state.lock().unwrap_or_else(PoisonError::into_inner);
+                    hub.members(live_members(&st.members, Instant::now()), refresh);
+                    true
+                });
+                std::future::ready(alive)
+            });
+        }
+        // A new watcher hears the membership at once, not only at the next change.
+        let members = live_members(&self.lock().members, Instant::now());
+        self.hub.members(members, Some(std::time::Duration::ZERO));
+        Ok(rx)
+    }
+
+    async fn publish(&self, topic: &str, payload: Vec<u8>) -> Result<(), CoordinatorError> {
+        check_key("topic", topic)?;
+        self.hub.send(CoordinatorEvent::Message {
+            topic: topic.to_owned(),
+            payload,
+        });
+        Ok(())
     }
 }
 

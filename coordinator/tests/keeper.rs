@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use atrium_coordinator::{
-    Coordinator, CoordinatorError, CoordinatorSettings, Lease, LeaseKeeper, Member,
-    MemoryCoordinator, NodeId,
+    Coordinator, CoordinatorError, CoordinatorEvent, CoordinatorSettings, Lease, LeaseKeeper,
+    Member, MemoryCoordinator, NodeId,
 };
 use tokio::time::{sleep, timeout};
 
@@ -58,6 +58,16 @@ impl Coordinator for Stalling {
     }
     async fn count(&self, c: &str) -> Result<u64, CoordinatorError> {
         self.inner.count(c).await
+    }
+
+    async fn watch(
+        &self,
+    ) -> Result<tokio::sync::broadcast::Receiver<CoordinatorEvent>, CoordinatorError> {
+        self.inner.watch().await
+    }
+
+    async fn publish(&self, topic: &str, payload: Vec<u8>) -> Result<(), CoordinatorError> {
+        self.inner.publish(topic, payload).await
     }
 }
 

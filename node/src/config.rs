@@ -35,6 +35,24 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_LEASE_MS", default_value_t = 5_000)]
     pub lease_ms: u64,
 
+    /// The coordinator: `memory://` (a single node), `nats://host:port` (JetStream)
+    /// or `redis://host:port`; `?namespace=NAME` keeps fleets on one server apart.
+    #[arg(long, env = "ATRIUM_COORDINATOR", default_value = "memory://")]
+    pub coordinator: String,
+
+    /// Postgres URL for accounts, files, snapshots and the op log (cluster mode);
+    /// when unset, the embedded store under `ATRIUM_DATA` is used.
+    #[arg(long, env = "ATRIUM_DATABASE_URL")]
+    pub database_url: Option<String>,
+
+    /// Postgres connections per node.
+    #[arg(long, env = "ATRIUM_DATABASE_POOL", default_value_t = 16)]
+    pub database_pool: usize,
+
+    /// Files handed to their new ring owner per second when the ring changes.
+    #[arg(long, env = "ATRIUM_REBALANCE_PER_SECOND", default_value_t = 20)]
+    pub rebalance_per_second: u32,
+
     /// Emails of server admins, comma separated.
     #[arg(long, env = "ATRIUM_ADMINS", default_value = "", value_delimiter = ',')]
     pub admins: Vec<String>,

@@ -17,6 +17,7 @@
 
 pub mod auth;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod doc;
 pub mod http;

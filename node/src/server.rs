@@ -11,7 +11,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use atrium_coordinator::{Coordinator, CoordinatorError, Member, MemoryCoordinator, NodeId};
+use atrium_coordinator::{Coordinator, CoordinatorError, Member, NodeId};
 
 use crate::auth::Hasher;
 use crate::config::NodeConfig;
@@ -23,6 +23,7 @@ use crate::outbox::Budget;
 use crate::room::registry::Rooms;
 use crate::room::RoomContext;
 use crate::sessions::SessionSockets;
+use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::Store;
 
@@ -90,7 +91,10 @@ pub async fn start(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Running, StartError> {
     let config = Arc::new(config);
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&config.data)?);
+    let store: Arc<dyn Store> = match &config.database_url {
+        Some(url) => Arc::new(PgStore::connect(url, config.database_pool).await?),
+        None => Arc::new(SqliteStore::open(&config.data)?),
+    };
     let listener = TcpListener::bind(config.bind)
         .await
         .map_err(|source| StartError::Bind {
@@ -117,7 +121,9 @@ pub async fn start(
         .map_err(|e| StartError::Setting(e.to_string()))?;
     let node = NodeId::parse(&config.node_id)
         .map_err(|e| StartError::Setting(format!("ATRIUM_NODE_ID: {e}")))?;
-    let coordinator: Arc<dyn Coordinator> = Arc::new(MemoryCoordinator::new(settings));
+    let coordinator = atrium_coordinator::connect(&config.coordinator, settings)
+        .await
+        .map_err(|e| StartError::Setting(format!("ATRIUM_COORDINATOR: {e}")))?;
     let member = Member {
         id: node.clone(),
         address: config.advertise.clone().unwrap_or_else(|| addr.to_string()),
@@ -167,6 +173,7 @@ pub async fn start(
     if let Some(admin) = admin {
         tokio::spawn(admin_loop(admin, stop_rx.clone()));
     }
+    tokio::spawn(crate::cluster::run(state.clone()));
     let heartbeats = tokio::spawn(heartbeat_loop(
         coordinator.clone(),
         member,

@@ -179,7 +179,9 @@ pub async fn signout(state: &AppState, req: Request<Incoming>) -> ApiResult {
     signed_in(state, Some(&token)).await?;
     let d = digest(&token);
     state.store.delete_session(d).await?;
+    // Here at once, and on every other node through the coordinator.
     state.sockets.sign_out(d);
+    crate::cluster::announce_signout(state, d).await;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 

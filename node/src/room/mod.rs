@@ -392,7 +392,11 @@ impl Room {
 
     fn join(&mut self, req: JoinRequest) -> Result<Joined, JoinError> {
         if let Some(f) = &self.finishing {
-            let code = if matches!(f.exit, Exit::Moved) { 4009 } else { 1012 };
+            let code = if matches!(f.exit, Exit::Moved) {
+                4009
+            } else {
+                1012
+            };
             return Err(JoinError::Unavailable(code));
         }
         let account_id = req.account.as_ref().map(|(id, _)| id);

@@ -93,6 +93,11 @@ impl Rooms {
         self.len() == 0
     }
 
+    /// The files whose rooms are in memory.
+    pub fn files(&self) -> Vec<FileId> {
+        self.lock().keys().cloned().collect()
+    }
+
     /// The number of people in the fullest room.
     pub fn busiest(&self) -> usize {
         self.lock()

@@ -1,0 +1,591 @@
+//! The NATS backend: JetStream KV buckets, plus a core NATS subject for fleet messages.
+//!
+//! Three buckets per namespace `ns` (history 1 each):
+//! - `{ns}-members`: key = node id, value = [`MemberRecord`] JSON; `max_age` = the lease time,
+//!   so a record lapses unless heartbeats rewrite it;
+//! - `{ns}-leases`: key = encoded file id, value = `{node, epoch}` JSON; `max_age` = the lease
+//!   time. Taking a free lease is a write expecting the key's last revision (0 or the revision
+//!   of its delete marker); renewing and releasing expect the revision we last wrote, so they
+//!   only succeed while the lease is still ours (compare-and-set on the revision);
+//! - `{ns}-state`: no expiry. `epoch` holds the epoch counter, raised by compare-and-set so it
+//!   only grows; `c.{counter}` holds one counter's slots as `{node: [incarnation, slots]}`,
+//!   also updated by compare-and-set, and summed over the nodes whose live membership has that
+//!   incarnation.
+//!
+//! Lapses: the buckets set `limit_markers` (NATS 2.11+), so when `max_age` removes a record the
+//! server leaves a marker that watchers see as a purge. Every instance watches the members
+//! bucket and keeps the live set in memory (`nats_watch`); `members()` and the liveness checks
+//! of the counters read that view, and it also drops a member locally when no heartbeat was
+//! seen for the lease time plus half of it, in case a marker is missed.
+//!
+//! Round trips to the server, uncontended, measured by the contract tests' shape of calls:
+//! `join` 2 (read, write); `heartbeat` 1 (a write expecting the revision this instance last
+//! wrote; 2 when another instance joined the node); `leave` 1; `members` 0 (the watched view);
+//! `acquire` of a free file 3 (read the lease, raise the epoch, write the lease; the epoch
+//! costs 2 more when another instance raised it since this one last did), of a lease already
+//! ours 2; `renew` 1 (2 after another instance renewed it); `release` 1; `holder` 1;
+//! `count_up` 2 (read, compare-and-set; none to refuse at the limit after the read);
+//! `count_down` 2; `count` 1; `publish` 1 (publish and flush); `watch` 2 once per instance
+//! (subscriptions), then none.
+//!
+//! JetStream acknowledges before it syncs to disk, so a crash of the server can lose recent
+//! writes (even an epoch raise): the coordinator is a hint, the document store's fenced epoch
+//! is the judge.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_nats::jetstream::kv::{self, Operation, UpdateErrorKind};
+use async_nats::jetstream::{self, context::ContextBuilder};
+use bytes::Bytes;
+use tokio::sync::{broadcast, oneshot, OnceCell};
+
+use crate::events::Hub;
+use crate::keys::{check_namespace, encode};
+use crate::nats_watch::{self, View};
+use crate::record::{check_member, new_incarnation, unavailable, LeaseRecord, MemberRecord};
+use crate::types::check_key;
+use crate::{
+    Coordinator, CoordinatorError, CoordinatorEvent, CoordinatorSettings, Lease, Member, NodeId,
+};
+
+/// How often a compare-and-set is retried when other writers keep winning.
+const CAS_TRIES: usize = 16;
+/// Markers left by lapses live this long (the server's minimum).
+const MARKER_TTL: Duration = Duration::from_secs(1);
+/// The header carrying a fleet message's topic.
+pub(crate) const TOPIC_HEADER: &str = "Atrium-Topic";
+
+pub struct NatsCoordinator {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub settings: CoordinatorSettings,
+    pub ns: String,
+    pub client: async_nats::Client,
+    js: jetstream::Context,
+    pub members: kv::Store,
+    pub leases: kv::Store,
+    state: kv::Store,
+    pub hub: Arc<Hub>,
+    pub view: Arc<View>,
+    /// Revisions this instance last wrote, so renewals are one compare-and-set.
+    own_members: Mutex<HashMap<NodeId, (u64, MemberRecord)>>,
+    own_leases: Mutex<HashMap<String, (u64, u64)>>,
+    /// (epoch, revision) of the epoch key as this instance last saw it.
+    epoch: Mutex<(u64, u64)>,
+    watching: OnceCell<()>,
+    /// Dropping it stops the background tasks.
+    _stop: oneshot::Sender<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl NatsCoordinator {
+    /// Connects to `url` (`nats://host:port`), creates or updates the namespace's buckets to
+    /// match `settings`, and starts watching the membership.
+    pub async fn connect(
+        url: &str,
+        ns: &str,
+        settings: CoordinatorSettings,
+    ) -> Result<Self, CoordinatorError> {
+        settings.validate()?;
+        check_namespace(ns)?;
+        let timeout = settings.heartbeat.max(Duration::from_millis(500));
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(timeout)
+            .request_timeout(Some(timeout))
+            .connect(url)
+            .await
+            .map_err(|e| unavailable("nats connect", e))?;
+        let js = ContextBuilder::new().timeout(timeout).build(client.clone());
+        let bucket = |name: &str, max_age: Duration| kv::Config {
+            bucket: format!("{ns}-{name}"),
+            history: 1,
+            max_age,
+            limit_markers: Some(MARKER_TTL),
+            ..Default::default()
+        };
+        let mut stores = Vec::new();
+        for (name, age) in [
+            ("members", settings.lease),
+            ("leases", settings.lease),
+            ("state", Duration::ZERO),
+        ] {
+            let store = js
+                .create_or_update_key_value(bucket(name, age))
+                .await
+                .map_err(|e| unavailable("nats bucket", e))?;
+            stores.push(store);
+        }
+        let [members, leases, state] = <[kv::Store; 3]>::try_from(stores).expect("three");
+        let (stop, stopped) = oneshot::channel();
+        let inner = Arc::new(Inner {
+            settings,
+            ns: ns.to_owned(),
+            client,
+            js,
+            members,
+            leases,
+            state,
+            hub: Hub::new(),
+            view: View::new(),
+            own_members: Mutex::default(),
+            own_leases: Mutex::default(),
+            epoch: Mutex::default(),
+            watching: OnceCell::new(),
+            _stop: stop,
+        });
+        nats_watch::spawn_members(&inner, stopped);
+        Ok(Self { inner })
+    }
+
+    /// Deletes the namespace's buckets (tests clean up with it).
+    pub async fn destroy(&self) -> Result<(), CoordinatorError> {
+        for name in ["members", "leases", "state"] {
+            let bucket = format!("{}-{name}", self.inner.ns);
+            self.inner
+                .js
+                .delete_key_value(&bucket)
+                .await
+                .map_err(|e| unavailable("nats delete bucket", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// The lease key of a file, and the member key of a node.
+fn lease_key(file: &str) -> String {
+    encode(file)
+}
+
+pub(crate) fn member_key(node: &NodeId) -> String {
+    encode(node.as_str())
+}
+
+fn counter_key(counter: &str) -> String {
+    format!("c.{}", encode(counter))
+}
+
+type Slots = HashMap<String, (String, u64)>;
+
+impl Inner {
+    fn lease(&self, file: &str, node: &NodeId, epoch: u64) -> Lease {
+        Lease {
+            file: file.to_owned(),
+            node: node.clone(),
+            epoch,
+            expires_at: std::time::Instant::now() + self.settings.lease,
+        }
+    }
+
+    /// Raises the epoch counter and returns the new value.
+    async fn next_epoch(&self) -> Result<u64, CoordinatorError> {
+        let (mut value, mut rev) = *lock(&self.epoch);
+        for _ in 0..CAS_TRIES {
+            let next = value + 1;
+            match self
+                .state
+                .update("epoch", Bytes::from(next.to_string()), rev)
+                .await
+            {
+                Ok(new_rev) => {
+                    *lock(&self.epoch) = (next, new_rev);
+                    return Ok(next);
+                }
+                Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
+                    let entry = self
+                        .state
+                        .entry("epoch")
+                        .await
+                        .map_err(|e| unavailable("nats epoch", e))?;
+                    (value, rev) = match entry {
+                        Some(e) if e.operation == Operation::Put => (
+                            std::str::from_utf8(&e.value)
+                                .ok()
+                                .and_then(|s| s.parse().ok())
+                                .unwrap_or(0),
+                            e.revision,
+                        ),
+                        Some(e) => (0, e.revision),
+                        None => (0, 0),
+                    };
+                }
+                Err(e) => return Err(unavailable("nats epoch", e)),
+            }
+        }
+        Err(CoordinatorError::Unavailable(
+            "epoch counter contended".into(),
+        ))
+    }
+
+    /// The current slots of a counter and the revision to expect when writing them.
+    async fn slots(&self, key: &str) -> Result<(Slots, u64), CoordinatorError> {
+        match self
+            .state
+            .entry(key)
+            .await
+            .map_err(|e| unavailable("nats counter", e))?
+        {
+            Some(e) if e.operation == Operation::Put => Ok((
+                serde_json::from_slice(&e.value).unwrap_or_default(),
+                e.revision,
+            )),
+            Some(e) => Ok((Slots::new(), e.revision)),
+            None => Ok((Slots::new(), 0)),
+        }
+    }
+
+    /// Writes a counter's slots expecting `rev`; `Ok(false)` when someone wrote first.
+    async fn write_slots(
+        &self,
+        key: &str,
+        slots: &Slots,
+        rev: u64,
+    ) -> Result<bool, CoordinatorError> {
+        let result = if slots.is_empty() && rev != 0 {
+            // An emptied counter leaves only a marker that expires, not a key per account.
+            self.state
+                .purge_expect_revision_with_ttl(key, rev, MARKER_TTL)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        } else {
+            let json = serde_json::to_vec(slots).expect("slots serialize");
+            match self.state.update(key, json.into(), rev).await {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => return Ok(false),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        match result {
+            Ok(()) => Ok(true),
+            // A purge reports a stale revision only through its message.
+            Err(e) if e.contains("wrong last sequence") => Ok(false),
+            Err(e) => Err(unavailable("nats counter", e)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Coordinator for NatsCoordinator {
+    async fn join(&self, member: Member) -> Result<(), CoordinatorError> {
+        check_member(&member)?;
+        let me = &self.inner;
+        let key = member_key(&member.id);
+        let old = me
+            .members
+            .entry(key.as_str())
+            .await
+            .map_err(|e| unavailable("nats join", e))?;
+        // Joining again while live keeps the incarnation (and so the node's slots).
+        let inc = old
+            .filter(|e| e.operation == Operation::Put)
+            .and_then(|e| MemberRecord::parse(&e.value))
+            .map_or_else(new_incarnation, |r| r.inc);
+        let record = MemberRecord::new(&member, inc);
+        let rev = me
+            .members
+            .put(key.as_str(), record.to_json().into())
+            .await
+            .map_err(|e| unavailable("nats join", e))?;
+        me.view.seen(&record);
+        lock(&me.own_members).insert(member.id, (rev, record));
+        me.view.announce(&me.hub, None);
+        Ok(())
+    }
+
+    async fn heartbeat(&self, node: &NodeId, draining: bool) -> Result<(), CoordinatorError> {
+        let me = &self.inner;
+        let key = member_key(node);
+        let known = lock(&me.own_members).get(node).cloned();
+        let (rev, mut record) = match known {
+            Some(k) => k,
+            None => match me
+                .members
+                .entry(key.as_str())
+                .await
+                .map_err(|e| unavailable("nats heartbeat", e))?
+            {
+                Some(e) if e.operation == Operation::Put => {
+                    let r = MemberRecord::parse(&e.value).ok_or(CoordinatorError::Lost)?;
+                    (e.revision, r)
+                }
+                _ => return Err(CoordinatorError::Lost),
+            },
+        };
+        let changed = record.draining != draining;
+        record.draining = draining;
+        match me
+            .members
+            .update(key.as_str(), record.to_json().into(), rev)
+            .await
+        {
+            Ok(new_rev) => {
+                me.view.seen(&record);
+                lock(&me.own_members).insert(node.clone(), (new_rev, record));
+                if changed {
+                    me.view.announce(&me.hub, None);
+                }
+                Ok(())
+            }
+            Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
+                // Lapsed (a marker), left, or joined again elsewhere: the fleet moved on.
+                lock(&me.own_members).remove(node);
+                Err(CoordinatorError::Lost)
+            }
+            Err(e) => Err(unavailable("nats heartbeat", e)),
+        }
+    }
+
+    async fn leave(&self, node: &NodeId) -> Result<(), CoordinatorError> {
+        let me = &self.inner;
+        me.members
+            .delete(member_key(node))
+            .await
+            .map_err(|e| unavailable("nats leave", e))?;
+        lock(&me.own_members).remove(node);
+        if me.view.forget(node) {
+            me.view.announce(&me.hub, None);
+        }
+        Ok(())
+    }
+
+    async fn members(&self) -> Result<Vec<Member>, CoordinatorError> {
+        let me = &self.inner;
+        me.view.wait_synced(me.settings.lease * 2).await?;
+        Ok(me.view.members())
+    }
+
+    async fn acquire(&self, file: &str, node: &NodeId) -> Result<Lease, CoordinatorError> {
+        check_key("file id", file)?;
+        let me = &self.inner;
+        let key = lease_key(file);
+        for _ in 0..CAS_TRIES {
+            let entry = me
+                .leases
+                .entry(key.as_str())
+                .await
+                .map_err(|e| unavailable("nats acquire", e))?;
+            let (epoch, rev) = match entry {
+                Some(e) if e.operation == Operation::Put => {
+                    let held: LeaseRecord = serde_json::from_slice(&e.value)
+                        .map_err(|e| unavailable("nats lease record", e))?;
+                    if held.node != node.as_str() {
+                        let holder = NodeId::parse(&held.node)?;
+                        return Err(CoordinatorError::Held { holder });
+                    }
+                    (held.epoch, e.revision)
+                }
+                Some(e) => (me.next_epoch().await?, e.revision),
+                None => (me.next_epoch().await?, 0),
+            };
+            let value = LeaseRecord {
+                node: node.as_str().to_owned(),
+                epoch,
+            };
+            let json = serde_json::to_vec(&value).expect("lease serializes");
+            match me.leases.update(key.as_str(), json.into(), rev).await {
+                Ok(new_rev) => {
+                    lock(&me.own_leases).insert(file.to_owned(), (epoch, new_rev));
+                    return Ok(me.lease(file, node, epoch));
+                }
+                // Someone else wrote first: look again (probably Held now).
+                Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => continue,
+                Err(e) => return Err(unavailable("nats acquire", e)),
+            }
+        }
+        Err(CoordinatorError::Unavailable("lease contended".into()))
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Lease, CoordinatorError> {
+        let me = &self.inner;
+        let key = lease_key(&lease.file);
+        let value = LeaseRecord {
+            node: lease.node.as_str().to_owned(),
+            epoch: lease.epoch,
+        };
+        let json: Bytes = serde_json::to_vec(&value).expect("lease serializes").into();
+        let cached = lock(&me.own_leases)
+            .get(&lease.file)
+            .filter(|(epoch, _)| *epoch == lease.epoch)
+            .map(|(_, rev)| *rev);
+        let rev = match cached {
+            Some(rev) => rev,
+            None => match me
+                .leases
+                .entry(key.as_str())
+                .await
+                .map_err(|e| unavailable("nats renew", e))?
+            {
+                Some(e)
+                    if e.operation == Operation::Put
+                        && serde_json::from_slice::<LeaseRecord>(&e.value)
+                            .ok()
+                            .as_ref()
+                            == Some(&value) =>
+                {
+                    e.revision
+                }
+                _ => return Err(CoordinatorError::Lost),
+            },
+        };
+        match me.leases.update(key.as_str(), json, rev).await {
+            Ok(new_rev) => {
+                lock(&me.own_leases).insert(lease.file.clone(), (lease.epoch, new_rev));
+                Ok(me.lease(&lease.file, &lease.node, lease.epoch))
+            }
+            Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
+                lock(&me.own_leases).remove(&lease.file);
+                if cached.is_some() {
+                    // Another instance may have renewed it for us: check once more.
+                    return self.renew(lease).await;
+                }
+                Err(CoordinatorError::Lost)
+            }
+            Err(e) => Err(unavailable("nats renew", e)),
+        }
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), CoordinatorError> {
+        let me = &self.inner;
+        let key = lease_key(&lease.file);
+        let cached = lock(&me.own_leases)
+            .remove(&lease.file)
+            .filter(|(epoch, _)| *epoch == lease.epoch);
+        if let Some((_, rev)) = cached {
+            if me
+                .leases
+                .delete_expect_revision(key.as_str(), Some(rev))
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
+        }
+        // Not known here, or the fast path failed: delete only if the record is ours.
+        let entry = me
+            .leases
+            .entry(key.as_str())
+            .await
+            .map_err(|e| unavailable("nats release", e))?;
+        if let Some(e) = entry.filter(|e| e.operation == Operation::Put) {
+            let held: Option<LeaseRecord> = serde_json::from_slice(&e.value).ok();
+            if held.is_some_and(|h| h.node == lease.node.as_str() && h.epoch == lease.epoch) {
+                // A failure here means it changed meanwhile, so it is no longer ours.
+                let _ = me
+                    .leases
+                    .delete_expect_revision(key.as_str(), Some(e.revision))
+                    .await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn holder(&self, file: &str) -> Result<Option<NodeId>, CoordinatorError> {
+        let entry = self
+            .inner
+            .leases
+            .entry(lease_key(file))
+            .await
+            .map_err(|e| unavailable("nats holder", e))?;
+        Ok(entry
+            .filter(|e| e.operation == Operation::Put)
+            .and_then(|e| serde_json::from_slice::<LeaseRecord>(&e.value).ok())
+            .and_then(|r| NodeId::parse(&r.node).ok()))
+    }
+
+    async fn count_up(
+        &self,
+        counter: &str,
+        node: &NodeId,
+        limit: u64,
+    ) -> Result<bool, CoordinatorError> {
+        check_key("counter", counter)?;
+        let me = &self.inner;
+        me.view.wait_synced(me.settings.lease * 2).await?;
+        let inc = me.view.incarnation(node).ok_or(CoordinatorError::Lost)?;
+        if limit == 0 {
+            return Ok(false);
+        }
+        let key = counter_key(counter);
+        for _ in 0..CAS_TRIES {
+            let (mut slots, rev) = me.slots(&key).await?;
+            // Slots of lapsed incarnations stop counting and are dropped with this write.
+            slots.retain(|n, (i, _)| me.view.is_live(n, i));
+            if slots.values().map(|(_, n)| n).sum::<u64>() >= limit {
+                return Ok(false);
+            }
+            let mine = slots
+                .entry(node.as_str().to_owned())
+                .or_insert((inc.clone(), 0));
+            mine.1 += 1;
+            if me.write_slots(&key, &slots, rev).await? {
+                return Ok(true);
+            }
+        }
+        Err(CoordinatorError::Unavailable("counter contended".into()))
+    }
+
+    async fn count_down(&self, counter: &str, node: &NodeId) -> Result<(), CoordinatorError> {
+        let me = &self.inner;
+        let key = counter_key(counter);
+        for _ in 0..CAS_TRIES {
+            let (mut slots, rev) = me.slots(&key).await?;
+            match slots.get_mut(node.as_str()) {
+                Some((_, n)) if *n > 1 => *n -= 1,
+                Some(_) => {
+                    slots.remove(node.as_str());
+                }
+                None => return Ok(()),
+            }
+            if me.write_slots(&key, &slots, rev).await? {
+                return Ok(());
+            }
+        }
+        Err(CoordinatorError::Unavailable("counter contended".into()))
+    }
+
+    async fn count(&self, counter: &str) -> Result<u64, CoordinatorError> {
+        let me = &self.inner;
+        me.view.wait_synced(me.settings.lease * 2).await?;
+        let (slots, _) = me.slots(&counter_key(counter)).await?;
+        Ok(slots
+            .iter()
+            .filter(|(n, (i, _))| me.view.is_live(n, i))
+            .map(|(_, (_, k))| k)
+            .sum())
+    }
+
+    async fn watch(&self) -> Result<broadcast::Receiver<CoordinatorEvent>, CoordinatorError> {
+        let me = &self.inner;
+        let rx = me.hub.subscribe();
+        me.watching
+            .get_or_try_init(|| nats_watch::spawn_leases_and_messages(me))
+            .await?;
+        // A new watcher hears the membership at once, not only at the next change.
+        if me.view.wait_synced(me.settings.lease).await.is_ok() {
+            me.view.announce(&me.hub, Some(Duration::ZERO));
+        }
+        Ok(rx)
+    }
+
+    async fn publish(&self, topic: &str, payload: Vec<u8>) -> Result<(), CoordinatorError> {
+        check_key("topic", topic)?;
+        let me = &self.inner;
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(TOPIC_HEADER, encode(topic).as_str());
+        me.client
+            .publish_with_headers(format!("{}.msg", me.ns), headers, payload.into())
+            .await
+            .map_err(|e| unavailable("nats publish", e))?;
+        me.client
+            .flush()
+            .await
+            .map_err(|e| unavailable("nats publish", e))
+    }
+}

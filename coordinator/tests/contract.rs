@@ -1,0 +1,395 @@
+//! One contract, three backends: every test below runs against the in-memory coordinator,
+//! a real `nats-server -js` and a real `redis-server`, in real time with 600 ms leases.
+//!
+//! The networked runs need the servers: `scripts/services.sh start && source .services/env`
+//! (it sets ATRIUM_TEST_NATS_URL and ATRIUM_TEST_REDIS_URL). Without them these tests fail,
+//! never pass silently. Each test uses its own namespace, so they run in parallel.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use atrium_coordinator::{
+    Coordinator, CoordinatorError, CoordinatorEvent, CoordinatorSettings, Member,
+    MemoryCoordinator, NatsCoordinator, NodeId, RedisCoordinator,
+};
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+
+const LEASE: Duration = Duration::from_millis(600);
+/// Long enough for any backend to notice a lapse (NATS expires up to ~250 ms late).
+const LAPSE: Duration = Duration::from_millis(1_500);
+
+#[derive(Clone, Copy)]
+enum Backend {
+    Memory,
+    Nats,
+    Redis,
+}
+
+fn settings() -> CoordinatorSettings {
+    CoordinatorSettings::from_lease(LEASE)
+}
+
+fn env_url(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is unset: run `scripts/services.sh start && source .services/env` first")
+    })
+}
+
+/// Instances of one coordinator namespace, as separate processes of a fleet would hold them.
+struct Fleet {
+    backend: Backend,
+    ns: String,
+    memory: Option<Arc<MemoryCoordinator>>,
+    nats: Vec<Arc<NatsCoordinator>>,
+    redis: Vec<Arc<RedisCoordinator>>,
+}
+
+impl Fleet {
+    fn new(backend: Backend) -> Self {
+        Self {
+            backend,
+            ns: format!("t{:016x}", rand::random::<u64>()),
+            memory: None,
+            nats: Vec::new(),
+            redis: Vec::new(),
+        }
+    }
+
+    /// A coordinator instance; for the in-memory backend, the same one every time.
+    async fn instance(&mut self) -> Arc<dyn Coordinator> {
+        match self.backend {
+            Backend::Memory => self
+                .memory
+                .get_or_insert_with(|| Arc::new(MemoryCoordinator::new(settings())))
+                .clone(),
+            Backend::Nats => {
+                let url = env_url("ATRIUM_TEST_NATS_URL");
+                let c = NatsCoordinator::connect(&url, &self.ns, settings())
+                    .await
+                    .expect("connect to NATS");
+                self.nats.push(Arc::new(c));
+                self.nats.last().unwrap().clone()
+            }
+            Backend::Redis => {
+                let url = env_url("ATRIUM_TEST_REDIS_URL");
+                let c = RedisCoordinator::connect(&url, &self.ns, settings())
+                    .await
+                    .expect("connect to Redis");
+                self.redis.push(Arc::new(c));
+                self.redis.last().unwrap().clone()
+            }
+        }
+    }
+
+    async fn cleanup(self) {
+        if let Some(c) = self.nats.first() {
+            c.destroy().await.unwrap();
+        }
+        if let Some(c) = self.redis.first() {
+            c.destroy().await.unwrap();
+        }
+    }
+}
+
+fn node(id: &str) -> NodeId {
+    NodeId::parse(id).unwrap()
+}
+
+fn member(id: &str, draining: bool) -> Member {
+    Member {
+        id: node(id),
+        address: format!("{id}.internal:8080"),
+        draining,
+    }
+}
+
+/// Heartbeats `id` every heartbeat interval until dropped.
+struct Beating(JoinHandle<()>);
+
+impl Drop for Beating {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn beat(c: &Arc<dyn Coordinator>, id: &str) -> Beating {
+    beat_as(c, id, false)
+}
+
+fn beat_as(c: &Arc<dyn Coordinator>, id: &str, draining: bool) -> Beating {
+    let (c, id) = (c.clone(), node(id));
+    Beating(tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(settings().heartbeat).await;
+            let _ = c.heartbeat(&id, draining).await;
+        }
+    }))
+}
+
+async fn ids(c: &Arc<dyn Coordinator>) -> Vec<String> {
+    let mut ids: Vec<String> = c
+        .members()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id.to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Waits for the first event `pick` accepts, failing after `within`.
+async fn next_event<T>(
+    rx: &mut broadcast::Receiver<CoordinatorEvent>,
+    within: Duration,
+    mut pick: impl FnMut(&CoordinatorEvent) -> Option<T>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Ok(event)) => {
+                if let Some(found) = pick(&event) {
+                    return found;
+                }
+            }
+            Ok(Err(broadcast::error::RecvError::Lagged(_))) => continue,
+            Ok(Err(e)) => panic!("watch ended: {e}"),
+            Err(_) => panic!("no matching event within {within:?}"),
+        }
+    }
+}
+
+async fn leases_hold_lapse_and_pass_on(backend: Backend) {
+    let mut fleet = Fleet::new(backend);
+    let (c1, c2) = (fleet.instance().await, fleet.instance().await);
+    let (a, b) = (node("a"), node("b"));
+    let file = "docs/plan v1.txt";
+
+    let mut la = c1.acquire(file, &a).await.unwrap();
+    assert_eq!(
+        c2.acquire(file, &b).await.unwrap_err(),
+        CoordinatorError::Held { holder: a.clone() }
+    );
+    assert_eq!(c2.holder(file).await.unwrap(), Some(a.clone()));
+    // Renewing keeps it across several lease times.
+    for _ in 0..6 {
+        tokio::time::sleep(settings().heartbeat).await;
+        la = c1.renew(&la).await.unwrap();
+    }
+    assert!(c2.acquire(file, &b).await.is_err(), "renewed lease is held");
+    // Acquiring again while ours extends it and keeps the epoch.
+    assert_eq!(c1.acquire(file, &a).await.unwrap().epoch, la.epoch);
+
+    tokio::time::sleep(LAPSE).await;
+    assert_eq!(c2.holder(file).await.unwrap(), None, "lapsed");
+    let lb = c2.acquire(file, &b).await.unwrap();
+    assert!(lb.epoch > la.epoch, "{} > {}", lb.epoch, la.epoch);
+    assert_eq!(c1.renew(&la).await.unwrap_err(), CoordinatorError::Lost);
+    assert_eq!(c1.holder(file).await.unwrap(), Some(b.clone()));
+    // A stale release must not free the successor's lease.
+    c1.release(&la).await.unwrap();
+    assert_eq!(c1.holder(file).await.unwrap(), Some(b));
+    fleet.cleanup().await;
+}
+
+async fn release_lets_others_in_at_once(backend: Backend) {
+    let mut fleet = Fleet::new(backend);
+    let (c1, c2) = (fleet.instance().await, fleet.instance().await);
+    let (a, b) = (node("a"), node("b"));
+    let la = c1.acquire("f", &a).await.unwrap();
+    c1.release(&la).await.unwrap();
+    let lb = c2.acquire("f", &b).await.unwrap();
+    assert!(lb.epoch > la.epoch);
+    assert_eq!(c1.renew(&la).await.unwrap_err(), CoordinatorError::Lost);
+    // The holder renews through another instance too (another process of the same node).
+    let lb = c1.renew(&lb).await.unwrap();
+    c2.release(&lb).await.unwrap();
+    assert_eq!(c1.holder("f").await.unwrap(), None);
+    let la2 = c1.acquire("f", &a).await.unwrap();
+    assert!(la2.epoch > lb.epoch);
+    fleet.cleanup().await;
+}
+
+async fn membership_lapses_and_carries_draining(backend: Backend) {
+    let mut fleet = Fleet::new(backend);
+    let (c1, c2) = (fleet.instance().await, fleet.instance().await);
+    c1.join(member("a", false)).await.unwrap();
+    c2.join(member("b", false)).await.unwrap();
+    let a_beats = beat(&c1, "a");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(ids(&c1).await, ["a", "b"]);
+    assert_eq!(ids(&c2).await, ["a", "b"]);
+
+    drop(a_beats);
+    c1.heartbeat(&node("a"), true).await.unwrap();
+    let _a = beat_as(&c1, "a", true);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let seen = c2.members().await.unwrap();
+    let a = seen.iter().find(|m| m.id.as_str() == "a").unwrap();
+    assert!(a.draining);
+    assert_eq!(a.address, "a.internal:8080");
+
+    tokio::time::sleep(LAPSE).await;
+    assert_eq!(ids(&c1).await, ["a"], "b stopped heartbeating");
+    assert_eq!(ids(&c2).await, ["a"]);
+    assert_eq!(
+        c2.heartbeat(&node("b"), false).await.unwrap_err(),
+        CoordinatorError::Lost
+    );
+    c1.leave(&node("a")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(ids(&c2).await.is_empty());
+    fleet.cleanup().await;
+}
+
+async fn counter_slots_vanish_with_their_node(backend: Backend) {
+    let mut fleet = Fleet::new(backend);
+    let (c1, c2) = (fleet.instance().await, fleet.instance().await);
+    let (a, b) = (node("a"), node("b"));
+    c1.join(member("a", false)).await.unwrap();
+    c2.join(member("b", false)).await.unwrap();
+    let _a = beat(&c1, "a");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let acct = "sockets:acct 1";
+    assert!(c1.count_up(acct, &a, 3).await.unwrap());
+    assert!(c1.count_up(acct, &a, 3).await.unwrap());
+    assert!(c2.count_up(acct, &b, 3).await.unwrap());
+    assert!(!c1.count_up(acct, &a, 3).await.unwrap(), "at the limit");
+    assert_eq!(c2.count(acct).await.unwrap(), 3);
+    c1.count_down(acct, &a).await.unwrap();
+    assert_eq!(c1.count(acct).await.unwrap(), 2);
+    assert!(c1.count_up(acct, &a, 3).await.unwrap());
+
+    // b stops heartbeating: its slot stops counting.
+    tokio::time::sleep(LAPSE).await;
+    assert_eq!(c1.count(acct).await.unwrap(), 2);
+    assert!(c1.count_up(acct, &a, 3).await.unwrap());
+    assert_eq!(
+        c2.count_up(acct, &b, 9).await.unwrap_err(),
+        CoordinatorError::Lost
+    );
+    // Coming back, b starts with no slots.
+    c2.join(member("b", false)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(c1.count(acct).await.unwrap(), 3);
+    c2.count_down(acct, &b).await.unwrap();
+    assert_eq!(
+        c1.count(acct).await.unwrap(),
+        3,
+        "b had nothing to give back"
+    );
+    for _ in 0..3 {
+        c1.count_down(acct, &a).await.unwrap();
+    }
+    assert_eq!(c2.count(acct).await.unwrap(), 0);
+    assert!(!c1.count_up("other", &a, 0).await.unwrap());
+    fleet.cleanup().await;
+}
+
+async fn watchers_see_a_lapse_within_the_lease_time(backend: Backend) {
+    let mut fleet = Fleet::new(backend);
+    let (c1, c2) = (fleet.instance().await, fleet.instance().await);
+    let mut rx = c2.watch().await.unwrap();
+    c1.join(member("a", false)).await.unwrap();
+    c1.join(member("b", false)).await.unwrap();
+    let _a = beat(&c1, "a");
+    next_event(&mut rx, LAPSE, |e| match e {
+        CoordinatorEvent::MembersChanged(m) if m.len() == 2 => Some(()),
+        _ => None,
+    })
+    .await;
+    // b's last heartbeat was its join: it must be reported gone soon after one lease time.
+    let stopped = Instant::now();
+    let members = next_event(&mut rx, LAPSE + LEASE, |e| match e {
+        CoordinatorEvent::MembersChanged(m) if m.len() == 1 => Some(m.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(members[0].id, node("a"));
+    let took = stopped.elapsed();
+    assert!(
+        took >= LEASE - Duration::from_millis(100),
+        "too early: {took:?}"
+    );
+    println!("lapse seen by a watcher after {took:?} (lease {LEASE:?})");
+    fleet.cleanup().await;
+}
+
+async fn watchers_see_leases_and_messages(backend: Backend) {
+    let mut fleet = Fleet::new(backend);
+    let (c1, c2) = (fleet.instance().await, fleet.instance().await);
+    let mut rx = c2.watch().await.unwrap();
+    let la = c1.acquire("doc.1", &node("a")).await.unwrap();
+    let holder = next_event(&mut rx, Duration::from_secs(1), |e| match e {
+        CoordinatorEvent::LeaseChanged { file, holder } if file == "doc.1" => Some(holder.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(holder, Some(node("a")));
+    c1.release(&la).await.unwrap();
+    let holder = next_event(&mut rx, Duration::from_secs(1), |e| match e {
+        CoordinatorEvent::LeaseChanged { file, holder } if file == "doc.1" => Some(holder.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(holder, None);
+
+    let sent = Instant::now();
+    c1.publish("signed-out", b"token-hash".to_vec())
+        .await
+        .unwrap();
+    let payload = next_event(&mut rx, Duration::from_secs(1), |e| match e {
+        CoordinatorEvent::Message { topic, payload } if topic == "signed-out" => {
+            Some(payload.clone())
+        }
+        _ => None,
+    })
+    .await;
+    assert_eq!(payload, b"token-hash");
+    println!("message delivered after {:?}", sent.elapsed());
+    fleet.cleanup().await;
+}
+
+macro_rules! contract {
+    ($backend:ident, $module:ident) => {
+        mod $module {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn leases_hold_lapse_and_pass_on() {
+                super::leases_hold_lapse_and_pass_on(Backend::$backend).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn release_lets_others_in_at_once() {
+                super::release_lets_others_in_at_once(Backend::$backend).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn membership_lapses_and_carries_draining() {
+                super::membership_lapses_and_carries_draining(Backend::$backend).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn counter_slots_vanish_with_their_node() {
+                super::counter_slots_vanish_with_their_node(Backend::$backend).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn watchers_see_a_lapse_within_the_lease_time() {
+                super::watchers_see_a_lapse_within_the_lease_time(Backend::$backend).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn watchers_see_leases_and_messages() {
+                super::watchers_see_leases_and_messages(Backend::$backend).await
+            }
+        }
+    };
+}
+
+contract!(Memory, memory);
+contract!(Nats, nats);
+contract!(Redis, redis);

@@ -1,0 +1,203 @@
+//! The browser client (`web/`), embedded in the binary at compile time and served at `/`
+//! (the page) and `/assets/...` (its stylesheet and ES modules), so every node serves the
+//! same client with no files to install.
+//!
+//! Caching: at first use the node hashes every embedded file (SHA-256) into one short
+//! build id and rewrites the page's asset URLs from `/assets/<name>` to
+//! `/assets/<build id>/<name>`. The modules import each other by relative paths, so they
+//! keep the prefix, and every URL the page loads is tied to this exact set of files:
+//! those answers are `Cache-Control: public, max-age=31536000, immutable`. The page itself
+//! is `no-cache` (revalidated every time, with its ETag), so a new build reaches browsers
+//! at once and brings new asset URLs with it. An asset asked for under another build id
+//! (a page from an older node during a rolling update) or with no id is served from this
+//! build with `no-cache`, never cached long. Every answer carries a strong ETag (a hash of
+//! its bytes) and `If-None-Match` gets a 304.
+//!
+//! New files under `web/src/` must be added to `FILES` (a test checks the list).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
+use hyper::{Request, Response, StatusCode};
+use sha2::{Digest, Sha256};
+
+use super::{ApiError, ApiResult, Body};
+
+const JS: &str = "text/javascript; charset=utf-8";
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+const REVALIDATE: &str = "no-cache";
+
+/// One embedded file: its path under `web/` (and under `/assets/`) and content type.
+macro_rules! web_file {
+    ($path:literal, $content_type:expr) => {
+        (
+            $path,
+            include_bytes!(concat!("../../../web/", $path)) as &[u8],
+            $content_type,
+        )
+    };
+}
+
+/// The page's files: (path under `/assets/`, bytes, content type).
+const FILES: &[(&str, &[u8], &str)] = &[
+    web_file!("style.css", "text/css; charset=utf-8"),
+    web_file!("src/api.js", JS),
+    web_file!("src/app.js", JS),
+    web_file!("src/backoff.js", JS),
+    web_file!("src/closes.js", JS),
+    web_file!("src/connection.js", JS),
+    web_file!("src/doc.js", JS),
+    web_file!("src/glide.js", JS),
+    web_file!("src/outbox.js", JS),
+    web_file!("src/presence.js", JS),
+    web_file!("src/tabstore.js", JS),
+    web_file!("src/ui.js", JS),
+];
+
+const INDEX: &str = include_str!("../../../web/index.html");
+
+struct Asset {
+    bytes: Bytes,
+    etag: HeaderValue,
+    content_type: &'static str,
+}
+
+struct Assets {
+    build: String,
+    index: Asset,
+    files: HashMap<&'static str, Asset>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn asset(bytes: Bytes, content_type: &'static str) -> Asset {
+    let etag = format!("\"{}\"", hex(&Sha256::digest(&bytes)[..12]));
+    Asset {
+        etag: HeaderValue::from_str(&etag).expect("hex is a valid header value"),
+        bytes,
+        content_type,
+    }
+}
+
+fn assets() -> &'static Assets {
+    static ASSETS: OnceLock<Assets> = OnceLock::new();
+    ASSETS.get_or_init(|| {
+        let mut all = Sha256::new();
+        for (path, bytes, _) in FILES {
+            all.update((path.len() as u64).to_le_bytes());
+            all.update(path.as_bytes());
+            all.update((bytes.len() as u64).to_le_bytes());
+            all.update(bytes);
+        }
+        let build = hex(&all.finalize()[..8]);
+        let page = INDEX.replace("\"/assets/", &format!("\"/assets/{build}/"));
+        Assets {
+            index: asset(Bytes::from(page), "text/html; charset=utf-8"),
+            files: FILES
+                .iter()
+                .map(|(path, bytes, ct)| (*path, asset(Bytes::from_static(bytes), ct)))
+                .collect(),
+            build,
+        }
+    })
+}
+
+/// True when the request's `If-None-Match` names `etag` (or is `*`).
+fn not_modified(req: &Request<Incoming>, etag: &HeaderValue) -> bool {
+    let Some(inm) = req
+        .headers()
+        .get(IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let ours = etag.to_str().unwrap_or_default();
+    inm.split(',')
+        .map(|t| t.trim().trim_start_matches("W/"))
+        .any(|t| t == "*" || t == ours)
+}
+
+fn respond(req: &Request<Incoming>, a: &Asset, cache: &'static str) -> Response<Body> {
+    let mut resp = if not_modified(req, &a.etag) {
+        let mut r = Response::new(Full::new(Bytes::new()));
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        let mut r = Response::new(Full::new(a.bytes.clone()));
+        r.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static(a.content_type));
+        r
+    };
+    let h = resp.headers_mut();
+    h.insert(ETAG, a.etag.clone());
+    h.insert(CACHE_CONTROL, HeaderValue::from_static(cache));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
+/// `GET /`: the page (share links are `/?file=<id>#key=<key>`), always revalidated.
+pub fn index(req: &Request<Incoming>) -> Response<Body> {
+    respond(req, &assets().index, REVALIDATE)
+}
+
+/// `GET /assets/<build id>/<path>` (cached for good when the id is this build's) and
+/// `GET /assets/<path>` (revalidated).
+pub fn serve(req: &Request<Incoming>, segments: &[&str]) -> ApiResult {
+    let a = assets();
+    let (cache, rest) = match segments.split_first() {
+        Some((first, rest)) if *first == a.build => (IMMUTABLE, rest),
+        Some((first, rest))
+            if first.len() == a.build.len() && first.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            (REVALIDATE, rest)
+        }
+        _ => (REVALIDATE, segments),
+    };
+    let path = rest.join("/");
+    let file = a.files.get(path.as_str()).ok_or_else(ApiError::not_found)?;
+    Ok(respond(req, file, cache))
+}
+
+/// The build id in the page's asset URLs (for logs and tests).
+pub fn build_id() -> &'static str {
+    &assets().build
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_client_module_is_embedded() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/src");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name.ends_with(".js") {
+                let path = format!("src/{name}");
+                assert!(
+                    FILES.iter().any(|(p, _, _)| *p == path),
+                    "{path} is missing from FILES in node/src/http/assets.rs"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_page_points_at_this_build() {
+        let a = assets();
+        let page = std::str::from_utf8(&a.index.bytes).unwrap();
+        assert!(page.contains(&format!("\"/assets/{}/src/app.js\"", a.build)));
+        assert!(page.contains(&format!("\"/assets/{}/style.css\"", a.build)));
+        assert!(!page.contains("\"/assets/src/"));
+        assert_eq!(a.build.len(), 16);
+    }
+}
