@@ -167,11 +167,6 @@ pub fn serve(req: &Request<Incoming>, segments: &[&str]) -> ApiResult {
     Ok(respond(req, file, cache))
 }
 
-/// The build id in the page's asset URLs (for logs and tests).
-pub fn build_id() -> &'static str {
-    &assets().build
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

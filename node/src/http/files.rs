@@ -98,8 +98,20 @@ async fn readable(
     let account = who.account.as_ref().map(|a| &a.id);
     let granted = access::access(&file, account, who.key.as_deref()).map_err(denied)?;
     access::role(&file, granted).map_err(denied)?;
+    served_here(state, id).await?;
     let owner = granted == access::Access::Owner;
     Ok((file, owner))
+}
+
+/// File routes run where the file's room is: another node holding the lease
+/// means 409 `moved` (with its id). Without a live holder, or with the
+/// coordinator unreachable, the request is served here (the store's epoch fence
+/// keeps the data safe either way).
+async fn served_here(state: &AppState, id: &FileId) -> Result<(), ApiError> {
+    match state.coordinator.holder(id.as_str()).await {
+        Ok(Some(holder)) if holder != state.node => Err(ApiError::moved(&holder)),
+        _ => Ok(()),
+    }
 }
 
 /// The file, if the caller owns it.
@@ -111,7 +123,10 @@ async fn owned(
     let who = file_caller(state, req).await?;
     let file = state.store.file(id).await?;
     match &who.account {
-        Some(a) if a.id == file.owner => Ok(file),
+        Some(a) if a.id == file.owner => {
+            served_here(state, id).await?;
+            Ok(file)
+        }
         None if who.key.is_none() => Err(ApiError::unauthorized()),
         _ => Err(ApiError::forbidden()),
     }

@@ -34,6 +34,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// For `moved`: the node that owns the file.
+    pub node: Option<String>,
 }
 
 impl ApiError {
@@ -42,6 +44,19 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            node: None,
+        }
+    }
+
+    /// 409 `moved`: another node serves this file; the router sends requests there.
+    pub fn moved(node: &atrium_coordinator::NodeId) -> Self {
+        Self {
+            node: Some(node.to_string()),
+            ..Self::new(
+                StatusCode::CONFLICT,
+                "moved",
+                "another node serves this file; go through the router",
+            )
         }
     }
 
@@ -100,10 +115,11 @@ pub fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
 }
 
 fn error_response(e: &ApiError) -> Response<Body> {
-    json_response(
-        e.status,
-        &json!({"error": {"code": e.code, "message": e.message}}),
-    )
+    let mut error = json!({"code": e.code, "message": e.message});
+    if let Some(node) = &e.node {
+        error["node"] = json!(node);
+    }
+    json_response(e.status, &json!({ "error": error }))
 }
 
 pub fn empty(status: StatusCode) -> Response<Body> {
