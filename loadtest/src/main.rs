@@ -1,1 +1,64 @@
-fn main() {}
+//! atrium-loadtest: many live sockets against an Atrium node, measured.
+//!
+//! See docs/loadtest.md for every option and measure.
+
+mod client;
+mod http;
+mod measure;
+mod options;
+mod report;
+mod run;
+mod schedule;
+mod server;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = options::Cli::parse();
+    let options = match options::load_file(&cli).and_then(|file| options::merge(cli, file)) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("atrium-loadtest: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let nofile = server::raise_nofile();
+    if (nofile as usize) < options.users + 256 {
+        eprintln!(
+            "atrium-loadtest: warning: the open-file limit is {nofile}, below --users + 256; \
+             sockets beyond it will fail (raise ulimit -n)"
+        );
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.workers)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("atrium-loadtest: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let json = options.json.clone();
+    let report = match runtime.block_on(run::run(options)) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("\natrium-loadtest: {e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    print!("{}", report.text());
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&report).expect("report serializes");
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("atrium-loadtest: cannot write {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    }
+    ExitCode::SUCCESS
+}

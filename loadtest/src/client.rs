@@ -1,0 +1,407 @@
+//! One simulated person: a socket that says hello, then edits (editors) and moves a cursor on
+//! fixed schedules, and records what comes back.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::time::{sleep_until, timeout, Instant};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{client_async, MaybeTlsStream, WebSocketStream};
+
+use crate::measure::{add, Measures};
+use crate::schedule::{self, Schedule};
+use crate::setup::{page_id, random_id, ClientPlan};
+
+/// One presence message in this many is parsed for latency; all are counted.
+pub const PRESENCE_SAMPLE: u64 = 10;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the run tells clients to end.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum End {
+    Running,
+    /// Stop sending, keep reading (answers to what was sent still count).
+    Quiet,
+    /// Close the socket with a close handshake.
+    Close,
+    /// Drop the connection with no close handshake.
+    Drop,
+}
+
+/// What one client needs.
+pub struct Client {
+    pub plan: ClientPlan,
+    pub ws_url: String,
+    pub key: String,
+    pub token: Option<String>,
+    pub edit_rate: f64,
+    pub presence_rate: f64,
+    pub measures: Arc<Measures>,
+    pub end: watch::Receiver<End>,
+}
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Versions a client has seen; a gap is a dropped patch.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Versions {
+    pub last: u64,
+}
+
+impl Versions {
+    /// Notes version `v`; returns (versions skipped, whether it came out of order).
+    pub fn see(&mut self, v: u64) -> (u64, bool) {
+        if v <= self.last {
+            return (0, true);
+        }
+        let gap = v - self.last - 1;
+        self.last = v;
+        (gap, false)
+    }
+}
+
+#[derive(Deserialize)]
+struct Welcome {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    you: String,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    version: u64,
+    #[serde(default)]
+    presence_hz: Option<f64>,
+}
+
+/// The fields of the messages the client looks into.
+#[derive(Deserialize)]
+struct Incoming {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    v: Option<u64>,
+    #[serde(default)]
+    t: Option<f64>,
+    #[serde(default)]
+    by: Option<String>,
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+    #[serde(default)]
+    hz: Option<f64>,
+    #[serde(default)]
+    ops: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Presences {
+    people: Vec<PresenceEntry>,
+}
+
+#[derive(Deserialize)]
+struct PresenceEntry {
+    #[serde(default)]
+    cursor: Option<IgnoredAny>,
+    #[serde(default)]
+    t: Option<f64>,
+}
+
+/// The message type when the message starts with it (the node writes patches, acks and
+/// presences that way), without parsing the rest.
+pub fn leading_type(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("{\"type\":\"")?;
+    rest.split_once('"').map(|(t, _)| t)
+}
+
+/// A cursor moving on a circle, a little further each step.
+pub fn cursor_at(index: usize, step: u64) -> (f64, f64) {
+    let angle = (step as f64) * 0.05 + index as f64;
+    let x = 400.0 + 300.0 * angle.cos();
+    let y = 300.0 + 200.0 * angle.sin();
+    ((x * 10.0).round() / 10.0, (y * 10.0).round() / 10.0)
+}
+
+impl Client {
+    fn count_close(&self, code: &str) {
+        Measures::count(&self.measures.unexpected_closes, code);
+    }
+
+    /// Runs the client until the run ends or the server closes it.
+    pub async fn run(mut self) {
+        let m = self.measures.clone();
+        let Some((mut ws, welcome)) = self.join().await else {
+            return;
+        };
+        add(&m.counters.connected, 1);
+        add(&m.counters.open, 1);
+        let asked_edit = self.plan.editor;
+        let mut editing = asked_edit && welcome.role == "editor";
+        if asked_edit && !editing {
+            add(&m.counters.joined_as_viewer, 1);
+        }
+        let me = welcome.you;
+        let mut versions = Versions {
+            last: welcome.version,
+        };
+        let phase = schedule::phase(self.plan.index, 0.0);
+        let now = m.elapsed();
+        let mut presence_hz = schedule::presence_rate(self.presence_rate, welcome.presence_hz);
+        let mut presence = Schedule::new(now, presence_hz, phase);
+        let mut patches = Schedule::new(now, self.edit_rate, schedule::phase(self.plan.index, 0.5));
+        let (mut op_id, mut step, mut presence_seen, mut acked) = (0u64, 0u64, 0u64, 0u64);
+        let mut sending = true;
+        let origin = Instant::from_std(m.origin());
+        let never = origin + Duration::from_secs(86_400 * 365);
+        let due = |s: &Option<Schedule>, on: bool| match s {
+            Some(s) if on => origin + s.due(),
+            _ => never,
+        };
+
+        let ended = loop {
+            let (presence_due, patch_due) =
+                (due(&presence, sending), due(&patches, editing && sending));
+            tokio::select! {
+                biased;
+                changed = self.end.changed() => {
+                    let now_end = *self.end.borrow();
+                    match now_end {
+                        _ if changed.is_err() => break End::Close,
+                        End::Running => {}
+                        End::Quiet => sending = false,
+                        End::Close | End::Drop => break now_end,
+                    }
+                }
+                frame = ws.next() => {
+                    let text = match frame {
+                        Some(Ok(Message::Text(text))) => text,
+                        Some(Ok(Message::Close(close))) => {
+                            let code = close.map_or(1005, |c| u16::from(c.code));
+                            self.count_close(&code.to_string());
+                            break End::Running;
+                        }
+                        Some(Ok(_)) => continue,
+                        Some(Err(_)) | None => {
+                            if matches!(*self.end.borrow(), End::Running | End::Quiet) {
+                                self.count_close("1006");
+                            }
+                            break End::Running;
+                        }
+                    };
+                    let text = text.as_str();
+                    add(&m.counters.messages_received, 1);
+                    add(&m.counters.bytes_received, text.len() as u64);
+                    if leading_type(text) == Some("presences") {
+                        add(&m.counters.presence_received, 1);
+                        presence_seen += 1;
+                        if presence_seen % PRESENCE_SAMPLE == 0 {
+                            record_presences(&m, text);
+                        }
+                        continue;
+                    }
+                    let Ok(msg) = serde_json::from_str::<Incoming>(text) else { continue };
+                    match msg.kind.as_str() {
+                        "ack" | "patch" => {
+                            if let Some(v) = msg.v {
+                                let (gap, out_of_order) = versions.see(v);
+                                add(&m.counters.dropped_patches, gap);
+                                add(&m.counters.out_of_order, u64::from(out_of_order));
+                            }
+                            if msg.kind == "ack" {
+                                add(&m.counters.acks_received, 1);
+                                acked += 1;
+                                if let Some(t) = msg.t { m.record_since(&m.ack, t); }
+                            } else if msg.by.as_deref() != Some(me.as_str()) {
+                                add(&m.counters.patches_received, 1);
+                                if let Some(t) = msg.t { m.record_since(&m.relay, t); }
+                            }
+                            let _ = msg.ops;
+                        }
+                        "presence" => add(&m.counters.presence_received, 1),
+                        "presence-rate" => {
+                            if let Some(hz) = msg.hz {
+                                presence_hz = schedule::presence_rate(self.presence_rate, Some(hz));
+                                presence = Schedule::new(m.elapsed(), presence_hz, phase);
+                            }
+                        }
+                        "role" => {
+                            let mine = msg.id.as_ref().and_then(|v| v.as_str()) == Some(me.as_str());
+                            if mine && asked_edit {
+                                editing = msg.role.as_deref() == Some("editor");
+                            }
+                        }
+                        "reject" => {
+                            add(&m.counters.rejected, 1);
+                            let code = msg.code.as_ref().and_then(|c| c.as_str()).unwrap_or("?");
+                            Measures::count(&m.rejects, code);
+                        }
+                        "notice" => {
+                            let code = msg.code.map(|c| c.to_string()).unwrap_or_default();
+                            if code == "429" { add(&m.counters.rate_limited, 1); }
+                            Measures::count(&m.notices, &code);
+                        }
+                        _ => {}
+                    }
+                }
+                _ = sleep_until(presence_due) => {
+                    let Some(s) = presence.as_mut() else { continue };
+                    add(&m.counters.sends_skipped, s.advance(m.elapsed()));
+                    step += 1;
+                    let (x, y) = cursor_at(self.plan.index, step);
+                    let msg = format!(
+                        r#"{{"type":"presence","page":"{}","cursor":[{x},{y}],"t":{}}}"#,
+                        page_id(self.plan.page), m.now_ms()
+                    );
+                    if ws.send(Message::Text(msg.into())).await.is_err() { continue; }
+                    add(&m.counters.presence_sent, 1);
+                    add(&m.counters.messages_sent, 1);
+                }
+                _ = sleep_until(patch_due) => {
+                    let Some(s) = patches.as_mut() else { continue };
+                    add(&m.counters.sends_skipped, s.advance(m.elapsed()));
+                    op_id += 1;
+                    let (x, y) = cursor_at(self.plan.index + 7, op_id * 4);
+                    let msg = format!(
+                        r#"{{"type":"patch","id":{op_id},"ops":[{{"op":"set","id":"{}","props":{{"x":{x},"y":{y}}}}}],"t":{}}}"#,
+                        self.plan.rect, m.now_ms()
+                    );
+                    if ws.send(Message::Text(msg.into())).await.is_err() { continue; }
+                    add(&m.counters.patches_sent, 1);
+                    add(&m.counters.messages_sent, 1);
+                }
+            }
+        };
+        m.counters.open.fetch_sub(1, Ordering::Relaxed);
+        if ended == End::Close {
+            add(&m.counters.unacked_patches, op_id.saturating_sub(acked));
+            close(ws).await;
+        }
+        // End::Drop and a closed socket: dropping `ws` here closes the connection at once.
+    }
+
+    /// Connects, says hello and waits for the welcome. Failures are counted.
+    async fn join(&mut self) -> Option<(Socket, Welcome)> {
+        let m = self.measures.clone();
+        let attempt = async {
+            let addr = self
+                .ws_url
+                .trim_start_matches("ws://")
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let tcp = TcpStream::connect(addr).await.map_err(|_| None)?;
+            let _ = tcp.set_nodelay(true);
+            let (mut ws, _) = client_async(self.ws_url.as_str(), MaybeTlsStream::Plain(tcp))
+                .await
+                .map_err(|_| None)?;
+            let hello = serde_json::json!({
+                "type": "hello", "token": self.token, "key": self.key,
+                "client": random_id(24), "since": null,
+                "name": format!("Load {}", self.plan.index),
+            });
+            ws.send(Message::Text(hello.to_string().into()))
+                .await
+                .map_err(|_| None)?;
+            while let Some(frame) = ws.next().await {
+                match frame {
+                    Ok(Message::Text(text)) => {
+                        if let Ok(w) = serde_json::from_str::<Welcome>(text.as_str()) {
+                            if w.kind == "welcome" {
+                                return Ok((ws, w));
+                            }
+                        }
+                    }
+                    Ok(Message::Close(close)) => {
+                        return Err(Some(close.map_or(1005, |c| u16::from(c.code))));
+                    }
+                    Ok(_) => {}
+                    Err(_) => return Err(None),
+                }
+            }
+            Err(None)
+        };
+        match timeout(CONNECT_TIMEOUT, attempt).await {
+            Ok(Ok(joined)) => Some(joined),
+            Ok(Err(Some(code))) => {
+                self.count_close(&code.to_string());
+                add(&m.counters.connection_errors, 1);
+                None
+            }
+            Ok(Err(None)) | Err(_) => {
+                add(&m.counters.connection_errors, 1);
+                None
+            }
+        }
+    }
+}
+
+/// Records the latency of every full entry (people on the same page) of a presences message.
+fn record_presences(m: &Measures, text: &str) {
+    let Ok(p) = serde_json::from_str::<Presences>(text) else {
+        return;
+    };
+    for entry in p.people {
+        if let (Some(_), Some(t)) = (entry.cursor, entry.t) {
+            m.record_since(&m.presence, t);
+        }
+    }
+}
+
+/// Closes with a handshake: our close frame, then reads until the node's answer (2 s at most).
+async fn close(mut ws: Socket) {
+    let _ = timeout(Duration::from_secs(2), async {
+        let _ = ws
+            .close(Some(tokio_tungstenite::tungstenite::protocol::CloseFrame {
+                code: CloseCode::Normal,
+                reason: "".into(),
+            }))
+            .await;
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_gap_is_a_dropped_patch() {
+        let mut v = Versions { last: 4 };
+        assert_eq!(v.see(5), (0, false));
+        assert_eq!(v.see(8), (2, false));
+        assert_eq!(v.see(7), (0, true));
+        assert_eq!(v.last, 8);
+    }
+
+    #[test]
+    fn leading_types_are_read_without_parsing() {
+        assert_eq!(
+            leading_type(r#"{"type":"presences","people":[]}"#),
+            Some("presences")
+        );
+        assert_eq!(leading_type(r#"{"type":"ack","id":1,"v":2}"#), Some("ack"));
+        assert_eq!(leading_type(r#"{"code":429,"type":"notice"}"#), None);
+    }
+
+    #[test]
+    fn cursors_stay_on_the_canvas() {
+        for step in 0..500 {
+            let (x, y) = cursor_at(3, step);
+            assert!((100.0..=700.0).contains(&x) && (100.0..=500.0).contains(&y));
+        }
+        assert_ne!(cursor_at(3, 1), cursor_at(3, 2));
+    }
+}

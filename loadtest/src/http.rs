@@ -1,0 +1,104 @@
+//! A small HTTP/1.1 client over hyper's connection API: one connection per request, JSON in
+//! and out, with a timeout. Enough for setup and `/health`.
+
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpStream;
+
+/// The base address of a node: `host:port`, and the host for the `Host` header.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub authority: String,
+}
+
+impl Endpoint {
+    /// From `http://host:port`.
+    pub fn from_url(url: &str) -> Endpoint {
+        let authority = url.trim_start_matches("http://").to_string();
+        Endpoint { authority }
+    }
+
+    pub fn ws_url(&self, file: &str) -> String {
+        format!("ws://{}/files/{file}/ws", self.authority)
+    }
+}
+
+/// An answer: status and parsed JSON body (null when empty or not JSON).
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Answer {
+    /// The body when the status is 2xx, else an error with the server's reason.
+    pub fn ok(self, what: &str) -> Result<Value> {
+        if (200..300).contains(&self.status) {
+            return Ok(self.body);
+        }
+        let reason = self.body["error"]["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| self.body.to_string());
+        Err(anyhow!("{what}: HTTP {}: {reason}", self.status))
+    }
+}
+
+/// Sends one request and reads the whole answer, within `timeout`.
+pub async fn request(
+    endpoint: &Endpoint,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+    timeout: Duration,
+) -> Result<Answer> {
+    tokio::time::timeout(timeout, request_inner(endpoint, method, path, token, body))
+        .await
+        .map_err(|_| anyhow!("{method} {path}: no answer within {timeout:?}"))?
+}
+
+async fn request_inner(
+    endpoint: &Endpoint,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> Result<Answer> {
+    let stream = TcpStream::connect(&endpoint.authority)
+        .await
+        .with_context(|| format!("cannot connect to {}", endpoint.authority))?;
+    stream.set_nodelay(true)?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    let driver = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let payload = body.map(|b| b.to_string()).unwrap_or_default();
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", &endpoint.authority)
+        .header("connection", "close");
+    if body.is_some() {
+        req = req.header("content-type", "application/json");
+    }
+    if let Some(token) = token {
+        req = req.header("authorization", format!("Bearer {token}"));
+    }
+    let req = req.body(Full::new(Bytes::from(payload)))?;
+    let resp = sender
+        .send_request(req)
+        .await
+        .with_context(|| format!("{method} {path}"))?;
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await?.to_bytes();
+    driver.abort();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Ok(Answer { status, body })
+}

@@ -1,0 +1,114 @@
+//! Runs the built tool against a spawned debug `atrium-node` with a small load and checks the
+//! JSON report.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The workspace's debug node, built first when missing.
+fn node_binary() -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    let binary = target.join("debug").join("atrium-node");
+    if !binary.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "atrium-node"])
+            .current_dir(workspace)
+            .status()
+            .expect("run cargo build -p atrium-node");
+        assert!(status.success(), "cargo build -p atrium-node failed");
+    }
+    binary
+}
+
+#[test]
+fn a_small_spawned_run_reports_every_measure() {
+    let json = std::env::temp_dir().join(format!("atrium-loadtest-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
+        .arg("--spawn")
+        .arg("--server")
+        .arg(node_binary())
+        .args([
+            "--users",
+            "40",
+            "--files",
+            "4",
+            "--duration",
+            "2",
+            "--warmup",
+            "1",
+        ])
+        .args(["--label", "integration", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run atrium-loadtest");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+
+    assert_eq!(r["label"], "integration");
+    assert_eq!(r["connected"], 40);
+    assert_eq!(r["editors"], 4);
+    let count = |k: &str| r[k]["count"].as_u64().unwrap();
+    assert!(count("patch_ack_ms") > 0, "{r}");
+    assert!(count("patch_relay_ms") > 0, "{r}");
+    assert!(count("presence_ms") > 0, "{r}");
+    for k in ["patch_relay_ms", "patch_ack_ms", "presence_ms"] {
+        let (p50, p99, max) = (
+            r[k]["p50"].as_f64().unwrap(),
+            r[k]["p99"].as_f64().unwrap(),
+            r[k]["max"].as_f64().unwrap(),
+        );
+        assert!(
+            0.0 < p50 && p50 <= p99 && p99 <= max && max < 5000.0,
+            "{k}: {}",
+            r[k]
+        );
+    }
+    // 4 editors at 2/s, each patch to the 9 others in its file, for about 2 s.
+    let relays = r["rates"]["patches_received_per_s"].as_f64().unwrap();
+    assert!((50.0..=90.0).contains(&relays), "relays a second: {relays}");
+    assert!(r["rates"]["presence_received_per_s"].as_f64().unwrap() > 0.0);
+    let p = &r["problems"];
+    assert_eq!(p["dropped_patches"], 0, "{p}");
+    assert_eq!(p["out_of_order"], 0, "{p}");
+    assert_eq!(p["unexpected_closes"], serde_json::json!({}), "{p}");
+    assert_eq!(p["connection_errors"], 0, "{p}");
+    assert_eq!(p["joined_as_viewer"], 0, "{p}");
+    assert!(
+        r["server"]["cpu_cores"].as_f64().is_some(),
+        "{}",
+        r["server"]
+    );
+    assert!(r["server"]["cpu_us_per_message"].as_f64().unwrap() > 0.0);
+    assert!(r["server"]["max_rss_mb"].as_f64().unwrap() > 0.0);
+    assert_eq!(r["server"]["messages_counted_by"], "health");
+    assert!(r["generator"]["sched_delay_max_ms"].as_f64().is_some());
+    assert!(!r["memory"].as_array().unwrap().is_empty());
+    assert!(stdout.contains("patch relay"), "{stdout}");
+}
+
+#[test]
+fn bad_options_exit_2_and_a_remote_url_needs_permission() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--spawn", "--editors", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--editors"));
+    let out = run(&["--url", "http://192.0.2.1:80"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--i-have-permission"));
+    let out = run(&["--url", "http://127.0.0.1:1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be reached"));
+}
