@@ -26,4 +26,7 @@ source .services/env
 step "cargo test"
 cargo test --workspace --locked
 
+step "browser client: unit tests and two windows in headless Chromium"
+ATRIUM_NODE_BIN="$PWD/target/debug/atrium-node" E2E_PAGE_FROM_NODE=1 web/run-tests.sh
+
 step "all tests passed"

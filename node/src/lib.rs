@@ -19,6 +19,7 @@ pub mod auth;
 pub mod clock;
 pub mod cluster;
 pub mod config;
+pub mod counted;
 pub mod doc;
 pub mod http;
 pub mod ids;

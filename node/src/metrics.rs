@@ -32,6 +32,7 @@ pub struct Metrics {
     pub presence_tick_seconds: Histogram,
     pub snapshot_seconds: Histogram,
     pub http_requests: IntCounterVec,
+    pub coordinator_operations: IntCounterVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
@@ -163,6 +164,12 @@ impl Metrics {
                 "atrium_snapshot_seconds",
                 "Duration of a snapshot write.",
                 LATENCY,
+            ),
+            coordinator_operations: counter_vec(
+                &r,
+                "atrium_coordinator_operations_total",
+                "Calls to the coordinator, by operation.",
+                &["operation"],
             ),
             http_requests: counter_vec(
                 &r,

@@ -124,6 +124,7 @@ pub async fn start(
     let coordinator = atrium_coordinator::connect(&config.coordinator, settings)
         .await
         .map_err(|e| StartError::Setting(format!("ATRIUM_COORDINATOR: {e}")))?;
+    let coordinator: Arc<dyn Coordinator> = Arc::new(crate::counted::Counted(coordinator));
     let member = Member {
         id: node.clone(),
         address: config.advertise.clone().unwrap_or_else(|| addr.to_string()),

@@ -81,3 +81,69 @@ async fn rooms_nobody_is_in_leave_memory() {
     let (version, doc) = get_doc(&node, &owner, &id).await;
     assert_eq!((version, doc["a"]["x"].clone()), (1, json!(1)));
 }
+
+/// The sum of a labelled counter over all its labels, by label value.
+async fn coordinator_ops(node: &Node) -> std::collections::BTreeMap<String, f64> {
+    let r = get(node, "/metrics", None).await;
+    r.text
+        .lines()
+        .filter_map(|l| l.strip_prefix("atrium_coordinator_operations_total{operation=\""))
+        .filter_map(|rest| {
+            let (op, value) = rest.split_once("\"} ")?;
+            Some((op.to_string(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn delta(
+    after: &std::collections::BTreeMap<String, f64>,
+    before: &std::collections::BTreeMap<String, f64>,
+) -> std::collections::BTreeMap<String, f64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, d)| *d > 0.0)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coordinator_traffic_per_socket_and_per_patch() {
+    // A long lease, so no renewal falls inside the measured windows.
+    let node = Node::start(&[("ATRIUM_LEASE_MS", "60000")]).await;
+    let owner = new_account(&node, "owner").await;
+    let id = s(&create_file(&node, &owner, "Board", None).await["id"]).to_string();
+    let (mut first, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
+
+    // Sockets of a signed-in person: a slot of the account's counter each, taken
+    // at hello and given back at close; nothing else.
+    let before = coordinator_ops(&node).await;
+    let mut others = Vec::new();
+    for _ in 0..4 {
+        others.push(Client::join(&node, &id, &Hello::token(&owner)).await.0);
+    }
+    for c in others {
+        c.close().await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let per_sockets = delta(&coordinator_ops(&node).await, &before);
+    assert_eq!(per_sockets.get("count_up"), Some(&4.0), "{per_sockets:?}");
+    assert_eq!(per_sockets.get("count_down"), Some(&4.0), "{per_sockets:?}");
+    assert_eq!(
+        per_sockets.len(),
+        2,
+        "only the account counter: {per_sockets:?}"
+    );
+
+    // Patches never touch the coordinator.
+    let before = coordinator_ops(&node).await;
+    for i in 1..=50u64 {
+        first
+            .patch_acked(i, vec![put(&format!("n{i}"), json!({"i": i}))])
+            .await;
+    }
+    let per_patches = delta(&coordinator_ops(&node).await, &before);
+    assert!(
+        per_patches.is_empty(),
+        "patches called the coordinator: {per_patches:?}"
+    );
+}

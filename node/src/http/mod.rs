@@ -3,6 +3,7 @@
 //! metrics in `ops`.
 
 mod accounts;
+mod assets;
 mod files;
 mod ops;
 
@@ -234,6 +235,8 @@ async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiResult {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let method = req.method().clone();
     match (&method, segments.as_slice()) {
+        (&Method::GET, [""]) => Ok(assets::index(&req)),
+        (&Method::GET, ["assets", rest @ ..]) => assets::serve(&req, rest),
         (&Method::GET, ["health"]) => ops::health(state, req).await,
         (&Method::GET, ["ready"]) => ops::ready(state).await,
         (&Method::GET, ["metrics"]) if state.config.admin_bind.is_none() => Ok(ops::metrics_text()),

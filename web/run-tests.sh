@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The browser client's tests: unit tests (Node's test runner) and the end-to-end test
+# (the real atrium-node, two windows in headless Chromium). Installs what is missing:
+# Node.js and Chromium from Debian, playwright-core from npm (web/package-lock.json).
+# Needs only the package registries, nothing else from the internet.
+#
+#   web/run-tests.sh            # both
+#   web/run-tests.sh unit       # unit tests only
+#   web/run-tests.sh e2e        # end-to-end only
+set -euo pipefail
+cd "$(dirname "$0")"
+WEB="$(pwd)"
+ROOT="$(cd .. && pwd)"
+what="${1:-all}"
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
+apt_updated=""
+apt_install() {
+  if [ -z "$apt_updated" ]; then
+    $SUDO apt-get update -qq
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "== installing Node.js (Debian)"
+  apt_install nodejs npm
+fi
+
+if [ "$what" = all ] || [ "$what" = unit ]; then
+  echo "== unit tests (node --test web/test/)"
+  node --test test/
+fi
+
+if [ "$what" = all ] || [ "$what" = e2e ]; then
+  if [ ! -d node_modules/playwright-core ]; then
+    echo "== installing playwright-core (npm)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+  if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+    echo "== installing Chromium (Debian)"
+    apt_install chromium
+  fi
+  if [ -z "${ATRIUM_NODE_BIN:-}" ]; then
+    echo "== building atrium-node"
+    (cd "$ROOT" && cargo build -q --locked -p atrium-node)
+  fi
+  echo "== end-to-end (headless Chromium)"
+  node e2e/two_windows.mjs
+  echo "artifacts: $WEB/artifacts/"
+fi
