@@ -14,7 +14,9 @@
 //! ```
 
 pub mod access;
+mod edits;
 mod load;
+mod people;
 mod presence;
 pub mod registry;
 pub mod ring;
@@ -26,7 +28,6 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
 use atrium_coordinator::{Coordinator, LeaseKeeper, NodeId};
@@ -34,14 +35,16 @@ use atrium_coordinator::{Coordinator, LeaseKeeper, NodeId};
 use crate::config::NodeConfig;
 use crate::doc::{DocLimits, Document};
 use crate::ids::{AccountId, ClientKey, FileId, PersonId};
-use crate::journal::{Appended, Journal, JournalEntry};
+use crate::journal::{Appended, Journal};
 use crate::metrics::metrics;
 use crate::outbox::{shared, Budget, ConnId, Msg, Outbox};
-use crate::protocol::{self, Patch, PresenceUpdate, Refusal};
-use crate::store::{FileAppend, FileRecord, LoggedPatch, Store, StoreError};
-use access::{Access, Denied, Role};
+use crate::protocol::{self, Patch, PresenceUpdate};
+use crate::store::{FileRecord, LoggedPatch, Store, StoreError};
+use access::{Denied, Role};
+use edits::Pending;
+use people::{ClientState, Member};
 use registry::RoomMap;
-use ring::{Ring, RingEntry};
+use ring::Ring;
 
 /// What rooms share: settings, the store, the journal and the coordinator.
 pub struct RoomContext {
@@ -127,66 +130,6 @@ pub enum RoomCmd {
     /// The file belongs to another node now (the ring changed): finish what is
     /// in flight, release the lease, close every socket with 4009, and stop.
     Move,
-}
-
-struct Member {
-    outbox: Outbox,
-    person: PersonId,
-    client: ClientKey,
-    name: String,
-    account: Option<AccountId>,
-    role: Role,
-    access: Access,
-    /// The version its welcome brought it to: it gets relays only above it.
-    from_version: u64,
-}
-
-impl Member {
-    fn person_json(&self, page: Option<&str>) -> serde_json::Value {
-        json!({
-            "id": self.person.as_str(),
-            "name": self.name,
-            "account": self.account.as_ref().map(|a| a.as_str()),
-            "role": self.role.as_str(),
-            "page": page,
-        })
-    }
-}
-
-/// Something waiting for a version to become durable.
-enum Pending {
-    /// An accepted patch: its ack for the sender, its relay for everyone else.
-    Patch {
-        v: u64,
-        from: ConnId,
-        ack: Msg,
-        relay: Msg,
-    },
-    /// A frame for one socket (the ack of a resent patch).
-    Direct { v: u64, to: ConnId, frame: Msg },
-    /// A welcome: it may be larger than a send queue (see [`Budget`]).
-    Welcome { v: u64, to: ConnId, frame: Msg },
-    Doc {
-        v: u64,
-        doc: String,
-        reply: oneshot::Sender<(u64, String)>,
-    },
-}
-
-impl Pending {
-    fn version(&self) -> u64 {
-        match self {
-            Pending::Patch { v, .. }
-            | Pending::Direct { v, .. }
-            | Pending::Welcome { v, .. }
-            | Pending::Doc { v, .. } => *v,
-        }
-    }
-}
-
-struct ClientState {
-    person: PersonId,
-    highest_op: u64,
 }
 
 /// Housekeeping cadence: idle checks, time-based snapshots, store stalls.
@@ -390,342 +333,6 @@ impl Room {
         None
     }
 
-    fn join(&mut self, req: JoinRequest) -> Result<Joined, JoinError> {
-        if let Some(f) = &self.finishing {
-            let code = if matches!(f.exit, Exit::Moved) {
-                4009
-            } else {
-                1012
-            };
-            return Err(JoinError::Unavailable(code));
-        }
-        let account_id = req.account.as_ref().map(|(id, _)| id);
-        let access = access::access(&self.record, account_id, req.key.as_deref())
-            .map_err(JoinError::Denied)?;
-        let (allowed, mut reason) =
-            access::role(&self.record, access).map_err(JoinError::Denied)?;
-
-        let state = self
-            .clients
-            .entry(req.client)
-            .or_insert_with(|| ClientState {
-                person: PersonId::generate(),
-                highest_op: 0,
-            });
-        state.highest_op = state.highest_op.max(req.stored_op);
-        let person = state.person.clone();
-
-        // A newer hello of the same client replaces the older socket, quietly: for
-        // everyone else the person never left.
-        let replaced: Vec<ConnId> = self
-            .members
-            .iter()
-            .filter(|(_, m)| m.client == req.client)
-            .map(|(c, _)| *c)
-            .collect();
-        if replaced.is_empty() && self.members.len() >= self.ctx.config.room_people {
-            return Err(JoinError::Full);
-        }
-        let mut page = None;
-        for conn in &replaced {
-            if let Some(old) = self.members.remove(conn) {
-                old.outbox
-                    .close(4010, "replaced by a newer socket of the same client");
-                page = self.board.leave(*conn, false).flatten();
-                self.waiting.retain(|c| c != conn);
-                metrics().people.dec();
-            }
-        }
-        let conn = req.outbox.id;
-        let (role, full) = self.seat(conn, allowed, access);
-        reason = reason.or(full);
-
-        let name = match &req.account {
-            Some((_, name)) => name.clone(),
-            None => req
-                .name
-                .clone()
-                .filter(|n| !n.is_empty())
-                .unwrap_or_else(|| "Guest".into()),
-        };
-        let member = Member {
-            outbox: req.outbox.clone(),
-            person: person.clone(),
-            client: req.client,
-            name,
-            account: req.account.map(|(id, _)| id),
-            role,
-            access,
-            from_version: self.version,
-        };
-        let returning = self.board.cancel_leave(&person);
-        if replaced.is_empty() && !returning {
-            let join = json!({"type": "join", "people": [member.person_json(page.as_deref())]});
-            self.broadcast(shared(join.to_string()), "join");
-        }
-        self.board
-            .join(conn, req.outbox.clone(), person.clone(), page);
-        self.members.insert(conn, member);
-        metrics().people.inc();
-        self.sync_counts();
-        self.update_presence_rate();
-        self.idle_since = None;
-
-        let welcome = self.welcome(conn, role, reason, req.since, req.client);
-        self.after_durable(Pending::Welcome {
-            v: self.version,
-            to: conn,
-            frame: shared(welcome),
-        });
-        Ok(Joined { person, role })
-    }
-
-    fn welcome(
-        &self,
-        conn: ConnId,
-        role: Role,
-        reason: Option<&str>,
-        since: Option<u64>,
-        client: ClientKey,
-    ) -> String {
-        let me = &self.members[&conn];
-        let people: Vec<serde_json::Value> = self
-            .members
-            .iter()
-            .map(|(c, m)| m.person_json(self.board.page_of(*c)))
-            .collect();
-        let mut head = json!({
-            "type": "welcome",
-            "you": me.person.as_str(),
-            "role": role.as_str(),
-            "version": self.version,
-            "people": people,
-            "presence_hz": self.presence_hz,
-        });
-        if let Some(reason) = reason {
-            head["reason"] = json!(reason);
-        }
-        // The document or the resume list is spliced in as already-encoded JSON.
-        let mut out = head.to_string();
-        out.pop();
-        match since.and_then(|s| self.ring.resume(s, self.version, client)) {
-            Some(resume) => {
-                out.push_str(",\"resume\":[");
-                for (i, frame) in resume.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(std::str::from_utf8(frame).unwrap_or("null"));
-                }
-                out.push_str("]}");
-            }
-            None => {
-                out.push_str(",\"doc\":");
-                out.push_str(&self.doc.to_json());
-                out.push('}');
-            }
-        }
-        out
-    }
-
-    fn leave(&mut self, conn: ConnId) {
-        if let Some(m) = self.members.remove(&conn) {
-            metrics().people.dec();
-            self.board.leave(conn, true);
-            self.waiting.retain(|c| *c != conn);
-            if m.role == Role::Editor {
-                self.settle_roles();
-            }
-            self.sync_counts();
-            self.update_presence_rate();
-        }
-        if self.members.is_empty() {
-            self.idle_since = Some(Instant::now());
-        }
-    }
-
-    /// Busy rooms tick slower; clients are told whenever the rate changes.
-    fn update_presence_rate(&mut self) {
-        let config = &self.ctx.config;
-        let hz = if self.members.len() > config.busy_room {
-            config.busy_presence_hz
-        } else {
-            config.presence_hz
-        };
-        if hz != self.presence_hz {
-            self.presence_hz = hz;
-            let msg = json!({"type": "presence-rate", "hz": hz}).to_string();
-            self.broadcast(shared(msg), "presence-rate");
-        }
-    }
-
-    /// Publishes the room's people and editor counts (after joins, leaves, role changes).
-    fn sync_counts(&mut self) {
-        self.people
-            .store(self.members.len(), std::sync::atomic::Ordering::Relaxed);
-        let editors = self
-            .members
-            .values()
-            .filter(|m| m.role == Role::Editor)
-            .count() as i64;
-        metrics().editors.add(editors - self.editors_counted);
-        self.editors_counted = editors;
-    }
-
-    fn tick_period(&self) -> Duration {
-        Duration::from_micros(1_000_000 / u64::from(self.presence_hz.max(1)))
-    }
-
-    fn patch(&mut self, conn: ConnId, patch: Patch) {
-        let Some(member) = self.members.get(&conn) else {
-            return;
-        };
-        let outbox = member.outbox.clone();
-        let refuse = |code: &'static str, message: &str| {
-            metrics().rejects.with_label_values(&[code]).inc();
-            outbox.send_text(protocol::reject(&Refusal {
-                id: Some(patch.id),
-                code,
-                message: message.into(),
-            }));
-        };
-        if self.finishing.is_some() {
-            // Not applied: the client resends it after reconnecting.
-            return;
-        }
-        if member.role != Role::Editor {
-            if self.is_waiting(conn) {
-                refuse(
-                    seats::EDITORS_FULL,
-                    "the file has as many editors as it allows",
-                );
-            } else {
-                refuse("viewer", "viewers cannot edit this file");
-            }
-            return;
-        }
-        let client = member.client;
-        let person = member.person.clone();
-        let state = self
-            .clients
-            .get_mut(&client)
-            .expect("every member has a client state");
-        if patch.id <= state.highest_op {
-            // A resend: answered, never applied twice.
-            let v = self
-                .ring
-                .version_of(client, patch.id)
-                .unwrap_or(self.version);
-            let ack = protocol::ack(patch.id, v, patch.t.as_deref());
-            self.after_durable(Pending::Direct {
-                v,
-                to: conn,
-                frame: shared(ack),
-            });
-            return;
-        }
-        if let Err(e) = self.doc.apply(&patch.ops, &self.ctx.limits) {
-            refuse(e.code(), &e.to_string());
-            return;
-        }
-        state.highest_op = patch.id;
-        self.version += 1;
-        let v = self.version;
-        let relay = shared(protocol::relay(
-            v,
-            person.as_str(),
-            &patch.ops_json,
-            patch.t.as_deref(),
-        ));
-        let ack = shared(protocol::ack(patch.id, v, patch.t.as_deref()));
-        self.snapshot.logged(patch.ops_json.len());
-        self.ring.push(RingEntry {
-            v,
-            client,
-            op_id: patch.id,
-            t: patch.t.clone(),
-            relay: relay.clone(),
-        });
-        self.unsent.push(LoggedPatch {
-            version: v,
-            client,
-            op_id: patch.id,
-            by: person.to_string(),
-            ops: patch.ops_json,
-            t: patch.t,
-        });
-        self.pending.push_back(Pending::Patch {
-            v,
-            from: conn,
-            ack,
-            relay,
-        });
-    }
-
-    /// Queues `p` until its version is durable, or delivers it now if it is.
-    fn after_durable(&mut self, p: Pending) {
-        if p.version() <= self.durable && self.pending.is_empty() {
-            self.deliver(p);
-        } else {
-            self.pending.push_back(p);
-        }
-    }
-
-    fn deliver(&mut self, p: Pending) {
-        match p {
-            Pending::Patch {
-                v,
-                from,
-                ack,
-                relay,
-            } => {
-                let mut relayed = 0;
-                for (conn, m) in &self.members {
-                    if *conn == from {
-                        m.outbox.send(ack.clone());
-                    } else if m.from_version < v {
-                        m.outbox.send(relay.clone());
-                        relayed += 1;
-                    }
-                }
-                metrics().patches_acked.inc();
-                metrics().messages_sent.with_label_values(&["ack"]).inc();
-                metrics()
-                    .messages_sent
-                    .with_label_values(&["patch"])
-                    .inc_by(relayed);
-            }
-            Pending::Direct { to, frame, .. } => {
-                if let Some(m) = self.members.get(&to) {
-                    m.outbox.send(frame);
-                }
-            }
-            Pending::Welcome { to, frame, .. } => {
-                if let Some(m) = self.members.get(&to) {
-                    m.outbox.send_large(frame, &self.ctx.welcome_budget);
-                    metrics()
-                        .messages_sent
-                        .with_label_values(&["welcome"])
-                        .inc();
-                }
-            }
-            Pending::Doc { v, doc, reply } => {
-                let _ = reply.send((v, doc));
-            }
-        }
-    }
-
-    fn release(&mut self) {
-        while self
-            .pending
-            .front()
-            .is_some_and(|p| p.version() <= self.durable)
-        {
-            let p = self.pending.pop_front().expect("front exists");
-            self.deliver(p);
-        }
-    }
-
     /// Sends one encoded message to everyone in the room.
     fn broadcast(&self, frame: Msg, kind: &str) {
         for m in self.members.values() {
@@ -735,75 +342,6 @@ impl Room {
             .messages_sent
             .with_label_values(&[kind])
             .inc_by(self.members.len() as u64);
-    }
-
-    /// After every turn: hand the turn's patches to the journal.
-    fn end_turn(&mut self) {
-        if self.unsent.is_empty() {
-            return;
-        }
-        let patches = std::mem::take(&mut self.unsent);
-        let upto = patches.last().map_or(0, |p| p.version);
-        self.in_flight
-            .push_back((upto, Instant::now(), patches.len()));
-        let tx = self.tx.clone();
-        let submitted = self.ctx.journal.submit(JournalEntry {
-            append: FileAppend {
-                file: self.file.clone(),
-                epoch: self.epoch,
-                patches,
-            },
-            done: Box::new(move |a| {
-                let _ = tx.send(RoomCmd::Appended(a));
-            }),
-        });
-        if !submitted {
-            tracing::error!(file = %self.file, "journal stopped; patches stay unacked");
-        }
-    }
-
-    fn appended(&mut self, a: Appended) -> Option<Exit> {
-        match a.result {
-            Ok(()) => {
-                self.durable = self.durable.max(a.upto);
-                while self
-                    .in_flight
-                    .front()
-                    .is_some_and(|(v, _, _)| *v <= self.durable)
-                {
-                    let (_, at, n) = self.in_flight.pop_front().expect("front exists");
-                    let secs = at.elapsed().as_secs_f64();
-                    for _ in 0..n {
-                        metrics().patch_durable_seconds.observe(secs);
-                    }
-                }
-                self.release();
-                self.maybe_snapshot();
-                None
-            }
-            Err(StoreError::NotFound) => Some(Exit::Deleted),
-            Err(e) => {
-                tracing::warn!(file = %self.file, error = %e, "append fenced; closing the room");
-                Some(Exit::Fenced)
-            }
-        }
-    }
-
-    fn file_changed(&mut self, record: FileRecord) {
-        self.record = record;
-        let gone: Vec<ConnId> = self
-            .members
-            .iter()
-            .filter(|(_, m)| access::role(&self.record, m.access).is_err())
-            .map(|(c, _)| *c)
-            .collect();
-        for conn in gone {
-            if let Some(m) = self.members.get(&conn) {
-                m.outbox.close(4003, "no access any more");
-            }
-            self.leave(conn);
-        }
-        self.settle_roles();
     }
 
     fn housekeeping(&mut self) -> Option<Exit> {

@@ -1,0 +1,250 @@
+//! Edits: ordering and applying patches, handing each turn to the journal, and
+//! releasing acks, relays and welcomes once their versions are durable.
+
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+
+use super::access::Role;
+use super::ring::RingEntry;
+use super::{seats, Exit, Room, RoomCmd};
+use crate::journal::{Appended, JournalEntry};
+use crate::metrics::metrics;
+use crate::outbox::{shared, ConnId, Msg};
+use crate::protocol::{self, Patch, Refusal};
+use crate::store::{FileAppend, LoggedPatch, StoreError};
+
+/// Something waiting for a version to become durable.
+pub(super) enum Pending {
+    /// An accepted patch: its ack for the sender, its relay for everyone else.
+    Patch {
+        v: u64,
+        from: ConnId,
+        ack: Msg,
+        relay: Msg,
+    },
+    /// A frame for one socket (the ack of a resent patch).
+    Direct { v: u64, to: ConnId, frame: Msg },
+    /// A welcome: it may be larger than a send queue (see [`Budget`]).
+    Welcome { v: u64, to: ConnId, frame: Msg },
+    Doc {
+        v: u64,
+        doc: String,
+        reply: oneshot::Sender<(u64, String)>,
+    },
+}
+
+impl Pending {
+    pub(super) fn version(&self) -> u64 {
+        match self {
+            Pending::Patch { v, .. }
+            | Pending::Direct { v, .. }
+            | Pending::Welcome { v, .. }
+            | Pending::Doc { v, .. } => *v,
+        }
+    }
+}
+
+impl Room {
+    pub(super) fn patch(&mut self, conn: ConnId, patch: Patch) {
+        let Some(member) = self.members.get(&conn) else {
+            return;
+        };
+        let outbox = member.outbox.clone();
+        let refuse = |code: &'static str, message: &str| {
+            metrics().rejects.with_label_values(&[code]).inc();
+            outbox.send_text(protocol::reject(&Refusal {
+                id: Some(patch.id),
+                code,
+                message: message.into(),
+            }));
+        };
+        if self.finishing.is_some() {
+            // Not applied: the client resends it after reconnecting.
+            return;
+        }
+        if member.role != Role::Editor {
+            if self.is_waiting(conn) {
+                refuse(
+                    seats::EDITORS_FULL,
+                    "the file has as many editors as it allows",
+                );
+            } else {
+                refuse("viewer", "viewers cannot edit this file");
+            }
+            return;
+        }
+        let client = member.client;
+        let person = member.person.clone();
+        let state = self
+            .clients
+            .get_mut(&client)
+            .expect("every member has a client state");
+        if patch.id <= state.highest_op {
+            // A resend: answered, never applied twice.
+            let v = self
+                .ring
+                .version_of(client, patch.id)
+                .unwrap_or(self.version);
+            let ack = protocol::ack(patch.id, v, patch.t.as_deref());
+            self.after_durable(Pending::Direct {
+                v,
+                to: conn,
+                frame: shared(ack),
+            });
+            return;
+        }
+        if let Err(e) = self.doc.apply(&patch.ops, &self.ctx.limits) {
+            refuse(e.code(), &e.to_string());
+            return;
+        }
+        state.highest_op = patch.id;
+        self.version += 1;
+        let v = self.version;
+        let relay = shared(protocol::relay(
+            v,
+            person.as_str(),
+            &patch.ops_json,
+            patch.t.as_deref(),
+        ));
+        let ack = shared(protocol::ack(patch.id, v, patch.t.as_deref()));
+        self.snapshot.logged(patch.ops_json.len());
+        self.ring.push(RingEntry {
+            v,
+            client,
+            op_id: patch.id,
+            t: patch.t.clone(),
+            relay: relay.clone(),
+        });
+        self.unsent.push(LoggedPatch {
+            version: v,
+            client,
+            op_id: patch.id,
+            by: person.to_string(),
+            ops: patch.ops_json,
+            t: patch.t,
+        });
+        self.pending.push_back(Pending::Patch {
+            v,
+            from: conn,
+            ack,
+            relay,
+        });
+    }
+
+    /// Queues `p` until its version is durable, or delivers it now if it is.
+    pub(super) fn after_durable(&mut self, p: Pending) {
+        if p.version() <= self.durable && self.pending.is_empty() {
+            self.deliver(p);
+        } else {
+            self.pending.push_back(p);
+        }
+    }
+
+    pub(super) fn deliver(&mut self, p: Pending) {
+        match p {
+            Pending::Patch {
+                v,
+                from,
+                ack,
+                relay,
+            } => {
+                let mut relayed = 0;
+                for (conn, m) in &self.members {
+                    if *conn == from {
+                        m.outbox.send(ack.clone());
+                    } else if m.from_version < v {
+                        m.outbox.send(relay.clone());
+                        relayed += 1;
+                    }
+                }
+                metrics().patches_acked.inc();
+                metrics().messages_sent.with_label_values(&["ack"]).inc();
+                metrics()
+                    .messages_sent
+                    .with_label_values(&["patch"])
+                    .inc_by(relayed);
+            }
+            Pending::Direct { to, frame, .. } => {
+                if let Some(m) = self.members.get(&to) {
+                    m.outbox.send(frame);
+                }
+            }
+            Pending::Welcome { to, frame, .. } => {
+                if let Some(m) = self.members.get(&to) {
+                    m.outbox.send_large(frame, &self.ctx.welcome_budget);
+                    metrics()
+                        .messages_sent
+                        .with_label_values(&["welcome"])
+                        .inc();
+                }
+            }
+            Pending::Doc { v, doc, reply } => {
+                let _ = reply.send((v, doc));
+            }
+        }
+    }
+
+    pub(super) fn release(&mut self) {
+        while self
+            .pending
+            .front()
+            .is_some_and(|p| p.version() <= self.durable)
+        {
+            let p = self.pending.pop_front().expect("front exists");
+            self.deliver(p);
+        }
+    }
+
+    /// After every turn: hand the turn's patches to the journal.
+    pub(super) fn end_turn(&mut self) {
+        if self.unsent.is_empty() {
+            return;
+        }
+        let patches = std::mem::take(&mut self.unsent);
+        let upto = patches.last().map_or(0, |p| p.version);
+        self.in_flight
+            .push_back((upto, Instant::now(), patches.len()));
+        let tx = self.tx.clone();
+        let submitted = self.ctx.journal.submit(JournalEntry {
+            append: FileAppend {
+                file: self.file.clone(),
+                epoch: self.epoch,
+                patches,
+            },
+            done: Box::new(move |a| {
+                let _ = tx.send(RoomCmd::Appended(a));
+            }),
+        });
+        if !submitted {
+            tracing::error!(file = %self.file, "journal stopped; patches stay unacked");
+        }
+    }
+
+    pub(super) fn appended(&mut self, a: Appended) -> Option<Exit> {
+        match a.result {
+            Ok(()) => {
+                self.durable = self.durable.max(a.upto);
+                while self
+                    .in_flight
+                    .front()
+                    .is_some_and(|(v, _, _)| *v <= self.durable)
+                {
+                    let (_, at, n) = self.in_flight.pop_front().expect("front exists");
+                    let secs = at.elapsed().as_secs_f64();
+                    for _ in 0..n {
+                        metrics().patch_durable_seconds.observe(secs);
+                    }
+                }
+                self.release();
+                self.maybe_snapshot();
+                None
+            }
+            Err(StoreError::NotFound) => Some(Exit::Deleted),
+            Err(e) => {
+                tracing::warn!(file = %self.file, error = %e, "append fenced; closing the room");
+                Some(Exit::Fenced)
+            }
+        }
+    }
+}

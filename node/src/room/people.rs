@@ -1,0 +1,248 @@
+//! People in a room: joining (access, seats, the welcome), leaving, the
+//! presence rate, and what a change of the file's settings does to them.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::access::{self, Access, Role};
+use super::edits::Pending;
+use super::{Exit, JoinError, JoinRequest, Joined, Room};
+use crate::ids::{AccountId, ClientKey, PersonId};
+use crate::metrics::metrics;
+use crate::outbox::{shared, ConnId, Outbox};
+use crate::store::FileRecord;
+
+pub(super) struct Member {
+    pub(super) outbox: Outbox,
+    pub(super) person: PersonId,
+    pub(super) client: ClientKey,
+    pub(super) name: String,
+    pub(super) account: Option<AccountId>,
+    pub(super) role: Role,
+    pub(super) access: Access,
+    /// The version its welcome brought it to: it gets relays only above it.
+    pub(super) from_version: u64,
+}
+
+impl Member {
+    pub(super) fn person_json(&self, page: Option<&str>) -> serde_json::Value {
+        json!({
+            "id": self.person.as_str(),
+            "name": self.name,
+            "account": self.account.as_ref().map(|a| a.as_str()),
+            "role": self.role.as_str(),
+            "page": page,
+        })
+    }
+}
+
+pub(super) struct ClientState {
+    pub(super) person: PersonId,
+    pub(super) highest_op: u64,
+}
+
+impl Room {
+    pub(super) fn join(&mut self, req: JoinRequest) -> Result<Joined, JoinError> {
+        if let Some(f) = &self.finishing {
+            let code = if matches!(f.exit, Exit::Moved) {
+                4009
+            } else {
+                1012
+            };
+            return Err(JoinError::Unavailable(code));
+        }
+        let account_id = req.account.as_ref().map(|(id, _)| id);
+        let access = access::access(&self.record, account_id, req.key.as_deref())
+            .map_err(JoinError::Denied)?;
+        let (allowed, mut reason) =
+            access::role(&self.record, access).map_err(JoinError::Denied)?;
+
+        let state = self
+            .clients
+            .entry(req.client)
+            .or_insert_with(|| ClientState {
+                person: PersonId::generate(),
+                highest_op: 0,
+            });
+        state.highest_op = state.highest_op.max(req.stored_op);
+        let person = state.person.clone();
+
+        // A newer hello of the same client replaces the older socket, quietly: for
+        // everyone else the person never left.
+        let replaced: Vec<ConnId> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.client == req.client)
+            .map(|(c, _)| *c)
+            .collect();
+        if replaced.is_empty() && self.members.len() >= self.ctx.config.room_people {
+            return Err(JoinError::Full);
+        }
+        let mut page = None;
+        for conn in &replaced {
+            if let Some(old) = self.members.remove(conn) {
+                old.outbox
+                    .close(4010, "replaced by a newer socket of the same client");
+                page = self.board.leave(*conn, false).flatten();
+                self.waiting.retain(|c| c != conn);
+                metrics().people.dec();
+            }
+        }
+        let conn = req.outbox.id;
+        let (role, full) = self.seat(conn, allowed, access);
+        reason = reason.or(full);
+
+        let name = match &req.account {
+            Some((_, name)) => name.clone(),
+            None => req
+                .name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| "Guest".into()),
+        };
+        let member = Member {
+            outbox: req.outbox.clone(),
+            person: person.clone(),
+            client: req.client,
+            name,
+            account: req.account.map(|(id, _)| id),
+            role,
+            access,
+            from_version: self.version,
+        };
+        let returning = self.board.cancel_leave(&person);
+        if replaced.is_empty() && !returning {
+            let join = json!({"type": "join", "people": [member.person_json(page.as_deref())]});
+            self.broadcast(shared(join.to_string()), "join");
+        }
+        self.board
+            .join(conn, req.outbox.clone(), person.clone(), page);
+        self.members.insert(conn, member);
+        metrics().people.inc();
+        self.sync_counts();
+        self.update_presence_rate();
+        self.idle_since = None;
+
+        let welcome = self.welcome(conn, role, reason, req.since, req.client);
+        self.after_durable(Pending::Welcome {
+            v: self.version,
+            to: conn,
+            frame: shared(welcome),
+        });
+        Ok(Joined { person, role })
+    }
+
+    pub(super) fn welcome(
+        &self,
+        conn: ConnId,
+        role: Role,
+        reason: Option<&str>,
+        since: Option<u64>,
+        client: ClientKey,
+    ) -> String {
+        let me = &self.members[&conn];
+        let people: Vec<serde_json::Value> = self
+            .members
+            .iter()
+            .map(|(c, m)| m.person_json(self.board.page_of(*c)))
+            .collect();
+        let mut head = json!({
+            "type": "welcome",
+            "you": me.person.as_str(),
+            "role": role.as_str(),
+            "version": self.version,
+            "people": people,
+            "presence_hz": self.presence_hz,
+        });
+        if let Some(reason) = reason {
+            head["reason"] = json!(reason);
+        }
+        // The document or the resume list is spliced in as already-encoded JSON.
+        let mut out = head.to_string();
+        out.pop();
+        match since.and_then(|s| self.ring.resume(s, self.version, client)) {
+            Some(resume) => {
+                out.push_str(",\"resume\":[");
+                for (i, frame) in resume.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(std::str::from_utf8(frame).unwrap_or("null"));
+                }
+                out.push_str("]}");
+            }
+            None => {
+                out.push_str(",\"doc\":");
+                out.push_str(&self.doc.to_json());
+                out.push('}');
+            }
+        }
+        out
+    }
+
+    pub(super) fn leave(&mut self, conn: ConnId) {
+        if let Some(m) = self.members.remove(&conn) {
+            metrics().people.dec();
+            self.board.leave(conn, true);
+            self.waiting.retain(|c| *c != conn);
+            if m.role == Role::Editor {
+                self.settle_roles();
+            }
+            self.sync_counts();
+            self.update_presence_rate();
+        }
+        if self.members.is_empty() {
+            self.idle_since = Some(Instant::now());
+        }
+    }
+
+    /// Busy rooms tick slower; clients are told whenever the rate changes.
+    pub(super) fn update_presence_rate(&mut self) {
+        let config = &self.ctx.config;
+        let hz = if self.members.len() > config.busy_room {
+            config.busy_presence_hz
+        } else {
+            config.presence_hz
+        };
+        if hz != self.presence_hz {
+            self.presence_hz = hz;
+            let msg = json!({"type": "presence-rate", "hz": hz}).to_string();
+            self.broadcast(shared(msg), "presence-rate");
+        }
+    }
+
+    /// Publishes the room's people and editor counts (after joins, leaves, role changes).
+    pub(super) fn sync_counts(&mut self) {
+        self.people
+            .store(self.members.len(), std::sync::atomic::Ordering::Relaxed);
+        let editors = self
+            .members
+            .values()
+            .filter(|m| m.role == Role::Editor)
+            .count() as i64;
+        metrics().editors.add(editors - self.editors_counted);
+        self.editors_counted = editors;
+    }
+
+    pub(super) fn tick_period(&self) -> Duration {
+        Duration::from_micros(1_000_000 / u64::from(self.presence_hz.max(1)))
+    }
+
+    pub(super) fn file_changed(&mut self, record: FileRecord) {
+        self.record = record;
+        let gone: Vec<ConnId> = self
+            .members
+            .iter()
+            .filter(|(_, m)| access::role(&self.record, m.access).is_err())
+            .map(|(c, _)| *c)
+            .collect();
+        for conn in gone {
+            if let Some(m) = self.members.get(&conn) {
+                m.outbox.close(4003, "no access any more");
+            }
+            self.leave(conn);
+        }
+        self.settle_roles();
+    }
+}
