@@ -12,6 +12,13 @@ fi
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# pingora (the router) builds zlib-ng with cmake.
+if ! command -v cmake >/dev/null 2>&1; then
+    step "installing cmake (needed to build pingora)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q cmake >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -q cmake >/dev/null; }
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -20,6 +27,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "services (Postgres, NATS with JetStream, Redis) on loopback"
 scripts/services.sh start
+# Stopped again at the end, unless asked to keep them (ATRIUM_KEEP_SERVICES=1).
+if [ "${ATRIUM_KEEP_SERVICES:-0}" != 1 ]; then
+    trap 'scripts/services.sh stop' EXIT
+fi
 # shellcheck disable=SC1091
 source .services/env
 
