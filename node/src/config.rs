@@ -221,11 +221,16 @@ impl NodeConfig {
         Duration::from_millis(self.shutdown_ms)
     }
 
-    /// The trusted proxies' addresses (entries that do not parse are ignored).
-    pub fn trusted_proxies(&self) -> Vec<std::net::IpAddr> {
+    /// The trusted proxies: addresses or ranges (`10.244.0.0/16`).
+    pub fn trusted_proxies(&self) -> Result<Vec<crate::limits::Network>, String> {
         self.trust_proxy
             .iter()
-            .filter_map(|s| s.trim().parse().ok())
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                crate::limits::Network::parse(s).ok_or_else(|| {
+                    format!("ATRIUM_TRUST_PROXY: {s:?} is not an address or a range")
+                })
+            })
             .collect()
     }
 

@@ -145,10 +145,43 @@ impl Drop for AddressSlot {
     }
 }
 
+/// An address or a range of them (`10.244.0.0/16`, `fd00::/8`, `127.0.0.1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Network {
+    base: IpAddr,
+    prefix: u8,
+}
+
+impl Network {
+    /// Parses `ip` or `ip/prefix`; `None` when it is neither.
+    pub fn parse(s: &str) -> Option<Self> {
+        let (ip, prefix) = match s.trim().split_once('/') {
+            Some((ip, p)) => (ip.parse::<IpAddr>().ok()?, Some(p.parse::<u8>().ok()?)),
+            None => (s.trim().parse::<IpAddr>().ok()?, None),
+        };
+        let max = if ip.is_ipv4() { 32 } else { 128 };
+        let prefix = prefix.unwrap_or(max);
+        (prefix <= max).then_some(Self { base: ip, prefix })
+    }
+
+    pub fn contains(&self, ip: &IpAddr) -> bool {
+        let (a, b, bits) = match (self.base, ip) {
+            (IpAddr::V4(a), IpAddr::V4(b)) => {
+                (u128::from(u32::from(a)), u128::from(u32::from(*b)), 32)
+            }
+            (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(*b), 128),
+            _ => return false,
+        };
+        let shift = bits - u32::from(self.prefix);
+        shift >= bits || (a >> shift) == (b >> shift)
+    }
+}
+
 /// The client's address: the peer, or, when the peer is a trusted proxy, the
 /// right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
-pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpAddr]) -> IpAddr {
-    if !trusted.contains(&peer) {
+pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[Network]) -> IpAddr {
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|n| n.contains(ip));
+    if !is_trusted(&peer) {
         return peer;
     }
     let Some(header) = forwarded_for else {
@@ -158,7 +191,7 @@ pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpAd
         .split(',')
         .rev()
         .filter_map(|s| s.trim().parse::<IpAddr>().ok())
-        .find(|a| !trusted.contains(a))
+        .find(|a| !is_trusted(a))
         .unwrap_or(peer)
 }
 
@@ -202,11 +235,30 @@ mod tests {
     #[test]
     fn forwarded_for_only_from_trusted_peers() {
         let proxy: IpAddr = "127.0.0.1".parse().unwrap();
+        let trusted = [Network::parse("127.0.0.1").unwrap()];
         let other: IpAddr = "192.0.2.9".parse().unwrap();
         let xff = Some("203.0.113.5, 10.0.0.7");
-        assert_eq!(client_address(other, xff, &[proxy]), other);
-        assert_eq!(client_address(proxy, xff, &[proxy]).to_string(), "10.0.0.7");
-        assert_eq!(client_address(proxy, None, &[proxy]), proxy);
-        assert_eq!(client_address(proxy, Some("junk"), &[proxy]), proxy);
+        assert_eq!(client_address(other, xff, &trusted), other);
+        assert_eq!(client_address(proxy, xff, &trusted).to_string(), "10.0.0.7");
+        assert_eq!(client_address(proxy, None, &trusted), proxy);
+        assert_eq!(client_address(proxy, Some("junk"), &trusted), proxy);
+    }
+
+    #[test]
+    fn networks_cover_their_ranges() {
+        let pods = Network::parse("10.244.0.0/16").unwrap();
+        assert!(pods.contains(&"10.244.3.7".parse().unwrap()));
+        assert!(!pods.contains(&"10.245.0.1".parse().unwrap()));
+        assert!(!pods.contains(&"::1".parse().unwrap()));
+        let any = Network::parse("0.0.0.0/0").unwrap();
+        assert!(any.contains(&"192.0.2.1".parse().unwrap()));
+        let v6 = Network::parse("fd00::/8").unwrap();
+        assert!(v6.contains(&"fd12::1".parse().unwrap()));
+        assert!(Network::parse("10.0.0.0/33").is_none());
+        assert!(Network::parse("nonsense").is_none());
+        // A chain of routers inside the range is skipped to reach the client.
+        let xff = Some("203.0.113.5, 10.244.1.1");
+        let got = client_address("10.244.2.2".parse().unwrap(), xff, &[pods]);
+        assert_eq!(got.to_string(), "203.0.113.5");
     }
 }

@@ -41,7 +41,7 @@ pub struct AppState {
     pub coordinator: Arc<dyn Coordinator>,
     pub node: NodeId,
     /// Proxies whose `X-Forwarded-For` is believed.
-    pub trusted: Vec<std::net::IpAddr>,
+    pub trusted: Vec<crate::limits::Network>,
     pub sockets_by_address: Arc<AddressCounts>,
     pub auth_by_address: KeyedLimiter<std::net::IpAddr>,
     pub auth_by_email: KeyedLimiter<String>,
@@ -161,7 +161,7 @@ pub async fn start(
         limits,
         coordinator: coordinator.clone(),
         node: node.clone(),
-        trusted: config.trusted_proxies(),
+        trusted: config.trusted_proxies().map_err(StartError::Setting)?,
         sockets_by_address: Arc::new(AddressCounts::new(config.ws_per_ip)),
         auth_by_address: KeyedLimiter::per_minute(config.auth_per_ip_per_minute, AUTH_KEYS),
         auth_by_email: KeyedLimiter::per_minute(config.auth_per_email_per_minute, AUTH_KEYS),
