@@ -37,6 +37,9 @@ source .services/env
 step "cargo test"
 cargo test --workspace --locked
 
+step "Kubernetes: the chart rendered, linted and validated; dashboards and alerts against a real Prometheus"
+k8s/test.sh
+
 step "browser client: unit tests and two windows in headless Chromium"
 ATRIUM_NODE_BIN="$PWD/target/debug/atrium-node" E2E_PAGE_FROM_NODE=1 web/run-tests.sh
 

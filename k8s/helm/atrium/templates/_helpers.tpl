@@ -1,0 +1,175 @@
+{{/* Names. */}}
+{{- define "atrium.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "atrium.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Node and router object names (the node name is also the pod name prefix and node id). */}}
+{{- define "atrium.node.fullname" -}}
+{{- printf "%s-node" (include "atrium.fullname" .) | trunc 52 | trimSuffix "-" -}}
+{{- end -}}
+{{- define "atrium.node.headless" -}}
+{{- printf "%s-nodes" (include "atrium.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- define "atrium.router.fullname" -}}
+{{- printf "%s-router" (include "atrium.fullname" .) | trunc 56 | trimSuffix "-" -}}
+{{- end -}}
+{{- define "atrium.secret" -}}
+{{- printf "%s-urls" (include "atrium.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "atrium.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "atrium.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "atrium.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* Labels. */}}
+{{- define "atrium.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "atrium.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: atrium
+{{- end -}}
+
+{{- define "atrium.selector" -}}
+app.kubernetes.io/name: {{ include "atrium.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/*
+The node settings: value key -> ATRIUM_* variable. Every setting of docs/operations.md is here
+except those the chart derives (bind addresses, data folder, node id, advertised address,
+trusted proxies, database and coordinator URLs).
+*/}}
+{{- define "atrium.node.settingNames" -}}
+databasePool: ATRIUM_DATABASE_POOL
+leaseMs: ATRIUM_LEASE_MS
+rebalancePerSecond: ATRIUM_REBALANCE_PER_SECOND
+admins: ATRIUM_ADMINS
+log: ATRIUM_LOG
+helloTimeoutMs: ATRIUM_HELLO_TIMEOUT_MS
+roomOps: ATRIUM_ROOM_OPS
+roomOpsBytes: ATRIUM_ROOM_OPS_BYTES
+roomIdleMs: ATRIUM_ROOM_IDLE_MS
+presenceHz: ATRIUM_PRESENCE_HZ
+busyRoom: ATRIUM_BUSY_ROOM
+busyPresenceHz: ATRIUM_BUSY_PRESENCE_HZ
+roomEditors: ATRIUM_ROOM_EDITORS
+roomPeople: ATRIUM_ROOM_PEOPLE
+wsPerSecond: ATRIUM_WS_PER_SECOND
+presencePerSecond: ATRIUM_PRESENCE_PER_SECOND
+wsPerAccount: ATRIUM_WS_PER_ACCOUNT
+wsPerIp: ATRIUM_WS_PER_IP
+authPerIpPerMinute: ATRIUM_AUTH_PER_IP_PER_MINUTE
+authPerEmailPerMinute: ATRIUM_AUTH_PER_EMAIL_PER_MINUTE
+pingMs: ATRIUM_PING_MS
+pingTimeoutMs: ATRIUM_PING_TIMEOUT_MS
+healthStats: ATRIUM_HEALTH_STATS
+maxMessageBytes: ATRIUM_MAX_MESSAGE_BYTES
+maxPatchOps: ATRIUM_MAX_PATCH_OPS
+maxDocBytes: ATRIUM_MAX_DOC_BYTES
+snapshotMs: ATRIUM_SNAPSHOT_MS
+snapshotBytes: ATRIUM_SNAPSHOT_BYTES
+sendQueue: ATRIUM_SEND_QUEUE
+sendQueueBytes: ATRIUM_SEND_QUEUE_BYTES
+welcomeBudgetBytes: ATRIUM_WELCOME_BUDGET_BYTES
+shutdownMs: ATRIUM_SHUTDOWN_MS
+hashConcurrency: ATRIUM_HASH_CONCURRENCY
+argon2MemoryKib: ATRIUM_ARGON2_MEMORY_KIB
+argon2Iterations: ATRIUM_ARGON2_ITERATIONS
+{{- end -}}
+
+{{/* The router settings: value key -> ATRIUM_* variable (router/src/config.rs). */}}
+{{- define "atrium.router.settingNames" -}}
+connectTimeoutMs: ATRIUM_ROUTER_CONNECT_TIMEOUT_MS
+readTimeoutMs: ATRIUM_ROUTER_READ_TIMEOUT_MS
+socketWriteTimeoutMs: ATRIUM_ROUTER_SOCKET_WRITE_TIMEOUT_MS
+holders: ATRIUM_ROUTER_HOLDERS
+drainMs: ATRIUM_ROUTER_DRAIN_MS
+shutdownMs: ATRIUM_ROUTER_SHUTDOWN_MS
+threads: ATRIUM_ROUTER_THREADS
+log: ATRIUM_LOG
+{{- end -}}
+
+{{/* Cluster mode: a database and a coordinator are configured. */}}
+{{- define "atrium.hasDatabase" -}}
+{{- if or .Values.database.url .Values.database.existingSecret }}true{{ end -}}
+{{- end -}}
+{{- define "atrium.hasCoordinator" -}}
+{{- if or .Values.coordinator.url .Values.coordinator.existingSecret }}true{{ end -}}
+{{- end -}}
+
+{{/* An env var read from the chart's Secret or an existing one. */}}
+{{- define "atrium.urlEnv" -}}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ default (include "atrium.secret" .root) .cfg.existingSecret }}
+      key: {{ if .cfg.existingSecret }}{{ .cfg.existingSecretKey }}{{ else }}{{ .key }}{{ end }}
+{{- end -}}
+
+{{/* Seconds: what a node may need between "terminating" and exit. */}}
+{{- define "atrium.node.minGrace" -}}
+{{- $shutdown := div (add (int .Values.node.settings.shutdownMs) 999) 1000 -}}
+{{- $router := ternary (div (add (int .Values.router.settings.drainMs) 999) 1000) 0 .Values.router.enabled -}}
+{{- add (int .Values.node.preStopSeconds) $shutdown $router (int .Values.node.terminationExtraSeconds) -}}
+{{- end -}}
+
+{{/* Refuse value combinations that cannot work. */}}
+{{- define "atrium.checks" -}}
+{{- if and (gt (int .Values.node.replicas) 1) (not (include "atrium.hasDatabase" .)) -}}
+{{- fail "node.replicas > 1 needs a shared Postgres: set database.url or database.existingSecret" -}}
+{{- end -}}
+{{- if and (gt (int .Values.node.replicas) 1) (not (include "atrium.hasCoordinator" .)) -}}
+{{- fail "node.replicas > 1 needs a coordinator: set coordinator.url (nats:// or redis://) or coordinator.existingSecret" -}}
+{{- end -}}
+{{- if and .Values.router.enabled (not (include "atrium.hasCoordinator" .)) -}}
+{{- fail "router.enabled needs a coordinator (the routers learn the nodes from it): set coordinator.url or coordinator.existingSecret" -}}
+{{- end -}}
+{{- if and (not (include "atrium.hasDatabase" .)) (not .Values.node.persistence.enabled) -}}
+{{- fail "without database.url the node keeps everything in its embedded store: set node.persistence.enabled=true" -}}
+{{- end -}}
+{{- if lt (int .Values.router.settings.shutdownMs) (int .Values.router.settings.drainMs) -}}
+{{- fail "router.settings.shutdownMs must be at least router.settings.drainMs" -}}
+{{- end -}}
+{{- with .Values.node.terminationGracePeriodSeconds -}}
+{{- if lt (int .) (int (include "atrium.node.minGrace" $)) -}}
+{{- fail (printf "node.terminationGracePeriodSeconds %d is shorter than preStop + ATRIUM_SHUTDOWN_MS + ATRIUM_ROUTER_DRAIN_MS + extra = %s" (int .) (include "atrium.node.minGrace" $)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A setting as text: whole numbers without exponent (YAML numbers arrive as floats). */}}
+{{- define "atrium.settingValue" -}}
+{{- if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) -}}
+{{- if eq (float64 .) (float64 (int64 .)) -}}
+{{- printf "%d" (int64 .) -}}
+{{- else -}}
+{{- printf "%v" . -}}
+{{- end -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
