@@ -276,6 +276,13 @@ impl Room {
             Exit::Shutdown => Some((1012, "server restarting")),
             Exit::Idle => None,
         };
+        // The lease goes first: a client told to come back (4009, 1012) may reach
+        // the successor at once, and must not find the file still held here.
+        if let Some(keeper) = room.lease.take() {
+            if let Err(e) = keeper.release().await {
+                tracing::debug!(file = %room.file, error = %e, "lease release failed; it will lapse");
+            }
+        }
         if let Some((code, reason)) = code {
             for m in room.members.values() {
                 m.outbox.close(code, reason);
@@ -283,11 +290,6 @@ impl Room {
         }
         room.members.clear();
         room.sync_counts();
-        if let Some(keeper) = room.lease.take() {
-            if let Err(e) = keeper.release().await {
-                tracing::debug!(file = %room.file, error = %e, "lease release failed; it will lapse");
-            }
-        }
         if let Some(reply) = room.finishing.take().and_then(|f| f.reply) {
             let _ = reply.send(());
         }

@@ -1335,3 +1335,1123 @@ pub fn raise_fd_limit() -> libc::rlim_t {
         lim.rlim_cur
     }
 }
+
+// ---------------------------------------------------------------------------
+// Clusters: several node processes sharing a Postgres database and a
+// coordinator (NATS or Redis), and clients that find a file's node the way the
+// router does and keep a model of the document.
+// ---------------------------------------------------------------------------
+
+/// A variable `scripts/services.sh` provides; a test without it fails (never
+/// skips) and says how to get it.
+pub fn service_env(name: &str) -> String {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => v,
+        _ => panic!(
+            "{name} is not set. The cluster tests need the test services: run \
+             `scripts/services.sh start && source .services/env` from the workspace root, \
+             then run the tests again"
+        ),
+    }
+}
+
+/// Generates `mod NAME { fn nats(); fn redis() }`, two tests running
+/// `NAME(Backend::...)`, so every cluster test runs against both coordinators.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn nats() {
+                super::$name($crate::common::Backend::Nats).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                super::$name($crate::common::Backend::Redis).await
+            }
+        }
+    )*};
+}
+
+/// Which coordinator a cluster uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Nats,
+    Redis,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Nats => "nats",
+            Backend::Redis => "redis",
+        }
+    }
+
+    /// The suite's shared server of this kind.
+    pub fn shared_url(self) -> String {
+        match self {
+            Backend::Nats => service_env("ATRIUM_TEST_NATS_URL"),
+            Backend::Redis => service_env("ATRIUM_TEST_REDIS_URL"),
+        }
+    }
+}
+
+/// A coordinator URL with a fresh namespace, so parallel tests never meet.
+pub fn namespaced(server: &str) -> String {
+    let base = server.trim().trim_end_matches('/');
+    format!("{base}?namespace=ct{}", &secret()[..20])
+}
+
+/// Connects to Postgres (no TLS); the connection runs on a spawned task.
+pub async fn pg_connect(url: &str) -> tokio_postgres::Client {
+    let (client, conn) =
+        tokio::time::timeout(WAIT, tokio_postgres::connect(url, tokio_postgres::NoTls))
+            .await
+            .unwrap_or_else(|_| panic!("connecting to Postgres at {url} timed out"))
+            .unwrap_or_else(|e| panic!("cannot connect to Postgres at {url}: {e}"));
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client
+}
+
+/// `url` with its database name replaced by `db`.
+fn with_database(url: &str, db: &str) -> String {
+    let (url, query) = match url.split_once('?') {
+        Some((u, q)) => (u, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let scheme_end = url.find("://").map(|i| i + 3).unwrap_or(0);
+    let base = match url[scheme_end..].find('/') {
+        Some(i) => &url[..scheme_end + i],
+        None => url,
+    };
+    format!("{base}/{db}{query}")
+}
+
+/// A database of its own on the suite's Postgres server, dropped (best
+/// effort) when the value goes.
+pub struct TestDatabase {
+    pub name: String,
+    /// What the nodes get as `ATRIUM_DATABASE_URL`.
+    pub url: String,
+    admin: String,
+}
+
+impl TestDatabase {
+    pub async fn create() -> TestDatabase {
+        let admin = service_env("ATRIUM_TEST_DATABASE_URL");
+        let name = format!("atrium_ct_{}", &secret()[..16]);
+        pg_connect(&admin)
+            .await
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
+        TestDatabase {
+            url: with_database(&admin, &name),
+            name,
+            admin,
+        }
+    }
+
+    /// Runs SQL on the server's maintenance database (not on this one).
+    pub async fn admin(&self, sql: &str) {
+        pg_connect(&self.admin)
+            .await
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// Cuts every node off this database: no new connections, and the
+    /// open ones terminated (a Postgres outage, as far as the nodes can tell).
+    pub async fn cut_off(&self) {
+        let name = &self.name;
+        self.admin(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"))
+            .await;
+        self.admin(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+        ))
+        .await;
+    }
+
+    /// Lets the nodes connect again.
+    pub async fn restore(&self) {
+        self.admin(&format!(
+            "ALTER DATABASE {} ALLOW_CONNECTIONS true",
+            self.name
+        ))
+        .await;
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let admin = self.admin.clone();
+        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        // Its own thread and runtime: this may run inside (or after) the test's runtime.
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                let fut = async {
+                    if let Ok((client, conn)) =
+                        tokio_postgres::connect(&admin, tokio_postgres::NoTls).await
+                    {
+                        tokio::spawn(async move {
+                            let _ = conn.await;
+                        });
+                        let _ = client.batch_execute(&sql).await;
+                    }
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(10), fut).await;
+            });
+        })
+        .join();
+    }
+}
+
+/// One node of a cluster as clients see it.
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub id: String,
+    pub port: u16,
+    /// Live and taking work: what the router would route to.
+    pub up: bool,
+}
+
+/// The nodes of a cluster, shared with client tasks: the router's view.
+#[derive(Clone, Default)]
+pub struct Directory(Arc<Mutex<Vec<Member>>>);
+
+impl Directory {
+    pub fn members(&self) -> Vec<Member> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn set_up(&self, id: &str, up: bool) {
+        for m in self.0.lock().unwrap().iter_mut() {
+            if m.id == id {
+                m.up = up;
+            }
+        }
+    }
+
+    fn set_port(&self, id: &str, port: u16) {
+        for m in self.0.lock().unwrap().iter_mut() {
+            if m.id == id {
+                m.port = port;
+            }
+        }
+    }
+
+    fn push(&self, member: Member) {
+        self.0.lock().unwrap().push(member);
+    }
+
+    pub fn port_of(&self, id: &str) -> u16 {
+        self.members()
+            .into_iter()
+            .find(|m| m.id == id)
+            .unwrap_or_else(|| panic!("no node {id} in the cluster"))
+            .port
+    }
+
+    /// The node the consistent hash ring of the up members picks for `file`.
+    pub fn owner(&self, file: &str) -> String {
+        self.order(file)
+            .first()
+            .map(|m| m.id.clone())
+            .expect("no node is up")
+    }
+
+    /// Up members in the order a router tries them for `file`: the ring owner
+    /// first.
+    pub fn order(&self, file: &str) -> Vec<Member> {
+        let members = self.members();
+        let up: Vec<atrium_coordinator::NodeId> = members
+            .iter()
+            .filter(|m| m.up)
+            .map(|m| atrium_coordinator::NodeId::parse(&m.id).expect("node id"))
+            .collect();
+        let ring = atrium_coordinator::Ring::new(up.iter());
+        ring.candidates(file)
+            .filter_map(|id| members.iter().find(|m| m.id == id.as_str()).cloned())
+            .collect()
+    }
+}
+
+/// Where a file's owner would be with a given set of node ids.
+pub fn ring_owner(ids: &[&str], file: &str) -> String {
+    let ids: Vec<atrium_coordinator::NodeId> = ids
+        .iter()
+        .map(|id| atrium_coordinator::NodeId::parse(id).expect("node id"))
+        .collect();
+    atrium_coordinator::Ring::new(ids.iter())
+        .owner(file)
+        .expect("empty ring")
+        .as_str()
+        .to_string()
+}
+
+/// Several `atrium-node` processes sharing a database and a coordinator.
+/// Fields drop in order: the nodes first, then the database.
+pub struct Cluster {
+    pub nodes: Vec<Node>,
+    pub ids: Vec<String>,
+    pub dir: Directory,
+    pub coordinator: String,
+    pub lease_ms: u64,
+    envs: Vec<(String, String)>,
+    pub db: TestDatabase,
+}
+
+impl Cluster {
+    /// `count` nodes (`n0`, `n1`, ...) on the suite's server of `backend`,
+    /// with a fresh database and namespace.
+    pub async fn start(
+        backend: Backend,
+        count: usize,
+        lease_ms: u64,
+        extra: &[(&str, &str)],
+    ) -> Cluster {
+        Cluster::start_on(&backend.shared_url(), count, lease_ms, extra).await
+    }
+
+    /// Like [`Cluster::start`], on a given coordinator server URL.
+    pub async fn start_on(
+        server: &str,
+        count: usize,
+        lease_ms: u64,
+        extra: &[(&str, &str)],
+    ) -> Cluster {
+        let db = TestDatabase::create().await;
+        let coordinator = namespaced(server);
+        let mut envs: Vec<(String, String)> = vec![
+            ("ATRIUM_DATABASE_URL".into(), db.url.clone()),
+            ("ATRIUM_COORDINATOR".into(), coordinator.clone()),
+            ("ATRIUM_LEASE_MS".into(), lease_ms.to_string()),
+            ("ATRIUM_DATABASE_POOL".into(), "4".into()),
+            ("ATRIUM_WS_PER_IP".into(), "100000".into()),
+            ("ATRIUM_AUTH_PER_IP_PER_MINUTE".into(), "1000".into()),
+            ("ATRIUM_ARGON2_MEMORY_KIB".into(), "1024".into()),
+            ("ATRIUM_ARGON2_ITERATIONS".into(), "1".into()),
+        ];
+        for (k, v) in extra {
+            envs.retain(|(key, _)| key != k);
+            envs.push((k.to_string(), v.to_string()));
+        }
+        let mut cluster = Cluster {
+            nodes: Vec::new(),
+            ids: Vec::new(),
+            dir: Directory::default(),
+            coordinator,
+            lease_ms,
+            envs,
+            db,
+        };
+        // The first node alone applies the migrations; the rest start together.
+        cluster.add_node().await;
+        let ids: Vec<String> = (1..count).map(|i| format!("n{i}")).collect();
+        let starts = ids.iter().map(|id| cluster.spawn_node(id));
+        let started = futures_util::future::join_all(starts).await;
+        for (id, node) in ids.into_iter().zip(started) {
+            cluster.register(id, node);
+        }
+        // Let every node see every other (two heartbeats) before files are
+        // opened, so no ring change moves them afterwards.
+        tokio::time::sleep(Duration::from_millis(lease_ms * 2 / 3)).await;
+        cluster
+    }
+
+    async fn spawn_node(&self, id: &str) -> Node {
+        let mut envs: Vec<(&str, &str)> = self
+            .envs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        envs.push(("ATRIUM_NODE_ID", id));
+        Node::start(&envs).await
+    }
+
+    fn register(&mut self, id: String, node: Node) {
+        if self.dir.members().iter().any(|m| m.id == id) {
+            self.dir.set_port(&id, node.port);
+        } else {
+            self.dir.push(Member {
+                id: id.clone(),
+                port: node.port,
+                up: true,
+            });
+        }
+        self.ids.push(id);
+        self.nodes.push(node);
+    }
+
+    /// Starts one more node (`n<count>`); returns its index. It is on the
+    /// directory's ring from the start, as the nodes learn of it from its
+    /// first heartbeat, before its start is reported here (clients sent to
+    /// it meanwhile wait).
+    pub async fn add_node(&mut self) -> usize {
+        let id = format!("n{}", self.nodes.len());
+        self.dir.push(Member {
+            id: id.clone(),
+            port: 0,
+            up: true,
+        });
+        let node = self.spawn_node(&id).await;
+        self.register(id, node);
+        self.nodes.len() - 1
+    }
+
+    pub fn index(&self, id: &str) -> usize {
+        self.ids
+            .iter()
+            .position(|i| i == id)
+            .unwrap_or_else(|| panic!("no node {id}"))
+    }
+
+    pub fn node(&self, id: &str) -> &Node {
+        &self.nodes[self.index(id)]
+    }
+
+    /// The up node ids.
+    pub fn up_ids(&self) -> Vec<String> {
+        self.dir
+            .members()
+            .into_iter()
+            .filter(|m| m.up)
+            .map(|m| m.id)
+            .collect()
+    }
+
+    pub fn kill9(&mut self, id: &str) {
+        self.dir.set_up(id, false);
+        let i = self.index(id);
+        self.nodes[i].kill9();
+    }
+
+    /// SIGTERM (the node drains); the directory stops routing to it at once.
+    pub fn sigterm(&mut self, id: &str) {
+        self.dir.set_up(id, false);
+        self.node(id).sigterm();
+    }
+
+    /// SIGSTOP: the process freezes (its sockets stay open, unanswered).
+    pub fn sigstop(&mut self, id: &str) {
+        self.dir.set_up(id, false);
+        signal(self.node(id).pid(), libc::SIGSTOP);
+    }
+
+    /// SIGCONT after [`Cluster::sigstop`]; the directory is left as it is.
+    pub fn sigcont(&mut self, id: &str) {
+        signal(self.node(id).pid(), libc::SIGCONT);
+    }
+
+    pub fn mark_up(&self, id: &str) {
+        self.dir.set_up(id, true);
+    }
+
+    /// Everything every node printed, for failure messages.
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        for (id, node) in self.ids.iter().zip(&self.nodes) {
+            out.push_str(&format!(
+                "===== {id} (port {}) =====\n{}\n",
+                node.port,
+                node.log()
+            ));
+        }
+        out
+    }
+
+    /// A signed-up account (on some node); returns its token.
+    pub async fn account(&self, who: &str) -> String {
+        new_account(&self.nodes[0], who).await
+    }
+
+    /// Creates files until `count` of them have `node` as their ring owner
+    /// among `ring`; returns their ids. Each gets `link` = edit.
+    pub async fn files_owned_by(
+        &self,
+        token: &str,
+        node: &str,
+        ring: &[&str],
+        count: usize,
+    ) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut made = 0;
+        while out.len() < count {
+            made += 1;
+            assert!(made < 40 * count + 40, "the ring never picks {node}");
+            let f = create_file(&self.nodes[0], token, "Cluster board", None).await;
+            let id = s(&f["id"]).to_string();
+            if ring_owner(ring, &id) == node {
+                set_link(&self.nodes[self.index(node)], token, &id, "edit").await;
+                out.push((id, s(&f["edit_key"]).to_string()));
+            }
+        }
+        out
+    }
+
+    /// Which node holds `file` as the other nodes see it: the node a 409
+    /// `moved` names. None when every up node would serve it itself.
+    pub async fn holder(&self, token: &str, file: &str) -> Option<String> {
+        for m in self.dir.members().into_iter().filter(|m| m.up) {
+            let r = http_at(
+                m.port,
+                "GET",
+                &format!("/api/files/{file}"),
+                &[("authorization", &bearer(token))],
+                None,
+            )
+            .await;
+            if r.status == 409 {
+                return Some(moved_to(&r));
+            }
+        }
+        None
+    }
+
+    /// `GET /api/files/{id}/doc` the way the router sends it: the ring owner
+    /// first, following a 409 `moved`. Returns (node id, version, doc).
+    pub async fn doc(&self, token: &str, file: &str) -> (String, u64, Value) {
+        let mut port = self.dir.order(file)[0].port;
+        let mut at = self.dir.order(file)[0].id.clone();
+        for _ in 0..4 {
+            let r = http_at(
+                port,
+                "GET",
+                &format!("/api/files/{file}/doc"),
+                &[("authorization", &bearer(token))],
+                None,
+            )
+            .await;
+            if r.status == 409 {
+                at = moved_to(&r);
+                port = self.dir.port_of(&at);
+                continue;
+            }
+            r.assert_status(200);
+            let v = r.body()["version"].as_u64().expect("numeric version");
+            return (at, v, r.body()["doc"].clone());
+        }
+        panic!("GET /doc of {file} kept being moved");
+    }
+}
+
+/// The node a 409 `moved` answer names (asserting its shape).
+pub fn moved_to(r: &Resp) -> String {
+    r.assert_error(409, "moved");
+    s(&r.body()["error"]["node"]).to_string()
+}
+
+pub fn signal(pid: i32, sig: libc::c_int) {
+    // SAFETY: a plain syscall on the pid of our own child.
+    let rc = unsafe { libc::kill(pid, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig}) failed");
+}
+
+/// Like [`http_at`], but None instead of a panic when the node cannot be
+/// reached or does not answer within `patience`.
+pub async fn try_http_at(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    patience: Duration,
+) -> Option<Resp> {
+    let fut = async move {
+        let stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .ok()?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut builder = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", format!("127.0.0.1:{port}"));
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        let req = builder.body(Full::new(Bytes::new())).ok()?;
+        let resp = sender.send_request(req).await.ok()?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = resp.into_body().collect().await.ok()?.to_bytes();
+        Some(Resp {
+            status,
+            headers,
+            json: serde_json::from_slice(&bytes).ok(),
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        })
+    };
+    tokio::time::timeout(patience, fut).await.ok().flatten()
+}
+
+/// Why a connection attempt gave no welcome.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The node closed the socket with this code (None: no code).
+    Closed(Option<u16>),
+    /// Not reachable, not answering in time, or the stream broke.
+    Unreachable(String),
+}
+
+/// One attempt: upgrade at `port`, say hello, wait for the welcome.
+pub async fn attempt(
+    port: u16,
+    file: &str,
+    hello: &Hello,
+    patience: Duration,
+) -> Result<(Client, Value), Refusal> {
+    let url = format!("ws://127.0.0.1:{port}/files/{file}/ws");
+    let ws = match tokio::time::timeout(patience, tokio_tungstenite::connect_async(url)).await {
+        Err(_) => return Err(Refusal::Unreachable("upgrade timed out".into())),
+        Ok(Err(e)) => return Err(Refusal::Unreachable(e.to_string())),
+        Ok(Ok((ws, _))) => ws,
+    };
+    let mut c = Client { ws };
+    let _ = tokio::time::timeout(
+        patience,
+        c.ws.send(Message::text(hello.to_json().to_string())),
+    )
+    .await;
+    match c.next_non_presence(patience).await {
+        Event::Json(v) if v["type"] == "welcome" => Ok((c, v)),
+        Event::Json(v) => panic!("expected a welcome or a close after hello, got {v}"),
+        Event::Close(code) => Err(Refusal::Closed(code)),
+        other => Err(Refusal::Unreachable(format!("{other:?}"))),
+    }
+}
+
+/// A client of one file that finds the file's node like a router would
+/// (ring owner first, on 4009 the next node, with a short backoff), keeps a
+/// model of the document from its welcome, the relays and its acks, and
+/// resumes after every disconnection, resending what is unconfirmed with the
+/// original op ids.
+pub struct Peer {
+    pub file: String,
+    pub hello: Hello,
+    pub label: String,
+    pub ws: Option<Client>,
+    /// The node it is connected to (or was last).
+    pub at: Option<String>,
+    pub version: u64,
+    pub doc: Map<String, Value>,
+    next_op: u64,
+    pub unacked: BTreeMap<u64, Vec<Value>>,
+    /// op id -> version, for every acked patch.
+    pub acked: BTreeMap<u64, u64>,
+    /// Close codes of welcomed sockets, as the server closed them (0: lost
+    /// without a close frame).
+    pub closes: Vec<(Instant, u16)>,
+    /// Hello refusals: (node, close code).
+    pub refusals: Vec<(String, Option<u16>)>,
+    /// Every welcome: (when, node).
+    pub welcomes: WelcomeLog,
+    /// Notice codes received.
+    pub notices: Vec<u64>,
+    welcomed_once: bool,
+}
+
+impl Peer {
+    pub fn new(file: &str, hello: Hello) -> Peer {
+        Peer {
+            file: file.to_string(),
+            label: hello.client[..8].to_string(),
+            hello,
+            ws: None,
+            at: None,
+            version: 0,
+            doc: Map::new(),
+            next_op: 0,
+            unacked: BTreeMap::new(),
+            acked: BTreeMap::new(),
+            closes: Vec::new(),
+            refusals: Vec::new(),
+            welcomes: Arc::new(Mutex::new(Vec::new())),
+            notices: Vec::new(),
+            welcomed_once: false,
+        }
+    }
+
+    /// The node id of each edit this client got acked, by op id.
+    pub fn edit_node(&self, op: u64) -> String {
+        format!("e{}-{op}", self.label)
+    }
+
+    /// The first welcome after `t`, if any.
+    pub fn welcomed_after(&self, t: Instant) -> Option<(Instant, String)> {
+        self.welcomes
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(at, _)| *at > t)
+            .cloned()
+    }
+
+    /// Connects the way a router sends a client: to the file's live lease
+    /// holder when there is one, else to the ring owner of the up nodes. The
+    /// holder is learnt as a router would not need to: after a 4009, by asking
+    /// the refusing node over HTTP (its 409 `moved` names the holder). `first`
+    /// is tried before anything else. Retries with a short backoff until
+    /// `patience` runs out; panics on a refusal a client must not retry
+    /// (4001, 4003, 4004, 4029, ...).
+    pub async fn connect(&mut self, dir: &Directory, first: Option<&str>, patience: Duration) {
+        let deadline = Instant::now() + patience;
+        let mut backoff = Duration::from_millis(50);
+        let mut next: Option<String> = first.map(str::to_string);
+        loop {
+            let target = match next.take() {
+                Some(id) => id,
+                None => dir.owner(&self.file),
+            };
+            let port = dir.port_of(&target);
+            let mut hello = self.hello.clone();
+            hello.since = self.welcomed_once.then_some(self.version);
+            let tried = if port == 0 {
+                // A node still starting: not reachable yet.
+                Err(Refusal::Unreachable("starting".into()))
+            } else {
+                attempt(port, &self.file, &hello, Duration::from_secs(3)).await
+            };
+            match tried {
+                Ok((c, welcome)) => {
+                    self.ws = Some(c);
+                    self.at = Some(target.clone());
+                    self.welcomed(&welcome);
+                    self.welcomes.lock().unwrap().push((Instant::now(), target));
+                    self.resend().await;
+                    return;
+                }
+                Err(Refusal::Closed(code)) => {
+                    self.refusals.push((target.clone(), code));
+                    match code {
+                        Some(4009) => {
+                            if let Some(holder) = self.ask_holder(port).await {
+                                if holder != target {
+                                    next = Some(holder);
+                                    continue;
+                                }
+                            }
+                        }
+                        Some(1011..=1013) | None => {}
+                        Some(other) => panic!(
+                            "peer {} of {} refused by {target} with close {other}",
+                            self.label, self.file
+                        ),
+                    }
+                }
+                Err(Refusal::Unreachable(_)) => {}
+            }
+            assert!(
+                Instant::now() < deadline,
+                "peer {} found no node serving {} within {patience:?} (refusals: {:?})",
+                self.label,
+                self.file,
+                self.refusals
+            );
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_millis(400));
+        }
+    }
+
+    /// The holder a node names for this file (its 409 `moved`), if any.
+    async fn ask_holder(&self, port: u16) -> Option<String> {
+        let auth;
+        let header = match (&self.hello.token, &self.hello.key) {
+            (Some(t), _) => {
+                auth = bearer(t);
+                ("authorization", auth.as_str())
+            }
+            (None, Some(k)) => ("x-atrium-key", k.as_str()),
+            (None, None) => return None,
+        };
+        let path = format!("/api/files/{}", self.file);
+        let r = try_http_at(port, "GET", &path, &[header], Duration::from_secs(2)).await?;
+        if r.status != 409 {
+            return None;
+        }
+        Some(moved_to(&r))
+    }
+
+    /// Takes in a welcome: the whole document, or what happened since.
+    fn welcomed(&mut self, w: &Value) {
+        let version = w["version"].as_u64().expect("welcome version");
+        if let Some(resume) = w.get("resume").filter(|r| !r.is_null()) {
+            assert!(
+                self.welcomed_once,
+                "a resume answered a hello without `since`: {w}"
+            );
+            for entry in resume.as_array().expect("resume is an array") {
+                self.take(entry);
+            }
+            assert_eq!(
+                self.version, version,
+                "after its resume, peer {} is at {} but the welcome says {version}",
+                self.label, self.version
+            );
+        } else {
+            let doc = w["doc"].as_object().expect("welcome without doc or resume");
+            assert!(
+                version >= self.version,
+                "peer {} of {} was at v{} and is welcomed back at v{version}: versions went back",
+                self.label,
+                self.file,
+                self.version
+            );
+            self.doc = doc.clone();
+            self.version = version;
+        }
+        self.welcomed_once = true;
+    }
+
+    /// Applies one relayed patch or ack (in a resume or live).
+    fn take(&mut self, m: &Value) {
+        match s(&m["type"]) {
+            "ack" => {
+                let id = m["id"].as_u64().expect("ack id");
+                let v = m["v"].as_u64().expect("ack v");
+                if let Some(ops) = self.unacked.remove(&id) {
+                    if v <= self.version {
+                        // Already part of a whole document this client was given.
+                    } else {
+                        assert_eq!(
+                            v,
+                            self.version + 1,
+                            "peer {} of {}: ack of op {id} at v{v} after v{} (a gap)",
+                            self.label,
+                            self.file,
+                            self.version
+                        );
+                        apply_ops(&mut self.doc, &ops);
+                        self.version = v;
+                    }
+                    self.acked.insert(id, v);
+                } else {
+                    // A second ack of a resent patch: it must name a known version.
+                    assert!(
+                        self.acked.contains_key(&id) && v <= self.version,
+                        "peer {} of {}: unexpected ack {m}",
+                        self.label,
+                        self.file
+                    );
+                }
+            }
+            "patch" => {
+                let v = m["v"].as_u64().expect("patch v");
+                assert_eq!(
+                    v,
+                    self.version + 1,
+                    "peer {} of {}: relayed v{v} after v{} (a gap or a repeat)",
+                    self.label,
+                    self.file,
+                    self.version
+                );
+                apply_ops(&mut self.doc, m["ops"].as_array().expect("ops"));
+                self.version = v;
+            }
+            "reject" => panic!("peer {} of {} got {m}", self.label, self.file),
+            "notice" => self.notices.push(m["code"].as_u64().unwrap_or(0)),
+            _ => {}
+        }
+    }
+
+    /// Resends every unconfirmed patch, in order, with its original op id.
+    async fn resend(&mut self) {
+        let pending: Vec<(u64, Vec<Value>)> = self
+            .unacked
+            .iter()
+            .map(|(id, ops)| (*id, ops.clone()))
+            .collect();
+        for (id, ops) in pending {
+            if !self.send_raw(patch_msg(id, ops)).await {
+                return;
+            }
+        }
+    }
+
+    async fn send_raw(&mut self, msg: Value) -> bool {
+        let Some(c) = self.ws.as_mut() else {
+            return false;
+        };
+        let sent = tokio::time::timeout(WAIT, c.ws.send(Message::text(msg.to_string()))).await;
+        if !matches!(sent, Ok(Ok(()))) {
+            // The read side reports how it ended.
+            return false;
+        }
+        true
+    }
+
+    /// Sends a new patch: a node of its own (so acked edits can be found in
+    /// the document) and a prop of a shared node (last writer wins).
+    pub async fn edit(&mut self) -> u64 {
+        self.next_op += 1;
+        let id = self.next_op;
+        let ops = vec![
+            put(&self.edit_node(id), json!({"by": self.label, "n": id})),
+            put("shared", json!({"last": format!("{}-{id}", self.label)})),
+        ];
+        self.unacked.insert(id, ops.clone());
+        self.send_raw(patch_msg(id, ops)).await;
+        id
+    }
+
+    /// Reads for up to `dur`, applying what comes. Returns false when the
+    /// socket ended (its close code recorded; the caller reconnects).
+    pub async fn pump(&mut self, dur: Duration) -> bool {
+        let deadline = Instant::now() + dur;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Some(c) = self.ws.as_mut() else {
+                return false;
+            };
+            match c.next_event(left).await {
+                Event::Json(m) => self.take(&m),
+                Event::Timeout => return true,
+                Event::Close(code) => {
+                    self.closes.push((Instant::now(), code.unwrap_or(0)));
+                    self.ws = None;
+                    return false;
+                }
+                Event::Ended | Event::Error(_) => {
+                    self.closes.push((Instant::now(), 0));
+                    self.ws = None;
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Reads (reconnecting when needed) until `cond` holds; panics after
+    /// `dur`.
+    pub async fn pump_until(
+        &mut self,
+        dir: &Directory,
+        dur: Duration,
+        what: &str,
+        cond: impl Fn(&Peer) -> bool,
+    ) {
+        let deadline = Instant::now() + dur;
+        while !cond(self) {
+            assert!(
+                Instant::now() < deadline,
+                "peer {} of {}: {what} did not happen within {dur:?} (at {:?}, v{}, {} unacked, closes {:?})",
+                self.label,
+                self.file,
+                self.at,
+                self.version,
+                self.unacked.len(),
+                self.closes.iter().map(|c| c.1).collect::<Vec<_>>()
+            );
+            if self.ws.is_none() {
+                self.connect(
+                    dir,
+                    None,
+                    deadline.saturating_duration_since(Instant::now()),
+                )
+                .await;
+                continue;
+            }
+            self.pump(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Edits every `every` until `stop`, riding through every disconnection;
+    /// then waits until every patch it sent is acked.
+    pub async fn run(
+        mut self,
+        dir: Directory,
+        every: Duration,
+        stop: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Peer {
+        use std::sync::atomic::Ordering;
+        let mut next = Instant::now();
+        while !stop.load(Ordering::SeqCst) {
+            if self.ws.is_none() {
+                self.connect(&dir, None, Duration::from_secs(30)).await;
+                continue;
+            }
+            if Instant::now() >= next {
+                self.edit().await;
+                next += every;
+                if next < Instant::now() {
+                    next = Instant::now() + every;
+                }
+            }
+            let wait = next.saturating_duration_since(Instant::now());
+            self.pump(wait.min(Duration::from_millis(100))).await;
+        }
+        self.pump_until(&dir, Duration::from_secs(30), "every patch acked", |p| {
+            p.unacked.is_empty()
+        })
+        .await;
+        self
+    }
+}
+
+/// A peer's welcomes: (when, node), shared with the test.
+pub type WelcomeLog = Arc<Mutex<Vec<(Instant, String)>>>;
+
+/// Peers editing in the background, each on its own task.
+pub struct Crowd {
+    pub stop: Arc<std::sync::atomic::AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<Peer>>,
+    /// (file, label, welcomes) of every peer, in spawn order.
+    pub logs: Vec<(String, String, WelcomeLog)>,
+}
+
+impl Crowd {
+    /// Starts every peer: each connects through `dir` and edits every `every`.
+    pub fn spawn(dir: &Directory, peers: Vec<Peer>, every: Duration) -> Crowd {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        let mut logs = Vec::new();
+        for p in peers {
+            logs.push((p.file.clone(), p.label.clone(), p.welcomes.clone()));
+            tasks.push(tokio::spawn(p.run(dir.clone(), every, stop.clone())));
+        }
+        Crowd { stop, tasks, logs }
+    }
+
+    /// Waits until every peer has been welcomed after `t`; panics after `dur`.
+    pub async fn all_welcomed_after(&self, t: Instant, dur: Duration) {
+        let deadline = Instant::now() + dur;
+        loop {
+            let missing: Vec<&str> = self
+                .logs
+                .iter()
+                .filter(|(_, _, w)| !w.lock().unwrap().iter().any(|(at, _)| *at > t))
+                .map(|(f, _, _)| f.as_str())
+                .collect();
+            if missing.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} clients were not welcomed again within {dur:?}; files: {missing:?}",
+                missing.len()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// For each file, the first welcome of any of its peers after `t`:
+    /// (when, node).
+    pub fn first_welcome_after(&self, t: Instant) -> BTreeMap<String, (Instant, String)> {
+        let mut out: BTreeMap<String, (Instant, String)> = BTreeMap::new();
+        for (file, _, w) in &self.logs {
+            if let Some(first) = w.lock().unwrap().iter().find(|(at, _)| *at > t).cloned() {
+                match out.get(file) {
+                    Some(have) if have.0 <= first.0 => {}
+                    _ => {
+                        out.insert(file.clone(), first);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The node each peer was last welcomed at.
+    pub fn last_nodes(&self) -> Vec<(String, Option<String>)> {
+        self.logs
+            .iter()
+            .map(|(f, _, w)| (f.clone(), w.lock().unwrap().last().map(|x| x.1.clone())))
+            .collect()
+    }
+
+    /// Stops editing and waits until every peer has every patch acked.
+    pub async fn finish(self) -> Vec<Peer> {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut peers = Vec::new();
+        for t in self.tasks {
+            let p = tokio::time::timeout(Duration::from_secs(60), t)
+                .await
+                .expect("a client did not finish within 60 s")
+                .unwrap_or_else(|e| {
+                    std::panic::resume_unwind(e.into_panic());
+                });
+            peers.push(p);
+        }
+        peers
+    }
+}
+
+/// Checks one file after a run: `GET /doc` (through its holder) has exactly
+/// the acked patches, each version given once and none skipped, every acked
+/// edit in the document, and every client's model equal to it. Returns the
+/// holder and the version.
+pub async fn verify_file(
+    cluster: &Cluster,
+    token: &str,
+    file: &str,
+    peers: &mut [&mut Peer],
+) -> (String, u64) {
+    let (holder, version, doc) = cluster.doc(token, file).await;
+    let mut versions: BTreeMap<u64, (String, u64)> = BTreeMap::new();
+    for p in peers.iter() {
+        assert!(p.unacked.is_empty(), "peer {} has unacked patches", p.label);
+        for (&op, &v) in &p.acked {
+            if let Some(other) = versions.insert(v, (p.label.clone(), op)) {
+                panic!(
+                    "{file}: version {v} was given to op {op} of {} and to op {} of {}",
+                    p.label, other.1, other.0
+                );
+            }
+            let node = p.edit_node(op);
+            assert_eq!(
+                doc.get(&node),
+                Some(&json!({"by": p.label, "n": op})),
+                "{file}: the acked edit {node} (v{v}) is missing from GET /doc at v{version}"
+            );
+        }
+    }
+    let expected: Vec<u64> = (1..=version).collect();
+    let got: Vec<u64> = versions.keys().copied().collect();
+    assert_eq!(
+        got, expected,
+        "{file}: the acked versions must be exactly 1..={version}, once each"
+    );
+    for p in peers.iter_mut() {
+        p.pump_until(&cluster.dir, Duration::from_secs(20), "catching up", |p| {
+            p.version >= version
+        })
+        .await;
+        assert_eq!(p.version, version, "peer {} went past GET /doc", p.label);
+        assert_eq!(
+            Value::Object(p.doc.clone()),
+            doc,
+            "{file}: client {} did not converge to GET /doc",
+            p.label
+        );
+    }
+    (holder, version)
+}
+
+/// Groups peers by file and verifies each file; returns file -> holder.
+pub async fn verify_all(
+    cluster: &Cluster,
+    token: &str,
+    peers: &mut [Peer],
+) -> BTreeMap<String, String> {
+    let mut files: Vec<String> = peers.iter().map(|p| p.file.clone()).collect();
+    files.sort();
+    files.dedup();
+    let mut holders = BTreeMap::new();
+    for f in files {
+        let mut mine: Vec<&mut Peer> = peers.iter_mut().filter(|p| p.file == f).collect();
+        let (holder, _) = verify_file(cluster, token, &f, &mut mine).await;
+        holders.insert(f, holder);
+    }
+    holders
+}
