@@ -68,9 +68,9 @@ pub struct Lease {
 }
 
 /// Default lease: long enough that a GC-free Rust node never misses it under load, short
-/// enough that a dead node's files are served again well within the 5 s target.
+/// enough that a dead node's files are served again within the 5 s target.
 pub const DEFAULT_LEASE: Duration = Duration::from_millis(DEFAULT_LEASE_MS);
-const DEFAULT_LEASE_MS: u64 = 5_000;
+const DEFAULT_LEASE_MS: u64 = 3_000;
 /// Default heartbeat (and lease renewal) interval: a third of the lease, so two renewals in
 /// a row can fail before the lease lapses.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(DEFAULT_LEASE_MS / 3);
@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn heartbeat_consts() {
         let default = CoordinatorSettings::default();
-        assert_eq!(default.lease, Duration::from_secs(5));
+        assert_eq!(default.lease, Duration::from_secs(3));
         assert!(default.lease > default.heartbeat * 2);
         default.validate().unwrap();
         CoordinatorSettings::from_lease(Duration::from_millis(3_000))

@@ -32,7 +32,7 @@ pub struct NodeConfig {
 
     /// How long a file lease and a membership record live without renewal; the
     /// node heartbeats and renews at a third of it.
-    #[arg(long, env = "ATRIUM_LEASE_MS", default_value_t = 5_000)]
+    #[arg(long, env = "ATRIUM_LEASE_MS", default_value_t = 3_000)]
     pub lease_ms: u64,
 
     /// The coordinator: `memory://` (a single node), `nats://host:port` (JetStream)
