@@ -10,10 +10,11 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tokio::time::{sleep_until, timeout, Instant};
+use tokio::time::{timeout, Instant};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{client_async, MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::{client_async_with_config, MaybeTlsStream, WebSocketStream};
 
 use crate::measure::{add, Measures};
 use crate::schedule::{self, Schedule};
@@ -23,6 +24,16 @@ use crate::setup::{page_id, random_id, ClientPlan};
 pub const PRESENCE_SAMPLE: u64 = 10;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Bytes a socket reads at a time. tungstenite's default (128 KiB) is zeroed again before every
+/// read: with thousands of small messages a second that memset was a visible part of the
+/// generator's CPU, and the buffers its memory. The node's messages are a few KB at most;
+/// larger ones are still read whole, in more reads.
+pub const READ_BUFFER: usize = 16 * 1024;
+
+fn ws_config() -> WebSocketConfig {
+    WebSocketConfig::default().read_buffer_size(READ_BUFFER)
+}
 
 /// How the run tells clients to end.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -169,15 +180,28 @@ impl Client {
             _ => never,
         };
 
+        // One timer for both schedules, moved only when the next send time changes, and one
+        // wait for the end signal, renewed only when it fires: making new ones on every message
+        // received put the timer wheel high in the generator's own profile.
+        let mut armed = never;
+        let timer = tokio::time::sleep_until(armed);
+        tokio::pin!(timer);
+        let mut end_wait = Box::pin(next_end(self.end.clone()));
         let ended = loop {
             let (presence_due, patch_due) =
                 (due(&presence, sending), due(&patches, editing && sending));
+            let next = presence_due.min(patch_due);
+            if next != armed {
+                timer.as_mut().reset(next);
+                armed = next;
+            }
             tokio::select! {
                 biased;
-                changed = self.end.changed() => {
-                    let now_end = *self.end.borrow();
+                (rx, changed) = &mut end_wait => {
+                    let now_end = *rx.borrow();
+                    end_wait = Box::pin(next_end(rx));
                     match now_end {
-                        _ if changed.is_err() => break End::Close,
+                        _ if !changed => break End::Close,
                         End::Running => {}
                         End::Quiet => sending = false,
                         End::Close | End::Drop => break now_end,
@@ -254,31 +278,40 @@ impl Client {
                         _ => {}
                     }
                 }
-                _ = sleep_until(presence_due) => {
-                    let Some(s) = presence.as_mut() else { continue };
-                    add(&m.counters.sends_skipped, s.advance(m.elapsed()));
-                    step += 1;
-                    let (x, y) = cursor_at(self.plan.index, step);
-                    let msg = format!(
-                        r#"{{"type":"presence","page":"{}","cursor":[{x},{y}],"t":{}}}"#,
-                        page_id(self.plan.page), m.now_ms()
-                    );
-                    if ws.send(Message::Text(msg.into())).await.is_err() { continue; }
-                    add(&m.counters.presence_sent, 1);
-                    add(&m.counters.messages_sent, 1);
-                }
-                _ = sleep_until(patch_due) => {
-                    let Some(s) = patches.as_mut() else { continue };
-                    add(&m.counters.sends_skipped, s.advance(m.elapsed()));
-                    op_id += 1;
-                    let (x, y) = cursor_at(self.plan.index + 7, op_id * 4);
-                    let msg = format!(
-                        r#"{{"type":"patch","id":{op_id},"ops":[{{"op":"set","id":"{}","props":{{"x":{x},"y":{y}}}}}],"t":{}}}"#,
-                        self.plan.rect, m.now_ms()
-                    );
-                    if ws.send(Message::Text(msg.into())).await.is_err() { continue; }
-                    add(&m.counters.patches_sent, 1);
-                    add(&m.counters.messages_sent, 1);
+                _ = &mut timer => {
+                    // Fired: re-arm on the next turn even if nothing below moves a schedule.
+                    armed = never;
+                    let fired = Instant::now();
+                    if presence_due <= fired {
+                        if let Some(s) = presence.as_mut() {
+                            add(&m.counters.sends_skipped, s.advance(m.elapsed()));
+                            step += 1;
+                            let (x, y) = cursor_at(self.plan.index, step);
+                            let msg = format!(
+                                r#"{{"type":"presence","page":"{}","cursor":[{x},{y}],"t":{}}}"#,
+                                page_id(self.plan.page), m.now_ms()
+                            );
+                            if ws.send(Message::Text(msg.into())).await.is_ok() {
+                                add(&m.counters.presence_sent, 1);
+                                add(&m.counters.messages_sent, 1);
+                            }
+                        }
+                    }
+                    if patch_due <= fired {
+                        if let Some(s) = patches.as_mut() {
+                            add(&m.counters.sends_skipped, s.advance(m.elapsed()));
+                            op_id += 1;
+                            let (x, y) = cursor_at(self.plan.index + 7, op_id * 4);
+                            let msg = format!(
+                                r#"{{"type":"patch","id":{op_id},"ops":[{{"op":"set","id":"{}","props":{{"x":{x},"y":{y}}}}}],"t":{}}}"#,
+                                self.plan.rect, m.now_ms()
+                            );
+                            if ws.send(Message::Text(msg.into())).await.is_ok() {
+                                add(&m.counters.patches_sent, 1);
+                                add(&m.counters.messages_sent, 1);
+                            }
+                        }
+                    }
                 }
             }
         };
@@ -303,9 +336,13 @@ impl Client {
                 .to_string();
             let tcp = TcpStream::connect(addr).await.map_err(|_| None)?;
             let _ = tcp.set_nodelay(true);
-            let (mut ws, _) = client_async(self.ws_url.as_str(), MaybeTlsStream::Plain(tcp))
-                .await
-                .map_err(|_| None)?;
+            let (mut ws, _) = client_async_with_config(
+                self.ws_url.as_str(),
+                MaybeTlsStream::Plain(tcp),
+                Some(ws_config()),
+            )
+            .await
+            .map_err(|_| None)?;
             let hello = serde_json::json!({
                 "type": "hello", "token": self.token, "key": self.key,
                 "client": random_id(24), "since": null,
@@ -345,6 +382,12 @@ impl Client {
             }
         }
     }
+}
+
+/// Waits for the run's next end signal; gives the receiver back, and false when the run is gone.
+async fn next_end(mut rx: watch::Receiver<End>) -> (watch::Receiver<End>, bool) {
+    let changed = rx.changed().await.is_ok();
+    (rx, changed)
 }
 
 /// Records the latency of every full entry (people on the same page) of a presences message.

@@ -3,9 +3,11 @@
 //! See docs/loadtest.md for every option and measure.
 
 mod client;
+mod html;
 mod http;
 mod measure;
 mod options;
+mod profile;
 mod report;
 mod run;
 mod schedule;
@@ -25,6 +27,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if options.profile.is_some() {
+        if let Err(e) = profile::check(&profile::perf_binary()) {
+            eprintln!("atrium-loadtest: {e:#}");
+            return ExitCode::from(2);
+        }
+    }
     let nofile = server::raise_nofile();
     if (nofile as usize) < options.users + 256 {
         eprintln!(
@@ -43,7 +51,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let json = options.json.clone();
+    let (json, html) = (options.json.clone(), options.html.clone());
     let report = match runtime.block_on(run::run(options)) {
         Ok(r) => r,
         Err(e) => {
@@ -53,12 +61,27 @@ fn main() -> ExitCode {
     };
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     print!("{}", report.text());
+    let mut failed = false;
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&report).expect("report serializes");
         if let Err(e) = std::fs::write(&path, text) {
             eprintln!("atrium-loadtest: cannot write {}: {e}", path.display());
-            return ExitCode::from(1);
+            failed = true;
         }
     }
-    ExitCode::SUCCESS
+    if let Some(path) = html {
+        if let Err(e) = std::fs::write(&path, html::page(&report)) {
+            eprintln!("atrium-loadtest: cannot write {}: {e}", path.display());
+            failed = true;
+        }
+    }
+    if let Some(e) = report.profile.as_ref().and_then(|p| p.error.as_ref()) {
+        eprintln!("atrium-loadtest: --profile: {e}");
+        failed = true;
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

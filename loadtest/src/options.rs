@@ -80,6 +80,17 @@ pub struct Cli {
     /// Write the report as JSON to FILE
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write a self-contained HTML page with plots and the report's tables to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// With --spawn: profile the node's CPU over the measured window with Linux perf, into DIR
+    /// (perf.data, stacks.folded, flamegraph.svg)
+    #[arg(long, value_name = "DIR")]
+    pub profile: Option<PathBuf>,
+    /// How perf unwinds the node's stacks for --profile: dwarf (default), or fp for a node built
+    /// with frame pointers
+    #[arg(long, value_name = "MODE")]
+    pub profile_call_graph: Option<String>,
     /// After the run, drop every socket at once without a close handshake and time /health
     #[arg(long)]
     pub drop: bool,
@@ -120,6 +131,10 @@ pub struct FileConfig {
     pub duration: Option<f64>,
     pub label: Option<String>,
     pub json: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+    pub profile: Option<PathBuf>,
+    #[serde(alias = "profile_call_graph")]
+    pub profile_call_graph: Option<String>,
     pub drop: Option<bool>,
     pub verbose: Option<bool>,
     #[serde(alias = "threads")]
@@ -154,6 +169,11 @@ pub struct Options {
     pub duration: f64,
     pub label: String,
     pub json: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+    /// Folder for the spawned node's CPU profile.
+    pub profile: Option<PathBuf>,
+    /// perf's `--call-graph` mode for the profile.
+    pub profile_call_graph: String,
     pub drop: bool,
     pub verbose: bool,
     pub workers: usize,
@@ -222,6 +242,12 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
         duration: cli.duration.or(file.duration).unwrap_or(30.0),
         label: cli.label.or(file.label).unwrap_or_default(),
         json: cli.json.or(file.json),
+        html: cli.html.or(file.html),
+        profile: cli.profile.or(file.profile),
+        profile_call_graph: cli
+            .profile_call_graph
+            .or(file.profile_call_graph)
+            .unwrap_or_else(|| crate::profile::DEFAULT_CALL_GRAPH.to_string()),
         drop: cli.drop || file.drop.unwrap_or(false),
         verbose: cli.verbose || file.verbose.unwrap_or(false),
         workers: cli.workers.or(file.workers).unwrap_or_else(default_workers),
@@ -262,6 +288,15 @@ fn check(o: &Options) -> Result<()> {
     finite("ramp", o.ramp, 0.001, 1_000_000.0)?;
     finite("warmup", o.warmup, 0.0, 3600.0)?;
     finite("duration", o.duration, 0.1, 3600.0)?;
+    if o.profile.is_some() && !matches!(o.target, Target::Spawn { .. }) {
+        bail!("--profile needs --spawn: only a node this tool started can be profiled");
+    }
+    let mode = &o.profile_call_graph;
+    if mode.is_empty() || !mode.chars().all(|c| c.is_ascii_alphanumeric() || c == ',') {
+        bail!(
+            "--profile-call-graph takes a perf --call-graph mode such as dwarf or fp, got {mode:?}"
+        );
+    }
     if o.workers == 0 || o.workers > 1024 {
         bail!("--workers must be between 1 and 1024, got {}", o.workers);
     }
@@ -337,6 +372,10 @@ mod tests {
         assert_eq!(o.env["ATRIUM_ROOM_EDITORS"], "50");
         assert_eq!(o.env["ATRIUM_PRESENCE_HZ"], "5");
         assert_eq!(o.env["X"], "true");
+        let f = file(r#"{"spawn": true, "html": "a.html", "profile": "prof"}"#);
+        let o = merge(cli(&["--html", "b.html"]), f).unwrap();
+        assert_eq!(o.html, Some(PathBuf::from("b.html")));
+        assert_eq!(o.profile, Some(PathBuf::from("prof")));
     }
 
     #[test]
@@ -377,6 +416,11 @@ mod tests {
         )
         .contains("--files"));
         assert!(serde_json::from_str::<FileConfig>(r#"{"userz": 1}"#).is_err());
+        assert!(err(
+            cli(&["--url", "http://127.0.0.1:9", "--profile", "p"]),
+            FileConfig::default()
+        )
+        .contains("--profile needs --spawn"));
     }
 
     #[test]

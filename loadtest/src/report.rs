@@ -6,6 +6,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::measure::{round3, Summary};
+use crate::profile::ProfileReport;
 
 /// Generator scheduling delay (p99, ms) above which its latencies are suspect.
 pub const BUSY_DELAY_P99_MS: f64 = 20.0;
@@ -38,6 +39,8 @@ pub struct Report {
     pub generator: Generator,
     pub drop: Option<DropResult>,
     pub machine: Machine,
+    /// `--profile`: where the node's CPU profile went.
+    pub profile: Option<ProfileReport>,
     /// Server memory every second, the whole run.
     pub memory: Vec<MemoryPoint>,
     /// One row a second, the whole run.
@@ -147,11 +150,16 @@ pub struct Second {
     pub presence_sent: f64,
     pub presence_received: f64,
     pub mb_received: f64,
+    pub relay_p50_ms: f64,
     pub relay_p99_ms: f64,
+    pub ack_p50_ms: f64,
     pub ack_p99_ms: f64,
+    pub presence_p50_ms: f64,
     pub presence_p99_ms: f64,
     pub generator_delay_p99_ms: f64,
     pub server_cpu_percent: Option<f64>,
+    /// This tool's own CPU in the second, % of a core.
+    pub generator_cpu_percent: Option<f64>,
     pub server_rss_mb: Option<f64>,
     pub server_up: bool,
 }
@@ -328,6 +336,32 @@ impl Report {
             opt(self.machine.busy_cores, " cores"),
             opt(self.machine.other_cores, " cores"),
         );
+        if let Some(p) = &self.profile {
+            let _ = writeln!(
+                w,
+                "\nProfile (the node's CPU over the window, perf at {} Hz, {} stacks)",
+                p.frequency_hz, p.call_graph
+            );
+            match (&p.flamegraph_svg, &p.error) {
+                (Some(svg), None) => {
+                    let _ = writeln!(
+                        w,
+                        "  {} samples, {} stacks over {:.1} s | flame graph {} | raw {}",
+                        p.samples,
+                        p.stacks,
+                        p.recorded_s,
+                        svg.display(),
+                        p.perf_data
+                            .as_ref()
+                            .map_or(String::new(), |d| d.display().to_string()),
+                    );
+                }
+                (_, Some(e)) => {
+                    let _ = writeln!(w, "  FAILED: {e}");
+                }
+                _ => {}
+            }
+        }
         if let Some(d) = &self.drop {
             let _ = writeln!(w, "\nDrop (every socket at once, no close handshake)");
             let _ = writeln!(

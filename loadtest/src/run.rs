@@ -15,6 +15,7 @@ use crate::client::{Client, End};
 use crate::http::Endpoint;
 use crate::measure::{self, round3, Measures, Summary};
 use crate::options::{Options, Target};
+use crate::profile::{self, ProfileReport};
 use crate::report::{self, DropResult, Expected, MemoryPoint, Problems, Rates, Report, Second};
 use crate::schedule::connect_at;
 use crate::server::{self, Sample, Spawned};
@@ -83,6 +84,7 @@ async fn sampler(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     tick.tick().await;
     let mut last = (Instant::now(), m.snapshot(), None::<f64>);
+    let mut own_last = measure::own_cpu_seconds();
     while !stop.load(Ordering::Relaxed) {
         tick.tick().await;
         let s = server::sample(&endpoint, pid).await;
@@ -93,7 +95,17 @@ async fn sampler(
             (Some(a), Some(b)) if secs > 0.0 => Some(round3((b - a) / secs * 100.0)),
             _ => None,
         };
-        let p99 = |l| Measures::take_second(l).p99;
+        let own = measure::own_cpu_seconds();
+        let own_cpu = match (own_last, own) {
+            (Some(a), Some(b)) if secs > 0.0 => Some(round3((b - a) / secs * 100.0)),
+            _ => None,
+        };
+        own_last = own;
+        let (relay, ack, presence) = (
+            Measures::take_second(&m.relay),
+            Measures::take_second(&m.ack),
+            Measures::take_second(&m.presence),
+        );
         let mut c = collected.lock().unwrap_or_else(|e| e.into_inner());
         let t_s = round3(m.elapsed().as_secs_f64());
         let row = Second {
@@ -105,11 +117,15 @@ async fn sampler(
             presence_sent: r[3],
             presence_received: r[4],
             mb_received: round3(r[7] / 1e6),
-            relay_p99_ms: p99(&m.relay),
-            ack_p99_ms: p99(&m.ack),
-            presence_p99_ms: p99(&m.presence),
-            generator_delay_p99_ms: p99(&m.generator_delay),
+            relay_p50_ms: relay.p50,
+            relay_p99_ms: relay.p99,
+            ack_p50_ms: ack.p50,
+            ack_p99_ms: ack.p99,
+            presence_p50_ms: presence.p50,
+            presence_p99_ms: presence.p99,
+            generator_delay_p99_ms: Measures::take_second(&m.generator_delay).p99,
             server_cpu_percent: cpu,
+            generator_cpu_percent: own_cpu,
             server_rss_mb: s.rss_bytes.map(report::mb),
             server_up: s.up,
         };
@@ -196,7 +212,26 @@ pub async fn run(o: Options) -> Result<Report> {
             eprintln!("spawned node stopped: {status}");
         }
     }
-    result
+    let mut report = result?;
+    // The flame graph is drawn after the node stopped, so its work does not load the node.
+    if let Some(p) = report.profile.take() {
+        report.profile = Some(if p.error.is_some() {
+            p
+        } else {
+            let title = format!("atrium-node CPU: {}", report_title(&report));
+            tokio::task::spawn_blocking(move || profile::render(&profile::perf_binary(), p, &title))
+                .await?
+        });
+    }
+    Ok(report)
+}
+
+fn report_title(r: &Report) -> String {
+    if r.label.is_empty() {
+        format!("{} users, {} files", r.users, r.files)
+    } else {
+        r.label.clone()
+    }
 }
 
 async fn drive(
@@ -278,6 +313,13 @@ async fn drive(
 
     // The measured window.
     set_phase(&collected, "measure");
+    let recorder = match (&o.profile, pid) {
+        (Some(dir), Some(pid)) => Some(
+            profile::Recorder::start(&profile::perf_binary(), pid, dir, &o.profile_call_graph)
+                .context("--profile")?,
+        ),
+        _ => None,
+    };
     let s0 = server::sample(endpoint, pid).await;
     let (c0, g0, t0) = (m.snapshot(), measure::own_cpu_seconds(), Instant::now());
     let busy0 = measure::machine_cpu_seconds();
@@ -299,6 +341,10 @@ async fn drive(
     let (c1, g1, window) = (m.snapshot(), measure::own_cpu_seconds(), t0.elapsed());
     let busy1 = measure::machine_cpu_seconds();
     let s1 = server::sample(endpoint, pid).await;
+    let recorded = match recorder {
+        Some(rec) => Some(tokio::task::spawn_blocking(move || rec.stop()).await?),
+        None => None,
+    };
     let open_at_end = m.counters.open.load(Ordering::Relaxed);
 
     // The end: a clean close, or everyone dropping at once.
@@ -358,6 +404,24 @@ async fn drive(
         drop: drop_result,
         ..Default::default()
     };
+    if let (Some(dir), Some(recorded)) = (&o.profile, recorded) {
+        r.profile = Some(match recorded {
+            Ok(secs) => ProfileReport {
+                dir: dir.clone(),
+                recorded_s: secs,
+                frequency_hz: profile::FREQUENCY_HZ,
+                call_graph: o.profile_call_graph.clone(),
+                ..Default::default()
+            },
+            Err(e) => ProfileReport {
+                dir: dir.clone(),
+                frequency_hz: profile::FREQUENCY_HZ,
+                call_graph: o.profile_call_graph.clone(),
+                error: Some(format!("{e:#}")),
+                ..Default::default()
+            },
+        });
+    }
     let rates = c0.rates(&c1, window_s);
     r.rates = Rates {
         patches_sent_per_s: round3(rates[0]),

@@ -192,6 +192,25 @@ pub fn cpu_seconds_from_stat(stat: &str) -> Option<f64> {
     Some((utime + stime) / ticks)
 }
 
+/// User plus system CPU seconds of process `pid`, to the nanosecond, from its CPU-time clock
+/// (`clock_getcpuclockid`). /proc/<pid>/stat counts in clock ticks, too coarse for short windows.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let mut clock: libc::clockid_t = 0;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: both calls only write the local values they are given.
+    unsafe {
+        if libc::clock_getcpuclockid(pid as libc::pid_t, &mut clock) != 0
+            || libc::clock_gettime(clock, &mut ts) != 0
+        {
+            return None;
+        }
+    }
+    Some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+}
+
 /// (resident, peak resident) bytes from the text of /proc/<pid>/status.
 pub fn rss_from_status(status: &str) -> (Option<u64>, Option<u64>) {
     let field = |name: &str| {
@@ -252,9 +271,11 @@ pub async fn sample(endpoint: &Endpoint, pid: Option<u32>) -> Sample {
         ..Sample::default()
     };
     if let Some(pid) = pid {
-        s.cpu_seconds = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|t| cpu_seconds_from_stat(&t));
+        s.cpu_seconds = process_cpu_seconds(pid).or_else(|| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|t| cpu_seconds_from_stat(&t))
+        });
         if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
             (s.rss_bytes, s.peak_rss_bytes) = rss_from_status(&status);
         }
@@ -296,6 +317,27 @@ mod tests {
         assert!(cpu_seconds_from_stat("garbage").is_none());
         let own = std::fs::read_to_string("/proc/self/stat").unwrap();
         assert!(cpu_seconds_from_stat(&own).is_some());
+    }
+
+    #[test]
+    fn reads_a_process_cpu_clock() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let own = process_cpu_seconds(std::process::id()).unwrap();
+        assert!(own > 0.0);
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let coarse = cpu_seconds_from_stat(&stat).unwrap();
+        assert!((own - coarse).abs() < 0.5, "{own} vs {coarse}");
+        let theirs = process_cpu_seconds(child.id()).unwrap();
+        assert!((0.0..1.0).contains(&theirs), "{theirs}");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            process_cpu_seconds(child.id()).is_none(),
+            "a reaped child has no clock"
+        );
     }
 
     #[test]

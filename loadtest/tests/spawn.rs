@@ -28,6 +28,7 @@ fn node_binary() -> PathBuf {
 #[test]
 fn a_small_spawned_run_reports_every_measure() {
     let json = std::env::temp_dir().join(format!("atrium-loadtest-{}.json", std::process::id()));
+    let html = json.with_extension("html");
     let out = Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
         .arg("--spawn")
         .arg("--server")
@@ -38,12 +39,14 @@ fn a_small_spawned_run_reports_every_measure() {
             "--files",
             "4",
             "--duration",
-            "2",
+            "3",
             "--warmup",
             "1",
         ])
         .args(["--label", "integration", "--json"])
         .arg(&json)
+        .arg("--html")
+        .arg(&html)
         .output()
         .expect("run atrium-loadtest");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -51,6 +54,8 @@ fn a_small_spawned_run_reports_every_measure() {
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let _ = std::fs::remove_file(&html);
 
     assert_eq!(r["label"], "integration");
     assert_eq!(r["connected"], 40);
@@ -71,7 +76,7 @@ fn a_small_spawned_run_reports_every_measure() {
             r[k]
         );
     }
-    // 4 editors at 2/s, each patch to the 9 others in its file, for about 2 s.
+    // 4 editors at 2/s, each patch to the 9 others in its file.
     let relays = r["rates"]["patches_received_per_s"].as_f64().unwrap();
     assert!((50.0..=90.0).contains(&relays), "relays a second: {relays}");
     assert!(r["rates"]["presence_received_per_s"].as_f64().unwrap() > 0.0);
@@ -92,6 +97,35 @@ fn a_small_spawned_run_reports_every_measure() {
     assert!(r["generator"]["sched_delay_max_ms"].as_f64().is_some());
     assert!(!r["memory"].as_array().unwrap().is_empty());
     assert!(stdout.contains("patch relay"), "{stdout}");
+
+    // The generator must not be the bottleneck: per message, it spends less CPU than the node.
+    let server_us = r["server"]["cpu_us_per_message"].as_f64().unwrap();
+    let generator_us = r["generator"]["cpu_us_per_message"].as_f64().unwrap();
+    eprintln!("CPU µs per message: server {server_us}, generator {generator_us}");
+    assert!(
+        generator_us < server_us,
+        "the generator used {generator_us} µs per message, the node {server_us}: {}",
+        r["generator"]
+    );
+
+    // The HTML page: self-contained, with every plot and the run's numbers.
+    assert!(page.starts_with("<!doctype html>"), "{}", &page[..100]);
+    assert!(!page.contains("<script") && !page.contains("src="));
+    assert_eq!(page.matches("<svg").count(), 8);
+    assert!(page.matches("<polyline").count() >= 8);
+    for text in [
+        "atrium-loadtest: integration",
+        "Latency p99",
+        "Server memory",
+        "CPU, % of one core",
+    ] {
+        assert!(page.contains(text), "{text}");
+    }
+    let seconds = r["seconds"].as_array().unwrap();
+    assert!(seconds.len() >= 4, "{}", seconds.len());
+    assert!(seconds
+        .iter()
+        .any(|s| s["phase"] == "measure" && s["generator_cpu_percent"].as_f64().is_some()));
 }
 
 #[test]
