@@ -1,0 +1,81 @@
+//! SIGTERM: stop accepting, let in-flight HTTP finish, close proxied sockets with 1012 after
+//! the drain period, exit.
+//!
+//! pingora stops its listeners as soon as its shutdown watch turns, but then sleeps its whole
+//! grace period before stopping the runtimes, and would cut sockets without a close frame. So
+//! the [`Drainer`] does the work on its own clock and exits the process once nothing is left;
+//! pingora's grace period (set a little longer than `ATRIUM_ROUTER_SHUTDOWN_MS`) is only the
+//! backstop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pingora::server::{ShutdownSignal, ShutdownSignalWatch, ShutdownWatch};
+use pingora::services::background::BackgroundService;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::time::Instant;
+
+use crate::sockets::Tracker;
+
+/// How often the drainer looks at what is left.
+const POLL: Duration = Duration::from_millis(20);
+
+/// SIGTERM and SIGQUIT drain gracefully; SIGINT stops at once.
+pub struct Signals;
+
+#[async_trait]
+impl ShutdownSignalWatch for Signals {
+    async fn recv(&self) -> ShutdownSignal {
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        let mut quit = signal(SignalKind::quit()).expect("SIGQUIT handler");
+        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+        tokio::select! {
+            _ = term.recv() => ShutdownSignal::GracefulTerminate,
+            _ = quit.recv() => ShutdownSignal::GracefulTerminate,
+            _ = int.recv() => ShutdownSignal::FastShutdown,
+        }
+    }
+}
+
+/// The background service that drains the router once shutdown starts.
+pub struct Drainer {
+    pub tracker: Arc<Tracker>,
+    pub drain: Duration,
+    pub limit: Duration,
+}
+
+#[async_trait]
+impl BackgroundService for Drainer {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        while !*shutdown.borrow() {
+            if shutdown.changed().await.is_err() {
+                return;
+            }
+        }
+        let started = Instant::now();
+        let t = &self.tracker;
+        tracing::info!(
+            sockets = t.sockets(),
+            requests = t.requests(),
+            drain_ms = self.drain.as_millis() as u64,
+            "shutting down: no new connections; sockets close with 1012 after the drain period"
+        );
+        // Sockets keep working through the drain period (nothing to wait for if none is open).
+        while started.elapsed() < self.drain && (t.sockets() > 0 || t.requests() > 0) {
+            tokio::time::sleep(POLL).await;
+        }
+        let closed = t.close_all();
+        tracing::info!(closed, "proxied sockets closed with 1012");
+        while started.elapsed() < self.limit && (t.sockets() > 0 || t.requests() > 0) {
+            tokio::time::sleep(POLL).await;
+        }
+        tracing::info!(
+            sockets = t.sockets(),
+            requests = t.requests(),
+            after_ms = started.elapsed().as_millis() as u64,
+            "shutdown complete"
+        );
+        std::process::exit(0);
+    }
+}

@@ -1,0 +1,764 @@
+//! Helpers for the router's whole-process tests: `atrium-node` processes sharing a Postgres
+//! database and a coordinator namespace, `atrium-router` processes in front of them, and small
+//! HTTP and WebSocket clients. Every wait has a deadline; a missing service fails the test.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+pub const WAIT: Duration = Duration::from_secs(10);
+pub const LEASE_MS: u64 = 3_000;
+pub const PASSWORD: &str = "correct horse battery staple";
+
+/// Cluster tests run one at a time: each starts five processes on a small machine.
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    LOCK.lock().await
+}
+
+pub fn secret() -> String {
+    let mut buf = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .expect("read /dev/urandom");
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A variable `scripts/services.sh` provides; without it the test fails and says why.
+pub fn service_env(name: &str) -> String {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => v,
+        _ => panic!(
+            "{name} is not set. The router tests need the test services: run \
+             `scripts/services.sh start && source .services/env` from the workspace root, \
+             then run the tests again"
+        ),
+    }
+}
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// The `atrium-node` binary, built once per test run (`cargo build -p atrium-node`).
+pub fn node_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Ok(bin) = std::env::var("ATRIUM_NODE_BIN") {
+            return PathBuf::from(bin);
+        }
+        let target = std::env::var("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| workspace().join("target"));
+        let bin = target.join("debug").join("atrium-node");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-q", "-p", "atrium-node", "--bin", "atrium-node"])
+            .current_dir(workspace())
+            .status();
+        match status {
+            Ok(s) if s.success() => {}
+            other if bin.exists() => {
+                eprintln!(
+                    "`cargo build -p atrium-node` failed ({other:?}); using the existing binary"
+                )
+            }
+            other => panic!("cannot build atrium-node ({other:?}) and {bin:?} does not exist"),
+        }
+        bin
+    })
+    .clone()
+}
+
+// ---------------------------------------------------------------------------
+// Processes
+// ---------------------------------------------------------------------------
+
+/// A child process whose output is kept (and printed when a test fails).
+pub struct Proc {
+    pub name: String,
+    child: Child,
+    log: Arc<Mutex<String>>,
+    done: bool,
+}
+
+impl Proc {
+    fn spawn(name: &str, mut cmd: Command) -> Proc {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        let log = Arc::new(Mutex::new(String::new()));
+        for pipe in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(pipe);
+                let mut line = Vec::new();
+                while let Ok(n) = reader.read_until(b'\n', &mut line) {
+                    if n == 0 {
+                        break;
+                    }
+                    log.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&line));
+                    line.clear();
+                }
+            });
+        }
+        Proc {
+            name: name.to_string(),
+            child,
+            log,
+            done: false,
+        }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn kill9(&mut self) {
+        if !self.done {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.done = true;
+        }
+    }
+
+    pub fn sigterm(&self) {
+        // SAFETY: a plain syscall on our own child's pid.
+        let rc = unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+        assert_eq!(rc, 0, "kill(SIGTERM)");
+    }
+
+    /// Waits for the process to exit; its exit code.
+    pub async fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.done = true;
+                return status.code();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
+
+    async fn wait_line(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let log = self.log();
+            if let Some(i) = log.find(needle) {
+                return log[i + needle.len()..]
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not print {needle:?} within 30 s:\n{log}",
+                self.name
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill9();
+        if std::thread::panicking() {
+            eprintln!(
+                "----- {} -----\n{}\n----- end of {} -----",
+                self.name,
+                self.log(),
+                self.name
+            );
+        }
+    }
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind a free port")
+        .port()
+}
+
+/// A Postgres database of its own, dropped when the value goes.
+pub struct TestDatabase {
+    pub url: String,
+    name: String,
+    admin: String,
+}
+
+async fn pg(url: &str) -> tokio_postgres::Client {
+    let (client, conn) =
+        tokio::time::timeout(WAIT, tokio_postgres::connect(url, tokio_postgres::NoTls))
+            .await
+            .unwrap_or_else(|_| panic!("connecting to Postgres at {url} timed out"))
+            .unwrap_or_else(|e| panic!("cannot connect to Postgres at {url}: {e}"));
+    tokio::spawn(conn);
+    client
+}
+
+impl TestDatabase {
+    pub async fn create() -> TestDatabase {
+        let admin = service_env("ATRIUM_TEST_DATABASE_URL");
+        let name = format!("atrium_rt_{}", &secret()[..16]);
+        pg(&admin)
+            .await
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
+        let (base, query) = match admin.split_once('?') {
+            Some((b, q)) => (b.to_string(), format!("?{q}")),
+            None => (admin.clone(), String::new()),
+        };
+        let scheme = base.find("://").map(|i| i + 3).unwrap_or(0);
+        let root = match base[scheme..].find('/') {
+            Some(i) => base[..scheme + i].to_string(),
+            None => base.clone(),
+        };
+        TestDatabase {
+            url: format!("{root}/{name}{query}"),
+            name,
+            admin,
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let admin = self.admin.clone();
+        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(10), async {
+                    if let Ok((c, conn)) =
+                        tokio_postgres::connect(&admin, tokio_postgres::NoTls).await
+                    {
+                        tokio::spawn(conn);
+                        let _ = c.batch_execute(&sql).await;
+                    }
+                })
+                .await;
+            });
+        })
+        .join();
+    }
+}
+
+/// One `atrium-node`.
+pub struct NodeProc {
+    pub id: String,
+    pub port: u16,
+    pub proc: Proc,
+    _data: PathBuf,
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        self.proc.kill9();
+        let _ = std::fs::remove_dir_all(&self._data);
+    }
+}
+
+/// One `atrium-router`.
+pub struct RouterProc {
+    pub port: u16,
+    pub admin: u16,
+    pub proc: Proc,
+}
+
+/// Nodes and routers sharing one database and one coordinator namespace.
+/// Fields drop in order: routers, nodes, then the database.
+pub struct Fleet {
+    pub routers: Vec<RouterProc>,
+    pub nodes: Vec<NodeProc>,
+    pub coordinator: String,
+    pub db: TestDatabase,
+}
+
+impl Fleet {
+    /// `nodes` nodes (`n0`...) and `routers` routers on the suite's NATS server.
+    pub async fn start(nodes: usize, routers: usize) -> Fleet {
+        Fleet::start_on("ATRIUM_TEST_NATS_URL", nodes, routers).await
+    }
+
+    /// Like [`Fleet::start`], on the coordinator server the variable `server_env` names.
+    pub async fn start_on(server_env: &str, nodes: usize, routers: usize) -> Fleet {
+        let nats = service_env(server_env);
+        let db = TestDatabase::create().await;
+        let coordinator = format!(
+            "{}?namespace=rt{}",
+            nats.trim().trim_end_matches('/'),
+            &secret()[..20]
+        );
+        let mut fleet = Fleet {
+            routers: Vec::new(),
+            nodes: Vec::new(),
+            coordinator,
+            db,
+        };
+        // The first node applies the migrations alone.
+        fleet.add_node().await;
+        for _ in 1..nodes {
+            fleet.add_node().await;
+        }
+        for _ in 0..routers {
+            fleet.add_router(&[]).await;
+        }
+        for r in 0..routers {
+            fleet.wait_members(r, nodes).await;
+        }
+        fleet
+    }
+
+    pub async fn add_node(&mut self) -> usize {
+        let id = format!("n{}", self.nodes.len());
+        let data = std::env::temp_dir().join(format!("atrium-rt-{}", secret()));
+        std::fs::create_dir_all(&data).expect("data dir");
+        let mut cmd = Command::new(node_bin());
+        cmd.arg("--bind")
+            .arg("127.0.0.1:0")
+            .arg("--data")
+            .arg(&data)
+            .env(
+                "ATRIUM_LOG",
+                std::env::var("ATRIUM_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .env("ATRIUM_NODE_ID", &id)
+            .env("ATRIUM_DATABASE_URL", &self.db.url)
+            .env("ATRIUM_COORDINATOR", &self.coordinator)
+            .env("ATRIUM_LEASE_MS", LEASE_MS.to_string())
+            .env("ATRIUM_DATABASE_POOL", "4")
+            .env("ATRIUM_TRUST_PROXY", "127.0.0.1")
+            .env("ATRIUM_WS_PER_IP", "100000")
+            .env("ATRIUM_WS_PER_ACCOUNT", "1000")
+            .env("ATRIUM_WS_PER_SECOND", "100000")
+            .env("ATRIUM_AUTH_PER_IP_PER_MINUTE", "1000")
+            .env("ATRIUM_ARGON2_MEMORY_KIB", "1024")
+            .env("ATRIUM_ARGON2_ITERATIONS", "1");
+        let proc = Proc::spawn(&format!("atrium-node {id}"), cmd);
+        let rest = proc.wait_line("listening on http://").await;
+        let hostport: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | ':'))
+            .collect();
+        let port = hostport
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("node port");
+        self.nodes.push(NodeProc {
+            id,
+            port,
+            proc,
+            _data: data,
+        });
+        self.nodes.len() - 1
+    }
+
+    pub async fn add_router(&mut self, extra: &[(&str, &str)]) -> usize {
+        let (port, admin) = (free_port(), free_port());
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_atrium-router"));
+        cmd.env("ATRIUM_ROUTER_BIND", format!("127.0.0.1:{port}"))
+            .env("ATRIUM_ROUTER_ADMIN_BIND", format!("127.0.0.1:{admin}"))
+            .env("ATRIUM_COORDINATOR", &self.coordinator)
+            .env("ATRIUM_LEASE_MS", LEASE_MS.to_string())
+            .env("ATRIUM_LOG", "info");
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let n = self.routers.len();
+        let proc = Proc::spawn(&format!("atrium-router {n}"), cmd);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(r) = try_http(admin, "GET", "/health", &[], None).await {
+                if r.status == 200 {
+                    break;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "router {n} never answered /health:\n{}",
+                proc.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.routers.push(RouterProc { port, admin, proc });
+        n
+    }
+
+    pub fn node(&self, id: &str) -> &NodeProc {
+        self.nodes
+            .iter()
+            .find(|n| n.id == id)
+            .unwrap_or_else(|| panic!("no node {id}"))
+    }
+
+    pub fn node_mut(&mut self, id: &str) -> &mut NodeProc {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.id == id)
+            .unwrap_or_else(|| panic!("no node {id}"))
+    }
+
+    /// Waits until router `r` routes to exactly `count` live members.
+    pub async fn wait_members(&self, r: usize, count: usize) {
+        let deadline = Instant::now() + Duration::from_millis(LEASE_MS * 4);
+        loop {
+            let h = http_at(self.routers[r].admin, "GET", "/health", &[], None).await;
+            if h.body()["ring"] == json!(count) && h.body()["members"] == json!(count) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "router {r} never saw {count} members: {}\n{}",
+                h.text,
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Which node serves `file` now: the one answering its `GET /api/files/{id}` itself
+    /// (the others answer 409 `moved`).
+    pub async fn serving(&self, token: &str, file: &str) -> Option<String> {
+        for n in &self.nodes {
+            if n.proc.done {
+                continue;
+            }
+            let r = try_http(
+                n.port,
+                "GET",
+                &format!("/api/files/{file}"),
+                &[("authorization", &format!("Bearer {token}"))],
+                None,
+            )
+            .await?;
+            if r.status == 409 {
+                return r.body()["error"]["node"].as_str().map(str::to_string);
+            }
+        }
+        None
+    }
+
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        for n in &self.nodes {
+            out.push_str(&format!("===== node {} =====\n{}\n", n.id, n.proc.log()));
+        }
+        for (i, r) in self.routers.iter().enumerate() {
+            out.push_str(&format!("===== router {i} =====\n{}\n", r.proc.log()));
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------
+// HTTP
+// ---------------------------------------------------------------------------
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub json: Option<Value>,
+    pub text: String,
+}
+
+impl Resp {
+    pub fn body(&self) -> &Value {
+        self.json
+            .as_ref()
+            .unwrap_or_else(|| panic!("expected a JSON body, got {} {:?}", self.status, self.text))
+    }
+
+    pub fn assert_status(&self, status: u16) {
+        assert_eq!(
+            self.status, status,
+            "expected {status}, got {} {}",
+            self.status, self.text
+        );
+    }
+}
+
+/// One request on a fresh connection; `None` when the connection fails.
+pub async fn try_http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> Option<Resp> {
+    let fut = async move {
+        let stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .ok()?;
+        tokio::spawn(conn);
+        let mut builder = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", format!("127.0.0.1:{port}"));
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        if body.is_some() {
+            builder = builder.header("content-type", "application/json");
+        }
+        let raw = body.map(|b| b.to_string()).unwrap_or_default();
+        let req = builder.body(Full::new(Bytes::from(raw))).ok()?;
+        let resp = sender.send_request(req).await.ok()?;
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.ok()?.to_bytes();
+        Some(Resp {
+            status,
+            json: serde_json::from_slice(&bytes).ok(),
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(30), fut)
+        .await
+        .ok()
+        .flatten()
+}
+
+pub async fn http_at(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> Resp {
+    try_http(port, method, path, headers, body)
+        .await
+        .unwrap_or_else(|| panic!("{method} {path} on port {port}: no answer"))
+}
+
+/// Signs up an account through `port`; its token.
+pub async fn account(port: u16) -> String {
+    let email = format!("rt-{}@example.test", &secret()[..12]);
+    let r = http_at(
+        port,
+        "POST",
+        "/api/signup",
+        &[],
+        Some(json!({"email": email, "password": PASSWORD, "name": "Router Test"})),
+    )
+    .await;
+    r.assert_status(201);
+    r.body()["token"].as_str().expect("token").to_string()
+}
+
+/// Creates a file through `port`; its id.
+pub async fn create_file(port: u16, token: &str) -> String {
+    let r = http_at(
+        port,
+        "POST",
+        "/api/files",
+        &[("authorization", &format!("Bearer {token}"))],
+        Some(json!({"name": "Routed board"})),
+    )
+    .await;
+    r.assert_status(201);
+    r.body()["id"].as_str().expect("file id").to_string()
+}
+
+/// `GET /api/files/{id}/doc` through `port`: (version, doc).
+pub async fn get_doc(port: u16, token: &str, file: &str) -> (u64, Value) {
+    let r = http_at(
+        port,
+        "GET",
+        &format!("/api/files/{file}/doc"),
+        &[("authorization", &format!("Bearer {token}"))],
+        None,
+    )
+    .await;
+    r.assert_status(200);
+    (
+        r.body()["version"].as_u64().expect("version"),
+        r.body()["doc"].clone(),
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Sockets
+// ---------------------------------------------------------------------------
+
+pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// One person's socket to a file.
+pub struct Client {
+    pub ws: Ws,
+    pub client: String,
+    /// The highest version seen (welcome, acks, relayed patches).
+    pub version: u64,
+}
+
+/// What came out of a socket.
+#[derive(Debug)]
+pub enum Event {
+    Json(Value),
+    Close(Option<u16>),
+    Ended,
+    Timeout,
+}
+
+impl Client {
+    /// Opens the socket through `port`, says hello, waits for the welcome. `None` when the
+    /// upgrade fails or the node closes the socket before welcoming (e.g. 4009).
+    pub async fn try_join(
+        port: u16,
+        file: &str,
+        token: &str,
+        client: &str,
+        since: Option<u64>,
+    ) -> Option<Client> {
+        let url = format!("ws://127.0.0.1:{port}/files/{file}/ws");
+        let (ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(url))
+            .await
+            .ok()?
+            .ok()?;
+        let mut c = Client {
+            ws,
+            client: client.to_string(),
+            version: 0,
+        };
+        let hello = json!({"type": "hello", "token": token, "client": client, "since": since});
+        c.ws.send(Message::text(hello.to_string())).await.ok()?;
+        loop {
+            match c.next(WAIT).await {
+                Event::Json(v) if v["type"] == "welcome" => {
+                    c.version = v["version"].as_u64().unwrap_or(0);
+                    if let Some(resume) = v["resume"].as_array() {
+                        for p in resume {
+                            c.version = c.version.max(p["v"].as_u64().unwrap_or(0));
+                        }
+                    }
+                    return Some(c);
+                }
+                Event::Json(_) => continue,
+                _ => return None,
+            }
+        }
+    }
+
+    pub async fn join(port: u16, file: &str, token: &str) -> Client {
+        Client::try_join(port, file, token, &secret(), None)
+            .await
+            .unwrap_or_else(|| panic!("could not join {file} through port {port}"))
+    }
+
+    /// Joins again (same client id, resuming) until welcomed, within `patience`.
+    pub async fn rejoin(
+        ports: &[u16],
+        file: &str,
+        token: &str,
+        client: &str,
+        since: u64,
+        patience: Duration,
+    ) -> Client {
+        let deadline = Instant::now() + patience;
+        let mut i = 0;
+        loop {
+            let port = ports[i % ports.len()];
+            i += 1;
+            if let Some(c) = Client::try_join(port, file, token, client, Some(since)).await {
+                return c;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "could not rejoin {file} within {patience:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn next(&mut self, within: Duration) -> Event {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, self.ws.next()).await {
+                Err(_) => return Event::Timeout,
+                Ok(None) | Ok(Some(Err(_))) => return Event::Ended,
+                Ok(Some(Ok(Message::Text(t)))) => {
+                    let v: Value = serde_json::from_str(t.as_str()).expect("JSON from the server");
+                    if let Some(n) = v["v"].as_u64() {
+                        self.version = self.version.max(n);
+                    }
+                    return Event::Json(v);
+                }
+                Ok(Some(Ok(Message::Close(frame)))) => {
+                    return Event::Close(frame.map(|f| u16::from(f.code)))
+                }
+                Ok(Some(Ok(_))) => continue,
+            }
+        }
+    }
+
+    pub async fn send_patch(&mut self, id: u64, key: &str, value: Value) {
+        let msg = json!({"type": "patch", "id": id, "ops": [
+            {"op": "put", "id": key, "props": {"type": "rect", "x": value}}
+        ]});
+        self.ws
+            .send(Message::text(msg.to_string()))
+            .await
+            .expect("send a patch");
+    }
+
+    /// Waits for a message of `ty` (for `ack`, with `id`), skipping others.
+    pub async fn expect(&mut self, ty: &str, id: Option<u64>, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.next(left).await {
+                Event::Json(v) if v["type"] == ty && id.is_none_or(|i| v["id"] == json!(i)) => {
+                    return v
+                }
+                Event::Json(_) => continue,
+                other => panic!("waiting for {ty}: got {other:?}"),
+            }
+        }
+    }
+}
