@@ -1,6 +1,7 @@
 //! One simulated person: a socket that says hello, then edits (editors) and moves a cursor on
 //! fixed schedules, and records what comes back.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
+use serde_json::{Map, Value};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::{timeout, Instant};
@@ -57,6 +59,9 @@ pub struct Client {
     pub presence_rate: f64,
     pub measures: Arc<Measures>,
     pub end: watch::Receiver<End>,
+    /// Cluster mode: keep a model of the document, mark every patch, and reconnect and resume
+    /// when the server closes the socket.
+    pub track: bool,
 }
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -144,19 +149,206 @@ pub fn cursor_at(index: usize, step: u64) -> (f64, f64) {
     ((x * 10.0).round() / 10.0, (y * 10.0).round() / 10.0)
 }
 
+/// What a client keeps across its connections: the op ids it used, its unconfirmed patches, and
+/// (in tracking mode) its model of the document.
+#[derive(Default)]
+struct State {
+    op_id: u64,
+    acked_count: u64,
+    /// Tracking mode: sent, not yet acked, by op id: the ops as sent (resent on reconnect).
+    pending: BTreeMap<u64, String>,
+    /// Tracking mode: every acked op id.
+    acked: Vec<u64>,
+    /// Tracking mode: the document as this client knows it, and its version.
+    doc: Map<String, Value>,
+    version: u64,
+}
+
+impl State {
+    /// An ack for one of our patches: confirmed; its ops enter the model at `v` unless the model
+    /// already holds that version (a resent patch the welcome's document already had).
+    fn ack(&mut self, id: u64, v: Option<u64>) {
+        if let Some(ops) = self.pending.remove(&id) {
+            self.acked.push(id);
+            if let Some(v) = v.filter(|v| *v > self.version) {
+                if let Ok(ops) = serde_json::from_str::<Value>(&ops) {
+                    apply_ops(&mut self.doc, &ops);
+                }
+                self.version = v;
+            }
+        }
+    }
+
+    /// Someone else's patch at `v`, applied in version order.
+    fn patch(&mut self, v: Option<u64>, ops: Option<&Value>) {
+        if let (Some(v), Some(ops)) = (v, ops) {
+            if v > self.version {
+                apply_ops(&mut self.doc, ops);
+                self.version = v;
+            }
+        }
+    }
+
+    /// A welcome: the whole document, or what happened since our version.
+    fn welcome(&mut self, w: &Value) {
+        if let Some(doc) = w.get("doc") {
+            self.doc = doc.as_object().cloned().unwrap_or_default();
+            self.version = w["version"].as_u64().unwrap_or(0);
+        } else if let Some(resume) = w.get("resume").and_then(Value::as_array) {
+            for entry in resume {
+                match entry["type"].as_str() {
+                    Some("ack") => self.ack(entry["id"].as_u64().unwrap_or(0), entry["v"].as_u64()),
+                    Some("patch") => self.patch(entry["v"].as_u64(), entry.get("ops")),
+                    _ => {}
+                }
+            }
+            self.version = self.version.max(w["version"].as_u64().unwrap_or(0));
+        }
+    }
+}
+
+/// Applies a patch's ops to a document (the protocol's put, set and delete).
+pub fn apply_ops(doc: &mut Map<String, Value>, ops: &Value) {
+    for op in ops.as_array().map(Vec::as_slice).unwrap_or_default() {
+        let Some(id) = op["id"].as_str() else {
+            continue;
+        };
+        match op["op"].as_str() {
+            Some("put") => {
+                doc.insert(id.to_string(), op["props"].clone());
+            }
+            Some("set") => {
+                if let (Some(Value::Object(node)), Some(props)) =
+                    (doc.get_mut(id), op["props"].as_object())
+                {
+                    for (k, v) in props {
+                        if v.is_null() {
+                            node.remove(k);
+                        } else {
+                            node.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            Some("delete") => {
+                doc.remove(id);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The prop a tracked patch sets on its rectangle, unique per (client, op id): the final
+/// document holds every acked patch's mark.
+pub fn mark(index: usize, op_id: u64) -> String {
+    format!("c{index}_{op_id}")
+}
+
+/// What a client hands back at the end.
+#[derive(Debug, Default)]
+pub struct ClientEnd {
+    pub index: usize,
+    pub file: usize,
+    pub rect: String,
+    /// Tracking mode: the client's document and version (None: it never joined).
+    pub doc: Option<(u64, Map<String, Value>)>,
+    pub acked: Vec<u64>,
+    /// Whether its socket was open when the run ended.
+    pub connected_at_end: bool,
+}
+
+/// How one connection ended.
+enum Ended {
+    /// The run ended it (close or drop).
+    Run(End),
+    /// The server closed it or it was lost.
+    Lost,
+}
+
 impl Client {
     fn count_close(&self, code: &str) {
         Measures::count(&self.measures.unexpected_closes, code);
     }
 
-    /// Runs the client until the run ends or the server closes it.
-    pub async fn run(mut self) {
+    fn run_going(&self) -> bool {
+        matches!(*self.end.borrow(), End::Running | End::Quiet)
+    }
+
+    /// Runs the client until the run ends, or the server closes it (in tracking mode it then
+    /// reconnects with backoff and resumes from its version, resending unconfirmed patches
+    /// with their original ids).
+    pub async fn run(mut self) -> ClientEnd {
         let m = self.measures.clone();
-        let Some((mut ws, welcome)) = self.join().await else {
-            return;
-        };
-        add(&m.counters.connected, 1);
-        add(&m.counters.open, 1);
+        let client_id = random_id(24);
+        let mut st = State::default();
+        let mut first = true;
+        let mut backoff = Duration::from_millis(50);
+        let mut connected_at_end = false;
+        loop {
+            let since = (!first && self.track).then_some(st.version);
+            let Some((mut ws, welcome, full)) = self.join(&client_id, since, first).await else {
+                if first || !self.track || !self.run_going() {
+                    break;
+                }
+                add(&m.counters.reconnect_failures, 1);
+                let jitter = rand::random_range(0..=backoff.as_millis() as u64 / 2);
+                tokio::time::sleep(backoff + Duration::from_millis(jitter)).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            };
+            if first {
+                add(&m.counters.connected, 1);
+            } else {
+                add(&m.counters.reconnects, 1);
+                m.counters
+                    .last_rejoin_us
+                    .fetch_max(m.elapsed().as_micros() as u64, Ordering::Relaxed);
+            }
+            first = false;
+            backoff = Duration::from_millis(50);
+            add(&m.counters.open, 1);
+            if let Some(full) = &full {
+                st.welcome(full);
+            }
+            let ended = self.session(&mut ws, welcome, &mut st).await;
+            m.counters.open.fetch_sub(1, Ordering::Relaxed);
+            match ended {
+                Ended::Run(End::Close) => {
+                    let unacked = if self.track {
+                        st.pending.len() as u64
+                    } else {
+                        st.op_id.saturating_sub(st.acked_count)
+                    };
+                    add(&m.counters.unacked_patches, unacked);
+                    connected_at_end = true;
+                    close(ws).await;
+                    break;
+                }
+                // Dropping `ws` closes the connection at once.
+                Ended::Run(_) => {
+                    connected_at_end = true;
+                    break;
+                }
+                Ended::Lost if self.track && self.run_going() => {
+                    let jitter = rand::random_range(0..=25);
+                    tokio::time::sleep(Duration::from_millis(jitter)).await;
+                }
+                Ended::Lost => break,
+            }
+        }
+        ClientEnd {
+            index: self.plan.index,
+            file: self.plan.file,
+            rect: self.plan.rect.clone(),
+            doc: (self.track && !first).then(|| (st.version, std::mem::take(&mut st.doc))),
+            acked: std::mem::take(&mut st.acked),
+            connected_at_end,
+        }
+    }
+
+    /// One connection, from its welcome until the run or the server ends it.
+    async fn session(&mut self, ws: &mut Socket, welcome: Welcome, st: &mut State) -> Ended {
+        let m = self.measures.clone();
         let asked_edit = self.plan.editor;
         let mut editing = asked_edit && welcome.role == "editor";
         if asked_edit && !editing {
@@ -166,12 +358,23 @@ impl Client {
         let mut versions = Versions {
             last: welcome.version,
         };
+        // Unconfirmed patches go again, with their original ids (the node acks one it already
+        // has without applying it twice).
+        if editing {
+            for (id, ops) in &st.pending {
+                let msg = format!(r#"{{"type":"patch","id":{id},"ops":{ops}}}"#);
+                if ws.send(Message::Text(msg.into())).await.is_ok() {
+                    add(&m.counters.resent_patches, 1);
+                    add(&m.counters.messages_sent, 1);
+                }
+            }
+        }
         let phase = schedule::phase(self.plan.index, 0.0);
         let now = m.elapsed();
         let mut presence_hz = schedule::presence_rate(self.presence_rate, welcome.presence_hz);
         let mut presence = Schedule::new(now, presence_hz, phase);
         let mut patches = Schedule::new(now, self.edit_rate, schedule::phase(self.plan.index, 0.5));
-        let (mut op_id, mut step, mut presence_seen, mut acked) = (0u64, 0u64, 0u64, 0u64);
+        let (mut step, mut presence_seen) = (0u64, 0u64);
         let mut sending = true;
         let origin = Instant::from_std(m.origin());
         let never = origin + Duration::from_secs(86_400 * 365);
@@ -187,7 +390,7 @@ impl Client {
         let timer = tokio::time::sleep_until(armed);
         tokio::pin!(timer);
         let mut end_wait = Box::pin(next_end(self.end.clone()));
-        let ended = loop {
+        loop {
             let (presence_due, patch_due) =
                 (due(&presence, sending), due(&patches, editing && sending));
             let next = presence_due.min(patch_due);
@@ -201,10 +404,10 @@ impl Client {
                     let now_end = *rx.borrow();
                     end_wait = Box::pin(next_end(rx));
                     match now_end {
-                        _ if !changed => break End::Close,
+                        _ if !changed => return Ended::Run(End::Close),
                         End::Running => {}
                         End::Quiet => sending = false,
-                        End::Close | End::Drop => break now_end,
+                        End::Close | End::Drop => return Ended::Run(now_end),
                     }
                 }
                 frame = ws.next() => {
@@ -213,14 +416,14 @@ impl Client {
                         Some(Ok(Message::Close(close))) => {
                             let code = close.map_or(1005, |c| u16::from(c.code));
                             self.count_close(&code.to_string());
-                            break End::Running;
+                            return Ended::Lost;
                         }
                         Some(Ok(_)) => continue,
                         Some(Err(_)) | None => {
-                            if matches!(*self.end.borrow(), End::Running | End::Quiet) {
+                            if self.run_going() {
                                 self.count_close("1006");
                             }
-                            break End::Running;
+                            return Ended::Lost;
                         }
                     };
                     let text = text.as_str();
@@ -244,11 +447,20 @@ impl Client {
                             }
                             if msg.kind == "ack" {
                                 add(&m.counters.acks_received, 1);
-                                acked += 1;
+                                st.acked_count += 1;
                                 if let Some(t) = msg.t { m.record_since(&m.ack, t); }
+                                if self.track {
+                                    let id = msg.id.as_ref().and_then(Value::as_u64).unwrap_or(0);
+                                    st.ack(id, msg.v);
+                                }
                             } else if msg.by.as_deref() != Some(me.as_str()) {
                                 add(&m.counters.patches_received, 1);
                                 if let Some(t) = msg.t { m.record_since(&m.relay, t); }
+                                if self.track {
+                                    if let Ok(full) = serde_json::from_str::<Value>(text) {
+                                        st.patch(msg.v, full.get("ops"));
+                                    }
+                                }
                             }
                             let _ = msg.ops;
                         }
@@ -269,6 +481,10 @@ impl Client {
                             add(&m.counters.rejected, 1);
                             let code = msg.code.as_ref().and_then(|c| c.as_str()).unwrap_or("?");
                             Measures::count(&m.rejects, code);
+                            // A rejected patch will never be acked.
+                            if let Some(id) = msg.id.as_ref().and_then(Value::as_u64) {
+                                st.pending.remove(&id);
+                            }
                         }
                         "notice" => {
                             let code = msg.code.map(|c| c.to_string()).unwrap_or_default();
@@ -300,12 +516,25 @@ impl Client {
                     if patch_due <= fired {
                         if let Some(s) = patches.as_mut() {
                             add(&m.counters.sends_skipped, s.advance(m.elapsed()));
-                            op_id += 1;
+                            st.op_id += 1;
+                            let op_id = st.op_id;
                             let (x, y) = cursor_at(self.plan.index + 7, op_id * 4);
-                            let msg = format!(
-                                r#"{{"type":"patch","id":{op_id},"ops":[{{"op":"set","id":"{}","props":{{"x":{x},"y":{y}}}}}],"t":{}}}"#,
-                                self.plan.rect, m.now_ms()
+                            let extra = if self.track {
+                                format!(r#","{}":1"#, mark(self.plan.index, op_id))
+                            } else {
+                                String::new()
+                            };
+                            let ops = format!(
+                                r#"[{{"op":"set","id":"{}","props":{{"x":{x},"y":{y}{extra}}}}}]"#,
+                                self.plan.rect
                             );
+                            let msg = format!(
+                                r#"{{"type":"patch","id":{op_id},"ops":{ops},"t":{}}}"#,
+                                m.now_ms()
+                            );
+                            if self.track {
+                                st.pending.insert(op_id, ops);
+                            }
                             if ws.send(Message::Text(msg.into())).await.is_ok() {
                                 add(&m.counters.patches_sent, 1);
                                 add(&m.counters.messages_sent, 1);
@@ -314,18 +543,19 @@ impl Client {
                     }
                 }
             }
-        };
-        m.counters.open.fetch_sub(1, Ordering::Relaxed);
-        if ended == End::Close {
-            add(&m.counters.unacked_patches, op_id.saturating_sub(acked));
-            close(ws).await;
         }
-        // End::Drop and a closed socket: dropping `ws` here closes the connection at once.
     }
 
-    /// Connects, says hello and waits for the welcome. Failures are counted.
-    async fn join(&mut self) -> Option<(Socket, Welcome)> {
+    /// Connects, says hello and waits for the welcome (and, in tracking mode, returns the whole
+    /// welcome too). Failures of a first attempt are counted.
+    async fn join(
+        &mut self,
+        client_id: &str,
+        since: Option<u64>,
+        first: bool,
+    ) -> Option<(Socket, Welcome, Option<Value>)> {
         let m = self.measures.clone();
+        let track = self.track;
         let attempt = async {
             let addr = self
                 .ws_url
@@ -345,7 +575,7 @@ impl Client {
             .map_err(|_| None)?;
             let hello = serde_json::json!({
                 "type": "hello", "token": self.token, "key": self.key,
-                "client": random_id(24), "since": null,
+                "client": client_id, "since": since,
                 "name": format!("Load {}", self.plan.index),
             });
             ws.send(Message::Text(hello.to_string().into()))
@@ -356,7 +586,12 @@ impl Client {
                     Ok(Message::Text(text)) => {
                         if let Ok(w) = serde_json::from_str::<Welcome>(text.as_str()) {
                             if w.kind == "welcome" {
-                                return Ok((ws, w));
+                                let full = if track {
+                                    serde_json::from_str::<Value>(text.as_str()).ok()
+                                } else {
+                                    None
+                                };
+                                return Ok((ws, w, full));
                             }
                         }
                     }
@@ -371,15 +606,16 @@ impl Client {
         };
         match timeout(CONNECT_TIMEOUT, attempt).await {
             Ok(Ok(joined)) => Some(joined),
-            Ok(Err(Some(code))) => {
+            Ok(Err(Some(code))) if first => {
                 self.count_close(&code.to_string());
                 add(&m.counters.connection_errors, 1);
                 None
             }
-            Ok(Err(None)) | Err(_) => {
+            _ if first => {
                 add(&m.counters.connection_errors, 1);
                 None
             }
+            _ => None,
         }
     }
 }

@@ -59,9 +59,27 @@ pub async fn request(
     body: Option<&Value>,
     timeout: Duration,
 ) -> Result<Answer> {
-    tokio::time::timeout(timeout, request_inner(endpoint, method, path, token, body))
-        .await
-        .map_err(|_| anyhow!("{method} {path}: no answer within {timeout:?}"))?
+    tokio::time::timeout(
+        timeout,
+        request_inner(endpoint, method, path, token, None, body),
+    )
+    .await
+    .map_err(|_| anyhow!("{method} {path}: no answer within {timeout:?}"))?
+}
+
+/// A GET with a file's link key (`X-Atrium-Key`), within `timeout`.
+pub async fn get_with_key(
+    endpoint: &Endpoint,
+    path: &str,
+    key: &str,
+    timeout: Duration,
+) -> Result<Answer> {
+    tokio::time::timeout(
+        timeout,
+        request_inner(endpoint, "GET", path, None, Some(key), None),
+    )
+    .await
+    .map_err(|_| anyhow!("GET {path}: no answer within {timeout:?}"))?
 }
 
 async fn request_inner(
@@ -69,6 +87,7 @@ async fn request_inner(
     method: &str,
     path: &str,
     token: Option<&str>,
+    key: Option<&str>,
     body: Option<&Value>,
 ) -> Result<Answer> {
     let stream = TcpStream::connect(&endpoint.authority)
@@ -87,6 +106,9 @@ async fn request_inner(
         .header("connection", "close");
     if body.is_some() {
         req = req.header("content-type", "application/json");
+    }
+    if let Some(key) = key {
+        req = req.header("x-atrium-key", key);
     }
     if let Some(token) = token {
         req = req.header("authorization", format!("Bearer {token}"));

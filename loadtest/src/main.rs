@@ -3,6 +3,7 @@
 //! See docs/loadtest.md for every option and measure.
 
 mod client;
+mod cluster;
 mod html;
 mod http;
 mod measure;

@@ -88,6 +88,14 @@ pub struct Counters {
     pub connected: AtomicU64,
     pub open: AtomicU64,
     pub unacked_patches: AtomicU64,
+    /// Cluster mode: sockets that came back after the server closed them.
+    pub reconnects: AtomicU64,
+    /// Cluster mode: reconnection attempts that failed (each retried with backoff).
+    pub reconnect_failures: AtomicU64,
+    /// Cluster mode: unconfirmed patches sent again after a reconnect.
+    pub resent_patches: AtomicU64,
+    /// Cluster mode: when the latest reconnect got its welcome, µs since the origin.
+    pub last_rejoin_us: AtomicU64,
 }
 
 /// A copy of the counters that matter for rates, at one instant.

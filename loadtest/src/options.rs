@@ -23,6 +23,17 @@ pub struct Cli {
     /// Start a scratch node (temporary data folder, free port), stopped and removed afterwards
     #[arg(long)]
     pub spawn: bool,
+    /// Start N atrium-node processes behind one atrium-router (cluster mode, Postgres + NATS);
+    /// the clients connect through the router
+    #[arg(long, value_name = "N")]
+    pub spawn_cluster: Option<usize>,
+    /// With --spawn-cluster: kill -9 the node holding the most files this many seconds into
+    /// the measured window, and report the failover
+    #[arg(long, value_name = "SECONDS")]
+    pub kill_node: Option<f64>,
+    /// The atrium-router binary for --spawn-cluster (default: next to this tool, then on PATH)
+    #[arg(long, value_name = "PATH")]
+    pub router: Option<PathBuf>,
     /// The atrium-node binary to spawn (default: next to this tool, then on PATH)
     #[arg(long, value_name = "PATH")]
     pub server: Option<PathBuf>,
@@ -109,6 +120,11 @@ pub struct FileConfig {
     #[serde(default)]
     pub spawn: Option<bool>,
     pub server: Option<PathBuf>,
+    #[serde(alias = "spawn_cluster")]
+    pub spawn_cluster: Option<usize>,
+    #[serde(alias = "kill_node")]
+    pub kill_node: Option<f64>,
+    pub router: Option<PathBuf>,
     pub port: Option<u16>,
     pub url: Option<String>,
     #[serde(alias = "i_have_permission")]
@@ -148,12 +164,20 @@ pub enum Target {
     Spawn { server: Option<PathBuf>, port: u16 },
     /// A running node or router at this base URL (`http://host:port`, no trailing slash).
     Url(String),
+    /// `nodes` spawned nodes behind one spawned router.
+    Cluster {
+        nodes: usize,
+        server: Option<PathBuf>,
+        router: Option<PathBuf>,
+    },
 }
 
 /// The options of one run, after merging and checking.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub target: Target,
+    /// `--kill-node`: seconds into the measured window.
+    pub kill_node: Option<f64>,
     pub i_have_permission: bool,
     pub env: BTreeMap<String, String>,
     pub users: usize,
@@ -210,20 +234,40 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
     }
 
     let spawn = cli.spawn || file.spawn.unwrap_or(false);
-    let url = cli.url.or(file.url);
-    let target = match (spawn, url) {
-        (true, Some(_)) => bail!("give either --spawn or --url, not both"),
-        (false, None) => bail!("give --spawn (start a scratch node) or --url URL (a running one)"),
-        (true, None) => Target::Spawn {
-            server: cli.server.or(file.server),
+    let url_given = |a: &Option<String>, b: &Option<String>| a.is_some() || b.is_some();
+    let url = cli.url.clone().or(file.url.clone());
+    let cluster = cli.spawn_cluster.or(file.spawn_cluster);
+    let server = cli.server.or(file.server);
+    let target = match (spawn, url, cluster) {
+        (_, _, Some(n)) => {
+            if spawn || url_given(&cli.url, &file.url) {
+                bail!("give one of --spawn, --spawn-cluster N or --url");
+            }
+            if n == 0 || n > 64 {
+                bail!("--spawn-cluster must be between 1 and 64, got {n}");
+            }
+            Target::Cluster {
+                nodes: n,
+                server,
+                router: cli.router.or(file.router),
+            }
+        }
+        (true, Some(_), None) => bail!("give either --spawn or --url, not both"),
+        (false, None, None) => bail!(
+            "give --spawn (start a scratch node), --spawn-cluster N (nodes behind a router) or \
+             --url URL (a running one)"
+        ),
+        (true, None, None) => Target::Spawn {
+            server,
             port: cli.port.or(file.port).unwrap_or(0),
         },
-        (false, Some(url)) => Target::Url(normalize_url(&url)?),
+        (false, Some(url), None) => Target::Url(normalize_url(&url)?),
     };
 
     let users = cli.users.or(file.users).unwrap_or(200);
     let options = Options {
         target,
+        kill_node: cli.kill_node.or(file.kill_node),
         i_have_permission: cli.i_have_permission || file.i_have_permission.unwrap_or(false),
         env,
         users,
@@ -296,6 +340,15 @@ fn check(o: &Options) -> Result<()> {
         bail!(
             "--profile-call-graph takes a perf --call-graph mode such as dwarf or fp, got {mode:?}"
         );
+    }
+    if let Some(k) = o.kill_node {
+        let Target::Cluster { nodes, .. } = o.target else {
+            bail!("--kill-node needs --spawn-cluster N");
+        };
+        if nodes < 2 {
+            bail!("--kill-node needs at least 2 nodes (--spawn-cluster 2 or more)");
+        }
+        finite("kill-node", k, 0.0, o.duration)?;
     }
     if o.workers == 0 || o.workers > 1024 {
         bail!("--workers must be between 1 and 1024, got {}", o.workers);
@@ -421,6 +474,40 @@ mod tests {
             FileConfig::default()
         )
         .contains("--profile needs --spawn"));
+    }
+
+    #[test]
+    fn cluster_options_are_checked() {
+        let o = merge(
+            cli(&[
+                "--spawn-cluster",
+                "3",
+                "--kill-node",
+                "2",
+                "--duration",
+                "5",
+            ]),
+            FileConfig::default(),
+        )
+        .unwrap();
+        assert!(matches!(o.target, Target::Cluster { nodes: 3, .. }));
+        assert_eq!(o.kill_node, Some(2.0));
+        let err = |c: Cli| merge(c, FileConfig::default()).unwrap_err().to_string();
+        assert!(err(cli(&["--spawn", "--kill-node", "1"])).contains("--spawn-cluster"));
+        assert!(err(cli(&["--spawn-cluster", "1", "--kill-node", "1"])).contains("2 nodes"));
+        assert!(err(cli(&["--spawn-cluster", "2", "--spawn"])).contains("one of"));
+        assert!(err(cli(&[
+            "--spawn-cluster",
+            "2",
+            "--kill-node",
+            "9",
+            "--duration",
+            "5"
+        ]))
+        .contains("--kill-node"));
+        let f = file(r#"{"spawn-cluster": 2, "kill_node": 1}"#);
+        let o = merge(cli(&[]), f).unwrap();
+        assert!(matches!(o.target, Target::Cluster { nodes: 2, .. }));
     }
 
     #[test]

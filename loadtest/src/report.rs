@@ -38,6 +38,12 @@ pub struct Report {
     pub server: Server,
     pub generator: Generator,
     pub drop: Option<DropResult>,
+    /// `--spawn-cluster`: the fleet that ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterInfo>,
+    /// `--kill-node`: what the kill cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failover: Option<Failover>,
     pub machine: Machine,
     /// `--profile`: where the node's CPU profile went.
     pub profile: Option<ProfileReport>,
@@ -131,6 +137,50 @@ pub struct DropResult {
     pub server_up: bool,
     pub health_after_ms: Option<f64>,
     pub connections_zero_after_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ClusterInfo {
+    /// Node ids and their addresses.
+    pub nodes: BTreeMap<String, String>,
+    pub router: String,
+    pub router_pid: Option<u32>,
+    /// Where Postgres and the coordinator came from.
+    pub services: String,
+    pub coordinator: String,
+    /// Each node's rooms (`/health` `stats.rooms`) at the end of the window.
+    pub rooms_at_end: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Failover {
+    /// Seconds into the measured window.
+    pub killed_at_s: f64,
+    pub killed_node: String,
+    /// Rooms the killed node held (its `/health` `stats.rooms`) when it was chosen.
+    pub killed_node_rooms: u64,
+    /// Every node's rooms when the victim was chosen.
+    pub rooms_by_node: BTreeMap<String, u64>,
+    /// From the kill until `GET /api/files/{id}/doc` through the router answered 200 for
+    /// every file; None if some file never did within 60 s.
+    pub recover_ms: Option<f64>,
+    /// From the kill until the last socket that reconnected had its welcome.
+    pub clients_back_ms: Option<f64>,
+    /// Acked patches whose mark is missing from the final document.
+    pub acked_lost: u64,
+    /// Clients whose document differs from `GET /api/files/{id}/doc` at the end.
+    pub not_converged: u64,
+    /// Acked patches checked, and clients compared.
+    pub acked_checked: u64,
+    pub clients_checked: u64,
+    /// Files whose final document could not be fetched (their clients and patches count as
+    /// not converged and lost).
+    pub files_unreadable: u64,
+    /// Clients whose socket was not open when the run ended.
+    pub clients_disconnected_at_end: u64,
+    pub reconnects: u64,
+    pub reconnect_failures: u64,
+    pub resent_patches: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -361,6 +411,44 @@ impl Report {
                 }
                 _ => {}
             }
+        }
+        if let Some(c) = &self.cluster {
+            let _ = writeln!(
+                w,
+                "\nCluster: {} nodes behind the router at {} ({}); the server measures above are \
+                 the router's",
+                c.nodes.len(),
+                c.router,
+                c.services
+            );
+            let rooms: Vec<String> = c
+                .rooms_at_end
+                .iter()
+                .map(|(n, r)| format!("{n} {r}"))
+                .collect();
+            let _ = writeln!(w, "  rooms at the end: {}", rooms.join(", "));
+        }
+        if let Some(f) = &self.failover {
+            let _ = writeln!(
+                w,
+                "\nFailover: killed {} ({} rooms) at {:.2} s",
+                f.killed_node, f.killed_node_rooms, f.killed_at_s
+            );
+            let _ = writeln!(
+                w,
+                "  every file served again after {} | sockets back after {} | reconnects {} \
+                 (failed attempts {}) | patches resent {}",
+                opt(f.recover_ms, " ms"),
+                opt(f.clients_back_ms, " ms"),
+                f.reconnects,
+                f.reconnect_failures,
+                f.resent_patches
+            );
+            let _ = writeln!(
+                w,
+                "  acked patches lost {} of {} | clients not converged {} of {} | files unreadable {}",
+                f.acked_lost, f.acked_checked, f.not_converged, f.clients_checked, f.files_unreadable
+            );
         }
         if let Some(d) = &self.drop {
             let _ = writeln!(w, "\nDrop (every socket at once, no close handshake)");

@@ -11,15 +11,19 @@ use anyhow::{bail, Context, Result};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::client::{Client, End};
-use crate::http::Endpoint;
+use crate::client::{mark, Client, ClientEnd, End};
+use crate::cluster::Cluster;
+use crate::http::{self, Endpoint};
 use crate::measure::{self, round3, Measures, Summary};
 use crate::options::{Options, Target};
 use crate::profile::{self, ProfileReport};
-use crate::report::{self, DropResult, Expected, MemoryPoint, Problems, Rates, Report, Second};
+use crate::report::{
+    self, ClusterInfo, DropResult, Expected, Failover, MemoryPoint, Problems, Rates, Report, Second,
+};
 use crate::schedule::connect_at;
 use crate::server::{self, Sample, Spawned};
-use crate::setup::{self, ClientPlan};
+use crate::setup::{self, ClientPlan, FileKeys};
+use futures_util::StreamExt;
 
 /// The settings a spawned node gets unless `--env` or the config file says otherwise: statistics
 /// on, and the per-address, per-account and sign-up limits raised, since every generated socket
@@ -87,7 +91,7 @@ async fn sampler(
     let mut own_last = measure::own_cpu_seconds();
     while !stop.load(Ordering::Relaxed) {
         tick.tick().await;
-        let s = server::sample(&endpoint, pid).await;
+        let s = look(&endpoint, pid, is_cluster(&o)).await;
         let (now, snap) = (Instant::now(), m.snapshot());
         let secs = now.duration_since(last.0).as_secs_f64();
         let r = last.1.rates(&snap, secs);
@@ -167,6 +171,20 @@ async fn sampler(
     }
 }
 
+fn is_cluster(o: &Options) -> bool {
+    matches!(o.target, Target::Cluster { .. })
+}
+
+/// Samples the server. In cluster mode the process measured is the router (`pid`), and the
+/// statistics of whichever node answered `/health` through it are left out.
+async fn look(endpoint: &Endpoint, pid: Option<u32>, cluster: bool) -> Sample {
+    let mut s = server::sample(endpoint, pid).await;
+    if cluster {
+        s.stats = None;
+    }
+    s
+}
+
 fn progress(o: &Options, text: &str) {
     if !o.verbose {
         eprint!("\r{text:<70}");
@@ -177,7 +195,22 @@ fn progress(o: &Options, text: &str) {
 /// Runs the whole test and returns its report.
 pub async fn run(o: Options) -> Result<Report> {
     let mut spawned = None;
+    let mut cluster: Option<Cluster> = None;
     let (url, target) = match &o.target {
+        Target::Cluster {
+            nodes,
+            server,
+            router,
+        } => {
+            progress(&o, &format!("starting {nodes} nodes and a router"));
+            let c = Cluster::start(&o, *nodes, server.as_deref(), router.as_deref()).await?;
+            let url = c.router_url.clone();
+            cluster = Some(c);
+            (
+                url.clone(),
+                format!("spawned cluster of {nodes} nodes behind the router at {url}"),
+            )
+        }
         Target::Spawn { server, port } => {
             let binary = server::find_binary(server.as_deref());
             let env = spawn_env(&o);
@@ -200,12 +233,20 @@ pub async fn run(o: Options) -> Result<Report> {
         }
     };
     let endpoint = Endpoint::from_url(&url);
-    let pid = spawned.as_ref().map(Spawned::pid);
+    let pid = spawned
+        .as_ref()
+        .map(Spawned::pid)
+        .or_else(|| cluster.as_ref().and_then(Cluster::router_pid));
     server::health(&endpoint, Duration::from_secs(5))
         .await
         .with_context(|| format!("the server at {url} cannot be reached"))?;
 
-    let result = drive(&o, &endpoint, pid, &mut spawned, target).await;
+    let result = drive(&o, &endpoint, pid, &mut spawned, &mut cluster, target).await;
+    if let Some(c) = cluster.take() {
+        for note in c.stop().await {
+            eprintln!("atrium-loadtest: cluster stop: {note}");
+        }
+    }
     if let Some(s) = spawned.take() {
         let status = tokio::task::spawn_blocking(move || s.stop()).await?;
         if o.verbose {
@@ -239,8 +280,10 @@ async fn drive(
     endpoint: &Endpoint,
     pid: Option<u32>,
     spawned: &mut Option<Spawned>,
+    cluster: &mut Option<Cluster>,
     target: String,
 ) -> Result<Report> {
+    let in_cluster = cluster.is_some();
     progress(o, "setting up accounts and files");
     let made = setup::run(endpoint, o).await?;
     let plans = setup::plan(o);
@@ -250,7 +293,7 @@ async fn drive(
         phase: "connect",
         ..Default::default()
     }));
-    let before = server::sample(endpoint, pid).await;
+    let before = look(endpoint, pid, in_cluster).await;
     let probe = tokio::spawn(measure::probe(m.clone(), stop.clone()));
     let sampler = tokio::spawn(sampler(
         m.clone(),
@@ -264,7 +307,7 @@ async fn drive(
     // Ramp: connection i opens at i / ramp seconds.
     let (end_tx, end_rx) = watch::channel(End::Running);
     let start = tokio::time::Instant::now();
-    let mut handles: Vec<JoinHandle<()>> = Vec::with_capacity(plans.len());
+    let mut handles: Vec<JoinHandle<ClientEnd>> = Vec::with_capacity(plans.len());
     for plan in &plans {
         tokio::time::sleep_until(start + connect_at(plan.index, o.ramp)).await;
         let file = &made.files[plan.file];
@@ -281,6 +324,7 @@ async fn drive(
             presence_rate: o.presence_rate,
             measures: m.clone(),
             end: end_rx.clone(),
+            track: in_cluster,
             plan: plan.clone(),
         };
         handles.push(tokio::spawn(client.run()));
@@ -320,13 +364,37 @@ async fn drive(
         ),
         _ => None,
     };
-    let s0 = server::sample(endpoint, pid).await;
+    let s0 = look(endpoint, pid, in_cluster).await;
     let (c0, g0, t0) = (m.snapshot(), measure::own_cpu_seconds(), Instant::now());
     let busy0 = measure::machine_cpu_seconds();
     m.set_measuring(true);
-    let window_end = tokio::time::Instant::now() + Duration::from_secs_f64(o.duration);
+    let window_start = tokio::time::Instant::now();
+    let window_end = window_start + Duration::from_secs_f64(o.duration);
+    let mut kill_at = o
+        .kill_node
+        .map(|k| window_start + Duration::from_secs_f64(k));
+    let mut kill: Option<(Failover, Instant, JoinHandle<Option<f64>>)> = None;
     while tokio::time::Instant::now() < window_end {
+        if let (Some(at), Some(c)) = (kill_at, cluster.as_mut()) {
+            if tokio::time::Instant::now() >= at {
+                kill_at = None;
+                let (f, t) = kill_busiest(c, window_start).await?;
+                progress(o, &format!("killed {}", f.killed_node));
+                if o.verbose {
+                    eprintln!(
+                        "killed node {} ({} rooms) at {:.2} s of the window",
+                        f.killed_node, f.killed_node_rooms, f.killed_at_s
+                    );
+                }
+                let poll = tokio::spawn(recovery(endpoint.clone(), made.files.clone(), t));
+                kill = Some((f, t, poll));
+            }
+        }
         let left = window_end - tokio::time::Instant::now();
+        let left = match kill_at {
+            Some(at) => left.min(at.saturating_duration_since(tokio::time::Instant::now())),
+            None => left,
+        };
         progress(
             o,
             &format!(
@@ -340,7 +408,7 @@ async fn drive(
     m.set_measuring(false);
     let (c1, g1, window) = (m.snapshot(), measure::own_cpu_seconds(), t0.elapsed());
     let busy1 = measure::machine_cpu_seconds();
-    let s1 = server::sample(endpoint, pid).await;
+    let s1 = look(endpoint, pid, in_cluster).await;
     let recorded = match recorder {
         Some(rec) => Some(tokio::task::spawn_blocking(move || rec.stop()).await?),
         None => None,
@@ -356,16 +424,41 @@ async fn drive(
         set_phase(&collected, "close");
         progress(o, "closing");
         let _ = end_tx.send(End::Quiet);
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Tracking clients may still be resending after a reconnect: give them longer.
+        let quiet = if in_cluster { 2 } else { 1 };
+        tokio::time::sleep(Duration::from_secs(quiet)).await;
         let _ = end_tx.send(End::Close);
         None
     };
+    let mut ends: Vec<ClientEnd> = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(10), async {
         for h in handles {
-            let _ = h.await;
+            if let Ok(e) = h.await {
+                ends.push(e);
+            }
         }
     })
     .await;
+    let rooms_at_end = match cluster.as_ref() {
+        Some(c) => rooms_by_node(c).await,
+        None => BTreeMap::new(),
+    };
+    let failover = match kill {
+        Some((mut f, t, poll)) => {
+            f.recover_ms = poll.await.ok().flatten();
+            let back = m.counters.last_rejoin_us.load(Ordering::Relaxed);
+            let killed_us = t.duration_since(m.origin()).as_micros() as u64;
+            f.clients_back_ms =
+                (back > killed_us).then(|| round3((back - killed_us) as f64 / 1000.0));
+            f.reconnects = m.counters.reconnects.load(Ordering::Relaxed);
+            f.reconnect_failures = m.counters.reconnect_failures.load(Ordering::Relaxed);
+            f.resent_patches = m.counters.resent_patches.load(Ordering::Relaxed);
+            progress(o, "checking the final documents");
+            converge(&mut f, endpoint, &made.files, &ends).await;
+            Some(f)
+        }
+        None => None,
+    };
     stop.store(true, Ordering::Relaxed);
     let _ = sampler.await;
     let _ = probe.await;
@@ -402,6 +495,19 @@ async fn drive(
         memory: collected.memory,
         seconds: collected.seconds,
         drop: drop_result,
+        failover,
+        cluster: cluster.as_ref().map(|c| ClusterInfo {
+            nodes: c
+                .nodes
+                .iter()
+                .map(|n| (n.id.clone(), n.url.clone()))
+                .collect(),
+            router: c.router_url.clone(),
+            router_pid: c.router_pid(),
+            services: c.services.clone(),
+            coordinator: c.coordinator.clone(),
+            rooms_at_end,
+        }),
         ..Default::default()
     };
     if let (Some(dir), Some(recorded)) = (&o.profile, recorded) {
@@ -528,6 +634,133 @@ fn server_measures(
     s.rooms = s1.stats.as_ref().map(|st| st.rooms);
     s.people = s1.stats.as_ref().map(|st| st.people);
     s.editors = s1.stats.as_ref().map(|st| st.editors);
+}
+
+/// Each node's rooms (files it holds), from its own `/health` (`stats.rooms`).
+async fn rooms_by_node(c: &Cluster) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for n in &c.nodes {
+        let ep = Endpoint::from_url(&n.url);
+        if let Ok(Some(st)) = server::health(&ep, Duration::from_millis(900)).await {
+            out.insert(n.id.clone(), st.rooms);
+        }
+    }
+    out
+}
+
+/// Picks the node holding the most files (its `/health` `stats.rooms`: a node has a room only
+/// for files whose lease it holds) and kills it with SIGKILL.
+async fn kill_busiest(
+    c: &mut Cluster,
+    window_start: tokio::time::Instant,
+) -> Result<(Failover, Instant)> {
+    let rooms = rooms_by_node(c).await;
+    let Some((victim, held)) = rooms
+        .iter()
+        .max_by_key(|(id, r)| (**r, std::cmp::Reverse((*id).clone())))
+        .map(|(id, r)| (id.clone(), *r))
+    else {
+        bail!("--kill-node: no node answered /health");
+    };
+    let node = c
+        .nodes
+        .iter_mut()
+        .find(|n| n.id == victim)
+        .context("--kill-node: the chosen node is gone")?;
+    node.process.kill9();
+    let t = Instant::now();
+    let f = Failover {
+        killed_at_s: round3(window_start.elapsed().as_secs_f64()),
+        killed_node: victim,
+        killed_node_rooms: held,
+        rooms_by_node: rooms,
+        ..Default::default()
+    };
+    Ok((f, t))
+}
+
+/// After a kill: asks `GET /api/files/{id}/doc` through the router for every file not yet
+/// served again, every 50 ms, and returns the ms from the kill until the last file answered
+/// 200 (None when some file did not within 60 s).
+async fn recovery(endpoint: Endpoint, files: Vec<FileKeys>, killed: Instant) -> Option<f64> {
+    let mut waiting: Vec<FileKeys> = files;
+    let mut last = 0.0f64;
+    let deadline = killed + Duration::from_secs(60);
+    while !waiting.is_empty() && Instant::now() < deadline {
+        let answers: Vec<bool> = futures_util::stream::iter(waiting.clone())
+            .map(|f: FileKeys| {
+                let ep = endpoint.clone();
+                async move {
+                    let path = format!("/api/files/{}/doc", f.id);
+                    matches!(
+                        http::get_with_key(&ep, &path, &f.view_key, Duration::from_secs(2)).await,
+                        Ok(a) if a.status == 200
+                    )
+                }
+            })
+            .buffered(16)
+            .collect()
+            .await;
+        let now = killed.elapsed().as_secs_f64() * 1000.0;
+        let before = waiting.len();
+        let mut i = 0;
+        waiting.retain(|_| {
+            let served = answers[i];
+            i += 1;
+            !served
+        });
+        if waiting.len() < before {
+            last = now;
+        }
+        if !waiting.is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    waiting.is_empty().then_some(round3(last))
+}
+
+/// The end of a failover run: every file's final document through the router; every acked
+/// patch's mark must be in it, and every client's model must equal it.
+async fn converge(f: &mut Failover, endpoint: &Endpoint, files: &[FileKeys], ends: &[ClientEnd]) {
+    let mut finals: Vec<Option<serde_json::Map<String, serde_json::Value>>> = Vec::new();
+    for file in files {
+        let path = format!("/api/files/{}/doc", file.id);
+        let mut doc = None;
+        for _ in 0..20 {
+            match http::get_with_key(endpoint, &path, &file.view_key, Duration::from_secs(5)).await
+            {
+                Ok(a) if a.status == 200 => {
+                    doc = a.body["doc"].as_object().cloned();
+                    break;
+                }
+                _ => tokio::time::sleep(Duration::from_millis(250)).await,
+            }
+        }
+        if doc.is_none() {
+            f.files_unreadable += 1;
+        }
+        finals.push(doc);
+    }
+    for e in ends {
+        f.clients_disconnected_at_end += u64::from(!e.connected_at_end);
+        let fin = finals.get(e.file).and_then(Option::as_ref);
+        for id in &e.acked {
+            f.acked_checked += 1;
+            let there = fin
+                .and_then(|d| d.get(&e.rect))
+                .and_then(|r| r.get(mark(e.index, *id)))
+                .is_some();
+            if !there {
+                f.acked_lost += 1;
+            }
+        }
+        if let Some((_, doc)) = &e.doc {
+            f.clients_checked += 1;
+            if fin != Some(doc) {
+                f.not_converged += 1;
+            }
+        }
+    }
 }
 
 /// Every client drops at once; then: did the server stay up, and how soon did /health answer

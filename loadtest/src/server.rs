@@ -18,6 +18,8 @@ pub struct Spawned {
     child: Child,
     dir: PathBuf,
     pub url: String,
+    /// Killed with SIGKILL and reaped already.
+    killed: bool,
 }
 
 impl Spawned {
@@ -65,6 +67,7 @@ impl Spawned {
             child,
             dir,
             url: String::new(),
+            killed: false,
         };
         match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(url) => spawned.url = url,
@@ -85,6 +88,15 @@ impl Spawned {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// `kill -9` at once, and reap it (the folder stays until `stop` or drop).
+    pub fn kill9(&mut self) {
+        if !self.killed {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.killed = true;
+        }
+    }
+
     /// The last lines the node logged.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.dir.join("node.log")).unwrap_or_default();
@@ -99,6 +111,10 @@ impl Spawned {
     }
 
     fn stop_inner(&mut self) -> String {
+        if self.killed {
+            let _ = std::fs::remove_dir_all(&self.dir);
+            return "killed (SIGKILL)".to_string();
+        }
         let pid = self.child.id() as libc::pid_t;
         // SAFETY: signalling our own child by its pid.
         unsafe {
