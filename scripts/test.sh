@@ -37,6 +37,15 @@ source .services/env
 step "cargo test"
 cargo test --workspace --locked
 
+step "HTTP API against docs/openapi.yaml: schemathesis on a live node (bounded)"
+scripts/schemathesis.sh
+
+step "soak: load in 3 phases, memory flat, rooms leave memory (scripts/soak.sh)"
+SOAK_SECONDS="${SOAK_SECONDS:-120}" scripts/soak.sh
+
+step "fuzzing: each decoder for a bounded time (scripts/fuzz.sh; longer by hand)"
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}" FUZZ_SANITIZER="${FUZZ_SANITIZER:-none}" scripts/fuzz.sh
+
 step "Kubernetes: the chart rendered, linted and validated; dashboards and alerts against a real Prometheus"
 k8s/test.sh
 

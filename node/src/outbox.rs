@@ -6,7 +6,7 @@
 //! socket's writer drains it. A queue that overflows closes its socket with 4008
 //! instead of slowing the room (invariant 4).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -65,6 +65,10 @@ struct Shared {
     /// Bytes queued and not yet taken by the writer.
     bytes: AtomicUsize,
     max_bytes: usize,
+    /// While a welcome waits to be durable, everything else waits behind it here
+    /// (the contract: the welcome comes first, then the stream).
+    held: AtomicBool,
+    gate: Mutex<Option<Vec<Out>>>,
 }
 
 /// A node-wide allowance for messages bigger than a send queue may hold (large
@@ -125,6 +129,8 @@ pub fn outbox(frames: usize, bytes: usize) -> (Outbox, OutboxReceiver) {
         notify: Notify::new(),
         bytes: AtomicUsize::new(0),
         max_bytes: bytes.max(1),
+        held: AtomicBool::new(false),
+        gate: Mutex::new(None),
     });
     (
         Outbox {
@@ -163,16 +169,57 @@ impl Outbox {
             self.overflow();
             return false;
         }
+        if self.shared.held.load(Ordering::Acquire) {
+            let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(waiting) = gate.as_mut() {
+                waiting.push(out);
+                return true;
+            }
+        }
         self.push(Queued { out, budget: None }, len)
     }
 
-    /// Queues a message that may be bigger than the queue's byte cap (a welcome
-    /// with a large document): it draws on the node-wide budget instead, and when
-    /// that is spent the socket is closed with 1013 (try again later).
-    pub fn send_large(&self, msg: Msg, budget: &Arc<Budget>) -> bool {
+    /// Holds everything sent from now on until [`Outbox::open_with`] sends the
+    /// welcome: a welcome waiting to be durable must still come first.
+    pub fn hold(&self) {
+        let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
+        gate.get_or_insert_with(Vec::new);
+        self.shared.held.store(true, Ordering::Release);
+    }
+
+    /// Sends `first` (a welcome, possibly large), then everything held behind it.
+    pub fn open_with(&self, first: Msg, budget: &Arc<Budget>) -> bool {
+        let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ok = self.push_welcome(first, budget);
+        for out in gate.take().unwrap_or_default() {
+            // Already counted in `bytes` when it was held.
+            let len = out.len();
+            ok &= self.push(Queued { out, budget: None }, len);
+        }
+        self.shared.held.store(false, Ordering::Release);
+        ok
+    }
+
+    /// Queues a welcome, which may be bigger than the queue's byte cap (a large
+    /// document): such a one draws on the node-wide budget instead, and when that
+    /// is spent the socket is closed with 1013 (try again later). It never waits
+    /// at the gate: it is what the gate waits for.
+    fn push_welcome(&self, msg: Msg, budget: &Arc<Budget>) -> bool {
         let len = msg.payload_len();
         if len <= self.shared.max_bytes / 2 {
-            return self.send(msg);
+            let queued = self.shared.bytes.fetch_add(len, Ordering::AcqRel) + len;
+            if queued > self.shared.max_bytes {
+                self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
+                self.overflow();
+                return false;
+            }
+            return self.push(
+                Queued {
+                    out: Out::Message(msg),
+                    budget: None,
+                },
+                len,
+            );
         }
         if !budget.take(len) {
             self.close(
@@ -329,16 +376,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_held_queue_sends_its_welcome_first() {
+        let budget = Budget::new(1 << 20);
+        let (out, mut rx) = outbox(10, 1 << 20);
+        out.hold();
+        assert!(out.send_text("presences".into()));
+        assert!(out.send_text("join".into()));
+        assert!(out.open_with(shared("welcome"), &budget));
+        assert!(out.send_text("after".into()));
+        let got: Vec<Vec<u8>> = rx
+            .drain_now()
+            .into_iter()
+            .map(|o| match o {
+                Out::Message(m) => m.payload().to_vec(),
+                Out::Control(b) => b.to_vec(),
+            })
+            .collect();
+        assert_eq!(got, [&b"welcome"[..], b"presences", b"join", b"after"]);
+    }
+
+    #[tokio::test]
     async fn large_messages_draw_on_the_budget() {
         let budget = Budget::new(100);
         let (out, mut rx) = outbox(10, 10);
-        assert!(out.send_large(shared(vec![b'x'; 80]), &budget));
+        assert!(out.open_with(shared(vec![b'x'; 80]), &budget));
         assert!(!budget.take(30));
         rx.drain_now();
         assert!(budget.take(100));
         budget.give(100);
         let (out2, rx2) = outbox(10, 10);
-        assert!(!out2.send_large(shared(vec![b'x'; 200]), &budget));
+        assert!(!out2.open_with(shared(vec![b'x'; 200]), &budget));
         assert_eq!(rx2.close.requested().unwrap().code, 1013);
     }
 }

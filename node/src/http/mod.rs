@@ -273,9 +273,25 @@ async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiResult {
             let id = file_id(id)?;
             upgrade(state, req, id)
         }
+        (&Method::GET, ["api", "openapi.yaml"]) => Ok(ops::openapi()),
+        (_, path) if KNOWN.contains(&path) => Err(method_not_allowed()),
         _ => Err(ApiError::not_found()),
     }
 }
+
+/// Routes that exist for some method: another method gets 405, not 404.
+const KNOWN: &[&[&str]] = &[
+    &[""],
+    &["health"],
+    &["ready"],
+    &["metrics"],
+    &["api", "signup"],
+    &["api", "signin"],
+    &["api", "signout"],
+    &["api", "me"],
+    &["api", "files"],
+    &["api", "openapi.yaml"],
+];
 
 fn method_not_allowed() -> ApiError {
     ApiError::new(
@@ -290,14 +306,21 @@ fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId) -> A
     if !state.accepting() {
         return Err(ApiError::unavailable("the node is shutting down"));
     }
-    let accepted = crate::ws::accept(&req, true).map_err(|e| match e {
-        crate::ws::HandshakeError::BadVersion => ApiError::new(
-            StatusCode::UPGRADE_REQUIRED,
-            "bad-request",
-            "only WebSocket version 13 is supported",
-        ),
-        other => ApiError::bad_request(other.to_string()),
-    })?;
+    let accepted = match crate::ws::accept(&req, true) {
+        Ok(accepted) => accepted,
+        Err(crate::ws::HandshakeError::BadVersion) => {
+            let e = ApiError::new(
+                StatusCode::UPGRADE_REQUIRED,
+                "bad-request",
+                "only WebSocket version 13 is supported",
+            );
+            let mut resp = error_response(&e);
+            resp.headers_mut()
+                .insert("sec-websocket-version", HeaderValue::from_static("13"));
+            return Ok(resp);
+        }
+        Err(other) => return Err(ApiError::bad_request(other.to_string())),
+    };
     let upgraded = hyper::upgrade::on(&mut req);
     let addr = client_addr(&req);
     // Counted from the upgrade, so sockets that never say hello count too.

@@ -59,10 +59,22 @@ pub async fn ready(state: &AppState) -> ApiResult {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    Ok(json_response(
-        status,
-        &json!({"ready": ready, "node": state.config.node_id}),
-    ))
+    let mut body = json!({"ready": ready, "node": state.config.node_id});
+    if !ready {
+        body["error"] =
+            json!({"code": "unavailable", "message": "draining, or the store does not answer"});
+    }
+    Ok(json_response(status, &body))
+}
+
+/// The HTTP API's description (`docs/openapi.yaml`).
+pub fn openapi() -> Response<Body> {
+    let mut resp = Response::new(http_body_util::Full::new(bytes::Bytes::from_static(
+        include_str!("../../../docs/openapi.yaml").as_bytes(),
+    )));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/yaml"));
+    resp
 }
 
 pub fn metrics_text() -> Response<Body> {

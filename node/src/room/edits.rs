@@ -172,7 +172,7 @@ impl Room {
             }
             Pending::Welcome { to, frame, .. } => {
                 if let Some(m) = self.members.get(&to) {
-                    m.outbox.send_large(frame, &self.ctx.welcome_budget);
+                    m.outbox.open_with(frame, &self.ctx.welcome_budget);
                     metrics()
                         .messages_sent
                         .with_label_values(&["welcome"])

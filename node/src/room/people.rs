@@ -118,6 +118,8 @@ impl Room {
         }
         self.board
             .join(conn, req.outbox.clone(), person.clone(), page);
+        // Whatever the room sends this person before its welcome waits behind it.
+        req.outbox.hold();
         self.members.insert(conn, member);
         metrics().people.inc();
         self.sync_counts();

@@ -1,0 +1,732 @@
+//! Security boundaries against one real node ("proof under fire", issue 9):
+//! who may edit, read and see what, what a signed-out token can still do,
+//! whether one account can use up the capacity of others, and whether
+//! secrets reach the node's logs.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+const FAST_HASH: [(&str, &str); 2] = [
+    ("ATRIUM_ARGON2_MEMORY_KIB", "1024"),
+    ("ATRIUM_ARGON2_ITERATIONS", "1"),
+];
+
+async fn node(extra: &[(&str, &str)]) -> Node {
+    let mut envs: Vec<(&str, &str)> = FAST_HASH.to_vec();
+    envs.extend_from_slice(extra);
+    Node::start(&envs).await
+}
+
+struct Shared {
+    owner: String,
+    id: String,
+    view_key: String,
+    edit_key: String,
+}
+
+async fn shared(node: &Node, link: &str) -> Shared {
+    let owner = new_account(node, "owner").await;
+    let f = create_file(node, &owner, "Private", None).await;
+    let id = s(&f["id"]).to_string();
+    if link != "none" {
+        set_link(node, &owner, &id, link).await;
+    }
+    Shared {
+        owner,
+        id,
+        view_key: s(&f["view_key"]).to_string(),
+        edit_key: s(&f["edit_key"]).to_string(),
+    }
+}
+
+/// Sends a patch and returns the answer (skipping presence traffic, role
+/// changes and other people's relayed patches).
+async fn answer(c: &mut Client, id: u64, ops: Vec<Value>) -> Value {
+    c.send_patch(id, ops).await;
+    loop {
+        let m = c.recv_json().await;
+        if m["type"] != "patch" && m["type"] != "role" {
+            return m;
+        }
+    }
+}
+
+fn assert_reject(m: &Value, id: u64, code: &str) {
+    assert_eq!(m["type"], "reject", "expected a reject {code}, got {m}");
+    assert_eq!(m["id"], json!(id), "{m}");
+    assert_eq!(m["code"], code, "{m}");
+}
+
+// ---------------------------------------------------------------------------
+// Viewers and view keys
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_cannot_edit_by_any_message() {
+    let node = node(&[]).await;
+    let f = shared(&node, "view").await;
+    let (mut owner, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
+    assert_eq!(
+        owner.patch_acked(1, vec![put("a", json!({"x": 1}))]).await,
+        1
+    );
+
+    // A viewer by view key, and an edit-key holder while the link is `view`.
+    let viewer_hello = Hello::key(&f.view_key);
+    let (mut viewer, wv) = Client::join(&node, &f.id, &viewer_hello).await;
+    assert_eq!(wv["role"], "viewer");
+    let edit_hello = Hello::key(&f.edit_key);
+    let (mut held, we) = Client::join(&node, &f.id, &edit_hello).await;
+    assert_eq!(
+        (we["role"].clone(), we["reason"].clone()),
+        (json!("viewer"), json!("view-link"))
+    );
+    // A signed-in stranger with the edit key: still a viewer.
+    let stranger = new_account(&node, "stranger").await;
+    let mut stranger_hello = Hello::token(&stranger);
+    stranger_hello.key = Some(f.edit_key.clone());
+    let (mut strange, ws) = Client::join(&node, &f.id, &stranger_hello).await;
+    assert_eq!(ws["role"], "viewer");
+
+    let mut tried = 0;
+    for c in [&mut viewer, &mut held, &mut strange] {
+        // Every kind of patch, an empty one, a huge op id, op id 1 (the
+        // owner's first id), the same op again.
+        for (id, ops) in [
+            (1, vec![put("a", json!({"x": 666}))]),
+            (1, vec![put("a", json!({"x": 666}))]),
+            (2, vec![set("a", json!({"x": 666}))]),
+            (3, vec![delete("a")]),
+            (4, vec![]),
+            (u64::MAX, vec![put("b", json!({}))]),
+        ] {
+            assert_reject(&answer(c, id, ops).await, id, "viewer");
+            tried += 1;
+        }
+        // A second hello on the same socket, now with the edit key: refused,
+        // and the socket is still a viewer.
+        let mut again = Hello::key(&f.edit_key);
+        again.token = Some(f.owner.clone());
+        c.send_json(&again.to_json()).await;
+        let m = c.recv_json().await;
+        assert_eq!(
+            (m["type"].clone(), m["code"].clone()),
+            (json!("reject"), json!("invalid")),
+            "{m}"
+        );
+        assert_reject(
+            &answer(c, 5, vec![put("a", json!({"x": 666}))]).await,
+            5,
+            "viewer",
+        );
+        tried += 2;
+    }
+    // A new socket with the same client id as the edit-key holder and the
+    // edit key again: replaces the old one, still a viewer.
+    let (mut held2, w2) = Client::join(&node, &f.id, &edit_hello).await;
+    held.expect_close(4010).await;
+    assert_eq!(w2["role"], "viewer");
+    assert_reject(&answer(&mut held2, 6, vec![delete("a")]).await, 6, "viewer");
+    // The view key with the viewer's client id after the link became
+    // `edit`: a view key never edits.
+    set_link(&node, &f.owner, &f.id, "edit").await;
+    assert_reject(
+        &answer(&mut viewer, 7, vec![delete("a")]).await,
+        7,
+        "viewer",
+    );
+    let (mut viewer2, w3) = Client::join(&node, &f.id, &viewer_hello).await;
+    viewer.expect_close(4010).await;
+    assert_eq!(w3["role"], "viewer");
+    assert_reject(
+        &answer(&mut viewer2, 8, vec![delete("a")]).await,
+        8,
+        "viewer",
+    );
+    set_link(&node, &f.owner, &f.id, "view").await;
+
+    // Over HTTP: key holders cannot change the file's settings or keys.
+    for key in [&f.view_key, &f.edit_key] {
+        for (method, path, body) in [
+            (
+                "PATCH",
+                format!("/api/files/{}", f.id),
+                Some(json!({"link": "edit"})),
+            ),
+            ("POST", format!("/api/files/{}/keys", f.id), None),
+            ("DELETE", format!("/api/files/{}", f.id), None),
+        ] {
+            let body = body.map(|b| b.to_string().into_bytes());
+            let r = http(&node, method, &path, &[("x-atrium-key", key)], body).await;
+            assert!(
+                r.status == 401 || r.status == 403,
+                "{method} {path} with a key: {} {}",
+                r.status,
+                r.text
+            );
+            tried += 1;
+        }
+    }
+    let r = send_json(
+        &node,
+        "PATCH",
+        &format!("/api/files/{}", f.id),
+        Some(&stranger),
+        &json!({"link": "edit"}),
+    )
+    .await;
+    r.assert_error(403, "forbidden");
+
+    let (version, doc) = get_doc(&node, &f.owner, &f.id).await;
+    assert_eq!(
+        (version, doc),
+        (1, json!({"a": {"x": 1}})),
+        "a viewer changed the file"
+    );
+    let file = get(&node, &format!("/api/files/{}", f.id), Some(&f.owner)).await;
+    assert_eq!(file.body()["link"], "view", "a key holder changed the link");
+    eprintln!(
+        "FIGURE {}",
+        json!({"case": "a viewer cannot edit", "attempts": tried, "changed": 0})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_key_never_yields_edit_nor_the_edit_key() {
+    let node = node(&[]).await;
+    let f = shared(&node, "edit").await;
+    let stranger = new_account(&node, "stranger").await;
+    let mut checked = 0;
+    for link in ["view", "edit"] {
+        set_link(&node, &f.owner, &f.id, link).await;
+        // As a guest and signed in, joining and re-joining.
+        let mut signed = Hello::token(&stranger);
+        signed.key = Some(f.view_key.clone());
+        for hello in [Hello::key(&f.view_key), signed] {
+            for _ in 0..2 {
+                let (c, w) = Client::join(&node, &f.id, &hello).await;
+                assert_eq!(w["role"], "viewer", "link {link}: {w}");
+                assert!(w.get("reason").is_none_or(Value::is_null), "{w}");
+                c.close().await;
+                checked += 1;
+            }
+        }
+        // HTTP: the file is readable with the view key, the keys are not shown.
+        for r in [
+            get_with_key(&node, &format!("/api/files/{}", f.id), &f.view_key).await,
+            get_with_key(&node, &format!("/api/files/{}", f.id), &f.edit_key).await,
+            http(
+                &node,
+                "GET",
+                &format!("/api/files/{}", f.id),
+                &[
+                    ("authorization", &bearer(&stranger)),
+                    ("x-atrium-key", &f.view_key),
+                ],
+                None,
+            )
+            .await,
+        ] {
+            r.assert_status(200);
+            let body = r.body();
+            assert!(
+                body.get("view_key").is_none() && body.get("edit_key").is_none(),
+                "keys shown to a key holder: {}",
+                r.text
+            );
+            assert!(
+                !r.text.contains(&f.edit_key) && !r.text.contains(&f.view_key),
+                "{}",
+                r.text
+            );
+            checked += 1;
+        }
+    }
+    eprintln!(
+        "FIGURE {}",
+        json!({"case": "a view key never yields edit", "checks": checked})
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Guests without a key
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_without_a_key_cannot_read_a_private_file() {
+    let node = node(&[]).await;
+    let f = shared(&node, "none").await;
+    let (mut owner, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
+    owner
+        .patch_acked(1, vec![put("secret", json!({"text": "the plan"}))])
+        .await;
+    let paths = [
+        format!("/api/files/{}", f.id),
+        format!("/api/files/{}/doc", f.id),
+    ];
+    let mut checked = 0;
+
+    // No key, an empty key, a made-up key, a key of another file.
+    let other = shared(&node, "edit").await;
+    for link in ["none", "view", "edit"] {
+        set_link(&node, &f.owner, &f.id, link).await;
+        for path in &paths {
+            let r = get(&node, path, None).await;
+            r.assert_error(401, "unauthorized");
+            for key in [secret(), other.view_key.clone(), other.edit_key.clone()] {
+                let r = get_with_key(&node, path, &key).await;
+                r.assert_error(401, "unauthorized");
+                assert!(!r.text.contains("the plan"));
+                checked += 1;
+            }
+        }
+        for hello in [
+            Hello::anonymous(),
+            Hello {
+                key: Some(String::new()),
+                ..Hello::anonymous()
+            },
+            Hello::key(&secret()),
+            Hello::key(&other.edit_key),
+        ] {
+            Client::join_expect_close(&node, &f.id, &hello, 4001).await;
+            checked += 1;
+        }
+    }
+    // The file's own keys while the link is `none`: 403 and 4003.
+    set_link(&node, &f.owner, &f.id, "none").await;
+    for key in [&f.view_key, &f.edit_key] {
+        for path in &paths {
+            get_with_key(&node, path, key)
+                .await
+                .assert_error(403, "forbidden");
+            checked += 1;
+        }
+        Client::join_expect_close(&node, &f.id, &Hello::key(key), 4003).await;
+        checked += 1;
+    }
+    // Rotated-out keys: 401 and 4001.
+    set_link(&node, &f.owner, &f.id, "edit").await;
+    let r = send_empty(
+        &node,
+        "POST",
+        &format!("/api/files/{}/keys", f.id),
+        Some(&f.owner),
+    )
+    .await;
+    r.assert_status(200);
+    for key in [&f.view_key, &f.edit_key] {
+        for path in &paths {
+            get_with_key(&node, path, key)
+                .await
+                .assert_error(401, "unauthorized");
+            checked += 1;
+        }
+        Client::join_expect_close(&node, &f.id, &Hello::key(key), 4001).await;
+        checked += 1;
+    }
+    eprintln!(
+        "FIGURE {}",
+        json!({"case": "a guest without a key cannot read", "checks": checked})
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Signing out
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_out_token_is_refused_everywhere_at_once() {
+    let node = node(&[]).await;
+    let email = unique_email("leaver");
+    let (token, _) = signup(&node, &email).await;
+    // A second session of the same account, which must survive.
+    let r = send_json(
+        &node,
+        "POST",
+        "/api/signin",
+        None,
+        &json!({"email": email, "password": PASSWORD}),
+    )
+    .await;
+    r.assert_status(200);
+    let other_session = s(&r.body()["token"]).to_string();
+    let a = create_file(&node, &token, "A", None).await;
+    let b = create_file(&node, &token, "B", None).await;
+    let (a, b) = (s(&a["id"]).to_string(), s(&b["id"]).to_string());
+
+    let mut sockets = Vec::new();
+    for file in [&a, &a, &b] {
+        sockets.push(Client::join(&node, file, &Hello::token(&token)).await.0);
+    }
+    let (mut survivor, _) = Client::join(&node, &a, &Hello::token(&other_session)).await;
+
+    let out = send_empty(&node, "POST", "/api/signout", Some(&token)).await;
+    out.assert_status(204);
+    let signed_out = Instant::now();
+    let mut slowest = Duration::ZERO;
+    for mut c in sockets {
+        c.expect_close_within(4001, Duration::from_secs(2)).await;
+        slowest = slowest.max(signed_out.elapsed());
+    }
+    assert!(
+        slowest <= Duration::from_secs(2),
+        "sockets closed {slowest:?} after the sign-out"
+    );
+
+    // Every HTTP route, and the socket.
+    let routes = [
+        ("GET", "/api/me".to_string()),
+        ("GET", "/api/files".to_string()),
+        ("POST", "/api/files".to_string()),
+        ("GET", format!("/api/files/{a}")),
+        ("GET", format!("/api/files/{a}/doc")),
+        ("PATCH", format!("/api/files/{a}")),
+        ("POST", format!("/api/files/{a}/keys")),
+        ("DELETE", format!("/api/files/{a}")),
+        ("POST", "/api/signout".to_string()),
+    ];
+    for (method, path) in &routes {
+        let body = matches!(*method, "POST" | "PATCH").then(|| b"{}".to_vec());
+        let r = http(
+            &node,
+            method,
+            path,
+            &[("authorization", &bearer(&token))],
+            body,
+        )
+        .await;
+        r.assert_error(401, "unauthorized");
+    }
+    Client::join_expect_close(&node, &a, &Hello::token(&token), 4001).await;
+    // A bad token with a valid key is still refused (the client should learn).
+    let shared_file = shared(&node, "edit").await;
+    let mut with_key = Hello::token(&token);
+    with_key.key = Some(shared_file.edit_key.clone());
+    Client::join_expect_close(&node, &shared_file.id, &with_key, 4001).await;
+
+    // The other session carries on.
+    survivor.expect_quiet(Duration::from_millis(300)).await;
+    assert_eq!(
+        survivor.patch_acked(1, vec![put("still", json!({}))]).await,
+        1
+    );
+    get(&node, "/api/me", Some(&other_session))
+        .await
+        .assert_status(200);
+    eprintln!(
+        "FIGURE {}",
+        json!({"case": "a signed-out token", "sockets_closed_4001": 3,
+               "slowest_close_ms": slowest.as_millis(), "http_routes_401": routes.len()})
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Other accounts' files
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_accounts_files_are_invisible() {
+    let node = node(&[]).await;
+    let alice = new_account(&node, "alice").await;
+    let bob = new_account(&node, "bob").await;
+    let mut alices = Vec::new();
+    for (i, link) in ["none", "view", "edit"].into_iter().enumerate() {
+        let f = create_file(&node, &alice, &format!("Alice {i}"), None).await;
+        let id = s(&f["id"]).to_string();
+        if link != "none" {
+            set_link(&node, &alice, &id, link).await;
+        }
+        alices.push(id);
+    }
+    let bobs = s(&create_file(&node, &bob, "Bob's", None).await["id"]).to_string();
+
+    let list = get(&node, "/api/files", Some(&bob)).await;
+    list.assert_status(200);
+    let ids: Vec<&str> = list.body()["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| s(&f["id"]))
+        .collect();
+    assert_eq!(ids, vec![bobs.as_str()], "Bob's list");
+    let list = get(&node, "/api/files", Some(&alice)).await;
+    assert!(!list.text.contains(&bobs), "Alice sees Bob's file");
+
+    let mut checked = 0;
+    for id in &alices {
+        // Whatever the link says, a token alone does not reach another's file.
+        for (method, path) in [
+            ("GET", format!("/api/files/{id}")),
+            ("GET", format!("/api/files/{id}/doc")),
+            ("PATCH", format!("/api/files/{id}")),
+            ("POST", format!("/api/files/{id}/keys")),
+            ("DELETE", format!("/api/files/{id}")),
+        ] {
+            let body =
+                (method == "PATCH").then(|| json!({"name": "mine"}).to_string().into_bytes());
+            let r = http(
+                &node,
+                method,
+                &path,
+                &[("authorization", &bearer(&bob))],
+                body,
+            )
+            .await;
+            r.assert_error(403, "forbidden");
+            assert!(!r.text.contains("Alice"), "{}", r.text);
+            checked += 1;
+        }
+        Client::join_expect_close(&node, id, &Hello::token(&bob), 4003).await;
+        checked += 1;
+    }
+    // Alice's files are as they were.
+    for id in &alices {
+        let r = get(&node, &format!("/api/files/{id}"), Some(&alice)).await;
+        r.assert_status(200);
+        assert!(r.body()["name"].as_str().unwrap().starts_with("Alice"));
+    }
+    eprintln!(
+        "FIGURE {}",
+        json!({"case": "another account's files", "checks": checked})
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Capacity: one account's caps bite before anyone else's
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_account_cannot_exhaust_the_socket_capacity_of_others() {
+    let node = node(&[]).await;
+    let f = shared(&node, "edit").await;
+    let hog = new_account(&node, "hog").await;
+    let mut hog_hello = Hello::token(&hog);
+    hog_hello.key = Some(f.edit_key.clone());
+
+    // Ten sockets (the default cap) for the hog; the eleventh and more: 4029.
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        let h = Hello {
+            client: secret(),
+            ..hog_hello.clone()
+        };
+        held.push(Client::join(&node, &f.id, &h).await.0);
+    }
+    for _ in 0..5 {
+        let h = Hello {
+            client: secret(),
+            ..hog_hello.clone()
+        };
+        Client::join_expect_close(&node, &f.id, &h, 4029).await;
+    }
+    // Everyone else still gets in: the owner, another account, a guest.
+    let other = new_account(&node, "other").await;
+    let mut other_hello = Hello::token(&other);
+    other_hello.key = Some(f.edit_key.clone());
+    for hello in [Hello::token(&f.owner), other_hello, Hello::key(&f.view_key)] {
+        let (c, w) = Client::join(&node, &f.id, &hello).await;
+        assert_eq!(w["type"], "welcome");
+        c.close().await;
+    }
+    // The hog's slot comes back when one of its sockets goes.
+    held.pop().unwrap().close().await;
+    let h = Hello {
+        client: secret(),
+        ..hog_hello.clone()
+    };
+    Client::join_when_freed(&node, &f.id, &h, 4029, Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_email_or_address_cannot_exhaust_sign_in_for_others() {
+    let node = node(&[("ATRIUM_TRUST_PROXY", "127.0.0.1")]).await;
+    let victim = unique_email("victim");
+    signup(&node, &victim).await;
+    let bystander = unique_email("bystander");
+    signup(&node, &bystander).await;
+    let sign_in = |email: String, password: &'static str, from: &'static str| {
+        let node = &node;
+        async move {
+            http(
+                node,
+                "POST",
+                "/api/signin",
+                &[("x-forwarded-for", from)],
+                Some(
+                    json!({"email": email, "password": password})
+                        .to_string()
+                        .into_bytes(),
+                ),
+            )
+            .await
+        }
+    };
+    // Guessing one email's password, from many addresses: its limit (10 a
+    // minute, the sign-up included) bites.
+    let addresses = [
+        "10.0.0.1",
+        "10.0.0.2",
+        "10.0.0.3",
+        "10.0.0.4",
+        "10.0.0.5",
+        "10.0.0.6",
+        "10.0.0.7",
+        "10.0.0.8",
+        "10.0.0.9",
+        "10.0.0.10",
+        "10.0.0.11",
+        "10.0.0.12",
+    ];
+    let mut codes = Vec::new();
+    for from in addresses {
+        codes.push(sign_in(victim.clone(), "wrong password", from).await.status);
+    }
+    assert_eq!(codes.iter().filter(|c| **c == 401).count(), 9, "{codes:?}");
+    assert!(codes[9..].iter().all(|c| *c == 429), "{codes:?}");
+    // Another email signs in fine from a fresh address.
+    sign_in(bystander.clone(), PASSWORD, "10.9.9.9")
+        .await
+        .assert_status(200);
+
+    // One address trying many emails: its limit (20 a minute) bites, and
+    // another address still signs in.
+    let mut codes = Vec::new();
+    for i in 0..25 {
+        codes.push(
+            sign_in(
+                format!("guess{i}@example.test"),
+                "wrong password",
+                "10.5.5.5",
+            )
+            .await
+            .status,
+        );
+    }
+    assert!(codes[..20].iter().all(|c| *c == 401), "{codes:?}");
+    let r = sign_in(
+        "guess99@example.test".to_string(),
+        "wrong password",
+        "10.5.5.5",
+    )
+    .await;
+    r.assert_error(429, "rate-limited");
+    sign_in(bystander, PASSWORD, "10.8.8.8")
+        .await
+        .assert_status(200);
+}
+
+// ---------------------------------------------------------------------------
+// Secrets and logs
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passwords_tokens_and_keys_never_reach_the_logs() {
+    for level in ["debug", "trace"] {
+        let mut envs: Vec<(&str, &str)> = FAST_HASH.to_vec();
+        envs.push(("ATRIUM_LOG", level));
+        let node = Node::start(&envs).await;
+        let password = format!("pw-{}", secret());
+        let email = unique_email("logs");
+        let r = send_json(
+            &node,
+            "POST",
+            "/api/signup",
+            None,
+            &json!({"email": email, "password": password, "name": "Logs"}),
+        )
+        .await;
+        r.assert_status(201);
+        let token = s(&r.body()["token"]).to_string();
+        let wrong = format!("wrong-{}", secret());
+        send_json(
+            &node,
+            "POST",
+            "/api/signin",
+            None,
+            &json!({"email": email, "password": wrong}),
+        )
+        .await
+        .assert_status(401);
+        let r = send_json(
+            &node,
+            "POST",
+            "/api/signin",
+            None,
+            &json!({"email": email, "password": password}),
+        )
+        .await;
+        let token2 = s(&r.body()["token"]).to_string();
+        let f = create_file(&node, &token, "Logged", None).await;
+        let id = s(&f["id"]).to_string();
+        set_link(&node, &token, &id, "edit").await;
+        let (view_key, edit_key) = (s(&f["view_key"]).to_string(), s(&f["edit_key"]).to_string());
+        get_with_key(&node, &format!("/api/files/{id}"), &view_key)
+            .await
+            .assert_status(200);
+        let bogus_token = secret();
+        get(&node, "/api/me", Some(&bogus_token))
+            .await
+            .assert_status(401);
+
+        let owner_hello = Hello::token(&token);
+        let guest_hello = Hello::key(&edit_key);
+        let (mut c, _) = Client::join(&node, &id, &owner_hello).await;
+        let (mut g, _) = Client::join(&node, &id, &guest_hello).await;
+        c.patch_acked(1, vec![put("n", json!({"x": 1}))]).await;
+        g.send_json(&json!({"type": "hello", "token": token2, "key": view_key, "client": "x"}))
+            .await;
+        g.recv_json().await;
+        Client::join_expect_close(&node, &id, &Hello::token(&bogus_token), 4001).await;
+        let rotated = send_empty(
+            &node,
+            "POST",
+            &format!("/api/files/{id}/keys"),
+            Some(&token),
+        )
+        .await;
+        let new_keys = [
+            s(&rotated.body()["view_key"]).to_string(),
+            s(&rotated.body()["edit_key"]).to_string(),
+        ];
+        g.expect_close(4003).await;
+        send_empty(&node, "POST", "/api/signout", Some(&token))
+            .await
+            .assert_status(204);
+        c.expect_close(4001).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+
+        let log = node.log();
+        assert!(
+            log.lines().count() > 3,
+            "the node logged almost nothing at {level}:\n{log}"
+        );
+        let secrets = [
+            ("password", password.as_str()),
+            ("wrong password", wrong.as_str()),
+            ("token", token.as_str()),
+            ("second token", token2.as_str()),
+            ("bogus token", bogus_token.as_str()),
+            ("view key", view_key.as_str()),
+            ("edit key", edit_key.as_str()),
+            ("new view key", new_keys[0].as_str()),
+            ("new edit key", new_keys[1].as_str()),
+            ("owner client id", owner_hello.client.as_str()),
+            ("guest client id", guest_hello.client.as_str()),
+        ];
+        for (what, secret) in secrets {
+            assert!(
+                !log.contains(secret),
+                "the {what} appears in the {level} log:\n{log}"
+            );
+        }
+        eprintln!(
+            "FIGURE {}",
+            json!({"case": "secrets in logs", "level": level, "log_lines": log.lines().count(), "secrets_checked": secrets.len(), "found": 0})
+        );
+    }
+}
