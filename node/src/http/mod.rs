@@ -274,6 +274,8 @@ async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiResult {
             upgrade(state, req, id)
         }
         (&Method::GET, ["api", "openapi.yaml"]) => Ok(ops::openapi()),
+        // With an admin address, /metrics is not a route here at all.
+        (_, ["metrics"]) if state.config.admin_bind.is_some() => Err(ApiError::not_found()),
         (_, path) if KNOWN.contains(&path) => Err(method_not_allowed()),
         _ => Err(ApiError::not_found()),
     }
