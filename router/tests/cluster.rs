@@ -242,8 +242,10 @@ async fn failover_and_scale_out_through_the_routers() {
     assert_eq!(got, 3, "the new node {new_id} received too few new files");
 }
 
-/// The router's added latency for a relayed edit (printed, never asserted).
+/// The router's added latency for a relayed edit (printed, never asserted). A
+/// benchmark, run by hand (`--ignored`), not part of the suite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run by hand with --ignored --nocapture (docs/router.md)"]
 async fn relayed_edit_latency_direct_and_through_the_router() {
     let _serial = serial().await;
     let fleet = Fleet::start(3, 1).await;
