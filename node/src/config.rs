@@ -255,14 +255,6 @@ impl NodeConfig {
             ..Default::default()
         }
     }
-
-    /// A config with every default, for tests that start a node in-process.
-    pub fn for_tests(data: PathBuf) -> Self {
-        let mut config = NodeConfig::parse_from(["atrium-node"]);
-        config.bind = "127.0.0.1:0".parse().expect("literal address");
-        config.data = data;
-        config
-    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
@@ -169,9 +168,4 @@ async fn finish(session: &Session) {
             tracing::warn!(error = %e, "could not give back an account socket slot");
         }
     }
-}
-
-/// A pong answering a client's ping.
-fn pong(payload: &Bytes) -> Bytes {
-    crate::ws::frame::pong(payload)
 }

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use tokio::time::{timeout_at, Instant};
 
-use super::{pong, Liveness, ReadIo, Session};
+use super::{Liveness, ReadIo, Session};
 use crate::ids::{digest, ClientKey};
 use crate::limits::Bucket;
 use crate::metrics::metrics;
@@ -41,7 +41,7 @@ async fn next_frame(frames: &mut Frames, outbox: &Outbox, liveness: &Liveness) -
             Next::End
         }
         Ok(Incoming::Ping(payload)) => {
-            outbox.send_control(pong(&payload));
+            outbox.send_control(crate::ws::frame::pong(&payload));
             Next::Skip
         }
         Ok(Incoming::Pong) => Next::Skip,
