@@ -286,15 +286,33 @@ impl Client {
         let mut connected_at_end = false;
         loop {
             let since = (!first && self.track).then_some(st.version);
-            let Some((mut ws, welcome, full)) = self.join(&client_id, since, first).await else {
-                if first || !self.track || !self.run_going() {
-                    break;
+            let (mut ws, welcome, full) = match self.join(&client_id, since).await {
+                Ok(joined) => joined,
+                Err(code) => {
+                    // Tracking clients behave as the contract asks of a real one: a close they can
+                    // act on by coming back (4009 while rooms settle, 1012, 1013, a lost
+                    // connection) is retried with backoff, the first join included.
+                    let retry = self.track && self.run_going() && code.is_none_or(retryable);
+                    if let Some(code) = code {
+                        self.count_close(&code.to_string());
+                    }
+                    if first && !retry {
+                        add(&m.counters.connection_errors, 1);
+                        break;
+                    }
+                    if !retry {
+                        break;
+                    }
+                    if first {
+                        add(&m.counters.join_retries, 1);
+                    } else {
+                        add(&m.counters.reconnect_failures, 1);
+                    }
+                    let jitter = rand::random_range(0..=backoff.as_millis() as u64 / 2);
+                    tokio::time::sleep(backoff + Duration::from_millis(jitter)).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
                 }
-                add(&m.counters.reconnect_failures, 1);
-                let jitter = rand::random_range(0..=backoff.as_millis() as u64 / 2);
-                tokio::time::sleep(backoff + Duration::from_millis(jitter)).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-                continue;
             };
             if first {
                 add(&m.counters.connected, 1);
@@ -416,6 +434,9 @@ impl Client {
                         Some(Ok(Message::Close(close))) => {
                             let code = close.map_or(1005, |c| u16::from(c.code));
                             self.count_close(&code.to_string());
+                            // Answer the close at once, as browsers do (the reply is queued;
+                            // flushing sends it), so the node is not left waiting for it.
+                            let _ = ws.flush().await;
                             return Ended::Lost;
                         }
                         Some(Ok(_)) => continue,
@@ -552,9 +573,7 @@ impl Client {
         &mut self,
         client_id: &str,
         since: Option<u64>,
-        first: bool,
-    ) -> Option<(Socket, Welcome, Option<Value>)> {
-        let m = self.measures.clone();
+    ) -> Result<(Socket, Welcome, Option<Value>), Option<u16>> {
         let track = self.track;
         let attempt = async {
             let addr = self
@@ -604,20 +623,17 @@ impl Client {
             }
             Err(None)
         };
-        match timeout(CONNECT_TIMEOUT, attempt).await {
-            Ok(Ok(joined)) => Some(joined),
-            Ok(Err(Some(code))) if first => {
-                self.count_close(&code.to_string());
-                add(&m.counters.connection_errors, 1);
-                None
-            }
-            _ if first => {
-                add(&m.counters.connection_errors, 1);
-                None
-            }
-            _ => None,
-        }
+        timeout(CONNECT_TIMEOUT, attempt).await.unwrap_or(Err(None))
     }
+}
+
+/// Whether a close code before the welcome asks the client to come back (PROTOCOL.md's table):
+/// not for a bad client, a refusal, a replacement or a cap that waits for the person.
+fn retryable(code: u16) -> bool {
+    !matches!(
+        code,
+        1000 | 1003 | 1007 | 1009 | 4001 | 4003 | 4004 | 4010 | 4029
+    )
 }
 
 /// Waits for the run's next end signal; gives the receiver back, and false when the run is gone.

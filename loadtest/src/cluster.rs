@@ -18,11 +18,13 @@ use crate::setup::random_id;
 /// Lease time the fleet uses unless `--env ATRIUM_LEASE_MS=...` says otherwise.
 pub const DEFAULT_LEASE_MS: u64 = 3000;
 
-/// One spawned node.
+/// One spawned node, with what it takes to start it again as the same node.
 pub struct Node {
     pub id: String,
     pub url: String,
     pub process: Spawned,
+    port: u16,
+    env: Vec<(String, String)>,
 }
 
 /// A scratch Postgres started from `initdb` in a temporary folder.
@@ -30,6 +32,15 @@ struct OwnPostgres {
     bin: PathBuf,
     dir: PathBuf,
     as_postgres: bool,
+    port: u16,
+    log: String,
+}
+
+/// A scratch nats-server: its port and store stay, so it can be started again as itself.
+struct OwnNats {
+    child: Option<Child>,
+    port: u16,
+    store: PathBuf,
 }
 
 /// The spawned fleet and the services it runs on.
@@ -38,6 +49,11 @@ pub struct Cluster {
     pub router_url: String,
     pub router_admin: Endpoint,
     router: Option<Child>,
+    /// The router's listening and admin ports, kept for a restart.
+    router_ports: (u16, u16),
+    router_bin: PathBuf,
+    router_env: Vec<(String, String)>,
+    node_bin: PathBuf,
     dir: PathBuf,
     /// Server URL to connect to for CREATE/DROP DATABASE, and the scratch database's name.
     admin_db: String,
@@ -45,7 +61,7 @@ pub struct Cluster {
     pub database_url: String,
     pub coordinator: String,
     postgres: Option<OwnPostgres>,
-    nats: Option<Child>,
+    nats: Option<OwnNats>,
     /// What the report says about where the services came from.
     pub services: String,
 }
@@ -154,6 +170,22 @@ async fn wait_port(port: u16, what: &str, within: Duration) -> Result<()> {
     bail!("{what} did not open port {port} within {within:?}")
 }
 
+/// `pg_ctl start` on the scratch server's data, port and log.
+fn pg_start(pg: &OwnPostgres) -> Result<()> {
+    let data = pg.dir.to_string_lossy().to_string();
+    let opts = format!(
+        "-c listen_addresses=127.0.0.1 -p {} -c unix_socket_directories='' \
+         -c max_connections=300",
+        pg.port
+    );
+    pg_tool(
+        &pg.bin,
+        "pg_ctl",
+        pg.as_postgres,
+        &["-D", &data, "-l", &pg.log, "-w", "-o", &opts, "start"],
+    )
+}
+
 async fn pg_connect(url: &str) -> Result<tokio_postgres::Client> {
     let (client, conn) = tokio::time::timeout(
         Duration::from_secs(10),
@@ -223,14 +255,16 @@ pub fn node_env(
 }
 
 impl Cluster {
-    /// Starts the services (unless the environment names them), a scratch database and
-    /// namespace, `nodes` nodes and the router, and waits until the router sees every node.
+    /// Starts the services (unless the environment names them, and the run's fault does not
+    /// need servers of its own), a scratch database and namespace, `nodes` nodes and the
+    /// router, and waits until the router sees every node.
     pub async fn start(
         o: &Options,
         nodes: usize,
         server: Option<&Path>,
         router: Option<&Path>,
     ) -> Result<Cluster> {
+        let fault = o.fault.map(|f| f.kind);
         let tag = random_id(12).to_lowercase();
         let dir = std::env::temp_dir().join(format!("atrium-loadtest-cluster-{tag}"));
         std::fs::create_dir_all(&dir)?;
@@ -239,6 +273,10 @@ impl Cluster {
             router_url: String::new(),
             router_admin: Endpoint::from_url("http://127.0.0.1:0"),
             router: None,
+            router_ports: (0, 0),
+            router_bin: router_binary(router),
+            router_env: Vec::new(),
+            node_bin: crate::server::find_binary(server),
             dir,
             admin_db: String::new(),
             db_name: None,
@@ -251,10 +289,12 @@ impl Cluster {
         // From here on, a failure drops `c`, which stops whatever was started.
         let env_db = std::env::var("ATRIUM_DATABASE_URL")
             .ok()
-            .filter(|v| !v.trim().is_empty());
+            .filter(|v| !v.trim().is_empty())
+            .filter(|_| !fault.is_some_and(|f| f.needs_own_store()));
         let env_coord = std::env::var("ATRIUM_COORDINATOR")
             .ok()
-            .filter(|v| !v.trim().is_empty());
+            .filter(|v| !v.trim().is_empty())
+            .filter(|_| !fault.is_some_and(|f| f.needs_own_coordinator()));
         let mut services = Vec::new();
         c.admin_db = match env_db {
             Some(url) => {
@@ -289,44 +329,155 @@ impl Cluster {
         c.database_url = database_url_for(&c.admin_db, &name);
         c.coordinator = coordinator_with_namespace(&coord_server, &format!("lt{tag}"));
 
-        let binary = crate::server::find_binary(server);
         for i in 0..nodes {
             let id = format!("lt-n{i}");
             let port = free_port()?;
             let env = node_env(o, &id, port, &c.database_url, &c.coordinator);
-            let bin = binary.clone();
-            let process =
-                tokio::task::spawn_blocking(move || Spawned::start(&bin, port, &env)).await??;
+            let process = c.spawn_node(port, &env).await?;
             let url = process.url.clone();
-            c.nodes.push(Node { id, url, process });
+            c.nodes.push(Node {
+                id,
+                url,
+                process,
+                port,
+                env,
+            });
         }
 
-        let (port, admin) = (free_port()?, free_port()?);
-        let router_bin = router_binary(router);
-        let log = std::fs::File::create(c.dir.join("router.log"))?;
-        let mut cmd = Command::new(&router_bin);
-        cmd.env("ATRIUM_ROUTER_BIND", format!("127.0.0.1:{port}"))
-            .env("ATRIUM_ROUTER_ADMIN_BIND", format!("127.0.0.1:{admin}"))
-            .env("ATRIUM_COORDINATOR", &c.coordinator)
-            .env("ATRIUM_LEASE_MS", lease_ms(o).to_string())
-            .env("ATRIUM_ROUTER_DRAIN_MS", "200")
-            .env("ATRIUM_ROUTER_SHUTDOWN_MS", "3000")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
-        for (k, v) in &o.env {
-            if k.starts_with("ATRIUM_ROUTER_") {
-                cmd.env(k, v);
-            }
-        }
-        c.router = Some(
-            cmd.spawn()
-                .with_context(|| format!("cannot start {}", router_bin.display()))?,
+        c.router_ports = (free_port()?, free_port()?);
+        let mut env: Vec<(String, String)> = vec![
+            ("ATRIUM_COORDINATOR".into(), c.coordinator.clone()),
+            ("ATRIUM_LEASE_MS".into(), lease_ms(o).to_string()),
+            ("ATRIUM_ROUTER_DRAIN_MS".into(), "200".into()),
+            ("ATRIUM_ROUTER_SHUTDOWN_MS".into(), "3000".into()),
+        ];
+        env.extend(
+            o.env
+                .iter()
+                .filter(|(k, _)| k.starts_with("ATRIUM_ROUTER_"))
+                .map(|(k, v)| (k.clone(), v.clone())),
         );
+        c.router_env = env;
+        c.start_router()?;
+        let (port, admin) = c.router_ports;
         c.router_url = format!("http://127.0.0.1:{port}");
         c.router_admin = Endpoint::from_url(&format!("http://127.0.0.1:{admin}"));
         c.wait_members(nodes, Duration::from_secs(30)).await?;
         Ok(c)
+    }
+
+    async fn spawn_node(&self, port: u16, env: &[(String, String)]) -> Result<Spawned> {
+        let (bin, env) = (self.node_bin.clone(), env.to_vec());
+        tokio::task::spawn_blocking(move || Spawned::start(&bin, port, &env)).await?
+    }
+
+    /// Starts the router on its ports (the same ones again after a restart), logging to
+    /// `router.log`.
+    fn start_router(&mut self) -> Result<()> {
+        let (port, admin) = self.router_ports;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("router.log"))?;
+        let mut cmd = Command::new(&self.router_bin);
+        cmd.env("ATRIUM_ROUTER_BIND", format!("127.0.0.1:{port}"))
+            .env("ATRIUM_ROUTER_ADMIN_BIND", format!("127.0.0.1:{admin}"))
+            .envs(self.router_env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        self.router = Some(
+            cmd.spawn()
+                .with_context(|| format!("cannot start {}", self.router_bin.display()))?,
+        );
+        Ok(())
+    }
+
+    /// `kill -9` of the router.
+    pub fn kill_router(&mut self) {
+        if let Some(mut r) = self.router.take() {
+            let _ = r.kill();
+            let _ = r.wait();
+        }
+    }
+
+    /// Starts the router again on the same ports and waits until it sees the live nodes.
+    pub async fn restart_router(&mut self) -> Result<()> {
+        self.start_router()?;
+        let live = self.nodes.len();
+        self.wait_members(live, Duration::from_secs(30)).await
+    }
+
+    pub fn node_mut(&mut self, id: &str) -> Option<&mut Node> {
+        self.nodes.iter_mut().find(|n| n.id == id)
+    }
+
+    /// SIGTERM to node `id`; waits up to `within` for it to drain and exit, then starts it again
+    /// as the same node (id, port, settings) and waits until the router sees every node.
+    /// Returns how long its drain took, in ms.
+    pub async fn restart_node(&mut self, id: &str, within: Duration) -> Result<f64> {
+        let node = self.node_mut(id).context("no such node")?;
+        let t = Instant::now();
+        let status = node.process.terminate(within).await;
+        let drained_ms = t.elapsed().as_secs_f64() * 1000.0;
+        if status.contains("after") {
+            bail!("node {id} did not drain: {status}");
+        }
+        let (port, env) = (node.port, node.env.clone());
+        let process = self.spawn_node(port, &env).await?;
+        let node = self.node_mut(id).context("no such node")?;
+        let old = std::mem::replace(&mut node.process, process);
+        drop(old);
+        let n = self.nodes.len();
+        self.wait_members(n, Duration::from_secs(30)).await?;
+        Ok(drained_ms)
+    }
+
+    /// `kill -9` of the scratch nats-server (only one this run started can be stopped).
+    pub fn kill_nats(&mut self) -> Result<()> {
+        let nats = self
+            .nats
+            .as_mut()
+            .context("the coordinator is not a nats-server of this run's own")?;
+        if let Some(mut child) = nats.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        Ok(())
+    }
+
+    /// Starts the scratch nats-server again on its port and store.
+    pub async fn restart_nats(&mut self) -> Result<()> {
+        let nats = self
+            .nats
+            .take()
+            .context("no nats-server of this run's own")?;
+        self.start_nats_on(nats.port, nats.store).await.map(|_| ())
+    }
+
+    /// Stops the scratch Postgres (fast shutdown: open sessions are cut off).
+    pub fn stop_postgres(&mut self) -> Result<()> {
+        let pg = self
+            .postgres
+            .as_ref()
+            .context("Postgres is not a server of this run's own")?;
+        let data = pg.dir.to_string_lossy().to_string();
+        pg_tool(
+            &pg.bin,
+            "pg_ctl",
+            pg.as_postgres,
+            &["-D", &data, "-m", "fast", "-w", "stop"],
+        )
+    }
+
+    /// Starts the scratch Postgres again on its port and data.
+    pub async fn restart_postgres(&mut self) -> Result<()> {
+        let pg = self
+            .postgres
+            .as_ref()
+            .context("Postgres is not a server of this run's own")?;
+        pg_start(pg)?;
+        wait_port(pg.port, "postgres", Duration::from_secs(20)).await
     }
 
     async fn start_postgres(&mut self) -> Result<String> {
@@ -357,33 +508,32 @@ impl Cluster {
             as_postgres,
             &["-D", &data_s, "-U", "atrium", "--auth=trust", "-E", "UTF8"],
         )?;
-        self.postgres = Some(OwnPostgres {
-            bin: bin.clone(),
-            dir: data.clone(),
-            as_postgres,
-        });
         let port = free_port()?;
-        let log = dir.join("postgres.log").to_string_lossy().to_string();
-        let opts = format!(
-            "-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories='' \
-             -c max_connections=300"
-        );
-        pg_tool(
-            &bin,
-            "pg_ctl",
+        let pg = OwnPostgres {
+            bin,
+            dir: data,
             as_postgres,
-            &["-D", &data_s, "-l", &log, "-w", "-o", &opts, "start"],
-        )?;
+            port,
+            log: dir.join("postgres.log").to_string_lossy().to_string(),
+        };
+        pg_start(&pg)?;
+        self.postgres = Some(pg);
         wait_port(port, "postgres", Duration::from_secs(20)).await?;
         Ok(format!("postgres://atrium@127.0.0.1:{port}/postgres"))
     }
 
     async fn start_nats(&mut self) -> Result<String> {
-        let bin = nats_binary();
-        let port = free_port()?;
         let store = self.dir.join("nats");
         std::fs::create_dir_all(&store)?;
-        let log = std::fs::File::create(self.dir.join("nats.log"))?;
+        self.start_nats_on(free_port()?, store).await
+    }
+
+    async fn start_nats_on(&mut self, port: u16, store: PathBuf) -> Result<String> {
+        let bin = nats_binary();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("nats.log"))?;
         let child = Command::new(&bin)
             .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
             .arg(&store)
@@ -398,7 +548,11 @@ impl Cluster {
                     bin.display()
                 )
             })?;
-        self.nats = Some(child);
+        self.nats = Some(OwnNats {
+            child: Some(child),
+            port,
+            store,
+        });
         wait_port(port, "nats-server", Duration::from_secs(20)).await?;
         Ok(format!("nats://127.0.0.1:{port}"))
     }
@@ -515,9 +669,9 @@ impl Cluster {
                 &["-D", &data, "-m", "immediate", "-w", "stop"],
             );
         }
-        if let Some(mut n) = self.nats.take() {
-            let _ = n.kill();
-            let _ = n.wait();
+        if let Some(mut child) = self.nats.take().and_then(|n| n.child) {
+            let _ = child.kill();
+            let _ = child.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

@@ -82,6 +82,20 @@ pub async fn get_with_key(
     .map_err(|_| anyhow!("GET {path}: no answer within {timeout:?}"))?
 }
 
+/// A GET whose body is text (`/metrics`), within `timeout`; an error unless it is a 200.
+pub async fn get_text(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<String> {
+    let (status, bytes) = tokio::time::timeout(
+        timeout,
+        request_raw(endpoint, "GET", path, None, None, None),
+    )
+    .await
+    .map_err(|_| anyhow!("GET {path}: no answer within {timeout:?}"))??;
+    if status != 200 {
+        return Err(anyhow!("GET {path}: HTTP {status}"));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 async fn request_inner(
     endpoint: &Endpoint,
     method: &str,
@@ -90,6 +104,19 @@ async fn request_inner(
     key: Option<&str>,
     body: Option<&Value>,
 ) -> Result<Answer> {
+    let (status, bytes) = request_raw(endpoint, method, path, token, key, body).await?;
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Ok(Answer { status, body })
+}
+
+async fn request_raw(
+    endpoint: &Endpoint,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    key: Option<&str>,
+    body: Option<&Value>,
+) -> Result<(u16, Bytes)> {
     let stream = TcpStream::connect(&endpoint.authority)
         .await
         .with_context(|| format!("cannot connect to {}", endpoint.authority))?;
@@ -121,6 +148,5 @@ async fn request_inner(
     let status = resp.status().as_u16();
     let bytes = resp.into_body().collect().await?.to_bytes();
     driver.abort();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Ok(Answer { status, body })
+    Ok((status, bytes))
 }

@@ -4,6 +4,7 @@
 
 mod client;
 mod cluster;
+mod fault;
 mod html;
 mod http;
 mod measure;

@@ -92,6 +92,8 @@ pub struct Counters {
     pub reconnects: AtomicU64,
     /// Cluster mode: reconnection attempts that failed (each retried with backoff).
     pub reconnect_failures: AtomicU64,
+    /// Cluster mode: first joins that failed with a close asking to come back, and were retried.
+    pub join_retries: AtomicU64,
     /// Cluster mode: unconfirmed patches sent again after a reconnect.
     pub resent_patches: AtomicU64,
     /// Cluster mode: when the latest reconnect got its welcome, µs since the origin.

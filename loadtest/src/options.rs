@@ -28,9 +28,23 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub spawn_cluster: Option<usize>,
     /// With --spawn-cluster: kill -9 the node holding the most files this many seconds into
-    /// the measured window, and report the failover
+    /// the measured window, and report the failover (the same as --fault kill --fault-at S)
     #[arg(long, value_name = "SECONDS")]
     pub kill_node: Option<f64>,
+    /// With --spawn-cluster: the fault to inject in the measured window, and report what it
+    /// cost: kill (kill -9 the busiest node), pause (SIGSTOP it past its lease, then SIGCONT),
+    /// rolling (SIGTERM and restart every node in turn), coordinator (kill -9 nats-server, start
+    /// it again), store (stop Postgres, start it again), router (kill -9 the router, start it
+    /// again)
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub fault: Option<FaultKind>,
+    /// Seconds into the measured window when --fault starts (default: a quarter of --duration)
+    #[arg(long, value_name = "SECONDS")]
+    pub fault_at: Option<f64>,
+    /// How long pause, coordinator, store and router faults last, in ms (default: the lease
+    /// plus 2 s for pause, 1000 for router, 3000 for coordinator and store)
+    #[arg(long, value_name = "MS")]
+    pub fault_for: Option<u64>,
     /// The atrium-router binary for --spawn-cluster (default: next to this tool, then on PATH)
     #[arg(long, value_name = "PATH")]
     pub router: Option<PathBuf>,
@@ -124,6 +138,11 @@ pub struct FileConfig {
     pub spawn_cluster: Option<usize>,
     #[serde(alias = "kill_node")]
     pub kill_node: Option<f64>,
+    pub fault: Option<FaultKind>,
+    #[serde(alias = "fault_at")]
+    pub fault_at: Option<f64>,
+    #[serde(alias = "fault_for")]
+    pub fault_for: Option<u64>,
     pub router: Option<PathBuf>,
     pub port: Option<u16>,
     pub url: Option<String>,
@@ -157,6 +176,67 @@ pub struct FileConfig {
     pub workers: Option<usize>,
 }
 
+/// A fault injected into a spawned cluster under load (`--fault`).
+#[derive(clap::ValueEnum, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// `kill -9` of the node holding the most files.
+    Kill,
+    /// SIGSTOP of the node holding the most files for longer than its lease, then SIGCONT: the
+    /// others take its files, and the woken node must not write.
+    Pause,
+    /// SIGTERM of every node in turn, each started again and back in the ring before the next.
+    Rolling,
+    /// `kill -9` of the coordinator's nats-server, started again on the same port and store.
+    Coordinator,
+    /// Postgres stopped (fast shutdown), started again on the same port and data.
+    Store,
+    /// `kill -9` of the router, started again on the same ports.
+    Router,
+}
+
+impl FaultKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::Pause => "pause",
+            FaultKind::Rolling => "rolling",
+            FaultKind::Coordinator => "coordinator",
+            FaultKind::Store => "store",
+            FaultKind::Router => "router",
+        }
+    }
+
+    /// Faults on a shared service need servers of the run's own (stopping the suite's shared
+    /// Postgres or nats-server would break every other test using it).
+    pub fn needs_own_store(self) -> bool {
+        self == FaultKind::Store
+    }
+
+    pub fn needs_own_coordinator(self) -> bool {
+        self == FaultKind::Coordinator
+    }
+
+    /// Whether the rest of the fleet should go on serving every file while the fault lasts (a
+    /// dead, paused or draining node's files move to the others), so that recovery counts from
+    /// the fault striking rather than from its end.
+    pub fn served_meanwhile(self) -> bool {
+        matches!(
+            self,
+            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// Seconds into the measured window.
+    pub at: f64,
+    /// How long a pause or an outage lasts; None for the default.
+    pub hold_ms: Option<u64>,
+}
+
 /// Where the load goes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {
@@ -176,8 +256,8 @@ pub enum Target {
 #[derive(Debug, Clone)]
 pub struct Options {
     pub target: Target,
-    /// `--kill-node`: seconds into the measured window.
-    pub kill_node: Option<f64>,
+    /// `--fault` (or `--kill-node`): what to break, and when.
+    pub fault: Option<Fault>,
     pub i_have_permission: bool,
     pub env: BTreeMap<String, String>,
     pub users: usize,
@@ -233,6 +313,7 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
         env.insert(key.to_string(), value.to_string());
     }
 
+    let fault = fault(&cli, &file, cli.duration.or(file.duration).unwrap_or(30.0))?;
     let spawn = cli.spawn || file.spawn.unwrap_or(false);
     let url_given = |a: &Option<String>, b: &Option<String>| a.is_some() || b.is_some();
     let url = cli.url.clone().or(file.url.clone());
@@ -267,7 +348,7 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
     let users = cli.users.or(file.users).unwrap_or(200);
     let options = Options {
         target,
-        kill_node: cli.kill_node.or(file.kill_node),
+        fault,
         i_have_permission: cli.i_have_permission || file.i_have_permission.unwrap_or(false),
         env,
         users,
@@ -341,19 +422,61 @@ fn check(o: &Options) -> Result<()> {
             "--profile-call-graph takes a perf --call-graph mode such as dwarf or fp, got {mode:?}"
         );
     }
-    if let Some(k) = o.kill_node {
+    if let Some(f) = o.fault {
         let Target::Cluster { nodes, .. } = o.target else {
-            bail!("--kill-node needs --spawn-cluster N");
+            bail!("--fault and --kill-node need --spawn-cluster N");
         };
-        if nodes < 2 {
-            bail!("--kill-node needs at least 2 nodes (--spawn-cluster 2 or more)");
+        let others_needed = matches!(
+            f.kind,
+            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling
+        );
+        if others_needed && nodes < 2 {
+            bail!(
+                "--fault {} needs at least 2 nodes (--spawn-cluster 2 or more)",
+                f.kind.name()
+            );
         }
-        finite("kill-node", k, 0.0, o.duration)?;
+        finite("fault-at", f.at, 0.0, o.duration)?;
+        if let Some(ms) = f.hold_ms {
+            if !(1..=600_000).contains(&ms) {
+                bail!("--fault-for must be between 1 and 600000 ms, got {ms}");
+            }
+        }
     }
     if o.workers == 0 || o.workers > 1024 {
         bail!("--workers must be between 1 and 1024, got {}", o.workers);
     }
     Ok(())
+}
+
+/// `--fault KIND [--fault-at S] [--fault-for MS]`, or `--kill-node S` for `--fault kill`.
+fn fault(cli: &Cli, file: &FileConfig, duration: f64) -> Result<Option<Fault>> {
+    let kill_at = cli.kill_node.or(file.kill_node);
+    let kind = cli.fault.or(file.fault);
+    let at = cli.fault_at.or(file.fault_at);
+    let hold_ms = cli.fault_for.or(file.fault_for);
+    match (kind, kill_at) {
+        (Some(k), Some(_)) if k != FaultKind::Kill => {
+            bail!(
+                "--kill-node is --fault kill: give one of --kill-node and --fault {}",
+                k.name()
+            )
+        }
+        (_, Some(s)) => Ok(Some(Fault {
+            kind: FaultKind::Kill,
+            at: at.unwrap_or(s),
+            hold_ms,
+        })),
+        (Some(kind), None) => Ok(Some(Fault {
+            kind,
+            at: at.unwrap_or(duration / 4.0),
+            hold_ms,
+        })),
+        (None, None) if at.is_some() || hold_ms.is_some() => {
+            bail!("--fault-at and --fault-for need --fault KIND")
+        }
+        (None, None) => Ok(None),
+    }
 }
 
 /// Accepts `http://host:port[/]` (or `ws://`); TLS is not supported.
@@ -491,10 +614,47 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(o.target, Target::Cluster { nodes: 3, .. }));
-        assert_eq!(o.kill_node, Some(2.0));
+        assert_eq!(
+            o.fault,
+            Some(Fault {
+                kind: FaultKind::Kill,
+                at: 2.0,
+                hold_ms: None
+            })
+        );
+        let o = merge(
+            cli(&[
+                "--spawn-cluster",
+                "3",
+                "--fault",
+                "store",
+                "--duration",
+                "8",
+            ]),
+            FileConfig::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            o.fault.map(|f| (f.kind, f.at)),
+            Some((FaultKind::Store, 2.0))
+        );
+        let f = file(r#"{"spawn-cluster": 1, "fault": "router", "fault-for": 500}"#);
+        let o = merge(cli(&[]), f).unwrap();
+        assert_eq!(o.fault.and_then(|f| f.hold_ms), Some(500));
         let err = |c: Cli| merge(c, FileConfig::default()).unwrap_err().to_string();
         assert!(err(cli(&["--spawn", "--kill-node", "1"])).contains("--spawn-cluster"));
         assert!(err(cli(&["--spawn-cluster", "1", "--kill-node", "1"])).contains("2 nodes"));
+        assert!(err(cli(&["--spawn-cluster", "1", "--fault", "rolling"])).contains("2 nodes"));
+        assert!(err(cli(&["--spawn-cluster", "2", "--fault-at", "1"])).contains("--fault KIND"));
+        assert!(err(cli(&[
+            "--spawn-cluster",
+            "2",
+            "--fault",
+            "pause",
+            "--kill-node",
+            "1"
+        ]))
+        .contains("one of"));
         assert!(err(cli(&["--spawn-cluster", "2", "--spawn"])).contains("one of"));
         assert!(err(cli(&[
             "--spawn-cluster",
@@ -504,7 +664,7 @@ mod tests {
             "--duration",
             "5"
         ]))
-        .contains("--kill-node"));
+        .contains("fault-at"));
         let f = file(r#"{"spawn-cluster": 2, "kill_node": 1}"#);
         let o = merge(cli(&[]), f).unwrap();
         assert!(matches!(o.target, Target::Cluster { nodes: 2, .. }));

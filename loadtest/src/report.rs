@@ -152,19 +152,36 @@ pub struct ClusterInfo {
     pub rooms_at_end: BTreeMap<String, u64>,
 }
 
+/// `--fault` (or `--kill-node`): what the fault cost. The `killed_*` names are kept from
+/// `--kill-node` for every kind of fault.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Failover {
-    /// Seconds into the measured window.
+    /// `kill`, `pause`, `rolling`, `coordinator`, `store` or `router`.
+    pub fault: String,
+    /// Seconds into the measured window when the fault struck.
     pub killed_at_s: f64,
+    /// What was broken: a node id, the nodes in turn, `nats-server`, `postgres` or `router`
+    /// (`killed_node` is the same, by its `--kill-node` name).
+    pub target: String,
     pub killed_node: String,
-    /// Rooms the killed node held (its `/health` `stats.rooms`) when it was chosen.
+    /// Rooms the target node held (its `/health` `stats.rooms`) when it was chosen.
     pub killed_node_rooms: u64,
-    /// Every node's rooms when the victim was chosen.
+    /// Every node's rooms when the fault struck.
     pub rooms_by_node: BTreeMap<String, u64>,
-    /// From the kill until `GET /api/files/{id}/doc` through the router answered 200 for
-    /// every file; None if some file never did within 60 s.
+    /// From the fault striking until it was undone (0 for a kill).
+    pub fault_lasted_ms: f64,
+    /// What was done, step by step.
+    pub steps: Vec<String>,
+    /// `pause`: the woken node's rooms that ended after it woke, by reason.
+    pub woken_room_exits: BTreeMap<String, u64>,
+    /// From the fault striking until `GET /api/files/{id}/doc` through the router had answered
+    /// 200 for every file after the fault was undone; None if some file never did.
     pub recover_ms: Option<f64>,
-    /// From the kill until the last socket that reconnected had its welcome.
+    /// The longest time one file went without a 200 from the probe (every file every 100 ms).
+    pub longest_outage_ms: f64,
+    /// Files with at least one failed probe answer.
+    pub files_interrupted: u64,
+    /// From the fault striking until the last socket that reconnected had its welcome.
     pub clients_back_ms: Option<f64>,
     /// Acked patches whose mark is missing from the final document.
     pub acked_lost: u64,
@@ -178,8 +195,12 @@ pub struct Failover {
     pub files_unreadable: u64,
     /// Clients whose socket was not open when the run ended.
     pub clients_disconnected_at_end: u64,
+    /// Clients that had not finished 10 s after the run told them to close.
+    pub clients_unfinished: u64,
     pub reconnects: u64,
     pub reconnect_failures: u64,
+    /// First joins refused with a close asking to come back (4009 while rooms settle), retried.
+    pub join_retries: u64,
     pub resent_patches: u64,
 }
 
@@ -431,14 +452,28 @@ impl Report {
         if let Some(f) = &self.failover {
             let _ = writeln!(
                 w,
-                "\nFailover: killed {} ({} rooms) at {:.2} s",
-                f.killed_node, f.killed_node_rooms, f.killed_at_s
+                "\nFault {}: {} ({} rooms) at {:.2} s, undone after {:.0} ms",
+                f.fault, f.target, f.killed_node_rooms, f.killed_at_s, f.fault_lasted_ms
             );
+            for step in &f.steps {
+                let _ = writeln!(w, "  {step}");
+            }
+            if !f.woken_room_exits.is_empty() {
+                let exits: Vec<String> = f
+                    .woken_room_exits
+                    .iter()
+                    .map(|(r, n)| format!("{r} {n}"))
+                    .collect();
+                let _ = writeln!(w, "  the woken node's rooms ended: {}", exits.join(", "));
+            }
             let _ = writeln!(
                 w,
-                "  every file served again after {} | sockets back after {} | reconnects {} \
-                 (failed attempts {}) | patches resent {}",
+                "  every file served again after {} | longest outage of a file {:.0} ms ({} files \
+                 interrupted) | sockets back after {} | reconnects {} (failed attempts {}) | \
+                 patches resent {}",
                 opt(f.recover_ms, " ms"),
+                f.longest_outage_ms,
+                f.files_interrupted,
                 opt(f.clients_back_ms, " ms"),
                 f.reconnects,
                 f.reconnect_failures,

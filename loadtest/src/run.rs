@@ -13,9 +13,10 @@ use tokio::task::JoinHandle;
 
 use crate::client::{mark, Client, ClientEnd, End};
 use crate::cluster::Cluster;
+use crate::fault;
 use crate::http::{self, Endpoint};
 use crate::measure::{self, round3, Measures, Summary};
-use crate::options::{Options, Target};
+use crate::options::{FaultKind, Options, Target};
 use crate::profile::{self, ProfileReport};
 use crate::report::{
     self, ClusterInfo, DropResult, Expected, Failover, MemoryPoint, Problems, Rates, Report, Second,
@@ -23,7 +24,6 @@ use crate::report::{
 use crate::schedule::connect_at;
 use crate::server::{self, Sample, Spawned};
 use crate::setup::{self, ClientPlan, FileKeys};
-use futures_util::StreamExt;
 
 /// The settings a spawned node gets unless `--env` or the config file says otherwise: statistics
 /// on, and the per-address, per-account and sign-up limits raised, since every generated socket
@@ -370,28 +370,54 @@ async fn drive(
     m.set_measuring(true);
     let window_start = tokio::time::Instant::now();
     let window_end = window_start + Duration::from_secs_f64(o.duration);
-    let mut kill_at = o
-        .kill_node
-        .map(|k| window_start + Duration::from_secs_f64(k));
-    let mut kill: Option<(Failover, Instant, JoinHandle<Option<f64>>)> = None;
+    let mut fault_at = o
+        .fault
+        .map(|f| window_start + Duration::from_secs_f64(f.at));
+    let mut fault: Option<Struck> = None;
     while tokio::time::Instant::now() < window_end {
-        if let (Some(at), Some(c)) = (kill_at, cluster.as_mut()) {
+        if let (Some(at), Some(c), Some(f)) = (fault_at, cluster.as_mut(), o.fault) {
             if tokio::time::Instant::now() >= at {
-                kill_at = None;
-                let (f, t) = kill_busiest(c, window_start).await?;
-                progress(o, &format!("killed {}", f.killed_node));
+                fault_at = None;
+                let struck_at_s = round3(window_start.elapsed().as_secs_f64());
+                progress(o, &format!("injecting the fault: {}", f.kind.name()));
+                let probe_stop = Arc::new(AtomicBool::new(false));
+                let struck = Instant::now();
+                let probe = tokio::spawn(fault::probe(
+                    endpoint.clone(),
+                    made.files.clone(),
+                    struck,
+                    probe_stop.clone(),
+                ));
+                let injection = fault::inject(c, f, crate::cluster::lease_ms(o)).await;
+                let (injection, started) = match injection {
+                    Ok(done) => done,
+                    Err(e) => {
+                        probe_stop.store(true, Ordering::Relaxed);
+                        return Err(e.context(format!("--fault {}", f.kind.name())));
+                    }
+                };
                 if o.verbose {
-                    eprintln!(
-                        "killed node {} ({} rooms) at {:.2} s of the window",
-                        f.killed_node, f.killed_node_rooms, f.killed_at_s
-                    );
+                    for step in &injection.steps {
+                        eprintln!("fault: {step}");
+                    }
                 }
-                let poll = tokio::spawn(recovery(endpoint.clone(), made.files.clone(), t));
-                kill = Some((f, t, poll));
+                fault = Some(Struck {
+                    kind: f.kind,
+                    at_s: struck_at_s,
+                    started,
+                    cleared_ms: if f.kind.served_meanwhile() {
+                        0.0
+                    } else {
+                        started.duration_since(struck).as_secs_f64() * 1000.0 + injection.lasted_ms
+                    },
+                    injection,
+                    probe,
+                    probe_stop,
+                });
             }
         }
         let left = window_end - tokio::time::Instant::now();
-        let left = match kill_at {
+        let left = match fault_at {
             Some(at) => left.min(at.saturating_duration_since(tokio::time::Instant::now())),
             None => left,
         };
@@ -406,6 +432,9 @@ async fn drive(
         tokio::time::sleep(left.min(Duration::from_secs(1))).await;
     }
     m.set_measuring(false);
+    if let Some(struck) = &fault {
+        struck.probe_stop.store(true, Ordering::Relaxed);
+    }
     let (c1, g1, window) = (m.snapshot(), measure::own_cpu_seconds(), t0.elapsed());
     let busy1 = measure::machine_cpu_seconds();
     let s1 = look(endpoint, pid, in_cluster).await;
@@ -440,21 +469,15 @@ async fn drive(
     })
     .await;
     let rooms_at_end = match cluster.as_ref() {
-        Some(c) => rooms_by_node(c).await,
+        Some(c) => fault::rooms_by_node(c).await,
         None => BTreeMap::new(),
     };
-    let failover = match kill {
-        Some((mut f, t, poll)) => {
-            f.recover_ms = poll.await.ok().flatten();
-            let back = m.counters.last_rejoin_us.load(Ordering::Relaxed);
-            let killed_us = t.duration_since(m.origin()).as_micros() as u64;
-            f.clients_back_ms =
-                (back > killed_us).then(|| round3((back - killed_us) as f64 / 1000.0));
-            f.reconnects = m.counters.reconnects.load(Ordering::Relaxed);
-            f.reconnect_failures = m.counters.reconnect_failures.load(Ordering::Relaxed);
-            f.resent_patches = m.counters.resent_patches.load(Ordering::Relaxed);
+    let failover = match fault {
+        Some(struck) => {
             progress(o, "checking the final documents");
+            let mut f = struck.report(&m).await;
             converge(&mut f, endpoint, &made.files, &ends).await;
+            f.clients_unfinished = (o.users - ends.len()) as u64;
             Some(f)
         }
         None => None,
@@ -637,86 +660,50 @@ fn server_measures(
 }
 
 /// Each node's rooms (files it holds), from its own `/health` (`stats.rooms`).
-async fn rooms_by_node(c: &Cluster) -> BTreeMap<String, u64> {
-    let mut out = BTreeMap::new();
-    for n in &c.nodes {
-        let ep = Endpoint::from_url(&n.url);
-        if let Ok(Some(st)) = server::health(&ep, Duration::from_millis(900)).await {
-            out.insert(n.id.clone(), st.rooms);
-        }
-    }
-    out
+/// A fault that struck in the window, and its availability probe (stopped when the window
+/// ends).
+struct Struck {
+    kind: FaultKind,
+    at_s: f64,
+    /// When the fault struck (the kill, the stop, the first SIGTERM).
+    started: Instant,
+    /// Ms from the probe's origin until the fault was undone.
+    cleared_ms: f64,
+    injection: fault::Injection,
+    probe: JoinHandle<Vec<Vec<(f64, bool)>>>,
+    probe_stop: Arc<AtomicBool>,
 }
 
-/// Picks the node holding the most files (its `/health` `stats.rooms`: a node has a room only
-/// for files whose lease it holds) and kills it with SIGKILL.
-async fn kill_busiest(
-    c: &mut Cluster,
-    window_start: tokio::time::Instant,
-) -> Result<(Failover, Instant)> {
-    let rooms = rooms_by_node(c).await;
-    let Some((victim, held)) = rooms
-        .iter()
-        .max_by_key(|(id, r)| (**r, std::cmp::Reverse((*id).clone())))
-        .map(|(id, r)| (id.clone(), *r))
-    else {
-        bail!("--kill-node: no node answered /health");
-    };
-    let node = c
-        .nodes
-        .iter_mut()
-        .find(|n| n.id == victim)
-        .context("--kill-node: the chosen node is gone")?;
-    node.process.kill9();
-    let t = Instant::now();
-    let f = Failover {
-        killed_at_s: round3(window_start.elapsed().as_secs_f64()),
-        killed_node: victim,
-        killed_node_rooms: held,
-        rooms_by_node: rooms,
-        ..Default::default()
-    };
-    Ok((f, t))
-}
-
-/// After a kill: asks `GET /api/files/{id}/doc` through the router for every file not yet
-/// served again, every 50 ms, and returns the ms from the kill until the last file answered
-/// 200 (None when some file did not within 60 s).
-async fn recovery(endpoint: Endpoint, files: Vec<FileKeys>, killed: Instant) -> Option<f64> {
-    let mut waiting: Vec<FileKeys> = files;
-    let mut last = 0.0f64;
-    let deadline = killed + Duration::from_secs(60);
-    while !waiting.is_empty() && Instant::now() < deadline {
-        let answers: Vec<bool> = futures_util::stream::iter(waiting.clone())
-            .map(|f: FileKeys| {
-                let ep = endpoint.clone();
-                async move {
-                    let path = format!("/api/files/{}/doc", f.id);
-                    matches!(
-                        http::get_with_key(&ep, &path, &f.view_key, Duration::from_secs(2)).await,
-                        Ok(a) if a.status == 200
-                    )
-                }
-            })
-            .buffered(16)
-            .collect()
-            .await;
-        let now = killed.elapsed().as_secs_f64() * 1000.0;
-        let before = waiting.len();
-        let mut i = 0;
-        waiting.retain(|_| {
-            let served = answers[i];
-            i += 1;
-            !served
-        });
-        if waiting.len() < before {
-            last = now;
-        }
-        if !waiting.is_empty() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+impl Struck {
+    /// Stops the probe and turns what it and the clients saw into the report's section.
+    async fn report(self, m: &Measures) -> Failover {
+        self.probe_stop.store(true, Ordering::Relaxed);
+        let seen = self.probe.await.unwrap_or_default();
+        let a = fault::availability(&seen, self.cleared_ms);
+        let back = m.counters.last_rejoin_us.load(Ordering::Relaxed);
+        let struck_us = self.started.duration_since(m.origin()).as_micros() as u64;
+        let i = self.injection;
+        Failover {
+            fault: self.kind.name().to_string(),
+            killed_at_s: self.at_s,
+            killed_node: i.target.clone(),
+            killed_node_rooms: i.target_rooms,
+            target: i.target,
+            rooms_by_node: i.rooms_by_node,
+            fault_lasted_ms: round3(i.lasted_ms),
+            steps: i.steps,
+            woken_room_exits: i.woken_room_exits,
+            recover_ms: a.recover_ms,
+            longest_outage_ms: a.longest_outage_ms,
+            files_interrupted: a.files_interrupted,
+            clients_back_ms: (back > struck_us).then(|| round3((back - struck_us) as f64 / 1000.0)),
+            reconnects: m.counters.reconnects.load(Ordering::Relaxed),
+            reconnect_failures: m.counters.reconnect_failures.load(Ordering::Relaxed),
+            join_retries: m.counters.join_retries.load(Ordering::Relaxed),
+            resent_patches: m.counters.resent_patches.load(Ordering::Relaxed),
+            ..Default::default()
         }
     }
-    waiting.is_empty().then_some(round3(last))
 }
 
 /// The end of a failover run: every file's final document through the router; every acked

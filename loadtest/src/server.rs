@@ -18,7 +18,7 @@ pub struct Spawned {
     child: Child,
     dir: PathBuf,
     pub url: String,
-    /// Killed with SIGKILL and reaped already.
+    /// Gone and reaped already (killed with SIGKILL, or stopped by `terminate`).
     killed: bool,
 }
 
@@ -97,6 +97,41 @@ impl Spawned {
         }
     }
 
+    /// SIGTERM, then up to `within` for the node to drain and exit (SIGKILL after that); the
+    /// folder stays until `stop` or drop. Returns the exit status's description.
+    pub async fn terminate(&mut self, within: Duration) -> String {
+        if self.killed {
+            return "killed (SIGKILL)".to_string();
+        }
+        self.signal(libc::SIGTERM);
+        let deadline = Instant::now() + within;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status.to_string(),
+                Ok(None) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break format!("killed after {within:?}");
+                }
+            }
+        };
+        self.killed = true;
+        status
+    }
+
+    /// Sends `signal` (SIGSTOP, SIGCONT, ...) to the node.
+    pub fn signal(&self, signal: libc::c_int) {
+        if !self.killed {
+            // SAFETY: signalling our own child by its pid; it is not reaped yet.
+            unsafe {
+                libc::kill(self.child.id() as libc::pid_t, signal);
+            }
+        }
+    }
+
     /// The last lines the node logged.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.dir.join("node.log")).unwrap_or_default();
@@ -115,11 +150,9 @@ impl Spawned {
             let _ = std::fs::remove_dir_all(&self.dir);
             return "killed (SIGKILL)".to_string();
         }
-        let pid = self.child.id() as libc::pid_t;
-        // SAFETY: signalling our own child by its pid.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
+        // A paused node could not drain.
+        self.signal(libc::SIGCONT);
+        self.signal(libc::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(20);
         let status = loop {
             match self.child.try_wait() {

@@ -22,6 +22,7 @@ pub struct Metrics {
     pub patches_acked: IntCounter,
     pub rejects: IntCounterVec,
     pub closes: IntCounterVec,
+    pub room_exits: IntCounterVec,
     pub patch_durable_seconds: Histogram,
     pub journal_batches: IntCounter,
     pub journal_commit_seconds: Histogram,
@@ -119,6 +120,14 @@ impl Metrics {
                 "atrium_closes_total",
                 "Sockets closed by the node, by close code.",
                 &["code"],
+            ),
+            room_exits: counter_vec(
+                &r,
+                "atrium_room_exits_total",
+                "Rooms that ended, by reason: idle, shutdown, moved (handed to a new ring owner), \
+                 deleted, lease-lost (the coordinator lease lapsed or was taken), fenced (a store \
+                 write refused by the epoch fence).",
+                &["reason"],
             ),
             patch_durable_seconds: histogram(
                 &r,

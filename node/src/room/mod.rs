@@ -190,7 +190,24 @@ enum Exit {
     /// Handed over to the file's new ring owner.
     Moved,
     Deleted,
+    /// The coordinator lease lapsed or went to another node.
+    LeaseLost,
+    /// A durable write was refused by the store's epoch fence: another node took the file.
     Fenced,
+}
+
+impl Exit {
+    /// The `reason` label of `atrium_room_exits_total`.
+    fn reason(self) -> &'static str {
+        match self {
+            Exit::Idle => "idle",
+            Exit::Shutdown => "shutdown",
+            Exit::Moved => "moved",
+            Exit::Deleted => "deleted",
+            Exit::LeaseLost => "lease-lost",
+            Exit::Fenced => "fenced",
+        }
+    }
 }
 
 struct Finishing {
@@ -259,7 +276,7 @@ impl Room {
                 }
                 _ = lost(&mut lease_lost) => {
                     tracing::warn!(file = %room.file, "lease lost; closing the room");
-                    break Exit::Fenced;
+                    break Exit::LeaseLost;
                 }
             }
             if let Some(e) = room.maybe_finish() {
@@ -269,10 +286,11 @@ impl Room {
         tracing::debug!(file = %room.file, ?exit, "room ends");
         registry::remove(&room.rooms, &room.file, room.generation);
         metrics().rooms.dec();
+        metrics().room_exits.with_label_values(&[exit.reason()]).inc();
         metrics().people.sub(room.members.len() as i64);
         let code = match exit {
             Exit::Deleted => Some((4004, "file deleted")),
-            Exit::Fenced | Exit::Moved => Some((4009, "moved: this node no longer owns the file")),
+            Exit::Fenced | Exit::LeaseLost | Exit::Moved => Some((4009, "moved: this node no longer owns the file")),
             Exit::Shutdown => Some((1012, "server restarting")),
             Exit::Idle => None,
         };

@@ -3,6 +3,9 @@
 
 use std::collections::VecDeque;
 
+use std::time::Duration;
+
+use atrium_coordinator::CoordinatorError;
 use tokio::time::{timeout_at, Instant};
 
 use super::{Liveness, ReadIo, Session};
@@ -13,6 +16,7 @@ use crate::outbox::Outbox;
 use crate::protocol::{self, ClientMessage, Refusal};
 use crate::room::registry::RoomHandle;
 use crate::room::{JoinRequest, RoomCmd};
+use crate::server::AppState;
 use crate::store::StoreError;
 use crate::ws::{Incoming, ReadError, Reader};
 
@@ -238,6 +242,28 @@ fn handle(session: &Session, room: &RoomHandle, message: Result<ClientMessage, R
     }
 }
 
+/// How long a socket over its account's cap waits for a slot before 4029. A person's
+/// reconnecting tab (after a 1012 or a 4009) can arrive before the socket it replaces has given
+/// its slot back, on this node or on the one it left; that must not look like an eleventh tab.
+const SLOT_GRACE: Duration = Duration::from_secs(2);
+
+/// Takes one of the account's fleet-wide socket slots, asking again with backoff within
+/// [`SLOT_GRACE`] while they are all held.
+async fn account_slot(state: &AppState, counter: &str) -> Result<bool, CoordinatorError> {
+    let limit = state.config.ws_per_account;
+    let deadline = Instant::now() + SLOT_GRACE;
+    let mut wait = Duration::from_millis(50);
+    loop {
+        match state.coordinator.count_up(counter, &state.node, limit).await {
+            Ok(false) if limit > 0 && Instant::now() + wait < deadline => {
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Signs the socket in and joins it to the file's room. The error is a close.
 async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16, &'static str)> {
     let state = session.state.clone();
@@ -257,12 +283,7 @@ async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16,
     };
     if let Some(a) = &account {
         let counter = format!("sockets:{}", a.id);
-        let limit = state.config.ws_per_account;
-        match state
-            .coordinator
-            .count_up(&counter, &state.node, limit)
-            .await
-        {
+        match account_slot(&state, &counter).await {
             Ok(true) => session.account_slot = Some(counter),
             Ok(false) => return Err((4029, "too many sockets for this account")),
             // A coordinator outage must not lock everyone out: fail open, loudly.

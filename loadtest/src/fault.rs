@@ -1,0 +1,309 @@
+//! `--fault`: one part of a spawned cluster broken while it is under load, and how long files
+//! were not served because of it.
+//!
+//! The injection runs inline in the measured window (a rolling restart takes seconds); an
+//! availability probe asks every file's `GET /api/files/{id}/doc` through the router from the
+//! moment the fault strikes until the window ends.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use futures_util::StreamExt;
+
+use crate::cluster::Cluster;
+use crate::http::{self, Endpoint};
+use crate::options::{Fault, FaultKind};
+use crate::server;
+use crate::setup::FileKeys;
+
+/// How often the availability probe asks every file.
+const PROBE_EVERY: Duration = Duration::from_millis(100);
+
+/// What was done.
+#[derive(Debug, Default)]
+pub struct Injection {
+    /// Node id, `router`, `nats-server` or `postgres`; for a rolling restart the nodes in turn.
+    pub target: String,
+    /// Rooms the target node held when it was chosen (0 for a service).
+    pub target_rooms: u64,
+    pub rooms_by_node: BTreeMap<String, u64>,
+    /// From the fault striking until it was undone (the service back, the node woken, the last
+    /// restarted node back in the router's ring); 0 for `kill`.
+    pub lasted_ms: f64,
+    /// What happened, step by step, with times.
+    pub steps: Vec<String>,
+    /// `pause`: the woken node's rooms that ended after it woke, by reason (its
+    /// `atrium_room_exits_total`); the zombie must close them, never write.
+    pub woken_room_exits: BTreeMap<String, u64>,
+}
+
+/// Breaks what `fault` names, and undoes it after its hold time (kill and rolling: the
+/// kill, or every restart, is the whole fault). `started` is when it struck.
+pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Injection, Instant)> {
+    let rooms = rooms_by_node(c).await;
+    let busiest = rooms
+        .iter()
+        .max_by_key(|(id, r)| (**r, std::cmp::Reverse((*id).clone())))
+        .map(|(id, r)| (id.clone(), *r));
+    let mut done = Injection {
+        rooms_by_node: rooms.clone(),
+        ..Default::default()
+    };
+    let hold = Duration::from_millis(fault.hold_ms.unwrap_or(match fault.kind {
+        FaultKind::Pause => lease_ms + 2000,
+        FaultKind::Router => 1000,
+        _ => 3000,
+    }));
+    let started;
+    match fault.kind {
+        FaultKind::Kill | FaultKind::Pause => {
+            let Some((victim, held)) = busiest else {
+                bail!("--fault {}: no node answered /health", fault.kind.name());
+            };
+            done.target = victim.clone();
+            done.target_rooms = held;
+            let node = c.node_mut(&victim).context("the chosen node is gone")?;
+            let url = node.url.clone();
+            if fault.kind == FaultKind::Kill {
+                node.process.kill9();
+                started = Instant::now();
+                done.steps
+                    .push(format!("{victim} killed (SIGKILL) holding {held} rooms"));
+            } else {
+                let before = room_exits(&url).await;
+                node.process.signal(libc::SIGSTOP);
+                started = Instant::now();
+                tokio::time::sleep(hold).await;
+                let node = c.node_mut(&victim).context("the chosen node is gone")?;
+                node.process.signal(libc::SIGCONT);
+                done.lasted_ms = ms(started.elapsed());
+                done.steps.push(format!(
+                    "{victim} stopped (SIGSTOP) holding {held} rooms, woken (SIGCONT) after {:.0} ms",
+                    done.lasted_ms
+                ));
+                // Its lease keeper and its fenced writes get a lease time to notice.
+                tokio::time::sleep(Duration::from_millis(lease_ms + 1000)).await;
+                let after = room_exits(&url).await;
+                done.woken_room_exits = after
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+                    .filter(|(_, v)| *v > 0)
+                    .collect();
+            }
+        }
+        FaultKind::Rolling => {
+            let ids: Vec<String> = c.nodes.iter().map(|n| n.id.clone()).collect();
+            done.target = ids.join(", ");
+            started = Instant::now();
+            for id in &ids {
+                let t = Instant::now();
+                let drained = c.restart_node(id, Duration::from_secs(20)).await?;
+                done.steps.push(format!(
+                    "{id}: SIGTERM, drained and exited in {drained:.0} ms, back in the ring after {:.0} ms",
+                    ms(t.elapsed())
+                ));
+            }
+            done.lasted_ms = ms(started.elapsed());
+        }
+        FaultKind::Coordinator => {
+            done.target = "nats-server".into();
+            c.kill_nats()?;
+            started = Instant::now();
+            tokio::time::sleep(hold).await;
+            c.restart_nats().await?;
+            done.lasted_ms = ms(started.elapsed());
+            done.steps.push(format!(
+                "nats-server killed (SIGKILL), started again after {:.0} ms",
+                done.lasted_ms
+            ));
+        }
+        FaultKind::Store => {
+            done.target = "postgres".into();
+            tokio::task::block_in_place(|| c.stop_postgres())?;
+            started = Instant::now();
+            tokio::time::sleep(hold).await;
+            c.restart_postgres().await?;
+            done.lasted_ms = ms(started.elapsed());
+            done.steps.push(format!(
+                "Postgres stopped (fast shutdown), started again after {:.0} ms",
+                done.lasted_ms
+            ));
+        }
+        FaultKind::Router => {
+            done.target = "router".into();
+            c.kill_router();
+            started = Instant::now();
+            tokio::time::sleep(hold).await;
+            c.restart_router().await?;
+            done.lasted_ms = ms(started.elapsed());
+            done.steps.push(format!(
+                "router killed (SIGKILL), started again and seeing every node after {:.0} ms",
+                done.lasted_ms
+            ));
+        }
+    }
+    Ok((done, started))
+}
+
+/// Every node's rooms, from its own `/health` (a node has a room only for a file whose lease it
+/// holds, and every file of the run has people in it: rooms = files held).
+pub async fn rooms_by_node(c: &Cluster) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for n in &c.nodes {
+        let ep = Endpoint::from_url(&n.url);
+        if let Ok(Some(st)) = server::health(&ep, Duration::from_millis(900)).await {
+            out.insert(n.id.clone(), st.rooms);
+        }
+    }
+    out
+}
+
+/// A node's `atrium_room_exits_total` by reason (empty when it does not answer).
+async fn room_exits(url: &str) -> BTreeMap<String, u64> {
+    let ep = Endpoint::from_url(url);
+    let Ok(text) = http::get_text(&ep, "/metrics", Duration::from_secs(2)).await else {
+        return BTreeMap::new();
+    };
+    text.lines()
+        .filter_map(|l| l.strip_prefix("atrium_room_exits_total{reason=\""))
+        .filter_map(|l| {
+            let (reason, rest) = l.split_once("\"}")?;
+            Some((reason.to_string(), rest.trim().parse::<f64>().ok()? as u64))
+        })
+        .collect()
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+/// What the availability probe saw.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Availability {
+    /// From the fault striking until every file was served again for good: for each file the
+    /// first 200, at or after the fault was undone, of the 200s that last until probing ends;
+    /// None when some file's last answer failed.
+    pub recover_ms: Option<f64>,
+    /// The longest time any one file went without a 200, from its first failed answer to its
+    /// next good one (or to the end of probing).
+    pub longest_outage_ms: f64,
+    /// Files that had at least one failed answer.
+    pub files_interrupted: u64,
+}
+
+/// One probe answer: ms since the fault struck, and whether it was a 200.
+type Sample = (f64, bool);
+
+/// Asks every file's document through the router every [`PROBE_EVERY`] until `stop`, and
+/// returns each file's answers in order.
+pub async fn probe(
+    endpoint: Endpoint,
+    files: Vec<FileKeys>,
+    started: Instant,
+    stop: Arc<AtomicBool>,
+) -> Vec<Vec<Sample>> {
+    let mut seen: Vec<Vec<Sample>> = vec![Vec::new(); files.len()];
+    while !stop.load(Ordering::Relaxed) {
+        let round = Instant::now();
+        let answers: Vec<Sample> = futures_util::stream::iter(files.iter().cloned())
+            .map(|f: FileKeys| {
+                let ep = endpoint.clone();
+                async move {
+                    let path = format!("/api/files/{}/doc", f.id);
+                    let ok = matches!(
+                        http::get_with_key(&ep, &path, &f.view_key, Duration::from_secs(1)).await,
+                        Ok(a) if a.status == 200
+                    );
+                    (ms(started.elapsed()), ok)
+                }
+            })
+            .buffered(16)
+            .collect()
+            .await;
+        for (file, answer) in seen.iter_mut().zip(answers) {
+            file.push(answer);
+        }
+        tokio::time::sleep(PROBE_EVERY.saturating_sub(round.elapsed())).await;
+    }
+    seen
+}
+
+/// The figures of what `probe` saw, the fault undone `cleared_ms` after it struck.
+pub fn availability(seen: &[Vec<Sample>], cleared_ms: f64) -> Availability {
+    let mut a = Availability::default();
+    let mut recover = Some(0.0f64);
+    for answers in seen {
+        let mut down_since: Option<f64> = None;
+        let mut interrupted = false;
+        for &(t, ok) in answers {
+            match (ok, down_since) {
+                (false, None) => {
+                    down_since = Some(t);
+                    interrupted = true;
+                }
+                (true, Some(since)) => {
+                    a.longest_outage_ms = a.longest_outage_ms.max(t - since);
+                    down_since = None;
+                }
+                _ => {}
+            }
+        }
+        if let (Some(since), Some(&(last, _))) = (down_since, answers.last()) {
+            a.longest_outage_ms = a.longest_outage_ms.max(last - since);
+        }
+        a.files_interrupted += u64::from(interrupted);
+        // Back: the first good answer, at or after the fault was undone, of the good answers
+        // that last to the end (a file failing again later is not back yet).
+        let last_failure = answers.iter().rposition(|&(_, ok)| !ok);
+        let back = answers[last_failure.map_or(0, |i| i + 1)..]
+            .iter()
+            .find(|&&(t, _)| t >= cleared_ms)
+            .map(|&(t, _)| t);
+        recover = match (recover, back) {
+            (Some(r), Some(b)) => Some(r.max(b)),
+            _ => None,
+        };
+    }
+    a.recover_ms = recover.map(|r| (r * 1000.0).round() / 1000.0);
+    a.longest_outage_ms = (a.longest_outage_ms * 1000.0).round() / 1000.0;
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outages_and_recovery_are_read_from_the_answers() {
+        let seen = vec![
+            vec![(0.0, false), (100.0, false), (200.0, true), (300.0, true)],
+            vec![
+                (0.0, true),
+                (100.0, true),
+                (200.0, false),
+                (300.0, false),
+                (450.0, true),
+            ],
+            vec![(0.0, true), (100.0, true), (200.0, true), (300.0, true)],
+        ];
+        let a = availability(&seen, 250.0);
+        assert_eq!(a.longest_outage_ms, 250.0);
+        assert_eq!(a.files_interrupted, 2);
+        // Every file answered after 250 ms: the last of them at 450 ms.
+        assert_eq!(a.recover_ms, Some(450.0));
+    }
+
+    #[test]
+    fn a_file_never_back_has_no_recovery_and_counts_to_the_end() {
+        let seen = vec![
+            vec![(0.0, true), (100.0, false), (900.0, false)],
+            vec![(0.0, true), (100.0, true)],
+        ];
+        let a = availability(&seen, 0.0);
+        assert_eq!(a.recover_ms, None);
+        assert_eq!(a.longest_outage_ms, 800.0);
+    }
+}

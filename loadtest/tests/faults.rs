@@ -1,0 +1,210 @@
+//! Faults under load: three debug nodes behind a debug router, 200 sockets editing and moving
+//! cursors, and one fault in the measured window (`--fault KIND`). Each case must end with no
+//! acked patch lost, every client converged on `GET /api/files/{id}/doc`, every file served
+//! again, and every socket back; each prints one `FIGURE {json}` line for docs/reliability.md.
+//!
+//! With the test services (`scripts/services.sh start && source .services/env`) the cluster
+//! uses their Postgres and NATS (a scratch database and namespace of its own), except where the
+//! fault stops one of them: then the tool starts a scratch server of its own to stop. Without
+//! them the tool starts its own scratch Postgres and nats-server.
+//!
+//! The cases run one at a time: two clusters under load at once on a 2-core machine would
+//! measure each other.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const USERS: u64 = 200;
+
+/// The workspace's debug binary `name` of package `package`, built first.
+fn binary(package: &str, name: &str) -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    let path = target.join("debug").join(name);
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-q", "-p", package, "--bin", name])
+        .current_dir(workspace)
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        other => assert!(path.is_file(), "cannot build {name} ({other:?})"),
+    }
+    path
+}
+
+/// Runs the tool with `--fault kind` (plus `extra`) and returns its JSON report.
+fn run_fault(kind: &str, extra: &[&str]) -> Value {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let json = std::env::temp_dir().join(format!(
+        "atrium-loadtest-fault-{kind}-{}.json",
+        std::process::id()
+    ));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"));
+    cmd.arg("--spawn-cluster")
+        .arg("3")
+        .arg("--server")
+        .arg(binary("atrium-node", "atrium-node"))
+        .arg("--router")
+        .arg(binary("atrium-router", "atrium-router"))
+        .args(["--fault", kind, "--fault-at", "2"])
+        .args(["--users", &USERS.to_string(), "--files", "20"])
+        .args(["--duration", "14", "--warmup", "1", "--workers", "1"])
+        .args(extra)
+        .arg("--json")
+        .arg(&json)
+        .env_remove("ATRIUM_DATABASE_URL")
+        .env_remove("ATRIUM_COORDINATOR");
+    // The test services, when present, instead of servers of the tool's own.
+    for (from, to) in [
+        ("ATRIUM_TEST_DATABASE_URL", "ATRIUM_DATABASE_URL"),
+        ("ATRIUM_TEST_NATS_URL", "ATRIUM_COORDINATOR"),
+    ] {
+        if let Ok(v) = std::env::var(from) {
+            if !v.trim().is_empty() {
+                cmd.env(to, v);
+            }
+        }
+    }
+    let out = cmd.output().expect("run atrium-loadtest");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "atrium-loadtest --fault {kind} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    check_nothing_lost(kind, &report, &stdout);
+    report
+}
+
+/// What every fault must leave behind: the pass criteria of docs/reliability.md.
+fn check_nothing_lost(kind: &str, r: &Value, stdout: &str) {
+    let f = &r["failover"];
+    let p = &r["problems"];
+    assert!(f.is_object(), "no failover section:\n{stdout}");
+    eprintln!(
+        "FIGURE {}",
+        serde_json::json!({
+            "fault": kind,
+            "target": f["target"],
+            "target_rooms": f["killed_node_rooms"],
+            "fault_lasted_ms": f["fault_lasted_ms"],
+            "recover_ms": f["recover_ms"],
+            "longest_outage_ms": f["longest_outage_ms"],
+            "files_interrupted": f["files_interrupted"],
+            "clients_back_ms": f["clients_back_ms"],
+            "reconnects": f["reconnects"],
+            "acked_checked": f["acked_checked"],
+            "acked_lost": f["acked_lost"],
+            "not_converged": f["not_converged"],
+            "clients_checked": f["clients_checked"],
+            "dropped_patches": p["dropped_patches"],
+            "unexpected_closes": p["unexpected_closes"],
+            "notices": p["notices"],
+            "woken_room_exits": f["woken_room_exits"],
+            "steps": f["steps"],
+            "relay_p99_ms": r["patch_relay_ms"]["p99"],
+        })
+    );
+    assert_eq!(f["fault"], kind, "{f}");
+    assert_eq!(r["cluster"]["nodes"].as_object().unwrap().len(), 3);
+    assert_eq!(f["acked_lost"], 0, "{f}\n{stdout}");
+    assert!(f["acked_checked"].as_u64().unwrap() > 0, "{f}");
+    assert_eq!(f["not_converged"], 0, "{f}\n{stdout}");
+    assert_eq!(f["clients_checked"], USERS, "{f}\n{stdout}");
+    assert_eq!(f["files_unreadable"], 0, "{f}");
+    assert_eq!(f["clients_disconnected_at_end"], 0, "{f}\n{stdout}");
+    assert_eq!(f["clients_unfinished"], 0, "{f}");
+    assert!(
+        f["recover_ms"].as_f64().is_some(),
+        "a file not served again: {f}\n{stdout}"
+    );
+    // Gapless versions in one order on every socket: a zombie's write would show here.
+    assert_eq!(p["dropped_patches"], 0, "{p}\n{stdout}");
+    assert_eq!(p["out_of_order"], 0, "{p}\n{stdout}");
+    assert_eq!(p["connection_errors"], 0, "{p}\n{stdout}");
+    assert_eq!(p["unacked_patches"], 0, "{p}\n{stdout}");
+    // Nobody is refused for a slot their own previous socket still held.
+    assert!(
+        p["unexpected_closes"].get("4029").is_none(),
+        "{p}\n{stdout}"
+    );
+}
+
+#[test]
+fn a_killed_node_loses_no_acked_patch_and_clients_converge() {
+    let r = run_fault("kill", &[]);
+    let f = &r["failover"];
+    assert!(f["killed_node_rooms"].as_u64().unwrap() > 0, "{f}");
+    assert!(f["reconnects"].as_u64().unwrap() > 0, "{f}");
+}
+
+#[test]
+fn a_rolling_restart_of_every_node_loses_nothing() {
+    let r = run_fault("rolling", &[]);
+    let f = &r["failover"];
+    assert_eq!(f["steps"].as_array().unwrap().len(), 3, "{f}");
+    // Every node drained: its sockets were told 1012 and came back.
+    assert!(r["problems"]["unexpected_closes"]["1012"].as_u64().unwrap() > 0);
+    assert!(f["reconnects"].as_u64().unwrap() >= USERS, "{f}");
+}
+
+#[test]
+fn a_paused_owner_woken_after_its_lease_never_writes_again() {
+    let r = run_fault("pause", &[]);
+    let f = &r["failover"];
+    let held = f["killed_node_rooms"].as_u64().unwrap();
+    assert!(held > 0, "{f}");
+    // Every room the zombie held ended once it woke, for the lease it lost or a write the store
+    // fenced off; none lived on to write.
+    let exits = &f["woken_room_exits"];
+    let ended = exits["lease-lost"].as_u64().unwrap_or(0) + exits["fenced"].as_u64().unwrap_or(0);
+    assert_eq!(ended, held, "{f}");
+}
+
+#[test]
+fn the_coordinator_killed_and_restarted_loses_nothing() {
+    let r = run_fault("coordinator", &[]);
+    let f = &r["failover"];
+    assert_eq!(f["target"], "nats-server");
+    assert!(r["cluster"]["services"]
+        .as_str()
+        .unwrap()
+        .contains("scratch nats-server"));
+}
+
+#[test]
+fn postgres_stopped_and_restarted_loses_nothing() {
+    let r = run_fault("store", &[]);
+    let f = &r["failover"];
+    assert_eq!(f["target"], "postgres");
+    assert!(r["cluster"]["services"]
+        .as_str()
+        .unwrap()
+        .contains("scratch Postgres"));
+    // Patches waited with a 503 notice while nothing could be made durable.
+    assert!(
+        r["problems"]["notices"]["503"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        r["problems"]
+    );
+}
+
+#[test]
+fn a_killed_router_loses_nothing() {
+    let r = run_fault("router", &[]);
+    let f = &r["failover"];
+    assert_eq!(f["target"], "router");
+    // Every socket went through the router: every one came back.
+    assert!(f["reconnects"].as_u64().unwrap() >= USERS, "{f}");
+}
