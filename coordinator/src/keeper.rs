@@ -1,5 +1,7 @@
 //! Keeps one lease alive in the background for as long as the node serves the file.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -9,15 +11,23 @@ use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
 use crate::{Coordinator, CoordinatorError, Lease};
 
+/// Asked after a lapsed lease was taken back: whether the holder's claim still stands in the
+/// document store (no other node raised the file's epoch since the holder took it).
+pub type StillMine = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
+
 /// Renews a lease every `every` (the heartbeat interval) in a spawned task.
 ///
 /// Only `Lost` ends the renewals and flips [`lost`](Self::lost): a coordinator that is merely
 /// unavailable is retried at the next tick, because the holder may keep writing under its
-/// store epoch meanwhile (the fence, not the lease, keeps the data safe). Dropping the keeper
-/// stops renewing and lets the lease lapse; [`release`](Self::release) hands it over at once.
+/// store epoch meanwhile (the fence, not the lease, keeps the data safe). A lease that lapsed
+/// while nobody else took it (the coordinator was down for longer than the lease, or restarted
+/// without it) is taken back when a [`StillMine`] check was given and says the store agrees, so
+/// a coordinator outage does not close every room. Dropping the keeper stops renewing and lets
+/// the lease lapse; [`release`](Self::release) hands it over at once.
 pub struct LeaseKeeper {
     coordinator: Arc<dyn Coordinator>,
     current: Arc<Mutex<Lease>>,
+    still_mine: Arc<Mutex<Option<StillMine>>>,
     lost: watch::Receiver<bool>,
     task: JoinHandle<()>,
 }
@@ -26,19 +36,31 @@ impl LeaseKeeper {
     /// Starts renewing `lease`, first one interval from now. Needs a Tokio runtime.
     pub fn start(coordinator: Arc<dyn Coordinator>, lease: Lease, every: Duration) -> Self {
         let current = Arc::new(Mutex::new(lease));
+        let still_mine = Arc::new(Mutex::new(None));
         let (lost_tx, lost) = watch::channel(false);
         let task = tokio::spawn(renew_loop(
             coordinator.clone(),
             current.clone(),
+            still_mine.clone(),
             lost_tx,
             every,
         ));
         Self {
             coordinator,
             current,
+            still_mine,
             lost,
             task,
         }
+    }
+
+    /// From now on a lapsed lease is taken back when `check` says the store still agrees
+    /// (without it, a lapsed lease is simply lost). Give it once the store epoch is known.
+    pub fn retake_when(&self, check: StillMine) {
+        *self
+            .still_mine
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(check);
     }
 
     /// Turns `true` once the lease is known to be lost; the node should then close the room.
@@ -72,6 +94,7 @@ impl Drop for LeaseKeeper {
 async fn renew_loop(
     coordinator: Arc<dyn Coordinator>,
     current: Arc<Mutex<Lease>>,
+    still_mine: Arc<Mutex<Option<StillMine>>>,
     lost: watch::Sender<bool>,
     every: Duration,
 ) {
@@ -84,14 +107,51 @@ async fn renew_loop(
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        match coordinator.renew(&lease).await {
-            Ok(renewed) => *current.lock().unwrap_or_else(PoisonError::into_inner) = renewed,
+        let renewed = match coordinator.renew(&lease).await {
             Err(CoordinatorError::Lost) => {
+                let check = still_mine
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                match check {
+                    Some(check) => retake(&*coordinator, &lease, &check).await,
+                    None => Retake::Lost,
+                }
+            }
+            Ok(renewed) => Retake::Taken(renewed),
+            // Unavailable (or anything else): try again next tick.
+            Err(_) => Retake::Later,
+        };
+        match renewed {
+            Retake::Taken(l) => *current.lock().unwrap_or_else(PoisonError::into_inner) = l,
+            Retake::Later => {}
+            Retake::Lost => {
                 lost.send_replace(true);
                 return;
             }
-            // Unavailable (or anything else): try again next tick.
-            Err(_) => {}
         }
+    }
+}
+
+enum Retake {
+    Taken(Lease),
+    Later,
+    Lost,
+}
+
+/// Takes a lapsed lease back: only while nobody else holds it, and only if the store says no
+/// other node took the file meanwhile (else it is given back at once).
+async fn retake(coordinator: &dyn Coordinator, lapsed: &Lease, still_mine: &StillMine) -> Retake {
+    match coordinator.acquire(&lapsed.file, &lapsed.node).await {
+        Ok(lease) => {
+            if still_mine().await {
+                Retake::Taken(lease)
+            } else {
+                let _ = coordinator.release(&lease).await;
+                Retake::Lost
+            }
+        }
+        Err(CoordinatorError::Unavailable(_)) => Retake::Later,
+        Err(_) => Retake::Lost,
     }
 }

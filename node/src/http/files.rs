@@ -106,8 +106,13 @@ async fn readable(
 /// File routes run where the file's room is: another node holding the lease
 /// means 409 `moved` (with its id). Without a live holder, or with the
 /// coordinator unreachable, the request is served here (the store's epoch fence
-/// keeps the data safe either way).
+/// keeps the data safe either way). A room served here answers without asking
+/// the coordinator at all: no round trip per request, and no wait on it during
+/// a coordinator outage.
 async fn served_here(state: &AppState, id: &FileId) -> Result<(), ApiError> {
+    if state.rooms.serving(id) {
+        return Ok(());
+    }
     match state.coordinator.holder(id.as_str()).await {
         Ok(Some(holder)) if holder != state.node => Err(ApiError::moved(&holder)),
         _ => Ok(()),

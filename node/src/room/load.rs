@@ -50,6 +50,13 @@ pub async fn load(
             });
         }
     };
+    // A lease that lapses while nobody else takes the file (a coordinator outage longer than
+    // the lease) is taken back, as long as the store says the epoch is still ours.
+    let (store, id, epoch) = (ctx.store.clone(), file.clone(), taken.epoch);
+    keeper.retake_when(Arc::new(move || {
+        let (store, id) = (store.clone(), id.clone());
+        Box::pin(async move { store.epoch(&id).await.is_ok_and(|e| e == epoch) })
+    }));
     let (base, doc) = match taken.snapshot {
         Some((v, json)) => match Document::from_json(json.as_bytes(), &replay_limits()) {
             Ok(doc) => (v, doc),

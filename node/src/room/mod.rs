@@ -24,7 +24,7 @@ mod seats;
 mod snapshot;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -228,6 +228,7 @@ impl Room {
             mpsc::UnboundedReceiver<RoomCmd>,
         ),
         people: Arc<AtomicUsize>,
+        serving: Arc<AtomicBool>,
     ) {
         let mut room = match load::load(&file, generation, ctx, rooms.clone(), tx, people).await {
             Ok(room) => room,
@@ -239,6 +240,7 @@ impl Room {
             }
         };
         let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
+        serving.store(true, Ordering::Release);
         metrics().rooms.inc();
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -284,6 +286,7 @@ impl Room {
             }
         };
         tracing::debug!(file = %room.file, ?exit, "room ends");
+        serving.store(false, Ordering::Release);
         registry::remove(&room.rooms, &room.file, room.generation);
         metrics().rooms.dec();
         metrics().room_exits.with_label_values(&[exit.reason()]).inc();

@@ -16,6 +16,8 @@ pub struct RoomHandle {
     generation: u64,
     /// People in the room, kept up to date by the room (for /health).
     pub people: Arc<AtomicUsize>,
+    /// True from the room's load (lease taken, epoch raised) until it ends.
+    pub serving: Arc<AtomicBool>,
 }
 
 pub type RoomMap = Arc<Mutex<HashMap<FileId, RoomHandle>>>;
@@ -63,10 +65,12 @@ impl Rooms {
         let (tx, rx) = mpsc::unbounded_channel();
         let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
         let people = Arc::new(AtomicUsize::new(0));
+        let serving = Arc::new(AtomicBool::new(false));
         let handle = RoomHandle {
             tx: tx.clone(),
             generation,
             people: people.clone(),
+            serving: serving.clone(),
         };
         map.insert(file.clone(), handle.clone());
         tokio::spawn(Room::run(
@@ -76,6 +80,7 @@ impl Rooms {
             self.map.clone(),
             (tx, rx),
             people,
+            serving,
         ));
         Some(handle)
     }
@@ -83,6 +88,14 @@ impl Rooms {
     /// The file's room if it is in memory.
     pub fn existing(&self, file: &FileId) -> Option<RoomHandle> {
         self.lock().get(file).cloned()
+    }
+
+    /// Whether this node serves the file's room right now (holds its lease, loaded): file
+    /// routes then need not ask the coordinator who holds it.
+    pub fn serving(&self, file: &FileId) -> bool {
+        self.lock()
+            .get(file)
+            .is_some_and(|h| h.serving.load(Ordering::Acquire) && !h.tx.is_closed())
     }
 
     pub fn len(&self) -> usize {

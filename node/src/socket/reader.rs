@@ -245,7 +245,7 @@ fn handle(session: &Session, room: &RoomHandle, message: Result<ClientMessage, R
 /// How long a socket over its account's cap waits for a slot before 4029. A person's
 /// reconnecting tab (after a 1012 or a 4009) can arrive before the socket it replaces has given
 /// its slot back, on this node or on the one it left; that must not look like an eleventh tab.
-const SLOT_GRACE: Duration = Duration::from_secs(2);
+const SLOT_GRACE: Duration = Duration::from_secs(1);
 
 /// Takes one of the account's fleet-wide socket slots, asking again with backoff within
 /// [`SLOT_GRACE`] while they are all held.

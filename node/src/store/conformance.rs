@@ -414,9 +414,12 @@ pub async fn fencing_after_a_second_take(store: &dyn Store) {
     append_one(store, &file, first.epoch, patches(1, 2, 1))
         .await
         .expect("the first taker appends while it owns the file");
+    assert_eq!(store.epoch(&file).await.expect("epoch"), first.epoch);
     let second = store.take_file(&file, 0).await.expect("second take");
     assert!(second.epoch > first.epoch);
     assert_eq!(versions(&second.log), vec![1, 2]);
+    // What a first taker whose lease lapsed checks before taking it back: not its epoch now.
+    assert_eq!(store.epoch(&file).await.expect("epoch"), second.epoch);
 
     assert_err!(
         append_one(store, &file, first.epoch, vec![patch(3, 9, 100)]).await,
@@ -783,6 +786,7 @@ pub async fn deleted_file_is_gone_everywhere(store: &dyn Store) {
         StoreError::NotFound
     );
     assert_err!(store.take_file(&r.id, 0).await, StoreError::NotFound);
+    assert_err!(store.epoch(&r.id).await, StoreError::NotFound);
     assert_eq!(store.client_op(&r.id, client(1)).await.expect("op"), None);
     let (snapshot, tail) = store.snapshot_and_tail(&r.id).await.expect("read");
     assert_eq!(snapshot, None);

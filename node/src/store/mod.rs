@@ -159,6 +159,9 @@ pub trait Store: Send + Sync + 'static {
     /// Appends every file's patches in one transaction and one sync. Each file is
     /// fenced on its own: the result per file says whether its append landed.
     async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>>;
+    /// The file's current epoch: whoever took it last raised it (`NotFound` when the file is
+    /// gone). A holder whose lease lapsed checks it before taking the lease back.
+    async fn epoch(&self, id: &FileId) -> StoreResult<u64>;
     /// The highest op id accepted from a client in a file, with its version.
     async fn client_op(&self, file: &FileId, client: ClientKey) -> StoreResult<Option<(u64, u64)>>;
     /// Writes a snapshot at `version` unless one of a higher version exists, then

@@ -810,6 +810,20 @@ impl Store for PgStore {
         Ok(results)
     }
 
+    async fn epoch(&self, id: &FileId) -> StoreResult<u64> {
+        let db = self.client().await?;
+        let stmt = db
+            .prepare_cached("SELECT epoch FROM files WHERE id = $1")
+            .await
+            .map_err(unavailable)?;
+        let row = db
+            .query_opt(&stmt, &[&id.as_str()])
+            .await
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)?;
+        Ok(get::<i64>(&row, 0)? as u64)
+    }
+
     async fn client_op(&self, file: &FileId, client: ClientKey) -> StoreResult<Option<(u64, u64)>> {
         let db = self.client().await?;
         let stmt = db

@@ -518,6 +518,22 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn epoch(&self, id: &FileId) -> StoreResult<u64> {
+        let id = id.clone();
+        self.read(move |c| {
+            c.query_row(
+                "SELECT epoch FROM files WHERE id = ?1",
+                params![id.as_str()],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()
+            .map_err(unavailable)?
+            .map(|e| e as u64)
+            .ok_or(StoreError::NotFound)
+        })
+        .await
+    }
+
     async fn client_op(&self, file: &FileId, client: ClientKey) -> StoreResult<Option<(u64, u64)>> {
         let file = file.clone();
         self.read(move |c| {
