@@ -154,7 +154,12 @@ async fn dropping_the_keeper_lets_the_lease_lapse() {
 }
 
 /// A `StillMine` check that answers `mine` and counts how often it was asked.
-fn check(mine: bool) -> (atrium_coordinator::StillMine, Arc<std::sync::atomic::AtomicUsize>) {
+fn check(
+    mine: bool,
+) -> (
+    atrium_coordinator::StillMine,
+    Arc<std::sync::atomic::AtomicUsize>,
+) {
     let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = asked.clone();
     let check: atrium_coordinator::StillMine = Arc::new(move || {

@@ -8,11 +8,11 @@
 //! A store that is unreachable is retried with backoff, in order, so rooms only ever
 //! see their patches become durable in version order, or learn they were fenced.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
-
-use std::sync::Arc;
 
 use crate::metrics::metrics;
 use crate::store::{FileAppend, Store, StoreError};
@@ -33,7 +33,12 @@ pub struct JournalEntry {
 #[derive(Clone)]
 pub struct Journal {
     tx: mpsc::UnboundedSender<JournalEntry>,
+    /// Entries submitted and not yet answered.
+    pending: Arc<AtomicUsize>,
 }
+
+/// The longest wait between retries of a commit the store refused.
+const RETRY_CAP: Duration = Duration::from_millis(500);
 
 /// Most files in one commit; more wait for the next.
 const MAX_BATCH: usize = 4096;
@@ -43,17 +48,36 @@ impl Journal {
     /// and what was queued is written.
     pub fn start(store: Arc<dyn Store>) -> (Self, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(store, rx));
-        (Self { tx }, task)
+        let pending = Arc::new(AtomicUsize::new(0));
+        let task = tokio::spawn(run(store, rx, pending.clone()));
+        (Self { tx, pending }, task)
     }
 
     /// Queues a room's turn. Returns false when the journal has stopped.
     pub fn submit(&self, entry: JournalEntry) -> bool {
-        self.tx.send(entry).is_ok()
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        let sent = self.tx.send(entry).is_ok();
+        if !sent {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+        }
+        sent
+    }
+
+    /// Waits until everything submitted so far has been answered. Shutdown uses it rather
+    /// than waiting for the task to end: idle HTTP connections (a router's keep-alive pool)
+    /// hold handles to the node's state, and with it the journal, until they close.
+    pub async fn drained(&self) {
+        while self.pending.load(Ordering::Acquire) > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 }
 
-async fn run(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<JournalEntry>) {
+async fn run(
+    store: Arc<dyn Store>,
+    mut rx: mpsc::UnboundedReceiver<JournalEntry>,
+    pending: Arc<AtomicUsize>,
+) {
     let mut entries = Vec::new();
     while rx.recv_many(&mut entries, MAX_BATCH).await > 0 {
         let (appends, dones): (Vec<_>, Vec<_>) =
@@ -63,6 +87,7 @@ async fn run(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<JournalEntry
         for ((append, done), result) in batch.iter().zip(dones).zip(results) {
             let upto = append.patches.last().map_or(0, |p| p.version);
             done(Appended { upto, result });
+            pending.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
@@ -83,7 +108,9 @@ async fn commit(store: &dyn Store, batch: &Arc<[FileAppend]>) -> Vec<Result<(), 
             Err(e) => {
                 tracing::warn!(error = %e, files = batch.len(), "journal commit failed; retrying");
                 tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(2));
+                // Capped low: a failed attempt on a store that is down is cheap, and every
+                // patch waiting here is a person waiting for an ack once it is back.
+                backoff = (backoff * 2).min(RETRY_CAP);
             }
         }
     }

@@ -135,6 +135,7 @@ pub async fn start(
         .await
         .map_err(|e| StartError::Setting(format!("joining the coordinator: {e}")))?;
     let (journal, journal_task) = Journal::start(store.clone());
+    let journal_handle = journal.clone();
     let limits = config.doc_limits();
     let ctx = Arc::new(RoomContext {
         config: config.clone(),
@@ -200,9 +201,11 @@ pub async fn start(
             tracing::warn!("shutdown deadline passed with work left; exiting anyway");
         }
         let _ = coordinator.leave(&node).await;
-        // The journal stops once the last room handle is gone.
+        // Every room is gone; what they handed the journal is answered within a commit.
+        let journal = journal_handle;
         drop(state);
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), journal_task).await;
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), journal.drained()).await;
+        journal_task.abort();
         tracing::info!("stopped");
     });
     Ok(Running {

@@ -289,11 +289,16 @@ impl Room {
         serving.store(false, Ordering::Release);
         registry::remove(&room.rooms, &room.file, room.generation);
         metrics().rooms.dec();
-        metrics().room_exits.with_label_values(&[exit.reason()]).inc();
+        metrics()
+            .room_exits
+            .with_label_values(&[exit.reason()])
+            .inc();
         metrics().people.sub(room.members.len() as i64);
         let code = match exit {
             Exit::Deleted => Some((4004, "file deleted")),
-            Exit::Fenced | Exit::LeaseLost | Exit::Moved => Some((4009, "moved: this node no longer owns the file")),
+            Exit::Fenced | Exit::LeaseLost | Exit::Moved => {
+                Some((4009, "moved: this node no longer owns the file"))
+            }
             Exit::Shutdown => Some((1012, "server restarting")),
             Exit::Idle => None,
         };

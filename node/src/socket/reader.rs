@@ -254,7 +254,11 @@ async fn account_slot(state: &AppState, counter: &str) -> Result<bool, Coordinat
     let deadline = Instant::now() + SLOT_GRACE;
     let mut wait = Duration::from_millis(50);
     loop {
-        match state.coordinator.count_up(counter, &state.node, limit).await {
+        match state
+            .coordinator
+            .count_up(counter, &state.node, limit)
+            .await
+        {
             Ok(false) if limit > 0 && Instant::now() + wait < deadline => {
                 tokio::time::sleep(wait).await;
                 wait *= 2;
