@@ -42,10 +42,14 @@ trap 'rm -rf "$scratch"' EXIT
 for t in "${targets[@]}"; do
     kept="fuzz/corpus/$t"
     mkdir -p "$kept" "$scratch/$t"
+    # Inputs that once found a bug (fuzz/regressions/<target>-*) run every time.
+    for found in fuzz/regressions/"$t"-*; do
+        [ -f "$found" ] && cp "$found" "$scratch/$t/"
+    done
     flags=(-rss_limit_mb="$rss_mb" -malloc_limit_mb="$malloc_mb" -max_len=1100000 -timeout=10)
     if [ "${FUZZ_REPLAY:-0}" = 1 ]; then
         echo "==> $t: replaying $(ls "$kept" | wc -l) kept inputs"
-        cargo +nightly fuzz run -s "$sanitizer" "$t" "$kept" -- "${flags[@]}" -runs=0
+        cargo +nightly fuzz run -s "$sanitizer" "$t" "$kept" "$scratch/$t" -- "${flags[@]}" -runs=0
         continue
     fi
     echo "==> $t: fuzzing for ${seconds}s from $(ls "$kept" | wc -l) kept inputs"
