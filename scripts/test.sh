@@ -2,8 +2,32 @@
 # The whole test suite, as CI runs it: formatting, lints, unit and whole-binary tests.
 # Works on a fresh Debian machine with a Rust toolchain; it installs and starts on
 # loopback whatever services the suite needs (see scripts/services.sh).
+#
+#   scripts/test.sh          # the bounded suite, as CI runs it (well under an hour)
+#   scripts/test.sh --long   # the same with the long modes: an hour of soak, 10 minutes of
+#                            # fuzzing a target, 10,000 slowloris sockets, longer schemathesis
+#                            # and faults under 500 sockets for a minute each (hours in all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+case "${1:-}" in
+    "") ;;
+    --long)
+        export SOAK_SECONDS="${SOAK_SECONDS:-3600}" SOAK_PROFILE="${SOAK_PROFILE:-release}"
+        export FUZZ_SECONDS="${FUZZ_SECONDS:-600}"
+        export SCHEMATHESIS_EXAMPLES="${SCHEMATHESIS_EXAMPLES:-500}"
+        export SCHEMATHESIS_MAX_TIME="${SCHEMATHESIS_MAX_TIME:-1200}"
+        export ATRIUM_SLOWLORIS_SOCKETS="${ATRIUM_SLOWLORIS_SOCKETS:-10000}"
+        export ATRIUM_SLOWLORIS_ROUNDS="${ATRIUM_SLOWLORIS_ROUNDS:-5}"
+        export ATRIUM_FAULT_USERS="${ATRIUM_FAULT_USERS:-500}"
+        export ATRIUM_FAULT_SECONDS="${ATRIUM_FAULT_SECONDS:-60}"
+        ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+        ;;
+    *)
+        echo "usage: scripts/test.sh [--long]" >&2
+        exit 2
+        ;;
+esac
 
 if ! command -v cargo >/dev/null 2>&1; then
     echo "cargo not found: install a Rust toolchain (https://rustup.rs) first" >&2

@@ -1,11 +1,16 @@
 //! Passwords and sessions: Argon2id hashes computed on blocking threads with a
 //! node-wide bound, and session tokens that the store only knows by digest.
+//!
+//! Each hashing slot reuses one memory area (19 MiB at the default cost) instead of
+//! allocating it per hash: freed areas of that size stay in the allocator's
+//! per-thread arenas, so a sign-in flood used to leave hundreds of MB resident.
+//! Now hashing holds at most `ATRIUM_HASH_CONCURRENCY` areas, allocated once.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use argon2::{Algorithm, Argon2, Params, Version};
+use argon2::password_hash::{Output, ParamsString, PasswordHash, SaltString};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use tokio::sync::Semaphore;
 
 #[derive(Debug, thiserror::Error)]
@@ -20,37 +25,49 @@ pub enum AuthError {
 /// How long a sign-in waits for a hashing slot before giving up with 503.
 const HASH_QUEUE_WAIT: Duration = Duration::from_secs(2);
 
+/// Bytes of a hash this node writes (argon2's default).
+const OUTPUT_LEN: usize = 32;
+
 #[derive(Clone)]
 pub struct Hasher {
     params: Params,
     slots: Arc<Semaphore>,
+    /// Memory areas of slots not hashing right now (at most one per slot).
+    areas: Arc<Mutex<Vec<Vec<Block>>>>,
 }
 
 impl Hasher {
     pub fn new(memory_kib: u32, iterations: u32, concurrency: usize) -> Result<Self, AuthError> {
-        let params = Params::new(memory_kib, iterations, 1, None)
+        let params = Params::new(memory_kib, iterations, 1, Some(OUTPUT_LEN))
             .map_err(|e| AuthError::Internal(e.to_string()))?;
         Ok(Self {
             params,
             slots: Arc::new(Semaphore::new(concurrency.max(1))),
+            areas: Arc::default(),
         })
     }
 
-    fn argon2(&self) -> Argon2<'static> {
-        Argon2::new(Algorithm::Argon2id, Version::V0x13, self.params.clone())
-    }
-
+    /// Runs `work` on a blocking thread once a slot is free, with that slot's memory area.
     async fn with_slot<T: Send + 'static>(
         &self,
-        work: impl FnOnce(Argon2<'static>) -> T + Send + 'static,
+        work: impl FnOnce(&mut Vec<Block>) -> T + Send + 'static,
     ) -> Result<T, AuthError> {
         let permit = tokio::time::timeout(HASH_QUEUE_WAIT, self.slots.clone().acquire_owned())
             .await
             .map_err(|_| AuthError::Busy)?
             .map_err(|_| AuthError::Busy)?;
-        let argon2 = self.argon2();
+        let areas = self.areas.clone();
         let out = tokio::task::spawn_blocking(move || {
-            let out = work(argon2);
+            let mut area = areas
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop()
+                .unwrap_or_default();
+            let out = work(&mut area);
+            areas
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(area);
             drop(permit);
             out
         })
@@ -59,15 +76,23 @@ impl Hasher {
         Ok(out)
     }
 
-    /// A PHC string (`$argon2id$...`) for `password`.
+    /// A PHC string (`$argon2id$v=19$m=...,t=...,p=1$salt$hash`) for `password`.
     pub async fn hash(&self, password: String) -> Result<String, AuthError> {
-        self.with_slot(move |argon2| {
-            let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>())
-                .map_err(|e| AuthError::Internal(e.to_string()))?;
-            argon2
-                .hash_password(password.as_bytes(), &salt)
-                .map(|h| h.to_string())
-                .map_err(|e| AuthError::Internal(e.to_string()))
+        let params = self.params.clone();
+        self.with_slot(move |area| {
+            let salt = rand::random::<[u8; 16]>();
+            let mut out = [0u8; OUTPUT_LEN];
+            compute(&params, Version::V0x13, password.as_bytes(), &salt, &mut out, area)?;
+            let internal = |e: argon2::password_hash::Error| AuthError::Internal(e.to_string());
+            let salt = SaltString::encode_b64(&salt).map_err(internal)?;
+            let phc = PasswordHash {
+                algorithm: Algorithm::Argon2id.ident(),
+                version: Some(Version::V0x13.into()),
+                params: ParamsString::try_from(&params).map_err(internal)?,
+                salt: Some(salt.as_salt()),
+                hash: Some(Output::new(&out).map_err(internal)?),
+            };
+            Ok(phc.to_string())
         })
         .await?
     }
@@ -76,12 +101,9 @@ impl Hasher {
     /// account does not exist (`phc` is `None`) so timing does not reveal emails.
     pub async fn verify(&self, password: String, phc: Option<String>) -> Result<bool, AuthError> {
         let dummy = self.dummy_hash();
-        self.with_slot(move |argon2| {
+        self.with_slot(move |area| {
             let stored = phc.as_deref().unwrap_or(&dummy);
-            let Ok(parsed) = PasswordHash::new(stored) else {
-                return false;
-            };
-            argon2.verify_password(password.as_bytes(), &parsed).is_ok() && phc.is_some()
+            matches(stored, password.as_bytes(), area) && phc.is_some()
         })
         .await
     }
@@ -96,6 +118,56 @@ impl Hasher {
             salt.as_str()
         )
     }
+}
+
+/// Argon2id of `password` with `salt` into `out`, in `area` (grown to the cost's size).
+fn compute(
+    params: &Params,
+    version: Version,
+    password: &[u8],
+    salt: &[u8],
+    out: &mut [u8],
+    area: &mut Vec<Block>,
+) -> Result<(), AuthError> {
+    let blocks = params.block_count();
+    if area.len() < blocks {
+        area.resize(blocks, Block::default());
+    }
+    Argon2::new(Algorithm::Argon2id, version, params.clone())
+        .hash_password_into_with_memory(password, salt, out, &mut area[..blocks])
+        .map_err(|e| AuthError::Internal(e.to_string()))
+}
+
+/// Whether `password` hashes to the stored Argon2id PHC string (with its own cost, salt and
+/// version); the comparison takes the same time wherever the outputs differ.
+fn matches(stored: &str, password: &[u8], area: &mut Vec<Block>) -> bool {
+    let Ok(parsed) = PasswordHash::new(stored) else {
+        return false;
+    };
+    if parsed.algorithm != Algorithm::Argon2id.ident() {
+        return false;
+    }
+    let (Some(salt), Some(expected)) = (parsed.salt, parsed.hash) else {
+        return false;
+    };
+    let Ok(params) = Params::try_from(&parsed) else {
+        return false;
+    };
+    let version = match parsed.version.map(Version::try_from) {
+        None => Version::V0x13,
+        Some(Ok(v)) => v,
+        Some(Err(_)) => return false,
+    };
+    let mut salt_bytes = [0u8; 64];
+    let Ok(salt) = salt.decode_b64(&mut salt_bytes) else {
+        return false;
+    };
+    let mut out = vec![0u8; expected.len()];
+    if compute(&params, version, password, salt, &mut out, area).is_err() {
+        return false;
+    }
+    // `Output`'s equality is constant-time.
+    Output::new(&out).is_ok_and(|computed| computed == expected)
 }
 
 /// The `Bearer` token of an `Authorization` header value.
@@ -120,6 +192,44 @@ mod tests {
             .unwrap());
         assert!(!h.verify("wrong horse".into(), Some(phc)).await.unwrap());
         assert!(!h.verify("anything".into(), None).await.unwrap());
+    }
+
+    /// Hashes stored before the areas were reused (argon2's own `PasswordHasher`) still
+    /// verify, at their own cost; ours verify with argon2's own verifier.
+    #[tokio::test]
+    async fn hashes_are_the_standard_phc_both_ways() {
+        use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+        let h = Hasher::new(1024, 1, 2).unwrap();
+        let other_cost = Params::new(2048, 2, 1, None).unwrap();
+        let theirs = Argon2::new(Algorithm::Argon2id, Version::V0x13, other_cost)
+            .hash_password(b"old password", &SaltString::encode_b64(b"0123456789abcdef").unwrap())
+            .unwrap()
+            .to_string();
+        assert!(h.verify("old password".into(), Some(theirs.clone())).await.unwrap());
+        assert!(!h.verify("old passwore".into(), Some(theirs)).await.unwrap());
+
+        let ours = h.hash("new password".into()).await.unwrap();
+        let parsed = PasswordHash::new(&ours).unwrap();
+        assert!(Argon2::default()
+            .verify_password(b"new password", &parsed)
+            .is_ok());
+        assert!(ours.starts_with("$argon2id$v=19$m=1024,t=1,p=1$"));
+        // Not argon2id, or not a PHC string at all: never a match.
+        let argon2i = ours.replace("$argon2id$", "$argon2i$");
+        assert!(!h.verify("new password".into(), Some(argon2i)).await.unwrap());
+        assert!(!h.verify("new password".into(), Some("plain".into())).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn each_slot_keeps_one_memory_area() {
+        let h = Hasher::new(1024, 1, 2).unwrap();
+        let runs: Vec<_> = (0..8).map(|i| h.hash(format!("password {i}"))).collect();
+        for r in futures_util::future::join_all(runs).await {
+            r.unwrap();
+        }
+        let areas = h.areas.lock().unwrap();
+        assert!(!areas.is_empty() && areas.len() <= 2, "{} areas", areas.len());
+        assert!(areas.iter().all(|a| a.len() == 1024));
     }
 
     #[test]
