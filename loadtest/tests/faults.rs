@@ -72,7 +72,14 @@ fn run_fault(kind: &str, extra: &[&str]) -> Value {
         .args(["--fault", kind, "--fault-at", "2"])
         .args(["--users", &users().to_string()])
         .args(["--files", &users().div_ceil(10).to_string()])
-        .args(["--duration", &seconds().to_string(), "--warmup", "1", "--workers", "1"])
+        .args([
+            "--duration",
+            &seconds().to_string(),
+            "--warmup",
+            "1",
+            "--workers",
+            "1",
+        ])
         .args(extra)
         .arg("--json")
         .arg(&json)

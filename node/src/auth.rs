@@ -82,7 +82,14 @@ impl Hasher {
         self.with_slot(move |area| {
             let salt = rand::random::<[u8; 16]>();
             let mut out = [0u8; OUTPUT_LEN];
-            compute(&params, Version::V0x13, password.as_bytes(), &salt, &mut out, area)?;
+            compute(
+                &params,
+                Version::V0x13,
+                password.as_bytes(),
+                &salt,
+                &mut out,
+                area,
+            )?;
             let internal = |e: argon2::password_hash::Error| AuthError::Internal(e.to_string());
             let salt = SaltString::encode_b64(&salt).map_err(internal)?;
             let phc = PasswordHash {
@@ -202,10 +209,16 @@ mod tests {
         let h = Hasher::new(1024, 1, 2).unwrap();
         let other_cost = Params::new(2048, 2, 1, None).unwrap();
         let theirs = Argon2::new(Algorithm::Argon2id, Version::V0x13, other_cost)
-            .hash_password(b"old password", &SaltString::encode_b64(b"0123456789abcdef").unwrap())
+            .hash_password(
+                b"old password",
+                &SaltString::encode_b64(b"0123456789abcdef").unwrap(),
+            )
             .unwrap()
             .to_string();
-        assert!(h.verify("old password".into(), Some(theirs.clone())).await.unwrap());
+        assert!(h
+            .verify("old password".into(), Some(theirs.clone()))
+            .await
+            .unwrap());
         assert!(!h.verify("old passwore".into(), Some(theirs)).await.unwrap());
 
         let ours = h.hash("new password".into()).await.unwrap();
@@ -216,8 +229,14 @@ mod tests {
         assert!(ours.starts_with("$argon2id$v=19$m=1024,t=1,p=1$"));
         // Not argon2id, or not a PHC string at all: never a match.
         let argon2i = ours.replace("$argon2id$", "$argon2i$");
-        assert!(!h.verify("new password".into(), Some(argon2i)).await.unwrap());
-        assert!(!h.verify("new password".into(), Some("plain".into())).await.unwrap());
+        assert!(!h
+            .verify("new password".into(), Some(argon2i))
+            .await
+            .unwrap());
+        assert!(!h
+            .verify("new password".into(), Some("plain".into()))
+            .await
+            .unwrap());
     }
 
     #[tokio::test]
@@ -228,7 +247,11 @@ mod tests {
             r.unwrap();
         }
         let areas = h.areas.lock().unwrap();
-        assert!(!areas.is_empty() && areas.len() <= 2, "{} areas", areas.len());
+        assert!(
+            !areas.is_empty() && areas.len() <= 2,
+            "{} areas",
+            areas.len()
+        );
         assert!(areas.iter().all(|a| a.len() == 1024));
     }
 
