@@ -108,44 +108,50 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
             }
             done.lasted_ms = ms(started.elapsed());
         }
-        FaultKind::Coordinator => {
-            done.target = "nats-server".into();
-            c.kill_nats()?;
+        FaultKind::Coordinator | FaultKind::Store | FaultKind::Router => {
+            let (target, stopped, back) = match fault.kind {
+                FaultKind::Coordinator => ("nats-server", "killed (SIGKILL)", "started again"),
+                FaultKind::Store => ("Postgres", "stopped (fast shutdown)", "started again"),
+                _ => (
+                    "router",
+                    "killed (SIGKILL)",
+                    "started again and seeing every node",
+                ),
+            };
+            done.target = target.to_lowercase();
+            stop_service(c, fault.kind)?;
             started = Instant::now();
             tokio::time::sleep(hold).await;
-            c.restart_nats().await?;
+            restart_service(c, fault.kind).await?;
             done.lasted_ms = ms(started.elapsed());
             done.steps.push(format!(
-                "nats-server killed (SIGKILL), started again after {:.0} ms",
-                done.lasted_ms
-            ));
-        }
-        FaultKind::Store => {
-            done.target = "postgres".into();
-            tokio::task::block_in_place(|| c.stop_postgres())?;
-            started = Instant::now();
-            tokio::time::sleep(hold).await;
-            c.restart_postgres().await?;
-            done.lasted_ms = ms(started.elapsed());
-            done.steps.push(format!(
-                "Postgres stopped (fast shutdown), started again after {:.0} ms",
-                done.lasted_ms
-            ));
-        }
-        FaultKind::Router => {
-            done.target = "router".into();
-            c.kill_router();
-            started = Instant::now();
-            tokio::time::sleep(hold).await;
-            c.restart_router().await?;
-            done.lasted_ms = ms(started.elapsed());
-            done.steps.push(format!(
-                "router killed (SIGKILL), started again and seeing every node after {:.0} ms",
+                "{target} {stopped}, {back} after {:.0} ms",
                 done.lasted_ms
             ));
         }
     }
     Ok((done, started))
+}
+
+/// Stops the service a coordinator, store or router fault breaks.
+fn stop_service(c: &mut Cluster, kind: FaultKind) -> Result<()> {
+    match kind {
+        FaultKind::Coordinator => c.kill_nats(),
+        FaultKind::Store => tokio::task::block_in_place(|| c.stop_postgres()),
+        _ => {
+            c.kill_router();
+            Ok(())
+        }
+    }
+}
+
+/// Starts it again, on the same ports and data.
+async fn restart_service(c: &mut Cluster, kind: FaultKind) -> Result<()> {
+    match kind {
+        FaultKind::Coordinator => c.restart_nats().await,
+        FaultKind::Store => c.restart_postgres().await,
+        _ => c.restart_router().await,
+    }
 }
 
 /// Every node's rooms, from its own `/health` (a node has a room only for a file whose lease it

@@ -37,6 +37,11 @@ pub struct Answer {
 }
 
 impl Answer {
+    fn parse((status, bytes): (u16, Bytes)) -> Answer {
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Answer { status, body }
+    }
+
     /// The body when the status is 2xx, else an error with the server's reason.
     pub fn ok(self, what: &str) -> Result<Value> {
         if (200..300).contains(&self.status) {
@@ -61,10 +66,11 @@ pub async fn request(
 ) -> Result<Answer> {
     tokio::time::timeout(
         timeout,
-        request_inner(endpoint, method, path, token, None, body),
+        request_raw(endpoint, method, path, token, None, body),
     )
     .await
     .map_err(|_| anyhow!("{method} {path}: no answer within {timeout:?}"))?
+    .map(Answer::parse)
 }
 
 /// A GET with a file's link key (`X-Atrium-Key`), within `timeout`.
@@ -76,10 +82,11 @@ pub async fn get_with_key(
 ) -> Result<Answer> {
     tokio::time::timeout(
         timeout,
-        request_inner(endpoint, "GET", path, None, Some(key), None),
+        request_raw(endpoint, "GET", path, None, Some(key), None),
     )
     .await
     .map_err(|_| anyhow!("GET {path}: no answer within {timeout:?}"))?
+    .map(Answer::parse)
 }
 
 /// A GET whose body is text (`/metrics`), within `timeout`; an error unless it is a 200.
@@ -94,19 +101,6 @@ pub async fn get_text(endpoint: &Endpoint, path: &str, timeout: Duration) -> Res
         return Err(anyhow!("GET {path}: HTTP {status}"));
     }
     Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-async fn request_inner(
-    endpoint: &Endpoint,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    key: Option<&str>,
-    body: Option<&Value>,
-) -> Result<Answer> {
-    let (status, bytes) = request_raw(endpoint, method, path, token, key, body).await?;
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Ok(Answer { status, body })
 }
 
 async fn request_raw(
