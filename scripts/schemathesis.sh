@@ -53,54 +53,18 @@ if [ ! -x "$NODE_BIN" ]; then
     cargo build -q -p atrium-node
 fi
 
-OUT="${SCHEMATHESIS_OUT:-$(mktemp -d /tmp/atrium-schemathesis.XXXXXX)}"
-mkdir -p "$OUT"
-DATA="$(mktemp -d /tmp/atrium-schemathesis-data.XXXXXX)"
-NODE_PID=""
-ok=0
-cleanup() {
-    if [ -n "$NODE_PID" ] && kill -0 "$NODE_PID" 2>/dev/null; then
-        kill -TERM "$NODE_PID" 2>/dev/null || true
-        for _ in $(seq 1 100); do kill -0 "$NODE_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$NODE_PID" 2>/dev/null || true
-    fi
-    rm -rf "$DATA"
-    if [ "$ok" = 1 ] && [ -z "${SCHEMATHESIS_OUT:-}" ]; then
-        rm -rf "$OUT"
-    else
-        log "reports and the node's log are in $OUT"
-    fi
-}
-trap cleanup EXIT
+# The working directory is the checkout (see the cd above).
+# shellcheck source=scripts/lib/node.sh
+source scripts/lib/node.sh
+scratch_node_folders schemathesis "${SCHEMATHESIS_OUT:-}"
 
-# The node binds port 0 and prints the address it listens on: no race for a free port.
-ATRIUM_BIND=127.0.0.1:0 \
-ATRIUM_DATA="$DATA" \
-ATRIUM_NODE_ID=schemathesis \
-ATRIUM_AUTH_PER_IP_PER_MINUTE=1000000 \
-ATRIUM_AUTH_PER_EMAIL_PER_MINUTE=1000000 \
-ATRIUM_ARGON2_MEMORY_KIB="${SCHEMATHESIS_ARGON2_MEMORY_KIB:-256}" \
-ATRIUM_ARGON2_ITERATIONS=1 \
-ATRIUM_HASH_CONCURRENCY=8 \
-ATRIUM_LOG="${ATRIUM_LOG:-warn}" \
-    "$NODE_BIN" >"$OUT/node.log" 2>&1 &
-NODE_PID=$!
-
-BASE=""
-for _ in $(seq 1 200); do
-    addr=$(grep -oE '127\.0\.0\.1:[0-9]+' "$OUT/node.log" | head -n 1 || true)
-    if [ -n "$addr" ] && curl -fsS -m 1 "http://$addr/health" >/dev/null 2>&1; then
-        BASE="http://$addr"
-        break
-    fi
-    kill -0 "$NODE_PID" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$BASE" ]; then
-    log "the node did not start; its log:"
-    cat "$OUT/node.log" >&2
-    exit 1
-fi
+scratch_node_start \
+    ATRIUM_NODE_ID=schemathesis \
+    ATRIUM_AUTH_PER_IP_PER_MINUTE=1000000 \
+    ATRIUM_AUTH_PER_EMAIL_PER_MINUTE=1000000 \
+    ATRIUM_ARGON2_MEMORY_KIB="${SCHEMATHESIS_ARGON2_MEMORY_KIB:-256}" \
+    ATRIUM_ARGON2_ITERATIONS=1 \
+    ATRIUM_HASH_CONCURRENCY=8
 log "node at $BASE (pid $NODE_PID, data $DATA)"
 
 # 3. Two real accounts.

@@ -62,58 +62,23 @@ if [ "$duration" -lt 10 ]; then
     exit 2
 fi
 
-OUT="${SOAK_OUT:-$(mktemp -d /tmp/atrium-soak.XXXXXX)}"
-mkdir -p "$OUT"
-DATA="$(mktemp -d /tmp/atrium-soak-data.XXXXXX)"
-NODE_PID=""
-ok=0
-cleanup() {
-    if [ -n "$NODE_PID" ] && kill -0 "$NODE_PID" 2>/dev/null; then
-        kill -TERM "$NODE_PID" 2>/dev/null || true
-        for _ in $(seq 1 150); do kill -0 "$NODE_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$NODE_PID" 2>/dev/null || true
-    fi
-    rm -rf "$DATA"
-    if [ "$ok" = 1 ] && [ -z "${SOAK_OUT:-}" ]; then
-        rm -rf "$OUT"
-    else
-        log "reports and the node's log are in $OUT"
-    fi
-}
-trap cleanup EXIT
+# The working directory is the checkout (see the cd above).
+# shellcheck source=scripts/lib/node.sh
+source scripts/lib/node.sh
+scratch_node_folders soak "${SOAK_OUT:-}"
 
 # The tool raises its own open-file limit; the node is started here, so raise it here too.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-ATRIUM_BIND=127.0.0.1:0 \
-ATRIUM_DATA="$DATA" \
-ATRIUM_NODE_ID=soak \
-ATRIUM_HEALTH_STATS=1 \
-ATRIUM_ROOM_IDLE_MS="$SOAK_ROOM_IDLE_MS" \
-ATRIUM_WS_PER_IP=1000000 \
-ATRIUM_WS_PER_ACCOUNT=1000 \
-ATRIUM_AUTH_PER_IP_PER_MINUTE=1000000 \
-ATRIUM_AUTH_PER_EMAIL_PER_MINUTE=1000000 \
-ATRIUM_ARGON2_MEMORY_KIB="${SOAK_ARGON2_MEMORY_KIB:-1024}" \
-ATRIUM_LOG="${ATRIUM_LOG:-warn}" \
-    "$NODE_BIN" >"$OUT/node.log" 2>&1 &
-NODE_PID=$!
-
-BASE=""
-for _ in $(seq 1 200); do
-    addr=$(grep -oE '127\.0\.0\.1:[0-9]+' "$OUT/node.log" | head -n 1 || true)
-    if [ -n "$addr" ] && curl -fsS -m 1 "http://$addr/health" >/dev/null 2>&1; then
-        BASE="http://$addr"
-        break
-    fi
-    kill -0 "$NODE_PID" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$BASE" ]; then
-    log "the node did not start; its log:"
-    cat "$OUT/node.log" >&2
-    exit 1
-fi
+scratch_node_start \
+    ATRIUM_NODE_ID=soak \
+    ATRIUM_HEALTH_STATS=1 \
+    ATRIUM_ROOM_IDLE_MS="$SOAK_ROOM_IDLE_MS" \
+    ATRIUM_WS_PER_IP=1000000 \
+    ATRIUM_WS_PER_ACCOUNT=1000 \
+    ATRIUM_AUTH_PER_IP_PER_MINUTE=1000000 \
+    ATRIUM_AUTH_PER_EMAIL_PER_MINUTE=1000000 \
+    ATRIUM_ARGON2_MEMORY_KIB="${SOAK_ARGON2_MEMORY_KIB:-1024}"
 log "node ($SOAK_PROFILE) at $BASE, pid $NODE_PID; $PHASES phases of ${phase_s}s: $SOAK_USERS sockets over $SOAK_FILES new files each"
 
 gauge() { curl -fsS -m 2 "$BASE/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
