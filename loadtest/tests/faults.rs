@@ -11,10 +11,12 @@
 //! The cases run one at a time: two clusters under load at once on a 2-core machine would
 //! measure each other.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
 use std::sync::Mutex;
 
+use common::{node_binary, workspace_binary};
 use serde_json::Value;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -36,25 +38,6 @@ fn setting(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// The workspace's debug binary `name` of package `package`, built first.
-fn binary(package: &str, name: &str) -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target"));
-    let path = target.join("debug").join(name);
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-q", "-p", package, "--bin", name])
-        .current_dir(workspace)
-        .status();
-    match status {
-        Ok(s) if s.success() => {}
-        other => assert!(path.is_file(), "cannot build {name} ({other:?})"),
-    }
-    path
-}
-
 /// Runs the tool with `--fault kind` (plus `extra`) and returns its JSON report.
 fn run_fault(kind: &str, extra: &[&str]) -> Value {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -66,9 +49,9 @@ fn run_fault(kind: &str, extra: &[&str]) -> Value {
     cmd.arg("--spawn-cluster")
         .arg("3")
         .arg("--server")
-        .arg(binary("atrium-node", "atrium-node"))
+        .arg(node_binary())
         .arg("--router")
-        .arg(binary("atrium-router", "atrium-router"))
+        .arg(workspace_binary("atrium-router", "atrium-router"))
         .args(["--fault", kind, "--fault-at", "2"])
         .args(["--users", &users().to_string()])
         .args(["--files", &users().div_ceil(10).to_string()])

@@ -5,26 +5,12 @@
 //! passes; the folding and drawing are still tested on a recorded `perf script` sample in the
 //! unit tests (`src/profile.rs`, `tests/data/`). The refusal itself is tested everywhere.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 
-fn node_binary() -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target"));
-    let binary = target.join("debug").join("atrium-node");
-    if !binary.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "atrium-node"])
-            .current_dir(workspace)
-            .status()
-            .expect("run cargo build -p atrium-node");
-        assert!(status.success(), "cargo build -p atrium-node failed");
-    }
-    binary
-}
+use common::node_binary;
 
 /// Whether perf can count another process here (what `--profile` checks too).
 fn perf_works() -> bool {

@@ -1,29 +1,13 @@
 //! Runs the built tool against a spawned debug `atrium-node` with a small load and checks the
 //! JSON report.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
 
-use serde_json::Value;
+use common::node_binary;
 
-/// The workspace's debug node, built first when missing.
-fn node_binary() -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target"));
-    let binary = target.join("debug").join("atrium-node");
-    if !binary.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "atrium-node"])
-            .current_dir(workspace)
-            .status()
-            .expect("run cargo build -p atrium-node");
-        assert!(status.success(), "cargo build -p atrium-node failed");
-    }
-    binary
-}
+use serde_json::Value;
 
 #[test]
 fn a_small_spawned_run_reports_every_measure() {

@@ -1,0 +1,30 @@
+//! What the tool's whole-binary tests share.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace's debug binary `name` of package `package`, built (or brought up to date)
+/// first; an existing one is used when the build cannot run.
+pub fn workspace_binary(package: &str, name: &str) -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    let path = target.join("debug").join(name);
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-q", "-p", package, "--bin", name])
+        .current_dir(workspace)
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        other => assert!(path.is_file(), "cannot build {name} ({other:?})"),
+    }
+    path
+}
+
+/// The debug `atrium-node`.
+#[allow(dead_code)] // not every test file spawns a node
+pub fn node_binary() -> PathBuf {
+    workspace_binary("atrium-node", "atrium-node")
+}
