@@ -115,17 +115,17 @@ async fn renew_loop(
                     .clone();
                 match check {
                     Some(check) => retake(&*coordinator, &lease, &check).await,
-                    None => Retake::Lost,
+                    None => Renewal::Lost,
                 }
             }
-            Ok(renewed) => Retake::Taken(renewed),
+            Ok(renewed) => Renewal::Kept(renewed),
             // Unavailable (or anything else): try again next tick.
-            Err(_) => Retake::Later,
+            Err(_) => Renewal::Later,
         };
         match renewed {
-            Retake::Taken(l) => *current.lock().unwrap_or_else(PoisonError::into_inner) = l,
-            Retake::Later => {}
-            Retake::Lost => {
+            Renewal::Kept(l) => *current.lock().unwrap_or_else(PoisonError::into_inner) = l,
+            Renewal::Later => {}
+            Renewal::Lost => {
                 lost.send_replace(true);
                 return;
             }
@@ -133,25 +133,28 @@ async fn renew_loop(
     }
 }
 
-enum Retake {
-    Taken(Lease),
+/// What one renewal came to.
+enum Renewal {
+    /// Renewed, or taken back after it lapsed.
+    Kept(Lease),
+    /// The coordinator did not answer: try again next tick.
     Later,
     Lost,
 }
 
 /// Takes a lapsed lease back: only while nobody else holds it, and only if the store says no
 /// other node took the file meanwhile (else it is given back at once).
-async fn retake(coordinator: &dyn Coordinator, lapsed: &Lease, still_mine: &StillMine) -> Retake {
+async fn retake(coordinator: &dyn Coordinator, lapsed: &Lease, still_mine: &StillMine) -> Renewal {
     match coordinator.acquire(&lapsed.file, &lapsed.node).await {
         Ok(lease) => {
             if still_mine().await {
-                Retake::Taken(lease)
+                Renewal::Kept(lease)
             } else {
                 let _ = coordinator.release(&lease).await;
-                Retake::Lost
+                Renewal::Lost
             }
         }
-        Err(CoordinatorError::Unavailable(_)) => Retake::Later,
-        Err(_) => Retake::Lost,
+        Err(CoordinatorError::Unavailable(_)) => Renewal::Later,
+        Err(_) => Renewal::Lost,
     }
 }

@@ -296,11 +296,10 @@ impl Client {
                     if let Some(code) = code {
                         self.count_close(&code.to_string());
                     }
-                    if first && !retry {
-                        add(&m.counters.connection_errors, 1);
-                        break;
-                    }
                     if !retry {
+                        if first {
+                            add(&m.counters.connection_errors, 1);
+                        }
                         break;
                     }
                     if first {

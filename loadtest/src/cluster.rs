@@ -418,16 +418,15 @@ impl Cluster {
     pub async fn restart_node(&mut self, id: &str, within: Duration) -> Result<f64> {
         let node = self.node_mut(id).context("no such node")?;
         let t = Instant::now();
-        let status = node.process.terminate(within).await;
+        let status = tokio::task::block_in_place(|| node.process.terminate(within));
         let drained_ms = t.elapsed().as_secs_f64() * 1000.0;
         if status.contains("after") {
             bail!("node {id} did not drain: {status}");
         }
         let (port, env) = (node.port, node.env.clone());
         let process = self.spawn_node(port, &env).await?;
-        let node = self.node_mut(id).context("no such node")?;
-        let old = std::mem::replace(&mut node.process, process);
-        drop(old);
+        // The old process's folder goes with it.
+        self.node_mut(id).context("no such node")?.process = process;
         let n = self.nodes.len();
         self.wait_members(n, Duration::from_secs(30)).await?;
         Ok(drained_ms)

@@ -15,6 +15,7 @@ use futures_util::StreamExt;
 
 use crate::cluster::Cluster;
 use crate::http::{self, Endpoint};
+use crate::measure::round3;
 use crate::options::{Fault, FaultKind};
 use crate::server;
 use crate::setup::FileKeys;
@@ -49,7 +50,7 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
         .max_by_key(|(id, r)| (**r, std::cmp::Reverse((*id).clone())))
         .map(|(id, r)| (id.clone(), *r));
     let mut done = Injection {
-        rooms_by_node: rooms.clone(),
+        rooms_by_node: rooms,
         ..Default::default()
     };
     let hold = Duration::from_millis(fault.hold_ms.unwrap_or(match fault.kind {
@@ -183,7 +184,7 @@ async fn room_exits(url: &str) -> BTreeMap<String, u64> {
 }
 
 fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+    round3(d.as_secs_f64() * 1000.0)
 }
 
 /// What the availability probe saw.
@@ -273,8 +274,8 @@ pub fn availability(seen: &[Vec<Sample>], cleared_ms: f64) -> Availability {
             _ => None,
         };
     }
-    a.recover_ms = recover.map(|r| (r * 1000.0).round() / 1000.0);
-    a.longest_outage_ms = (a.longest_outage_ms * 1000.0).round() / 1000.0;
+    a.recover_ms = recover.map(round3);
+    a.longest_outage_ms = round3(a.longest_outage_ms);
     a
 }
 

@@ -426,11 +426,8 @@ fn check(o: &Options) -> Result<()> {
         let Target::Cluster { nodes, .. } = o.target else {
             bail!("--fault and --kill-node need --spawn-cluster N");
         };
-        let others_needed = matches!(
-            f.kind,
-            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling
-        );
-        if others_needed && nodes < 2 {
+        // A node-level fault needs the rest of the fleet to serve the node's files.
+        if f.kind.served_meanwhile() && nodes < 2 {
             bail!(
                 "--fault {} needs at least 2 nodes (--spawn-cluster 2 or more)",
                 f.kind.name()

@@ -690,7 +690,7 @@ impl Struck {
             killed_node_rooms: i.target_rooms,
             target: i.target,
             rooms_by_node: i.rooms_by_node,
-            fault_lasted_ms: round3(i.lasted_ms),
+            fault_lasted_ms: i.lasted_ms,
             steps: i.steps,
             woken_room_exits: i.woken_room_exits,
             recover_ms: a.recover_ms,

@@ -97,24 +97,26 @@ impl Spawned {
         }
     }
 
-    /// SIGTERM, then up to `within` for the node to drain and exit (SIGKILL after that); the
-    /// folder stays until `stop` or drop. Returns the exit status's description.
-    pub async fn terminate(&mut self, within: Duration) -> String {
+    /// SIGTERM (after a SIGCONT: a paused node could not drain), then up to `within` for the
+    /// node to drain and exit, SIGKILL after that; the folder stays until `stop` or drop.
+    /// Returns the exit status's description. Blocks while it waits.
+    pub fn terminate(&mut self, within: Duration) -> String {
         if self.killed {
             return "killed (SIGKILL)".to_string();
         }
+        self.signal(libc::SIGCONT);
         self.signal(libc::SIGTERM);
         let deadline = Instant::now() + within;
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(status)) => break status.to_string(),
                 Ok(None) if Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(20)).await
+                    std::thread::sleep(Duration::from_millis(20))
                 }
                 _ => {
                     let _ = self.child.kill();
                     let _ = self.child.wait();
-                    break format!("killed after {within:?}");
+                    break format!("killed after {} s", within.as_secs());
                 }
             }
         };
@@ -146,27 +148,7 @@ impl Spawned {
     }
 
     fn stop_inner(&mut self) -> String {
-        if self.killed {
-            let _ = std::fs::remove_dir_all(&self.dir);
-            return "killed (SIGKILL)".to_string();
-        }
-        // A paused node could not drain.
-        self.signal(libc::SIGCONT);
-        self.signal(libc::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break status.to_string(),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(50))
-                }
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    break "killed after 20 s".to_string();
-                }
-            }
-        };
+        let status = self.terminate(Duration::from_secs(20));
         let _ = std::fs::remove_dir_all(&self.dir);
         status
     }

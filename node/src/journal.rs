@@ -8,7 +8,6 @@
 //! A store that is unreachable is retried with backoff, in order, so rooms only ever
 //! see their patches become durable in version order, or learn they were fenced.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,11 +29,16 @@ pub struct JournalEntry {
     pub done: Box<dyn FnOnce(Appended) + Send>,
 }
 
+/// What the journal's task is handed, in order.
+enum Job {
+    Append(JournalEntry),
+    /// Write what came before, then end.
+    Finish,
+}
+
 #[derive(Clone)]
 pub struct Journal {
-    tx: mpsc::UnboundedSender<JournalEntry>,
-    /// Entries submitted and not yet answered.
-    pending: Arc<AtomicUsize>,
+    tx: mpsc::UnboundedSender<Job>,
 }
 
 /// The longest wait between retries of a commit the store refused.
@@ -44,50 +48,52 @@ const RETRY_CAP: Duration = Duration::from_millis(500);
 const MAX_BATCH: usize = 4096;
 
 impl Journal {
-    /// Starts the journal's task. It ends when every `Journal` handle is dropped
-    /// and what was queued is written.
+    /// Starts the journal's task. It ends after [`finish`](Self::finish), or when every
+    /// `Journal` handle is dropped, once what was queued is written.
     pub fn start(store: Arc<dyn Store>) -> (Self, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let pending = Arc::new(AtomicUsize::new(0));
-        let task = tokio::spawn(run(store, rx, pending.clone()));
-        (Self { tx, pending }, task)
+        let task = tokio::spawn(run(store, rx));
+        (Self { tx }, task)
     }
 
     /// Queues a room's turn. Returns false when the journal has stopped.
     pub fn submit(&self, entry: JournalEntry) -> bool {
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        let sent = self.tx.send(entry).is_ok();
-        if !sent {
-            self.pending.fetch_sub(1, Ordering::AcqRel);
-        }
-        sent
+        self.tx.send(Job::Append(entry)).is_ok()
     }
 
-    /// Waits until everything submitted so far has been answered. Shutdown uses it rather
-    /// than waiting for the task to end: idle HTTP connections (a router's keep-alive pool)
-    /// hold handles to the node's state, and with it the journal, until they close.
-    pub async fn drained(&self) {
-        while self.pending.load(Ordering::Acquire) > 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+    /// Asks the task to end once everything submitted before this call is written. Shutdown
+    /// says so rather than waiting for the last handle to go: idle HTTP connections (a
+    /// router's keep-alive pool) hold the node's state, and with it the journal, until they
+    /// close.
+    pub fn finish(&self) {
+        let _ = self.tx.send(Job::Finish);
     }
 }
 
-async fn run(
-    store: Arc<dyn Store>,
-    mut rx: mpsc::UnboundedReceiver<JournalEntry>,
-    pending: Arc<AtomicUsize>,
-) {
-    let mut entries = Vec::new();
-    while rx.recv_many(&mut entries, MAX_BATCH).await > 0 {
-        let (appends, dones): (Vec<_>, Vec<_>) =
-            entries.drain(..).map(|e| (e.append, e.done)).unzip();
-        let batch: Arc<[FileAppend]> = appends.into();
-        let results = commit(store.as_ref(), &batch).await;
-        for ((append, done), result) in batch.iter().zip(dones).zip(results) {
-            let upto = append.patches.last().map_or(0, |p| p.version);
-            done(Appended { upto, result });
-            pending.fetch_sub(1, Ordering::AcqRel);
+async fn run(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Job>) {
+    let mut jobs = Vec::new();
+    while rx.recv_many(&mut jobs, MAX_BATCH).await > 0 {
+        let mut finish = false;
+        let (appends, dones): (Vec<_>, Vec<_>) = jobs
+            .drain(..)
+            .filter_map(|job| match job {
+                Job::Append(e) => Some((e.append, e.done)),
+                Job::Finish => {
+                    finish = true;
+                    None
+                }
+            })
+            .unzip();
+        if !appends.is_empty() {
+            let batch: Arc<[FileAppend]> = appends.into();
+            let results = commit(store.as_ref(), &batch).await;
+            for ((append, done), result) in batch.iter().zip(dones).zip(results) {
+                let upto = append.patches.last().map_or(0, |p| p.version);
+                done(Appended { upto, result });
+            }
+        }
+        if finish {
+            return;
         }
     }
 }

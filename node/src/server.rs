@@ -201,11 +201,10 @@ pub async fn start(
             tracing::warn!("shutdown deadline passed with work left; exiting anyway");
         }
         let _ = coordinator.leave(&node).await;
-        // Every room is gone; what they handed the journal is answered within a commit.
-        let journal = journal_handle;
+        // Every room is gone; the journal writes what they handed it, then ends.
+        journal_handle.finish();
         drop(state);
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), journal.drained()).await;
-        journal_task.abort();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), journal_task).await;
         tracing::info!("stopped");
     });
     Ok(Running {

@@ -95,7 +95,7 @@ impl Rooms {
     pub fn serving(&self, file: &FileId) -> bool {
         self.lock()
             .get(file)
-            .is_some_and(|h| h.serving.load(Ordering::Acquire) && !h.tx.is_closed())
+            .is_some_and(|h| h.serving.load(Ordering::Acquire))
     }
 
     pub fn len(&self) -> usize {

@@ -2,7 +2,6 @@
 //! then every message to the room, within the socket's rate limits.
 
 use std::collections::VecDeque;
-
 use std::time::Duration;
 
 use atrium_coordinator::CoordinatorError;
