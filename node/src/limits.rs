@@ -2,7 +2,7 @@
 //! than its share: token buckets, keyed buckets with a bounded memory, and
 //! per-address socket counts.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -54,47 +54,115 @@ impl Bucket {
             Duration::from_secs_f64((1.0 - tokens) / self.rate)
         }
     }
-
-    fn is_full(&self, now: Instant) -> bool {
-        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.tokens + elapsed * self.rate >= self.burst
-    }
 }
 
 /// Buckets by key (an address, an email), sharing one memory bound: when it is
-/// reached, buckets that refilled completely are forgotten (they hold no state a
-/// fresh bucket would not).
+/// reached, the least recently used key is forgotten to make room, so a
+/// newcomer is never refused because others filled the table. (Forgetting a key
+/// gives it a fresh bucket next time: a client can only win that back by
+/// keeping `max_keys` other keys busier than its own.)
 pub struct KeyedLimiter<K> {
     per_minute: u32,
+    burst: u32,
     max_keys: usize,
-    buckets: Mutex<HashMap<K, Bucket>>,
+    table: Mutex<Lru<K>>,
+}
+
+/// The buckets, and their keys by last use (oldest first).
+struct Lru<K> {
+    buckets: HashMap<K, (Bucket, u64)>,
+    by_use: BTreeMap<u64, K>,
+    next: u64,
 }
 
 impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
+    /// `per_minute` a minute, with a burst of as many.
     pub fn per_minute(per_minute: u32, max_keys: usize) -> Self {
+        Self::with_burst(per_minute, per_minute, max_keys)
+    }
+
+    /// `per_minute` a minute, with at most `burst` at once.
+    pub fn with_burst(per_minute: u32, burst: u32, max_keys: usize) -> Self {
         Self {
             per_minute,
-            max_keys,
-            buckets: Mutex::new(HashMap::new()),
+            burst,
+            max_keys: max_keys.max(1),
+            table: Mutex::new(Lru {
+                buckets: HashMap::new(),
+                by_use: BTreeMap::new(),
+                next: 0,
+            }),
         }
     }
 
     /// Whether `key` may go ahead now.
     pub fn allow(&self, key: &K) -> bool {
-        let now = Instant::now();
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        if buckets.len() >= self.max_keys && !buckets.contains_key(key) {
-            buckets.retain(|_, b| !b.is_full(now));
-            if buckets.len() >= self.max_keys {
-                // Still full of active keys: refuse newcomers rather than grow.
-                return false;
+        self.check(key).is_ok()
+    }
+
+    /// Takes a token for `key`, or says how long until there is one.
+    pub fn check(&self, key: &K) -> Result<(), Duration> {
+        self.check_at(key, Instant::now())
+    }
+
+    fn check_at(&self, key: &K, now: Instant) -> Result<(), Duration> {
+        let mut guard = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let t = &mut *guard;
+        let stamp = t.next;
+        t.next += 1;
+        if let Some((_, used)) = t.buckets.get(key) {
+            t.by_use.remove(used);
+        } else {
+            while t.buckets.len() >= self.max_keys {
+                // Full: the least recently used key makes room.
+                let Some((_, oldest)) = t.by_use.pop_first() else {
+                    break;
+                };
+                t.buckets.remove(&oldest);
             }
         }
-        let burst = f64::from(self.per_minute);
-        buckets
+        t.by_use.insert(stamp, key.clone());
+        let rate = f64::from(self.per_minute) / 60.0;
+        let burst = f64::from(self.burst);
+        let (bucket, used) = t
+            .buckets
             .entry(key.clone())
-            .or_insert_with(|| Bucket::new(burst / 60.0, burst, now))
-            .take(now)
+            .or_insert_with(|| (Bucket::new(rate, burst, now), stamp));
+        *used = stamp;
+        if bucket.take(now) {
+            Ok(())
+        } else {
+            Err(bucket.wait(now).max(Duration::from_millis(1)))
+        }
+    }
+
+    /// Keys remembered now.
+    pub fn len(&self) -> usize {
+        self.table
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .buckets
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The key a client address is limited by: the address itself for IPv4, its
+/// /64 for IPv6 (one subscriber or host usually holds a whole /64, so counting
+/// single IPv6 addresses would let one client be 2^64 clients). An IPv4 address
+/// mapped into IPv6 counts as the IPv4 address.
+pub fn address_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(
+                u128::from(v6) & !((1u128 << 64) - 1),
+            )),
+        },
     }
 }
 
@@ -115,6 +183,8 @@ impl AddressCounts {
     /// Takes a slot for `addr`; `None` when the address is at its cap. The slot
     /// is given back when the returned guard drops.
     pub fn take(self: &Arc<Self>, addr: IpAddr) -> Option<AddressSlot> {
+        // IPv6 counts by /64 (see `address_key`).
+        let addr = address_key(addr);
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         let n = counts.entry(addr).or_insert(0);
         if *n >= self.cap {
@@ -218,8 +288,69 @@ mod tests {
         assert!(!l.allow(&"a"));
         assert!(l.allow(&"b"));
         assert!(l.allow(&"c"));
-        // Three active keys: a fourth is refused rather than remembered.
-        assert!(!l.allow(&"d"));
+        // Three active keys: a fourth is let in, and the least recently used
+        // ("a") is forgotten to make room; memory stays at three keys.
+        assert!(l.allow(&"d"));
+        assert_eq!(l.len(), 3);
+        assert!(l.allow(&"a"), "a was forgotten, so it starts afresh");
+        assert_eq!(l.len(), 3);
+    }
+
+    #[test]
+    fn a_full_table_never_refuses_a_newcomer() {
+        // The review's case: the table full of keys that are all still active.
+        let l = KeyedLimiter::per_minute(1, 100);
+        for i in 0..100 {
+            assert!(l.allow(&i));
+        }
+        for i in 100..10_000 {
+            assert!(l.allow(&i), "newcomer {i} refused");
+            assert!(l.len() <= 100);
+        }
+        // A recently used key survives the churn of others better than an old one.
+        let l = KeyedLimiter::per_minute(1, 3);
+        assert!(l.allow(&"busy"));
+        assert!(l.allow(&"x"));
+        assert!(!l.allow(&"busy"), "busy is out of tokens");
+        assert!(l.allow(&"y"));
+        assert!(l.allow(&"z"), "x, the oldest, makes room");
+        assert!(!l.allow(&"busy"), "busy is remembered, still empty");
+    }
+
+    #[test]
+    fn keyed_limiter_says_when_to_come_back() {
+        let t0 = Instant::now();
+        let l = KeyedLimiter::with_burst(30, 2, 10);
+        assert!(l.check_at(&"k", t0).is_ok());
+        assert!(l.check_at(&"k", t0).is_ok());
+        let wait = l.check_at(&"k", t0).unwrap_err();
+        // 30 a minute: one every 2 s.
+        assert!(wait > Duration::from_millis(1900) && wait <= Duration::from_secs(2));
+        assert!(l.check_at(&"k", t0 + Duration::from_secs(2)).is_ok());
+    }
+
+    #[test]
+    fn ipv6_is_limited_by_its_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff:1:2:3".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(address_key(a), address_key(b));
+        assert_ne!(address_key(a), address_key(c));
+        assert_eq!(address_key(a).to_string(), "2001:db8:1:2::");
+        let v4: IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(address_key(v4), v4);
+        assert_ne!(address_key(v4), address_key("192.0.2.8".parse().unwrap()));
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(address_key(mapped), v4);
+        // Sockets per address: two addresses of one /64 share one count.
+        let counts = Arc::new(AddressCounts::new(1));
+        let _slot = counts.take(a).unwrap();
+        assert!(counts.take(b).is_none(), "same /64");
+        assert!(counts.take(c).is_some(), "another /64");
+        // And so do the keyed limiters, keyed by `address_key`.
+        let l = KeyedLimiter::per_minute(1, 10);
+        assert!(l.allow(&address_key(a)));
+        assert!(!l.allow(&address_key(b)));
     }
 
     #[test]

@@ -156,8 +156,17 @@ pub async fn read_json<T: DeserializeOwned>(
     } else {
         bytes
     };
-    serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::bad_request(format!("the body is not the expected JSON: {e}")))
+    // A fixed sentence: the parser's own text (types, positions, field names of
+    // our structs) is no business of the caller's.
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::bad_request(match e.classify() {
+            serde_json::error::Category::Data => {
+                "the body is JSON but does not have the fields this route takes, \
+                 with their types (see /api/openapi.yaml)"
+            }
+            _ => "the body is not valid JSON",
+        })
+    })
 }
 
 /// The caller's session token, if it sent one.
