@@ -103,6 +103,37 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_WS_PER_SECOND", default_value_t = 60)]
     pub ws_per_second: u32,
 
+    /// Bytes a second a socket's messages may bring in, counted after inflation
+    /// (a full bucket holds one largest message); reading pauses while over it.
+    #[arg(long, env = "ATRIUM_WS_BYTES_PER_SECOND", default_value_t = 1024 * 1024)]
+    pub ws_bytes_per_second: usize,
+
+    /// Bytes of messages a socket may have waiting for its message rate; at this
+    /// bound the node stops reading the socket until they drain.
+    #[arg(long, env = "ATRIUM_WS_BACKLOG_BYTES", default_value_t = 1024 * 1024)]
+    pub ws_backlog_bytes: usize,
+
+    /// Largest message before a socket's hello (the hello is small; a bigger one closes 1009).
+    #[arg(long, env = "ATRIUM_HELLO_MAX_BYTES", default_value_t = 16 * 1024)]
+    pub hello_max_bytes: usize,
+
+    /// How much a socket's compressed messages may inflate, in all: at most this
+    /// many bytes of text per byte received, plus 64 KiB; beyond it, close 1009.
+    #[arg(long, env = "ATRIUM_WS_INFLATE_RATIO", default_value_t = 16)]
+    pub ws_inflate_ratio: usize,
+
+    /// Origins (`https://app.example.com`) whose pages may open sockets, comma
+    /// separated; empty allows any. Requests without an `Origin` header (not from
+    /// a browser) are not affected.
+    #[arg(long, env = "ATRIUM_ALLOWED_ORIGINS", default_value = "", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+
+    /// Memory the node may use (bytes, or with K, M, G); new sockets, rooms and
+    /// large requests are refused at 90% of it. `auto` (the default): 75% of the
+    /// container's memory limit, or of the machine's memory.
+    #[arg(long, env = "ATRIUM_MEMORY_BUDGET", default_value = "auto", value_parser = crate::memory::parse_size)]
+    pub memory_budget: u64,
+
     /// Presence messages a second per socket; beyond it they are dropped.
     #[arg(long, env = "ATRIUM_PRESENCE_PER_SECOND", default_value_t = 80)]
     pub presence_per_second: u32,
@@ -234,6 +265,28 @@ impl NodeConfig {
             .collect()
     }
 
+    /// The memory budget in bytes, the machine's default when not set.
+    pub fn memory_budget(&self) -> u64 {
+        match self.memory_budget {
+            0 => crate::memory::default_budget(),
+            set => set,
+        }
+    }
+
+    /// Whether a page of `origin` may open a socket.
+    pub fn origin_allowed(&self, origin: &str) -> bool {
+        let allowed: Vec<&str> = self
+            .allowed_origins
+            .iter()
+            .map(|o| o.trim().trim_end_matches('/'))
+            .filter(|o| !o.is_empty())
+            .collect();
+        allowed.is_empty()
+            || allowed
+                .iter()
+                .any(|o| *o == "*" || o.eq_ignore_ascii_case(origin.trim_end_matches('/')))
+    }
+
     pub fn ping_interval(&self) -> Duration {
         Duration::from_millis(self.ping_ms)
     }
@@ -307,6 +360,25 @@ mod tests {
             let c = NodeConfig::parse_from(["atrium-node", "--health-stats", v]);
             assert_eq!(c.health_stats, want, "{v}");
         }
+    }
+
+    #[test]
+    fn origins_are_allowed_by_list_or_by_default() {
+        let open = NodeConfig::parse_from(["atrium-node"]);
+        assert!(open.origin_allowed("https://evil.example"));
+        let c = NodeConfig::parse_from([
+            "atrium-node",
+            "--allowed-origins",
+            "https://app.example.com/, http://localhost:3000",
+        ]);
+        assert!(c.origin_allowed("https://app.example.com"));
+        assert!(c.origin_allowed("HTTPS://APP.EXAMPLE.COM"));
+        assert!(c.origin_allowed("http://localhost:3000"));
+        assert!(!c.origin_allowed("https://app.example.com.evil.example"));
+        assert!(!c.origin_allowed("null"));
+        let budget = NodeConfig::parse_from(["atrium-node", "--memory-budget", "512M"]);
+        assert_eq!(budget.memory_budget(), 512 << 20);
+        assert!(open.memory_budget() > 0);
     }
 
     #[test]

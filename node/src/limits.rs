@@ -46,12 +46,29 @@ impl Bucket {
 
     /// How long until a token is there.
     pub fn wait(&self, now: Instant) -> Duration {
+        self.wait_for(now, 1.0)
+    }
+
+    /// Takes `amount` tokens whether or not they are there: the bucket may go into
+    /// debt, which [`Bucket::debt`] then says how long to wait out. Used to pace
+    /// reading by bytes, where the size is known only once a message is read.
+    pub fn charge(&mut self, now: Instant, amount: f64) {
+        self.refill(now);
+        self.tokens -= amount;
+    }
+
+    /// How long until the bucket is out of debt.
+    pub fn debt(&self, now: Instant) -> Duration {
+        self.wait_for(now, 0.0)
+    }
+
+    fn wait_for(&self, now: Instant, amount: f64) -> Duration {
         let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
         let tokens = (self.tokens + elapsed * self.rate).min(self.burst);
-        if tokens >= 1.0 || self.rate <= 0.0 {
+        if tokens >= amount || self.rate <= 0.0 {
             Duration::ZERO
         } else {
-            Duration::from_secs_f64((1.0 - tokens) / self.rate)
+            Duration::from_secs_f64((amount - tokens) / self.rate)
         }
     }
 }
@@ -278,6 +295,17 @@ mod tests {
         assert!(!b.take(t0));
         assert!(b.wait(t0) > Duration::from_millis(90));
         assert!(b.take(t0 + Duration::from_millis(101)));
+    }
+
+    #[test]
+    fn a_charged_bucket_waits_out_its_debt() {
+        let t0 = Instant::now();
+        let mut b = Bucket::new(1000.0, 1000.0, t0);
+        assert_eq!(b.debt(t0), Duration::ZERO);
+        b.charge(t0, 3000.0);
+        let d = b.debt(t0);
+        assert!(d > Duration::from_millis(1990) && d <= Duration::from_millis(2000), "{d:?}");
+        assert_eq!(b.debt(t0 + Duration::from_secs(2)), Duration::ZERO);
     }
 
     #[test]

@@ -34,6 +34,10 @@ pub struct Metrics {
     pub snapshot_seconds: Histogram,
     pub http_requests: IntCounterVec,
     pub coordinator_operations: IntCounterVec,
+    pub memory_rss: IntGauge,
+    pub memory_budget: IntGauge,
+    pub memory_refusals: IntCounter,
+    pub inbound_paused: IntCounter,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
@@ -151,6 +155,26 @@ impl Metrics {
                 &r,
                 "atrium_rate_limited_total",
                 "Times a socket went over its message rate (each answered with a 429 notice).",
+            ),
+            memory_rss: gauge(
+                &r,
+                "atrium_memory_resident_bytes",
+                "Resident memory of the node, as its memory budget last sampled it.",
+            ),
+            memory_budget: gauge(
+                &r,
+                "atrium_memory_budget_bytes",
+                "The node's memory budget (ATRIUM_MEMORY_BUDGET); new work is refused at 90% of it.",
+            ),
+            memory_refusals: counter(
+                &r,
+                "atrium_memory_refusals_total",
+                "Sockets, rooms and requests refused because the node was at its memory budget.",
+            ),
+            inbound_paused: counter(
+                &r,
+                "atrium_inbound_paused_total",
+                "Times a socket's reading paused because its waiting messages or bytes were at their bound.",
             ),
             presence_dropped: counter(
                 &r,

@@ -14,6 +14,10 @@ use crate::ids::is_valid_id;
 pub const MAX_NAME_CHARS: usize = 64;
 /// Most ids in a presence selection.
 pub const MAX_SELECTION: usize = 100;
+/// Longest text of a `t` (a sender's clock, echoed and relayed verbatim). Any finite
+/// double fits in 24 characters in its shortest form; the rest is room for how
+/// clients print them. Every field the node relays to others is bounded like this.
+pub const MAX_T_CHARS: usize = 32;
 
 #[derive(Debug)]
 pub struct Hello {
@@ -87,7 +91,7 @@ fn field<T: serde::de::DeserializeOwned>(
     }
 }
 
-/// A JSON number, kept as its exact text.
+/// A JSON number, kept as its exact text, at most [`MAX_T_CHARS`] long.
 fn number_text(fields: &Fields<'_>, name: &str) -> Result<Option<String>, String> {
     let Some(raw) = fields.get(name) else {
         return Ok(None);
@@ -96,28 +100,73 @@ fn number_text(fields: &Fields<'_>, name: &str) -> Result<Option<String>, String
     if text == "null" {
         return Ok(None);
     }
+    if text.len() > MAX_T_CHARS {
+        return Err(format!("`{name}` is at most {MAX_T_CHARS} characters"));
+    }
     match serde_json::from_str::<f64>(text) {
         Ok(n) if n.is_finite() && !text.starts_with('"') => Ok(Some(text.to_owned())),
         _ => Err(format!("`{name}` must be a finite number")),
     }
 }
 
-/// Parses one text frame.
-pub fn parse(text: &str, limits: &DocLimits) -> Result<ClientMessage, Refusal> {
+/// What a message is, from its `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Hello,
+    Patch,
+    Presence,
+}
+
+/// A message read as far as its type: its fields are still unparsed JSON text,
+/// borrowed from the frame, so reading one costs a scan and no copies.
+pub struct Message<'a> {
+    pub kind: Kind,
+    fields: Fields<'a>,
+}
+
+/// Reads a frame as far as its type.
+pub fn read(text: &str) -> Result<Message<'_>, Refusal> {
     let fields: Fields<'_> = serde_json::from_str(text)
         .map_err(|_| Refusal::invalid(None, "a message must be a JSON object"))?;
     let kind: String = field(&fields, "type")
         .ok()
         .flatten()
         .ok_or_else(|| Refusal::invalid(None, "a message needs a string `type`"))?;
-    match kind.as_str() {
-        "hello" => parse_hello(&fields).map(ClientMessage::Hello),
-        "patch" => parse_patch(&fields, limits).map(ClientMessage::Patch),
-        "presence" => parse_presence(&fields)
-            .map(ClientMessage::Presence)
-            .map_err(|m| Refusal::invalid(None, m)),
-        _ => Err(Refusal::invalid(None, "unknown message type")),
+    let kind = match kind.as_str() {
+        "hello" => Kind::Hello,
+        "patch" => Kind::Patch,
+        "presence" => Kind::Presence,
+        _ => return Err(Refusal::invalid(None, "unknown message type")),
+    };
+    Ok(Message { kind, fields })
+}
+
+impl Message<'_> {
+    /// The whole message, checked against the contract and the limits.
+    pub fn parse(&self, limits: &DocLimits) -> Result<ClientMessage, Refusal> {
+        match self.kind {
+            Kind::Hello => parse_hello(&self.fields).map(ClientMessage::Hello),
+            Kind::Patch => parse_patch(&self.fields, limits).map(ClientMessage::Patch),
+            Kind::Presence => parse_presence(&self.fields)
+                .map(ClientMessage::Presence)
+                .map_err(|m| Refusal::invalid(None, m)),
+        }
     }
+
+    /// The refusal of a patch from someone who may not edit: its id is all that is
+    /// read, so its ops cost nothing.
+    pub fn refuse(&self, code: &'static str, message: &str) -> Refusal {
+        Refusal {
+            id: patch_id(&self.fields),
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Parses one text frame.
+pub fn parse(text: &str, limits: &DocLimits) -> Result<ClientMessage, Refusal> {
+    read(text)?.parse(limits)
 }
 
 fn parse_hello(fields: &Fields<'_>) -> Result<Hello, Refusal> {
@@ -143,22 +192,68 @@ fn parse_hello(fields: &Fields<'_>) -> Result<Hello, Refusal> {
     })
 }
 
-/// A guest name as plain text: control characters dropped, at most 64 characters.
+/// A guest name as plain text: at most 64 characters, with no control characters and
+/// nothing invisible that could change how other names look (bidi overrides and
+/// isolates, zero-width characters, fillers), and runs of spaces made one space. A
+/// guest must not be able to look like someone else.
 pub fn clean_name(name: &str) -> String {
-    name.chars()
-        .filter(|c| !c.is_control())
-        .take(MAX_NAME_CHARS)
-        .collect::<String>()
-        .trim()
-        .to_owned()
+    let mut out = String::new();
+    let mut space = false;
+    for c in name.chars() {
+        if c.is_control() || is_invisible(c) {
+            continue;
+        }
+        if c.is_whitespace() {
+            space = !out.is_empty();
+            continue;
+        }
+        if space {
+            out.push(' ');
+            space = false;
+        }
+        out.push(c);
+    }
+    out.chars().take(MAX_NAME_CHARS).collect::<String>().trim_end().to_owned()
+}
+
+/// Format characters (Unicode category Cf) and other characters that print as
+/// nothing: bidi embeddings, overrides, isolates and marks, zero-width spaces and
+/// joiners, the soft hyphen, word joiners, tags, and the Hangul fillers.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
+}
+
+fn patch_id(fields: &Fields<'_>) -> Option<u64> {
+    fields
+        .get("id")
+        .and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok())
+        .filter(|id| *id > 0)
 }
 
 fn parse_patch(fields: &Fields<'_>, limits: &DocLimits) -> Result<Patch, Refusal> {
-    let id = fields
-        .get("id")
-        .and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok())
-        .filter(|id| *id > 0);
-    let Some(id) = id else {
+    let Some(id) = patch_id(fields) else {
         return Err(Refusal::invalid(
             None,
             "a patch needs `id`, a positive integer",
@@ -315,6 +410,37 @@ mod tests {
         assert_eq!(r.id, None);
         let r = parse(r#"{"type":"patch","id":9,"ops":[],"t":"1"}"#, &limits()).unwrap_err();
         assert_eq!(r.code, "invalid");
+    }
+
+    #[test]
+    fn guest_names_cannot_hide_or_reorder_text() {
+        assert_eq!(clean_name("\u{202E}renwO"), "renwO");
+        assert_eq!(clean_name("Ow\u{200B}ner\u{2066}"), "Owner");
+        assert_eq!(clean_name("  Ann \u{3000}\t Lee  "), "Ann Lee");
+        assert_eq!(clean_name("\u{FEFF}\u{2067}\u{E0041}"), "");
+        assert_eq!(clean_name("名前 é"), "名前 é");
+        assert_eq!(clean_name(&"x".repeat(100)).chars().count(), 64);
+    }
+
+    #[test]
+    fn relayed_numbers_are_bounded() {
+        let long = format!("1{}", "0".repeat(40));
+        let text = format!(r#"{{"type":"presence","t":{long}}}"#);
+        assert_eq!(parse(&text, &limits()).unwrap_err().code, "invalid");
+        let text = format!(r#"{{"type":"patch","id":3,"ops":[],"t":{long}}}"#);
+        assert_eq!(parse(&text, &limits()).unwrap_err().id, Some(3));
+        let ok = r#"{"type":"presence","t":-1.7976931348623157e+308}"#;
+        assert!(parse(ok, &limits()).is_ok());
+    }
+
+    #[test]
+    fn a_patch_is_known_by_its_type_before_its_ops_are_read() {
+        let text = r#"{"type":"patch","id":9,"ops":[{"op":"zap"}]}"#;
+        let m = read(text).unwrap();
+        assert_eq!(m.kind, Kind::Patch);
+        let r = m.refuse("viewer", "no");
+        assert_eq!((r.id, r.code), (Some(9), "viewer"));
+        assert_eq!(read(r#"{"type":"presence"}"#).unwrap().kind, Kind::Presence);
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub struct AppState {
     pub sockets_by_address: Arc<AddressCounts>,
     pub auth_by_address: KeyedLimiter<std::net::IpAddr>,
     pub auth_by_email: KeyedLimiter<String>,
+    /// The node's memory budget: new work is refused before it is exceeded.
+    pub memory: Arc<crate::memory::MemoryGuard>,
     /// The runtime's scheduling delay, sampled for /health.
     pub delay: Arc<crate::stats::DelayProbe>,
     accepting: AtomicBool,
@@ -137,7 +139,11 @@ pub async fn start(
     let (journal, journal_task) = Journal::start(store.clone());
     let journal_handle = journal.clone();
     let limits = config.doc_limits();
+    let memory = crate::memory::MemoryGuard::new(config.memory_budget());
+    memory.spawn_sampler();
+    metrics().memory_budget.set(memory.budget() as i64);
     let ctx = Arc::new(RoomContext {
+        memory: memory.clone(),
         config: config.clone(),
         store: store.clone(),
         journal,
@@ -166,6 +172,7 @@ pub async fn start(
         sockets_by_address: Arc::new(AddressCounts::new(config.ws_per_ip)),
         auth_by_address: KeyedLimiter::per_minute(config.auth_per_ip_per_minute, AUTH_KEYS),
         auth_by_email: KeyedLimiter::per_minute(config.auth_per_email_per_minute, AUTH_KEYS),
+        memory,
         delay: crate::stats::DelayProbe::start(),
         accepting: AtomicBool::new(true),
         stopping: stop_rx.clone(),

@@ -87,6 +87,7 @@ fuzz_target!(|data: &[u8]| {
             _ => 1 << 20,
         },
         fragment_timeout: Duration::from_secs(10),
+        inflate_ratio: if settings & 0x80 != 0 { 4 } else { 0 },
     };
     let step = 1 + usize::from(settings >> 3);
     let rt = RUNTIME.get_or_init(|| {

@@ -37,6 +37,8 @@ pub struct ApiError {
     pub message: String,
     /// For `moved`: the node that owns the file.
     pub node: Option<String>,
+    /// Seconds for a `Retry-After` header (429 and 503 answers).
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -46,6 +48,7 @@ impl ApiError {
             code,
             message: message.into(),
             node: None,
+            retry_after: None,
         }
     }
 
@@ -120,7 +123,20 @@ fn error_response(e: &ApiError) -> Response<Body> {
     if let Some(node) = &e.node {
         error["node"] = json!(node);
     }
-    json_response(e.status, &json!({ "error": error }))
+    let mut resp = json_response(e.status, &json!({ "error": error }));
+    if let Some(seconds) = e.retry_after {
+        resp.headers_mut()
+            .insert(hyper::header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    resp
+}
+
+/// 503 `unavailable` with `Retry-After`: the node is at a bound it will be under again soon.
+pub fn busy(message: impl Into<String>) -> ApiError {
+    ApiError {
+        retry_after: Some(2),
+        ..ApiError::unavailable(message)
+    }
 }
 
 pub fn empty(status: StatusCode) -> Response<Body> {
@@ -316,6 +332,24 @@ fn method_not_allowed() -> ApiError {
 fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId) -> ApiResult {
     if !state.accepting() {
         return Err(ApiError::unavailable("the node is shutting down"));
+    }
+    if let Some(origin) = req.headers().get(hyper::header::ORIGIN) {
+        // A page on another site must not open sockets with its visitors' cookies or
+        // keys: only origins the operator listed may (any, when none are listed).
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|o| state.config.origin_allowed(o));
+        if !allowed {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "pages of this origin may not open sockets here",
+            ));
+        }
+    }
+    if !state.memory.admits() {
+        metrics().memory_refusals.inc();
+        return Err(busy("the node is at its memory budget; try again shortly"));
     }
     let accepted = match crate::ws::accept(&req, true) {
         Ok(accepted) => accepted,

@@ -1,5 +1,8 @@
 //! Who may be in a file, and as what (PROTOCOL.md, "Access to a file").
 
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
 use crate::ids::{digest, AccountId};
 use crate::store::{FileRecord, LinkAccess};
 
@@ -14,6 +17,39 @@ impl Role {
         match self {
             Role::Editor => "editor",
             Role::Viewer => "viewer",
+        }
+    }
+}
+
+/// A socket's seat as its reader sees it: written by the room whenever a role
+/// changes, read by the socket so that a viewer's patch is refused at the door,
+/// before its ops are parsed or queued. The room still checks every patch itself.
+#[derive(Clone, Default)]
+pub struct Seat(Arc<AtomicU8>);
+
+const SEAT_EDITOR: u8 = 0;
+const SEAT_VIEWER: u8 = 1;
+const SEAT_WAITING: u8 = 2;
+
+impl Seat {
+    pub fn set(&self, role: Role, waiting: bool) {
+        let v = match (role, waiting) {
+            (Role::Editor, _) => SEAT_EDITOR,
+            (Role::Viewer, false) => SEAT_VIEWER,
+            (Role::Viewer, true) => SEAT_WAITING,
+        };
+        self.0.store(v, Ordering::Release);
+    }
+
+    /// The reject a patch from this seat gets without reaching the room, if any.
+    pub fn refusal(&self) -> Option<(&'static str, &'static str)> {
+        match self.0.load(Ordering::Acquire) {
+            SEAT_VIEWER => Some(("viewer", "viewers cannot edit this file")),
+            SEAT_WAITING => Some((
+                super::seats::EDITORS_FULL,
+                "the file has as many editors as it allows",
+            )),
+            _ => None,
         }
     }
 }

@@ -14,6 +14,10 @@ use crate::outbox::{shared, ConnId, Msg};
 use crate::protocol::{self, Patch, Refusal};
 use crate::store::{FileAppend, LoggedPatch, StoreError};
 
+/// At the memory budget, patches larger than this are refused (`too-large`) so
+/// documents stop growing; everyday edits (a move, a color) are far smaller.
+const GROWTH_UNDER_PRESSURE: usize = 4096;
+
 /// Something waiting for a version to become durable.
 pub(super) enum Pending {
     /// An accepted patch: its ack for the sender, its relay for everyone else.
@@ -92,6 +96,14 @@ impl Room {
                 to: conn,
                 frame: shared(ack),
             });
+            return;
+        }
+        if patch.ops_json.len() > GROWTH_UNDER_PRESSURE && !self.ctx.memory.admits() {
+            metrics().memory_refusals.inc();
+            refuse(
+                "too-large",
+                "the server is at its memory budget: only small changes are taken now",
+            );
             return;
         }
         if let Err(e) = self.doc.apply(&patch.ops, &self.ctx.limits) {

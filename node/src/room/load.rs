@@ -13,9 +13,10 @@ use super::snapshot::{replay, replay_limits, SnapshotState};
 use super::{JoinError, Room, RoomCmd, RoomContext};
 use crate::doc::Document;
 use crate::ids::FileId;
+use crate::metrics::metrics;
 use crate::outbox::shared;
 use crate::protocol;
-use crate::store::StoreError;
+use crate::store::{StoreError, TakenFile};
 use atrium_coordinator::{CoordinatorError, LeaseKeeper};
 
 /// Opens a file's room: the lease first, then the store's epoch, then the data.
@@ -28,6 +29,10 @@ pub async fn load(
     people: Arc<AtomicUsize>,
 ) -> Result<Room, JoinError> {
     let config = &ctx.config;
+    if !ctx.memory.admits() {
+        metrics().memory_refusals.inc();
+        return Err(JoinError::Unavailable(1013));
+    }
     let lease = match ctx.coordinator.acquire(file.as_str(), &ctx.node).await {
         Ok(lease) => lease,
         // Another node serves the file: the client goes back through the router.
@@ -50,6 +55,21 @@ pub async fn load(
             });
         }
     };
+    // The document is about to be built in memory: promise its bytes first, so a
+    // burst of loads cannot take the node past its budget before a sample shows it.
+    let loading = match ctx.memory.reserve(load_cost(&taken)) {
+        Some(r) => r,
+        None => {
+            metrics().memory_refusals.inc();
+            let _ = keeper.release().await;
+            return Err(JoinError::Unavailable(1013));
+        }
+    };
+    tokio::spawn(async move {
+        // Held until the next samples of resident memory include the document.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        drop(loading);
+    });
     // A lease that lapses while nobody else takes the file (a coordinator outage longer than
     // the lease) is taken back, as long as the store says the epoch is still ours.
     let (store, id, epoch) = (ctx.store.clone(), file.clone(), taken.epoch);
@@ -111,3 +131,15 @@ pub async fn load(
         stall_noticed: false,
     })
 }
+
+/// Memory a loaded file is expected to take, in bytes: its document (a few times
+/// its JSON while it is built) and its resume ring (the log's patches, and their
+/// relay frames).
+fn load_cost(taken: &TakenFile) -> u64 {
+    let snapshot = taken.snapshot.as_ref().map_or(0, |(_, json)| json.len());
+    let log: usize = taken.log.iter().map(|p| p.ops.len() * 2 + 128).sum();
+    (snapshot * LOAD_FACTOR + log) as u64
+}
+
+/// In-memory bytes per byte of a document's JSON while it is built and held.
+const LOAD_FACTOR: usize = 6;

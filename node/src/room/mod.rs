@@ -56,6 +56,8 @@ pub struct RoomContext {
     pub node: NodeId,
     /// Node-wide allowance for welcomes bigger than a send queue.
     pub welcome_budget: Arc<Budget>,
+    /// The node's memory budget: a room is not loaded where it has no room.
+    pub memory: Arc<crate::memory::MemoryGuard>,
 }
 
 #[derive(Clone)]
@@ -68,6 +70,8 @@ pub struct JoinRequest {
     pub since: Option<u64>,
     /// The client's highest durable op id in this file, read from the store.
     pub stored_op: u64,
+    /// Where the room tells the socket its role.
+    pub seat: access::Seat,
 }
 
 #[derive(Debug)]

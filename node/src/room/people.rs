@@ -20,6 +20,8 @@ pub(super) struct Member {
     pub(super) name: String,
     pub(super) account: Option<AccountId>,
     pub(super) role: Role,
+    /// The role as the socket's reader sees it.
+    pub(super) seat: access::Seat,
     pub(super) access: Access,
     /// The version its welcome brought it to: it gets relays only above it.
     pub(super) from_version: u64,
@@ -108,9 +110,11 @@ impl Room {
             name,
             account: req.account.map(|(id, _)| id),
             role,
+            seat: req.seat.clone(),
             access,
             from_version: self.version,
         };
+        member.seat.set(role, full.is_some());
         let returning = self.board.cancel_leave(&person);
         if replaced.is_empty() && !returning {
             let join = json!({"type": "join", "people": [member.person_json(page.as_deref())]});

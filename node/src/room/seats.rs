@@ -71,6 +71,9 @@ impl Room {
                 editors += 1;
             }
         }
+        for (conn, m) in &self.members {
+            m.seat.set(m.role, self.waiting.contains(conn));
+        }
         if !changes.is_empty() {
             self.sync_counts();
         }

@@ -24,6 +24,7 @@ use crate::limits::AddressSlot;
 use crate::metrics::metrics;
 use crate::outbox::{outbox, Outbox};
 use crate::room::registry::RoomHandle;
+use crate::room::access::Seat;
 use crate::room::RoomCmd;
 use crate::server::AppState;
 use crate::ws::{Reader, ReaderLimits};
@@ -43,6 +44,8 @@ struct Session {
     token: Option<[u8; 32]>,
     /// The fleet-wide counter this socket holds a slot of (sockets per account).
     account_slot: Option<String>,
+    /// Its role, as the room last told it.
+    seat: Seat,
 }
 
 /// When the client was last heard from (any frame at all, pongs included).
@@ -115,6 +118,7 @@ pub async fn serve(
     let limits = ReaderLimits {
         max_message: config.max_message_bytes,
         fragment_timeout: config.hello_timeout(),
+        inflate_ratio: config.ws_inflate_ratio,
     };
     let mut frames = Reader::new(read_io, limits, deflate);
     let mut session = Session {
@@ -124,6 +128,7 @@ pub async fn serve(
         room: None,
         token: None,
         account_slot: None,
+        seat: Seat::default(),
     };
     let liveness = Liveness::new();
     {

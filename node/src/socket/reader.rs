@@ -12,9 +12,10 @@ use crate::ids::{digest, ClientKey};
 use crate::limits::Bucket;
 use crate::metrics::metrics;
 use crate::outbox::Outbox;
-use crate::protocol::{self, ClientMessage, Refusal};
+use crate::protocol::{self, ClientMessage, Kind, Refusal};
 use crate::room::registry::RoomHandle;
-use crate::room::{JoinRequest, RoomCmd};
+use crate::room::access;
+use crate::room::{JoinError, JoinRequest, RoomCmd};
 use crate::server::AppState;
 use crate::store::StoreError;
 use crate::ws::{Incoming, ReadError, Reader};
@@ -90,15 +91,22 @@ fn refuse(outbox: &Outbox, refusal: Refusal) {
     outbox.send_text(protocol::reject(&refusal));
 }
 
+/// Messages before the hello that are not a hello: each gets a `reject`; more
+/// than this closes with 4000, so a socket cannot be kept busy without saying hello.
+const BEFORE_HELLO_REFUSALS: usize = 5;
+
 pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Liveness) {
     if session.outbox.is_closing() {
         // Refused at the upgrade (too many sockets from this address).
         drain(frames).await;
         return;
     }
-    let deadline = Instant::now() + session.state.config.hello_timeout();
+    let config = session.state.config.clone();
+    let deadline = Instant::now() + config.hello_timeout();
     let stopping = session.state.stopping.clone();
-    // Before hello: only a hello is accepted, until the deadline.
+    // Before hello: only a hello is accepted, small, until the deadline.
+    frames.set_max_message(config.hello_max_bytes.min(config.max_message_bytes));
+    let mut refusals = 0;
     let hello = loop {
         let next = tokio::select! {
             next = timeout_at(deadline, next_frame(frames, &session.outbox, liveness)) => next,
@@ -122,7 +130,13 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
             Ok(_) => refuse(&session.outbox, Refusal::invalid_before_hello()),
             Err(r) => refuse(&session.outbox, r),
         }
+        refusals += 1;
+        if refusals > BEFORE_HELLO_REFUSALS {
+            session.outbox.close(4000, "the first message must be a hello");
+            return drain(frames).await;
+        }
     };
+    frames.set_max_message(config.max_message_bytes);
     metrics()
         .messages_received
         .with_label_values(&["hello"])
@@ -143,9 +157,82 @@ async fn drain_if_closing(frames: &mut Frames, outbox: &Outbox) {
     }
 }
 
-/// After the join: every message to the room. Non-presence messages over the
-/// rate wait in order (with one 429 notice); more than five seconds' worth
-/// waiting closes 4013. Presence over its own rate is dropped.
+/// A message waiting for the socket's message rate. It is kept as the text that
+/// came (parsed only when its turn comes), or, when it is already refused (a
+/// viewer's patch, a malformed message), as the small refusal alone.
+enum Waiting {
+    Text(String),
+    Refused(Refusal),
+}
+
+/// What a socket may have read and not yet handled, and how fast it may read.
+///
+/// Everything a socket makes the node hold is bounded here: messages over the
+/// rate wait in order (one 429 notice), up to five seconds' worth (then 4013) and
+/// at most `ATRIUM_WS_BACKLOG_BYTES` of text. At that bound, and while the socket
+/// is over its byte rate (`ATRIUM_WS_BYTES_PER_SECOND`), the node stops reading it:
+/// the rest waits in the client's own buffers, costing the node nothing.
+struct Intake {
+    messages: Bucket,
+    bytes: Bucket,
+    presence: Bucket,
+    backlog: VecDeque<Waiting>,
+    backlog_bytes: usize,
+    max_backlog: usize,
+    max_backlog_bytes: usize,
+    told: bool,
+}
+
+impl Intake {
+    fn new(config: &crate::config::NodeConfig) -> Self {
+        let now = std::time::Instant::now();
+        let rate = f64::from(config.ws_per_second.max(1));
+        let presence_rate = f64::from(config.presence_per_second);
+        let byte_rate = config.ws_bytes_per_second.max(1) as f64;
+        let byte_burst = byte_rate.max(config.max_message_bytes as f64);
+        Self {
+            messages: Bucket::new(rate, rate, now),
+            bytes: Bucket::new(byte_rate, byte_burst, now),
+            presence: Bucket::new(presence_rate, presence_rate, now),
+            backlog: VecDeque::new(),
+            backlog_bytes: 0,
+            max_backlog: 5 * config.ws_per_second.max(1) as usize,
+            max_backlog_bytes: config.ws_backlog_bytes.max(1),
+            told: false,
+        }
+    }
+
+    /// How long before the socket may be read again (zero: now).
+    fn read_pause(&self, now: std::time::Instant) -> Option<Duration> {
+        if self.backlog_bytes >= self.max_backlog_bytes {
+            return Some(self.messages.wait(now));
+        }
+        let debt = self.bytes.debt(now);
+        (!debt.is_zero()).then_some(debt)
+    }
+
+    fn push(&mut self, waiting: Waiting) {
+        if let Waiting::Text(text) = &waiting {
+            self.backlog_bytes += text.len();
+        }
+        self.backlog.push_back(waiting);
+    }
+
+    /// The next waiting message the rate lets through.
+    fn pop(&mut self, now: std::time::Instant) -> Option<Waiting> {
+        if self.backlog.is_empty() || !self.messages.take(now) {
+            return None;
+        }
+        let waiting = self.backlog.pop_front()?;
+        if let Waiting::Text(text) = &waiting {
+            self.backlog_bytes -= text.len();
+        }
+        Some(waiting)
+    }
+}
+
+/// After the join: every message to the room, within the socket's limits (see
+/// [`Intake`]). Presence over its own rate is dropped.
 async fn serve_messages(
     frames: &mut Frames,
     session: &Session,
@@ -153,54 +240,48 @@ async fn serve_messages(
     room: &RoomHandle,
 ) {
     let config = &session.state.config;
-    let now = std::time::Instant::now();
-    let rate = f64::from(config.ws_per_second.max(1));
-    let mut messages = Bucket::new(rate, rate, now);
-    let presence_rate = f64::from(config.presence_per_second);
-    let mut presence = Bucket::new(presence_rate, presence_rate, now);
-    let backlog_cap = 5 * config.ws_per_second.max(1) as usize;
-    let mut backlog: VecDeque<Result<ClientMessage, Refusal>> = VecDeque::new();
-    let mut told = false;
+    let mut intake = Intake::new(config);
+    let mut paused = false;
     loop {
-        let wait = messages.wait(std::time::Instant::now());
+        let now = std::time::Instant::now();
+        let pause = intake.read_pause(now);
+        if pause.is_some() && !paused {
+            metrics().inbound_paused.inc();
+        }
+        paused = pause.is_some();
+        let wait = match pause {
+            Some(p) if intake.backlog.is_empty() => p,
+            Some(p) => p.min(intake.messages.wait(now)),
+            None => intake.messages.wait(now),
+        };
         let next = tokio::select! {
-            next = next_frame(frames, &session.outbox, liveness) => Some(next),
-            _ = tokio::time::sleep(wait), if !backlog.is_empty() => None,
+            next = next_frame(frames, &session.outbox, liveness), if pause.is_none() => Some(next),
+            _ = tokio::time::sleep(wait), if pause.is_some() || !intake.backlog.is_empty() => None,
         };
         match next {
             Some(Next::Text(text)) if !session.outbox.is_closing() => {
-                match protocol::parse(&text, &session.state.limits) {
-                    Ok(ClientMessage::Presence(update)) => {
-                        metrics()
-                            .messages_received
-                            .with_label_values(&["presence"])
-                            .inc();
-                        if presence.take(std::time::Instant::now()) {
-                            let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
-                        } else {
-                            metrics().presence_dropped.inc();
-                        }
-                    }
-                    other => backlog.push_back(other),
-                }
+                intake.bytes.charge(std::time::Instant::now(), text.len() as f64);
+                take_in(session, room, &mut intake, text);
             }
             Some(Next::Text(_) | Next::Skip) | None => {}
             Some(Next::End) => return drain_if_closing(frames, &session.outbox).await,
         }
-        while !backlog.is_empty() && messages.take(std::time::Instant::now()) {
-            if let Some(message) = backlog.pop_front() {
-                handle(session, room, message);
+        while let Some(waiting) = intake.pop(std::time::Instant::now()) {
+            match waiting {
+                Waiting::Text(text) => handle_text(session, room, &text),
+                Waiting::Refused(r) => refuse(&session.outbox, r),
             }
         }
-        if backlog.is_empty() {
-            told = false;
-        } else if backlog.len() > backlog_cap {
+        if intake.backlog.is_empty() {
+            intake.told = false;
+        } else if intake.backlog.len() > intake.max_backlog {
             session
                 .outbox
                 .close(4013, "flooding: more than five seconds of messages waiting");
-            backlog.clear();
-        } else if !told {
-            told = true;
+            intake.backlog.clear();
+            intake.backlog_bytes = 0;
+        } else if !intake.told {
+            intake.told = true;
             metrics().rate_limited.inc();
             session.outbox.send_text(protocol::notice(
                 429,
@@ -210,8 +291,58 @@ async fn serve_messages(
     }
 }
 
-/// Handles one message after the rate limit let it through.
-fn handle(session: &Session, room: &RoomHandle, message: Result<ClientMessage, Refusal>) {
+/// One message just read: presence goes to the room at once (or is dropped over
+/// its rate); anything else is handled now if the rate allows and nothing waits
+/// before it, else it waits. A viewer's patch is refused from its id alone.
+fn take_in(session: &Session, room: &RoomHandle, intake: &mut Intake, text: String) {
+    let message = match protocol::read(&text) {
+        Ok(m) => m,
+        Err(r) => return intake.push(Waiting::Refused(r)),
+    };
+    match message.kind {
+        Kind::Presence => {
+            metrics()
+                .messages_received
+                .with_label_values(&["presence"])
+                .inc();
+            if !intake.presence.take(std::time::Instant::now()) {
+                metrics().presence_dropped.inc();
+                return;
+            }
+            match message.parse(&session.state.limits) {
+                Ok(ClientMessage::Presence(update)) => {
+                    let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
+                }
+                Ok(_) => {}
+                Err(r) => refuse(&session.outbox, r),
+            }
+        }
+        Kind::Patch => {
+            if let Some((code, why)) = session.seat.refusal() {
+                return intake.push(Waiting::Refused(message.refuse(code, why)));
+            }
+            if intake.backlog.is_empty() && intake.messages.take(std::time::Instant::now()) {
+                // Nothing waits before it and the rate allows it: no queueing, one parse.
+                return to_room(session, room, message.parse(&session.state.limits));
+            }
+            drop(message);
+            intake.push(Waiting::Text(text));
+        }
+        Kind::Hello => intake.push(Waiting::Refused(Refusal {
+            id: None,
+            code: "invalid",
+            message: "hello was already said on this socket".into(),
+        })),
+    }
+}
+
+/// Handles one waiting message once the rate let it through.
+fn handle_text(session: &Session, room: &RoomHandle, text: &str) {
+    // Its role may have changed while it waited: the room has the last word.
+    to_room(session, room, protocol::parse(text, &session.state.limits));
+}
+
+fn to_room(session: &Session, room: &RoomHandle, message: Result<ClientMessage, Refusal>) {
     match message {
         Ok(ClientMessage::Patch(patch)) => {
             metrics()
@@ -226,17 +357,7 @@ fn handle(session: &Session, room: &RoomHandle, message: Result<ClientMessage, R
                 session.outbox.close(1012, "the room closed");
             }
         }
-        Ok(ClientMessage::Presence(update)) => {
-            let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
-        }
-        Ok(ClientMessage::Hello(_)) => refuse(
-            &session.outbox,
-            Refusal {
-                id: None,
-                code: "invalid",
-                message: "hello was already said on this socket".into(),
-            },
-        ),
+        Ok(_) => {}
         Err(r) => refuse(&session.outbox, r),
     }
 }
@@ -273,17 +394,40 @@ async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16,
     let account = match &hello.token {
         Some(token) => {
             let d = digest(token);
+            // Registered for sign-out before the token is checked: a sign-out at any
+            // moment after this either fails the check or closes this socket.
+            state.sockets.add(d, session.outbox.clone());
+            session.token = Some(d);
             match state.store.session_account(d).await {
-                Ok(a) => {
-                    session.token = Some(d);
-                    Some(a)
-                }
+                Ok(a) => Some(a),
                 Err(StoreError::NotFound) => return Err((4001, "bad or signed-out token")),
                 Err(_) => return Err((1013, "the store is unavailable")),
             }
         }
         None => None,
     };
+    // A refused joiner costs a lookup, never a room: the file and the access it
+    // gives are checked before a room is opened, a lease taken or a document read.
+    let open = state.rooms.existing(&session.file).is_some();
+    if !open {
+        if !state.memory.admits() {
+            metrics().memory_refusals.inc();
+            return Err((1013, "the node is at its memory budget; try again later"));
+        }
+        match state.store.file(&session.file).await {
+            Ok(record) => {
+                let account_id = account.as_ref().map(|a| &a.id);
+                access::access(&record, account_id, hello.key.as_deref())
+                    .and_then(|a| access::role(&record, a))
+                    .map_err(|d| {
+                        let e = JoinError::Denied(d);
+                        (e.close_code(), e.reason())
+                    })?;
+            }
+            Err(StoreError::NotFound) => return Err((4004, "file not found")),
+            Err(_) => return Err((1013, "the store is unavailable")),
+        }
+    }
     if let Some(a) = &account {
         let counter = format!("sockets:{}", a.id);
         match account_slot(&state, &counter).await {
@@ -307,10 +451,11 @@ async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16,
         name: hello.name,
         since: hello.since,
         stored_op,
+        seat: session.seat.clone(),
     };
-    // Registered before joining, so a sign-out racing the join still reaches it.
-    if let Some(token) = session.token {
-        state.sockets.add(token, session.outbox.clone());
+    if session.outbox.is_closing() {
+        // Signed out (or replaced) while waiting for a slot: never welcomed.
+        return Err((4001, "signed out"));
     }
     match state.rooms.join(&session.file, req).await {
         Ok((room, _joined)) => {

@@ -27,13 +27,22 @@ pub struct ReaderLimits {
     /// Time from the first frame of a fragmented message (once received whole)
     /// to its last; checked whenever the reader waits for bytes.
     pub fragment_timeout: Duration,
+    /// Compressed messages may inflate, in all, to at most this many bytes per byte
+    /// received (plus [`INFLATE_CREDIT`]): what the node holds and relays because of
+    /// a socket stays in proportion to what the socket sent. 0: no bound.
+    pub inflate_ratio: usize,
 }
+
+/// Inflated bytes a socket may have beyond its ratio, so that a few small, very
+/// compressible messages (a hello, a selection) are never refused.
+pub const INFLATE_CREDIT: usize = 64 * 1024;
 
 impl Default for ReaderLimits {
     fn default() -> Self {
         Self {
             max_message: 1 << 20,
             fragment_timeout: Duration::from_secs(10),
+            inflate_ratio: 0,
         }
     }
 }
@@ -56,6 +65,8 @@ pub enum Incoming {
 pub enum ReadError {
     #[error("message over the size limit")]
     TooBig,
+    #[error("compressed messages inflate more than allowed")]
+    OverInflated,
     #[error("text is not valid UTF-8")]
     InvalidUtf8,
     #[error("protocol error: {0}")]
@@ -73,7 +84,7 @@ impl ReadError {
     /// A fragment timeout is a policy of ours, not a protocol violation: 1008.
     pub fn close_code(&self) -> Option<u16> {
         match self {
-            Self::TooBig => Some(1009),
+            Self::TooBig | Self::OverInflated => Some(1009),
             Self::InvalidUtf8 => Some(1007),
             Self::Protocol(_) => Some(1002),
             Self::FragmentTimeout => Some(1008),
@@ -101,6 +112,10 @@ pub struct Reader<R> {
     deflate: bool,
     partial: Option<Partial>,
     finished: bool,
+    /// Payload bytes of data frames received, as sent.
+    received: usize,
+    /// Bytes of text those frames became.
+    inflated: usize,
 }
 
 impl<R: AsyncRead + Unpin> Reader<R> {
@@ -113,7 +128,19 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             deflate,
             partial: None,
             finished: false,
+            received: 0,
+            inflated: 0,
         }
+    }
+
+    /// Changes the largest message accepted from now on (small before the hello).
+    pub fn set_max_message(&mut self, max: usize) {
+        self.limits.max_message = max;
+    }
+
+    /// Bytes of message payload received so far, as sent on the wire.
+    pub fn received(&self) -> usize {
+        self.received
     }
 
     /// The next message or control frame. Cancel-safe.
@@ -204,7 +231,19 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             opcode::PING => Ok(Some(Incoming::Ping(Bytes::copy_from_slice(payload)))),
             opcode::PONG => Ok(Some(Incoming::Pong)),
             opcode::CLOSE => parse_close(payload).map(Some),
-            _ => data_frame(&mut self.partial, &self.limits, h, payload),
+            _ => {
+                self.received += payload.len();
+                let allowance = match self.limits.inflate_ratio {
+                    0 => usize::MAX,
+                    ratio => (self.received.saturating_mul(ratio) + INFLATE_CREDIT)
+                        .saturating_sub(self.inflated),
+                };
+                let message = data_frame(&mut self.partial, &self.limits, allowance, h, payload)?;
+                if let Some(Incoming::Text(text)) = &message {
+                    self.inflated += text.len();
+                }
+                Ok(message)
+            }
         }
     }
 
@@ -221,6 +260,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
 fn data_frame(
     partial: &mut Option<Partial>,
     limits: &ReaderLimits,
+    allowance: usize,
     h: &Header,
     payload: &[u8],
 ) -> Result<Option<Incoming>, ReadError> {
@@ -228,7 +268,7 @@ fn data_frame(
         let text = h.opcode == opcode::TEXT;
         if h.fin {
             let data = if text { payload.to_vec() } else { Vec::new() };
-            return finish(text, h.rsv1, data, limits.max_message).map(Some);
+            return finish(text, h.rsv1, data, limits.max_message, allowance).map(Some);
         }
         *partial = Some(Partial {
             text,
@@ -247,7 +287,7 @@ fn data_frame(
         return Ok(None);
     }
     let p = partial.take().expect("checked: a message is open");
-    finish(p.text, p.compressed, p.data, limits.max_message).map(Some)
+    finish(p.text, p.compressed, p.data, limits.max_message, allowance).map(Some)
 }
 
 /// A complete message: inflated if compressed, text checked as UTF-8.
@@ -256,13 +296,17 @@ fn finish(
     compressed: bool,
     mut data: Vec<u8>,
     max: usize,
+    allowance: usize,
 ) -> Result<Incoming, ReadError> {
     if !text {
         return Ok(Incoming::Binary);
     }
     if compressed {
         data.extend_from_slice(&deflate::TAIL);
-        data = deflate::inflate(&data, max).map_err(|e| match e {
+        // Inflating stops at whichever bound comes first; which one says the close.
+        let over_ratio = allowance < max;
+        data = deflate::inflate(&data, max.min(allowance)).map_err(|e| match e {
+            InflateError::TooBig if over_ratio => ReadError::OverInflated,
             InflateError::TooBig => ReadError::TooBig,
             InflateError::Corrupt => ReadError::Protocol("invalid compressed data"),
         })?;

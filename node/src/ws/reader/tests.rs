@@ -48,6 +48,7 @@ fn limits(max_message: usize) -> ReaderLimits {
     ReaderLimits {
         max_message,
         fragment_timeout: Duration::from_secs(10),
+        inflate_ratio: 0,
     }
 }
 

@@ -15,6 +15,7 @@ async fn slow_fragments_time_out() {
     let limits = ReaderLimits {
         max_message: 1000,
         fragment_timeout: Duration::from_millis(150),
+        inflate_ratio: 0,
     };
     let mut r = Reader::new(server, limits, false);
     client
