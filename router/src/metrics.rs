@@ -21,7 +21,7 @@ pub struct Metrics {
     pub decisions: IntCounterVec,
     /// Failures talking to a node, by node and kind (connect, proxy).
     pub upstream_errors: IntCounterVec,
-    /// Requests answered by the router itself, by reason (bad-id, blocked, unavailable).
+    /// Requests answered by the router itself, by reason (bad-path, bad-id, blocked, unavailable).
     pub refused: IntCounterVec,
     /// `409 moved` answers from nodes (the router then learns the holder).
     pub moved: IntCounter,

@@ -159,6 +159,18 @@ impl ProxyHttp for Router {
                 .await;
                 return Ok(true);
             }
+            Route::BadPath => {
+                self.metrics.refused.with_label_values(&["bad-path"]).inc();
+                Self::respond_json(
+                    session,
+                    400,
+                    "bad-request",
+                    "the path is not in canonical form: no empty, `.` or `..` segments, \
+                     no percent-encoded letters, digits or -._~",
+                )
+                .await;
+                return Ok(true);
+            }
             Route::File(_) | Route::Any => {}
         }
         ctx.upgrade = session.is_upgrade_req();

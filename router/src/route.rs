@@ -11,6 +11,9 @@ pub enum Route {
     Blocked,
     /// A file route whose id breaks the id rule.
     BadId,
+    /// A path not in canonical form (see [`canonical`]): refused before any routing, so no
+    /// spelling the router reads one way can reach a node that reads it another way.
+    BadPath,
 }
 
 /// The longest file id.
@@ -24,8 +27,53 @@ pub fn valid_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// Whether `path` (without its query) is in the canonical form the router routes by, so
+/// the router and the node (which splits the path on `/` and skips every leading slash) read
+/// it alike. Canonical is:
+///
+/// - it starts with `/`, and no segment is empty except a last one (no `//` anywhere);
+/// - no segment is `.` or `..`;
+/// - every `%` starts a well-formed escape (`%` and two hex digits), and no escape stands
+///   for an unreserved character (`A-Z a-z 0-9 - . _ ~`), which has only one spelling: itself.
+///
+/// A browser or HTTP client never sends anything else on its own: such paths come from
+/// hand-made requests, and the router answers them 400.
+pub fn canonical(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix('/') else {
+        return false;
+    };
+    let mut segments = rest.split('/').peekable();
+    while let Some(segment) = segments.next() {
+        let last = segments.peek().is_none();
+        if (segment.is_empty() && !last) || segment == "." || segment == ".." {
+            return false;
+        }
+    }
+    let bytes = path.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = |b: Option<&u8>| b.and_then(|b| (*b as char).to_digit(16));
+            let (Some(hi), Some(lo)) = (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) else {
+                return false;
+            };
+            let decoded = (hi * 16 + lo) as u8;
+            if decoded.is_ascii_alphanumeric() || matches!(decoded, b'-' | b'.' | b'_' | b'~') {
+                return false;
+            }
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    true
+}
+
 /// Classifies a path (without its query).
 pub fn classify(path: &str) -> Route {
+    if !canonical(path) {
+        return Route::BadPath;
+    }
     if is_blocked(path) {
         return Route::Blocked;
     }
@@ -47,11 +95,13 @@ pub fn classify(path: &str) -> Route {
     }
 }
 
+/// `/metrics` and `/ready` and anything under them, in any letter case (a canonical path
+/// has exactly one leading slash, so its first segment is what the node routes by).
 fn is_blocked(path: &str) -> bool {
-    ["/metrics", "/ready"].iter().any(|p| {
-        path.strip_prefix(p)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    })
+    let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
+    ["metrics", "ready"]
+        .iter()
+        .any(|p| first.eq_ignore_ascii_case(p))
 }
 
 #[cfg(test)]
@@ -99,8 +149,63 @@ mod tests {
 
     #[test]
     fn node_internals_are_blocked() {
-        for p in ["/metrics", "/metrics/", "/ready", "/ready/x"] {
+        for p in [
+            "/metrics",
+            "/metrics/",
+            "/ready",
+            "/ready/x",
+            "/METRICS",
+            "/Ready/",
+        ] {
             assert_eq!(classify(p), Route::Blocked, "{p}");
+        }
+    }
+
+    #[test]
+    fn paths_not_in_canonical_form_are_refused() {
+        for p in [
+            "",
+            "*",
+            "metrics",
+            "//metrics",
+            "///ready",
+            "//files/abc/ws",
+            "/files//abc/ws",
+            "/api/files/abc//doc",
+            "/./metrics",
+            "/metrics/.",
+            "/x/../metrics",
+            "/..",
+            "/%6Detrics",
+            "/%6detrics",
+            "/%2E/metrics",
+            "/%2e%2e/metrics",
+            "/api/files/%61bc",
+            "/files/a%7E/ws",
+            "/x%",
+            "/x%4",
+            "/x%zz",
+        ] {
+            assert!(!canonical(p), "{p:?} is not canonical");
+            assert_eq!(classify(p), Route::BadPath, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn canonical_paths() {
+        for p in [
+            "/",
+            "/health",
+            "/metrics/",
+            "/files/abc/ws",
+            "/api/files/",
+            "/assets/app.js",
+            "/x/..y/.z",
+            "/api/files/a%20b/doc",
+            "/files/..%2F/ws",
+            "/files/%2f",
+        ] {
+            assert!(canonical(p), "{p:?} is canonical");
         }
     }
 }
