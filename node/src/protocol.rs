@@ -46,6 +46,9 @@ pub struct PresenceUpdate {
     pub sel: Option<Option<Vec<String>>>,
     pub camera: Option<Option<[f64; 3]>>,
     pub t: Option<String>,
+    /// Bytes the message took on the wire (compressed, when it was): what the
+    /// sender paid for it, which bounds what the room relays for it.
+    pub wire_bytes: usize,
 }
 
 #[derive(Debug)]
@@ -331,6 +334,7 @@ fn parse_presence(fields: &Fields<'_>) -> Result<PresenceUpdate, String> {
         sel,
         camera: pair::<3>(fields, "camera")?,
         t: number_text(fields, "t")?,
+        wire_bytes: 0,
     })
 }
 

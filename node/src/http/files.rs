@@ -16,7 +16,7 @@ use crate::ids::{new_secret, FileId};
 use crate::room::access::{self, Denied};
 use crate::room::JoinError;
 use crate::server::AppState;
-use crate::store::{Account, FileRecord, FileUpdate, LinkAccess};
+use crate::store::{Account, FileRecord, FileUpdate, LinkAccess, StoreError};
 
 const MAX_FILE_NAME_CHARS: usize = 200;
 
@@ -30,6 +30,15 @@ struct NewFile {
 struct FileChanges {
     name: Option<String>,
     link: Option<String>,
+}
+
+/// 403 `too-many-files`: the account owns as many files as it may.
+fn too_many_files(cap: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "too-many-files",
+        format!("an account may own at most {cap} files; delete some to make new ones"),
+    )
 }
 
 fn file_name(name: &str) -> Result<String, ApiError> {
@@ -137,10 +146,42 @@ async fn owned(
     }
 }
 
+/// Memory a file's initial document takes while it is read and checked, per byte of JSON.
+const BODY_MEMORY_FACTOR: usize = 20;
+
 pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let account = signed_in(state, bearer_token(&req).as_deref()).await?;
+    // The rate first, before the body is read: a burst costs nothing.
+    if let Err(wait) = state.file_creates.check(&account.id) {
+        crate::metrics::metrics().rate_limited.inc();
+        return Err(ApiError {
+            retry_after: Some(wait.as_secs_f64().ceil().clamp(1.0, 3600.0) as u32),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate-limited",
+                "too many files created in a short time; wait a little and try again",
+            )
+        });
+    }
     // Room for the largest document plus its JSON framing.
     let limit = state.config.max_doc_bytes.saturating_add(SMALL_BODY);
+    // A document sent with the file is read and checked whole, at several times
+    // its size in memory: promised from the memory budget first.
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .unwrap_or(limit)
+        .min(limit);
+    let _memory = match state.memory.reserve((declared * BODY_MEMORY_FACTOR) as u64) {
+        Some(r) => r,
+        None => {
+            crate::metrics::metrics().memory_refusals.inc();
+            return Err(super::busy(
+                "the node is at its memory budget; try again shortly",
+            ));
+        }
+    };
     let body: NewFile = read_json(req, limit).await?;
     let name = file_name(body.name.as_deref().unwrap_or("Untitled"))?;
     let doc = match body.doc {
@@ -168,7 +209,12 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
         version: 0,
         updated_at: crate::clock::unix_ms(),
     };
-    state.store.create_file(&record, doc).await?;
+    let cap = state.config.files_per_account;
+    match state.store.create_file_capped(&record, doc, cap).await {
+        Ok(()) => {}
+        Err(StoreError::Full) => return Err(too_many_files(cap)),
+        Err(e) => return Err(e.into()),
+    }
     Ok(json_response(
         StatusCode::CREATED,
         &file_json(&record, true),

@@ -28,6 +28,50 @@ pub const MAX_PEOPLE: usize = 60;
 /// Receivers served before the room looks at its commands again.
 pub const SLICE: usize = 64;
 
+/// What one person's presence may cost everyone else. A person's entry goes out
+/// whole on every change (the contract's full state), so a large state (a long
+/// selection) followed by tiny cursor moves would be an amplifier: every byte of
+/// each entry announced is paid from a credit earned by the person's own messages
+/// ([`RELAY_PER_BYTE`] per byte received on the wire) and by time
+/// ([`RELAY_PER_SECOND`]), holding at most [`RELAY_BURST`]. A change it cannot pay
+/// for waits for the credit, keeping its latest state; everyday presence (a
+/// cursor, a few selected ids) never waits.
+pub const RELAY_PER_BYTE: f64 = 16.0;
+pub const RELAY_PER_SECOND: f64 = 2048.0;
+pub const RELAY_BURST: f64 = 16.0 * 1024.0;
+
+/// A person's relay credit, in bytes of entry.
+struct Credit {
+    bytes: f64,
+    at: std::time::Instant,
+}
+
+impl Credit {
+    fn new() -> Self {
+        Self {
+            bytes: RELAY_BURST,
+            at: std::time::Instant::now(),
+        }
+    }
+
+    fn earn(&mut self, wire_bytes: usize) {
+        let now = std::time::Instant::now();
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.at = now;
+        self.bytes = (self.bytes + elapsed * RELAY_PER_SECOND + wire_bytes as f64 * RELAY_PER_BYTE)
+            .min(RELAY_BURST);
+    }
+
+    fn pay(&mut self, bytes: usize) -> bool {
+        self.earn(0);
+        let ok = self.bytes >= bytes as f64;
+        if ok {
+            self.bytes -= bytes as f64;
+        }
+        ok
+    }
+}
+
 struct Seat {
     outbox: Outbox,
     person: PersonId,
@@ -45,6 +89,9 @@ struct Seat {
     catch_up: Vec<ConnId>,
     full: String,
     short: String,
+    credit: Credit,
+    /// A change waits for credit: announced at a later tick.
+    deferred: Option<bool>,
 }
 
 impl Seat {
@@ -101,19 +148,41 @@ impl Board {
         self.leaving.len() != before
     }
 
+    /// Announces a person's change, if its credit pays for the entry; else the
+    /// change waits (see [`RELAY_PER_BYTE`]).
     fn bump(&mut self, conn: ConnId, page_too: bool) {
+        let Some(seat) = self.seats.get_mut(&conn) else {
+            return;
+        };
+        seat.encode();
+        let page_too = page_too || seat.deferred == Some(true);
+        if !seat.credit.pay(seat.full.len()) {
+            seat.deferred = Some(page_too);
+            self.dirty = true;
+            return;
+        }
+        seat.deferred = None;
         self.counter += 1;
         let counter = self.counter;
-        if let Some(seat) = self.seats.get_mut(&conn) {
-            self.changes.remove(&seat.changed);
-            seat.changed = counter;
-            if page_too {
-                seat.page_changed = counter;
-            }
-            seat.encode();
-            self.changes.insert(counter, conn);
+        self.changes.remove(&seat.changed);
+        seat.changed = counter;
+        if page_too {
+            seat.page_changed = counter;
         }
+        self.changes.insert(counter, conn);
         self.dirty = true;
+    }
+
+    /// Announces the changes that waited for credit and can now be paid for.
+    fn announce_deferred(&mut self) {
+        let waiting: Vec<(ConnId, bool)> = self
+            .seats
+            .iter()
+            .filter_map(|(c, s)| s.deferred.map(|page| (*c, page)))
+            .collect();
+        for (conn, page) in waiting {
+            self.bump(conn, page);
+        }
     }
 
     /// Seats a person; `page` carries over from a socket it replaces.
@@ -132,6 +201,8 @@ impl Board {
             catch_up: Vec::new(),
             full: String::new(),
             short: String::new(),
+            credit: Credit::new(),
+            deferred: None,
         };
         seat.catch_up = self.on_page(seat.page.as_deref(), conn);
         self.seats.insert(conn, seat);
@@ -181,6 +252,7 @@ impl Board {
         if update.t.is_some() {
             seat.t = update.t;
         }
+        seat.credit.earn(update.wire_bytes);
         if page_moved {
             let page = seat.page.clone();
             let catch_up = self.on_page(page.as_deref(), conn);
@@ -204,6 +276,7 @@ impl Board {
     /// queues every receiver.
     pub fn start_round(&mut self, grace: std::time::Duration) {
         self.dirty = false;
+        self.announce_deferred();
         let due = self.leaving_since.is_some_and(|t| t.elapsed() >= grace);
         if !self.leaving.is_empty() && !due {
             self.dirty = true;

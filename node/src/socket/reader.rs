@@ -93,7 +93,7 @@ fn refuse(outbox: &Outbox, refusal: Refusal) {
 
 /// Messages before the hello that are not a hello: each gets a `reject`; more
 /// than this closes with 4000, so a socket cannot be kept busy without saying hello.
-const BEFORE_HELLO_REFUSALS: usize = 5;
+const BEFORE_HELLO_REFUSALS: usize = 16;
 
 pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Liveness) {
     if session.outbox.is_closing() {
@@ -242,6 +242,7 @@ async fn serve_messages(
     let config = &session.state.config;
     let mut intake = Intake::new(config);
     let mut paused = false;
+    let mut received = frames.received();
     loop {
         let now = std::time::Instant::now();
         let pause = intake.read_pause(now);
@@ -261,7 +262,9 @@ async fn serve_messages(
         match next {
             Some(Next::Text(text)) if !session.outbox.is_closing() => {
                 intake.bytes.charge(std::time::Instant::now(), text.len() as f64);
-                take_in(session, room, &mut intake, text);
+                let wire = frames.received() - received;
+                received = frames.received();
+                take_in(session, room, &mut intake, text, wire);
             }
             Some(Next::Text(_) | Next::Skip) | None => {}
             Some(Next::End) => return drain_if_closing(frames, &session.outbox).await,
@@ -294,7 +297,7 @@ async fn serve_messages(
 /// One message just read: presence goes to the room at once (or is dropped over
 /// its rate); anything else is handled now if the rate allows and nothing waits
 /// before it, else it waits. A viewer's patch is refused from its id alone.
-fn take_in(session: &Session, room: &RoomHandle, intake: &mut Intake, text: String) {
+fn take_in(session: &Session, room: &RoomHandle, intake: &mut Intake, text: String, wire: usize) {
     let message = match protocol::read(&text) {
         Ok(m) => m,
         Err(r) => return intake.push(Waiting::Refused(r)),
@@ -310,7 +313,8 @@ fn take_in(session: &Session, room: &RoomHandle, intake: &mut Intake, text: Stri
                 return;
             }
             match message.parse(&session.state.limits) {
-                Ok(ClientMessage::Presence(update)) => {
+                Ok(ClientMessage::Presence(mut update)) => {
+                    update.wire_bytes = wire;
                     let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
                 }
                 Ok(_) => {}
