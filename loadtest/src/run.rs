@@ -26,8 +26,8 @@ use crate::server::{self, Sample, Spawned};
 use crate::setup::{self, ClientPlan, FileKeys};
 
 /// The settings a spawned node gets unless `--env` or the config file says otherwise: statistics
-/// on, and the per-address, per-account and sign-up limits raised, since every generated socket
-/// and sign-up comes from one address.
+/// on, and the per-address, per-account, sign-up and file-creation limits raised, since every
+/// generated socket and sign-up comes from one address and one owner makes every file.
 pub fn spawn_env(o: &Options) -> Vec<(String, String)> {
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     let mut set = |k: &str, v: String| {
@@ -38,6 +38,9 @@ pub fn spawn_env(o: &Options) -> Vec<(String, String)> {
     set("ATRIUM_WS_PER_ACCOUNT", o.per_account.max(10).to_string());
     set("ATRIUM_AUTH_PER_IP_PER_MINUTE", "1000000".into());
     set("ATRIUM_AUTH_PER_EMAIL_PER_MINUTE", "1000000".into());
+    // One owner makes every file of the run.
+    set("ATRIUM_FILES_PER_ACCOUNT", "1000000".into());
+    set("ATRIUM_FILE_CREATES_PER_MINUTE", "1000000".into());
     for (k, v) in &o.env {
         env.insert(k.clone(), v.clone());
     }

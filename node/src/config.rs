@@ -163,6 +163,15 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_AUTH_PER_EMAIL_PER_MINUTE", default_value_t = 10)]
     pub auth_per_email_per_minute: u32,
 
+    /// Most files one account may own; a creation past it is refused (403
+    /// `too-many-files`).
+    #[arg(long, env = "ATRIUM_FILES_PER_ACCOUNT", default_value_t = 1_000)]
+    pub files_per_account: u64,
+
+    /// File creations a minute per account, with a burst of as many (429 beyond).
+    #[arg(long, env = "ATRIUM_FILE_CREATES_PER_MINUTE", default_value_t = 30)]
+    pub file_creates_per_minute: u32,
+
     /// Interval between pings on a socket (each jittered by ±25%).
     #[arg(long, env = "ATRIUM_PING_MS", default_value_t = 20_000)]
     pub ping_ms: u64,

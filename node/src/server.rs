@@ -45,6 +45,12 @@ pub struct AppState {
     pub sockets_by_address: Arc<AddressCounts>,
     pub auth_by_address: KeyedLimiter<std::net::IpAddr>,
     pub auth_by_email: KeyedLimiter<String>,
+    /// Sign-ins per (client address, email), before hashing.
+    pub signin_by_address_email: KeyedLimiter<(std::net::IpAddr, String)>,
+    /// Wrong passwords per email, from every address (never refuses a right one).
+    pub signin_failures_by_email: KeyedLimiter<String>,
+    /// File creations per account (`ATRIUM_FILE_CREATES_PER_MINUTE`).
+    pub file_creates: KeyedLimiter<crate::ids::AccountId>,
     /// The node's memory budget: new work is refused before it is exceeded.
     pub memory: Arc<crate::memory::MemoryGuard>,
     /// The runtime's scheduling delay, sampled for /health.
@@ -172,6 +178,15 @@ pub async fn start(
         sockets_by_address: Arc::new(AddressCounts::new(config.ws_per_ip)),
         auth_by_address: KeyedLimiter::per_minute(config.auth_per_ip_per_minute, AUTH_KEYS),
         auth_by_email: KeyedLimiter::per_minute(config.auth_per_email_per_minute, AUTH_KEYS),
+        signin_by_address_email: KeyedLimiter::per_minute(
+            config.auth_per_email_per_minute,
+            AUTH_KEYS,
+        ),
+        signin_failures_by_email: KeyedLimiter::per_minute(
+            config.auth_per_email_per_minute,
+            AUTH_KEYS,
+        ),
+        file_creates: KeyedLimiter::per_minute(config.file_creates_per_minute, AUTH_KEYS),
         memory,
         delay: crate::stats::DelayProbe::start(),
         accepting: AtomicBool::new(true),

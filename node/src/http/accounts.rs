@@ -1,5 +1,8 @@
 //! Sign-up, sign-in, sign-out and `me`.
 
+use std::net::IpAddr;
+use std::time::Duration;
+
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use serde::Deserialize;
@@ -11,6 +14,7 @@ use super::{
 };
 use crate::auth::AuthError;
 use crate::ids::{digest, new_secret};
+use crate::limits::address_key;
 use crate::server::AppState;
 use crate::store::{Account, StoreError};
 
@@ -80,25 +84,48 @@ async fn start_session(state: &AppState, account: &Account, status: StatusCode) 
     ))
 }
 
-/// Sign-ups and sign-ins are limited per client address and per email.
-fn check_rate(state: &AppState, addr: std::net::IpAddr, email: &str) -> Result<(), ApiError> {
-    if state.auth_by_address.allow(&addr) && state.auth_by_email.allow(&email.to_lowercase()) {
-        Ok(())
-    } else {
-        crate::metrics::metrics().rate_limited.inc();
-        Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate-limited",
-            "too many attempts; wait a minute and try again",
-        ))
+fn rate_limited(message: &str, wait: Duration) -> ApiError {
+    crate::metrics::metrics().rate_limited.inc();
+    ApiError {
+        retry_after: Some(wait.as_secs_f64().ceil().clamp(1.0, 3600.0) as u32),
+        ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate-limited", message)
     }
+}
+
+const TOO_MANY: &str = "too many attempts; wait a minute and try again";
+
+/// Sign-ups are limited per client address (IPv6 by its /64) and per email.
+fn check_signup_rate(state: &AppState, addr: IpAddr, email: &str) -> Result<(), ApiError> {
+    state
+        .auth_by_address
+        .check(&address_key(addr))
+        .and_then(|()| state.auth_by_email.check(&email.to_lowercase()))
+        .map_err(|wait| rate_limited(TOO_MANY, wait))
+}
+
+/// Sign-ins are limited per client address and per (address, email), before any
+/// hashing. Nothing counted for an email across addresses can refuse a correct
+/// password: someone else's failures never lock a person out. Guessing one
+/// email's password from many addresses is bounded by the per-address limits and
+/// by the node-wide hashing bound.
+fn check_signin_rate(state: &AppState, addr: IpAddr, email: &str) -> Result<(), ApiError> {
+    let addr = address_key(addr);
+    state
+        .auth_by_address
+        .check(&addr)
+        .and_then(|()| {
+            state
+                .signin_by_address_email
+                .check(&(addr, email.to_lowercase()))
+        })
+        .map_err(|wait| rate_limited(TOO_MANY, wait))
 }
 
 pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let addr = client_addr(&req);
     let body: SignUp = read_json(req, SMALL_BODY).await?;
     let email = normalize_email(&body.email)?;
-    check_rate(state, addr, &email)?;
+    check_signup_rate(state, addr, &email)?;
     let name = body.name.trim();
     if name.is_empty()
         || name.chars().count() > MAX_NAME_CHARS
@@ -144,7 +171,7 @@ pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
 pub async fn signin(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let addr = client_addr(&req);
     let body: SignIn = read_json(req, SMALL_BODY).await?;
-    check_rate(state, addr, body.email.trim())?;
+    check_signin_rate(state, addr, body.email.trim())?;
     let bad = || {
         ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -169,8 +196,20 @@ pub async fn signin(state: &AppState, req: Request<Incoming>) -> ApiResult {
         .await
         .map_err(hashing_error)?;
     match account {
+        // A correct password signs in, whatever others tried against this email.
         Some(account) if ok => start_session(state, &account, StatusCode::OK).await,
-        _ => Err(bad()),
+        _ => {
+            // Wrong guesses at one email from everywhere are counted: past the
+            // limit they are answered 429 (a signal to the guesser and to the
+            // operator's metrics), never a correct password.
+            match state.signin_failures_by_email.check(&email.to_lowercase()) {
+                Ok(()) => Err(bad()),
+                Err(wait) => Err(rate_limited(
+                    "too many wrong passwords for this email; wait a minute and try again",
+                    wait,
+                )),
+            }
+        }
     }
 }
 

@@ -100,6 +100,11 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict => {
                 ApiError::new(StatusCode::CONFLICT, "conflict", "that already exists")
             }
+            StoreError::Full => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "too-many-files",
+                "the account owns as many files as it may; delete some to make new ones",
+            ),
             StoreError::Fenced | StoreError::Unavailable(_) => {
                 tracing::warn!(error = %e, "store error answering a request");
                 ApiError::unavailable("the store is unavailable; try again")

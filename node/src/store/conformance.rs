@@ -20,6 +20,7 @@ macro_rules! conformance_suite {
             accounts_and_email_case,
             sessions,
             files_crud,
+            file_cap_per_owner,
             take_file_reads_snapshot_and_log,
             take_file_keeps_behind,
             fencing_after_a_second_take,
@@ -233,6 +234,57 @@ pub async fn sessions(store: &dyn Store) {
     );
     store.delete_session(da).await.expect("delete twice");
     assert_err!(store.session_account(token()).await, StoreError::NotFound);
+}
+
+/// The cap on files an owner has: creations past it are `Full` and change
+/// nothing; other owners are not affected; a deletion makes room; creations
+/// racing each other never pass the cap.
+pub async fn file_cap_per_owner(store: &dyn Store) {
+    let a = account(store).await;
+    for i in 0..3 {
+        store
+            .create_file_capped(&record(&a.id, i), None, 3)
+            .await
+            .expect("under the cap");
+    }
+    let over = record(&a.id, 9);
+    assert_err!(
+        store.create_file_capped(&over, None, 3).await,
+        StoreError::Full
+    );
+    assert_err!(store.file(&over.id).await, StoreError::NotFound);
+    assert_eq!(store.files_of(&a.id).await.expect("list").len(), 3);
+    // Uncapped creation is not counted against anyone else's cap.
+    let b = account(store).await;
+    store
+        .create_file_capped(&record(&b.id, 1), None, 3)
+        .await
+        .expect("another owner");
+    let first = store.files_of(&a.id).await.expect("list")[0].id.clone();
+    store.delete_file(&first).await.expect("delete");
+    store
+        .create_file_capped(&record(&a.id, 10), None, 3)
+        .await
+        .expect("a deletion made room");
+
+    // Twelve creations at once for an owner with a cap of 5: exactly 5 land.
+    let c = account(store).await;
+    let records: Vec<FileRecord> = (0..12).map(|i| record(&c.id, i)).collect();
+    let results = futures_util::future::join_all(
+        records
+            .iter()
+            .map(|r| store.create_file_capped(r, Some("{}".into()), 5)),
+    )
+    .await;
+    let landed = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(landed, 5, "{results:?}");
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Ok(()) | Err(StoreError::Full))),
+        "{results:?}"
+    );
+    assert_eq!(store.files_of(&c.id).await.expect("list").len(), 5);
 }
 
 /// Files: create (a duplicate id conflicts), read, list by owner newest first,

@@ -29,6 +29,9 @@ pub enum StoreError {
     /// Another node took the file: this writer must stop (close the room with 4009).
     #[error("fenced: the file's epoch moved on")]
     Fenced,
+    /// The owner already has as many files as it may (see `create_file_capped`).
+    #[error("the owner is at its cap of files")]
+    Full,
     /// The store cannot be reached or failed; a retry may help.
     #[error("store unavailable: {0}")]
     Unavailable(String),
@@ -147,7 +150,18 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_session(&self, token_digest: [u8; 32]) -> StoreResult<()>;
 
     /// Creates a file, with an optional initial document stored as its version-0 snapshot.
-    async fn create_file(&self, record: &FileRecord, doc: Option<String>) -> StoreResult<()>;
+    async fn create_file(&self, record: &FileRecord, doc: Option<String>) -> StoreResult<()> {
+        self.create_file_capped(record, doc, u64::MAX).await
+    }
+    /// Creates a file as [`Store::create_file`] does, unless its owner already owns
+    /// `max_owned` files: then [`StoreError::Full`]. The count and the insert are one
+    /// transaction, serialised per owner, so concurrent creations never pass the cap.
+    async fn create_file_capped(
+        &self,
+        record: &FileRecord,
+        doc: Option<String>,
+        max_owned: u64,
+    ) -> StoreResult<()>;
     async fn file(&self, id: &FileId) -> StoreResult<FileRecord>;
     async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>>;
     async fn update_file(&self, id: &FileId, update: FileUpdate) -> StoreResult<FileRecord>;

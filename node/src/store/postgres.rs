@@ -588,9 +588,39 @@ impl Store for PgStore {
         Ok(())
     }
 
-    async fn create_file(&self, record: &FileRecord, doc: Option<String>) -> StoreResult<()> {
+    async fn create_file_capped(
+        &self,
+        record: &FileRecord,
+        doc: Option<String>,
+        max_owned: u64,
+    ) -> StoreResult<()> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(unavailable)?;
+        if max_owned < u64::MAX {
+            // The owner's row, locked until commit, serialises its creations on
+            // every node: the count below cannot be overtaken by a concurrent insert.
+            let lock = tx
+                .prepare_cached("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
+                .await
+                .map_err(unavailable)?;
+            let count = tx
+                .prepare_cached("SELECT count(*) FROM files WHERE owner = $1")
+                .await
+                .map_err(unavailable)?;
+            tx.query_opt(&lock, &[&record.owner.as_str()])
+                .await
+                .map_err(unavailable)?
+                .ok_or(StoreError::NotFound)?;
+            let owned: i64 = get(
+                &tx.query_one(&count, &[&record.owner.as_str()])
+                    .await
+                    .map_err(unavailable)?,
+                0,
+            )?;
+            if owned as u64 >= max_owned {
+                return Err(StoreError::Full);
+            }
+        }
         let insert = tx
             .prepare_cached(
                 "INSERT INTO files (id, owner, name, link, view_key, edit_key, key_generation,

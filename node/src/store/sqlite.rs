@@ -366,10 +366,31 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn create_file(&self, record: &FileRecord, doc: Option<String>) -> StoreResult<()> {
+    async fn create_file_capped(
+        &self,
+        record: &FileRecord,
+        doc: Option<String>,
+        max_owned: u64,
+    ) -> StoreResult<()> {
         let r = record.clone();
         self.run(move |c| {
-            let tx = c.transaction().map_err(unavailable)?;
+            // One writer connection and an immediate transaction: the count and the
+            // insert cannot interleave with another creation.
+            let tx = c
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            if max_owned < u64::MAX {
+                let owned: i64 = tx
+                    .query_row(
+                        "SELECT count(*) FROM files WHERE owner = ?1",
+                        [r.owner.as_str()],
+                        |row| row.get(0),
+                    )
+                    .map_err(unavailable)?;
+                if owned as u64 >= max_owned {
+                    return Err(StoreError::Full);
+                }
+            }
             tx.execute(
                 "INSERT INTO files (id, owner, name, link, view_key, edit_key, key_generation,
                                     epoch, version, created_at, updated_at)

@@ -85,6 +85,10 @@ impl Node {
                 "ATRIUM_LOG",
                 std::env::var("ATRIUM_TEST_LOG").unwrap_or_else(|_| "info".into()),
             )
+            // Tests make many files quickly for one account (the ring pickers of
+            // the cluster tests, hundreds of boards): the creation rate is raised
+            // here, and tests of the rate itself set it back (`envs` win).
+            .env("ATRIUM_FILE_CREATES_PER_MINUTE", "1000000")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
