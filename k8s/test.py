@@ -310,6 +310,8 @@ def semantic_checks(rendered):
     check("three dashboard ConfigMaps labelled grafana_dashboard: \"1\", equal to k8s/grafana", ok and same)
     check("no HPA, ServiceMonitor or PrometheusRule by default",
           not find(d, "HorizontalPodAutoscaler") and not find(d, "ServiceMonitor") and not find(d, "PrometheusRule"))
+    check("no Postgres CA volume by default",
+          all(v["name"] != "postgres-ca" for v in pod.get("volumes", [])))
     secret = find(d, "Secret")
     check("URLs given as values go to a Secret, not the pod spec",
           secret and "database-url" in secret[0]["stringData"]
@@ -326,6 +328,16 @@ def semantic_checks(rendered):
               fenv["ATRIUM_LEASE_MS"]["value"] == "3000" and fenv["ATRIUM_HEALTH_STATS"]["value"] == "true"
               and fenv["ATRIUM_WELCOME_BUDGET_BYTES"]["value"] == "536870912")
         check("full: a volumeClaimTemplate for the data", bool(fsts["spec"].get("volumeClaimTemplates")))
+        fpod = fsts["spec"]["template"]["spec"]
+        mounts = {m["name"]: m for m in fpod["containers"][0].get("volumeMounts", [])}
+        vols = {v["name"]: v for v in fpod.get("volumes", [])}
+        check("full: the Postgres CA Secret (database.rootCert) is mounted read-only at "
+              "/etc/atrium/postgres-ca/ca.crt",
+              mounts.get("postgres-ca", {}).get("mountPath") == "/etc/atrium/postgres-ca"
+              and mounts["postgres-ca"].get("readOnly") is True
+              and vols.get("postgres-ca", {}).get("secret") == {
+                  "secretName": "atrium-db-ca", "items": [{"key": "root.pem", "path": "ca.crt"}]},
+              f"mounts {list(mounts)}, volumes {vols}")
         check("full: HPA, two ServiceMonitors, a PrometheusRule",
               len(find(full, "HorizontalPodAutoscaler")) == 1 and len(find(full, "ServiceMonitor")) == 2
               and len(find(full, "PrometheusRule")) == 1)

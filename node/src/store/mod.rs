@@ -8,6 +8,7 @@
 //! snapshot and trim carries the taker's epoch and fails with [`StoreError::Fenced`]
 //! once someone else has raised it.
 
+pub mod pg_tls;
 pub mod postgres;
 pub mod sqlite;
 

@@ -31,7 +31,7 @@ use deadpool_postgres::{
 use futures_util::future::join;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{IsolationLevel, NoTls, Row};
+use tokio_postgres::{IsolationLevel, Row};
 
 use super::*;
 use crate::ids::{AccountId, ClientKey, FileId};
@@ -104,7 +104,8 @@ FROM files f WHERE f.id = $1";
 
 const LOG_COLUMNS: &str = "version, client, op_id, person, ops, t";
 
-/// A shared Postgres document store: a pool of connections, no TLS.
+/// A shared Postgres document store: a pool of connections, over TLS as the URL's `sslmode`
+/// asks ([`super::pg_tls`]).
 pub struct PgStore {
     pool: Pool,
 }
@@ -347,9 +348,12 @@ impl PgStore {
     /// Connects a pool of up to `pool_size` connections to `url` and applies the
     /// migrations this build knows and the database lacks.
     pub async fn connect(url: &str, pool_size: usize) -> StoreResult<Self> {
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| StoreError::Unavailable(format!("bad Postgres URL: {e}")))?;
+        // `sslmode` and `sslrootcert` of the URL decide TLS and the certificate check.
+        let super::pg_tls::PgConnect {
+            mut config,
+            tls,
+            mode,
+        } = super::pg_tls::parse(url).map_err(StoreError::Unavailable)?;
         // Ours first, so `options` given in the URL win where they overlap.
         let mut options = format!(
             "-c synchronous_commit=on -c idle_in_transaction_session_timeout={} \
@@ -370,7 +374,7 @@ impl PgStore {
         }
         let manager = Manager::from_config(
             config,
-            NoTls,
+            tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -387,7 +391,25 @@ impl PgStore {
             .map_err(|e| StoreError::Unavailable(format!("postgres pool: {e}")))?;
         let store = Self { pool };
         store.migrate().await?;
+        tracing::info!(
+            sslmode = mode.as_str(),
+            tls = store.encrypted().await?,
+            "connected to Postgres"
+        );
         Ok(store)
+    }
+
+    /// Whether a pooled session runs over TLS (as the server sees it, `pg_stat_ssl`).
+    pub async fn encrypted(&self) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
+                &[],
+            )
+            .await
+            .map_err(unavailable)?;
+        get(&row, 0)
     }
 
     async fn client(&self) -> StoreResult<Object> {
@@ -972,6 +994,8 @@ impl Store for PgStore {
 #[cfg(test)]
 pub(crate) mod tests {
     use std::sync::Arc;
+
+    use tokio_postgres::NoTls;
 
     use super::*;
     use crate::ids::random_string;
