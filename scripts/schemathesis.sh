@@ -169,8 +169,8 @@ if ! kill -0 "$NODE_PID" 2>/dev/null; then
     log "FAIL the node died during the run"
     failed=1
 fi
-fives=$(curl -fsS -m 5 "$BASE/metrics" | awk '/^atrium_http_requests_total\{status="5xx"\}/ {print $2}')
-requests=$(curl -fsS -m 5 "$BASE/metrics" | awk '/^atrium_http_requests_total/ {s += $2} END {print s + 0}')
+fives=$(curl -fsS -m 5 "$METRICS/metrics" | awk '/^atrium_http_requests_total\{status="5xx"\}/ {print $2}')
+requests=$(curl -fsS -m 5 "$METRICS/metrics" | awk '/^atrium_http_requests_total/ {s += $2} END {print s + 0}')
 log "the node answered $requests HTTP requests, ${fives:-0} of them 5xx (503 counts there: hashing at capacity)"
 
 if [ "$failed" != 0 ]; then

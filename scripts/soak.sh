@@ -83,7 +83,7 @@ scratch_node_start \
     ATRIUM_ARGON2_MEMORY_KIB="${SOAK_ARGON2_MEMORY_KIB:-1024}"
 log "node ($SOAK_PROFILE) at $BASE, pid $NODE_PID; $PHASES phases of ${phase_s}s: $SOAK_USERS sockets over $SOAK_FILES new files each"
 
-gauge() { curl -fsS -m 2 "$BASE/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+gauge() { curl -fsS -m 2 "$METRICS/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$NODE_PID/status"; }
 
 # Waits for atrium_rooms (and atrium_connections) to reach 0; prints the seconds it took.

@@ -22,6 +22,9 @@ pub const DEFAULT_LEASE_MS: u64 = 3000;
 pub struct Node {
     pub id: String,
     pub url: String,
+    /// Where its `/metrics` is: the admin address each spawned node gets (on the main
+    /// address `/metrics` is for server admins only).
+    pub metrics_url: String,
     pub process: Spawned,
     port: u16,
     env: Vec<(String, String)>,
@@ -332,12 +335,23 @@ impl Cluster {
         for i in 0..nodes {
             let id = format!("lt-n{i}");
             let port = free_port()?;
-            let env = node_env(o, &id, port, &c.database_url, &c.coordinator);
+            let mut env = node_env(o, &id, port, &c.database_url, &c.coordinator);
+            if !env.iter().any(|(k, _)| k == "ATRIUM_ADMIN_BIND") {
+                env.push((
+                    "ATRIUM_ADMIN_BIND".into(),
+                    format!("127.0.0.1:{}", free_port()?),
+                ));
+            }
             let process = c.spawn_node(port, &env).await?;
             let url = process.url.clone();
+            let metrics_url = env
+                .iter()
+                .find(|(k, _)| k == "ATRIUM_ADMIN_BIND")
+                .map_or_else(|| url.clone(), |(_, a)| format!("http://{a}"));
             c.nodes.push(Node {
                 id,
                 url,
+                metrics_url,
                 process,
                 port,
                 env,

@@ -67,7 +67,7 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
             done.target = victim.clone();
             done.target_rooms = held;
             let node = c.node_mut(&victim).context("the chosen node is gone")?;
-            let url = node.url.clone();
+            let url = node.metrics_url.clone();
             if fault.kind == FaultKind::Kill {
                 node.process.kill9();
                 started = Instant::now();

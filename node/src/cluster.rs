@@ -35,6 +35,29 @@ pub async fn announce_signout(state: &AppState, token_digest: [u8; 32]) {
     }
 }
 
+/// Digests per sign-out message of [`announce_signouts`] (1 KiB payloads).
+const DIGESTS_PER_MESSAGE: usize = 32;
+
+/// Tells every node that these sessions ended (all of an account's, say): the
+/// digests go out concatenated, 32 to a message. (A node older than this reads
+/// only single-digest messages; one session still travels exactly as before.)
+pub async fn announce_signouts(state: &AppState, digests: &[[u8; 32]]) {
+    for chunk in digests.chunks(DIGESTS_PER_MESSAGE) {
+        if let Err(e) = state.coordinator.publish(SIGNOUT, chunk.concat()).await {
+            tracing::warn!(error = %e, "could not announce sign-outs to the fleet");
+        }
+    }
+}
+
+/// The session digests of a sign-out message: one or more, 32 bytes each.
+fn signout_digests(payload: &[u8]) -> impl Iterator<Item = [u8; 32]> + '_ {
+    let whole = !payload.is_empty() && payload.len().is_multiple_of(32);
+    payload
+        .chunks_exact(32)
+        .take(if whole { usize::MAX } else { 0 })
+        .filter_map(|c| <[u8; 32]>::try_from(c).ok())
+}
+
 /// Follows the coordinator until the node stops.
 pub async fn run(state: Arc<AppState>) {
     let mut events = match state.coordinator.watch().await {
@@ -54,7 +77,7 @@ pub async fn run(state: Arc<AppState>) {
         tokio::select! {
             event = events.recv() => match event {
                 Ok(CoordinatorEvent::Message { topic, payload }) if topic == SIGNOUT => {
-                    if let Ok(digest) = <[u8; 32]>::try_from(payload.as_slice()) {
+                    for digest in signout_digests(&payload) {
                         state.sockets.sign_out(digest);
                     }
                 }
@@ -111,4 +134,22 @@ fn misplaced(state: &AppState, members: &BTreeSet<NodeId>) -> VecDeque<FileId> {
                 .is_some_and(|owner| owner != state.node)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signout_messages_carry_one_or_more_digests() {
+        let one = [7u8; 32];
+        assert_eq!(signout_digests(&one).collect::<Vec<_>>(), vec![one]);
+        let two = [[1u8; 32], [2u8; 32]].concat();
+        assert_eq!(
+            signout_digests(&two).collect::<Vec<_>>(),
+            vec![[1u8; 32], [2u8; 32]]
+        );
+        assert_eq!(signout_digests(&[0u8; 33]).count(), 0, "not whole digests");
+        assert_eq!(signout_digests(&[]).count(), 0);
+    }
 }

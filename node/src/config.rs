@@ -14,7 +14,8 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
 
-    /// Separate address for /metrics; when unset, /metrics is served on `bind`.
+    /// Separate address for /metrics; when unset, /metrics is served on `bind` to
+    /// server admins only (by their token).
     #[arg(long, env = "ATRIUM_ADMIN_BIND")]
     pub admin_bind: Option<SocketAddr>,
 
@@ -125,7 +126,12 @@ pub struct NodeConfig {
     /// Origins (`https://app.example.com`) whose pages may open sockets, comma
     /// separated; empty allows any. Requests without an `Origin` header (not from
     /// a browser) are not affected.
-    #[arg(long, env = "ATRIUM_ALLOWED_ORIGINS", default_value = "", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "ATRIUM_ALLOWED_ORIGINS",
+        default_value = "",
+        value_delimiter = ','
+    )]
     pub allowed_origins: Vec<String>,
 
     /// Memory the node may use (bytes, or with K, M, G); new sockets, rooms and
@@ -171,6 +177,22 @@ pub struct NodeConfig {
     /// File creations a minute per account, with a burst of as many (429 beyond).
     #[arg(long, env = "ATRIUM_FILE_CREATES_PER_MINUTE", default_value_t = 30)]
     pub file_creates_per_minute: u32,
+
+    /// How long a session (a sign-in's token) works; past it the token answers
+    /// 401 everywhere and its open sockets close with 4001. Default 30 days.
+    #[arg(long, env = "ATRIUM_SESSION_TTL_MS", default_value_t = 30 * 24 * 3_600_000)]
+    pub session_ttl_ms: u64,
+
+    /// How long a request body may take to arrive in full, from the end of its
+    /// headers; past it the answer is 408 `timeout` and the connection closes.
+    #[arg(long, env = "ATRIUM_BODY_TIMEOUT_MS", default_value_t = 10_000)]
+    pub body_timeout_ms: u64,
+
+    /// Most TCP connections open at once on the main address (HTTP and sockets
+    /// together); more are answered 503 and closed. Default: the open-file limit
+    /// of the process less 256 (for the store, the coordinator and the rest).
+    #[arg(long, env = "ATRIUM_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
 
     /// Interval between pings on a socket (each jittered by ±25%).
     #[arg(long, env = "ATRIUM_PING_MS", default_value_t = 20_000)]
@@ -296,6 +318,23 @@ impl NodeConfig {
                 .any(|o| *o == "*" || o.eq_ignore_ascii_case(origin.trim_end_matches('/')))
     }
 
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_millis(self.body_timeout_ms)
+    }
+
+    /// `ATRIUM_MAX_CONNECTIONS`, or the open-file limit less a reserve of 256
+    /// descriptors (at least 64).
+    pub fn max_connections(&self) -> usize {
+        self.max_connections.unwrap_or_else(|| {
+            let files = std::fs::read_to_string("/proc/self/limits")
+                .ok()
+                .as_deref()
+                .and_then(open_file_limit)
+                .unwrap_or(1024);
+            files.saturating_sub(256).max(64)
+        })
+    }
+
     pub fn ping_interval(&self) -> Duration {
         Duration::from_millis(self.ping_ms)
     }
@@ -316,6 +355,16 @@ impl NodeConfig {
             max_doc_bytes: self.max_doc_bytes,
             ..Default::default()
         }
+    }
+}
+
+/// The soft open-file limit from `/proc/self/limits` ("Max open files  1024  524288
+/// files"); `unlimited` counts as 2^20.
+fn open_file_limit(limits: &str) -> Option<usize> {
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    match line["Max open files".len()..].split_whitespace().next()? {
+        "unlimited" => Some(1 << 20),
+        n => n.parse().ok(),
     }
 }
 
@@ -388,6 +437,23 @@ mod tests {
         let budget = NodeConfig::parse_from(["atrium-node", "--memory-budget", "512M"]);
         assert_eq!(budget.memory_budget(), 512 << 20);
         assert!(open.memory_budget() > 0);
+    }
+
+    #[test]
+    fn connections_default_to_the_open_file_limit_less_a_reserve() {
+        let proc = "Limit                     Soft Limit           Hard Limit           Units\n\
+                    Max open files            1024                 524288               files\n";
+        assert_eq!(open_file_limit(proc), Some(1024));
+        assert_eq!(
+            open_file_limit("Max open files unlimited unlimited files"),
+            Some(1 << 20)
+        );
+        assert_eq!(open_file_limit("nothing"), None);
+        let c = NodeConfig::parse_from(["atrium-node"]);
+        assert!(c.max_connections() >= 64);
+        let set = NodeConfig::parse_from(["atrium-node", "--max-connections", "7"]);
+        assert_eq!(set.max_connections(), 7);
+        assert_eq!(c.body_timeout(), Duration::from_secs(10));
     }
 
     #[test]

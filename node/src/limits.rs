@@ -183,6 +183,54 @@ pub fn address_key(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// Open TCP connections of the node (HTTP and sockets together), capped: each
+/// accepted connection holds a slot until its stream is gone (an upgraded socket
+/// keeps its connection's slot for its whole life).
+pub struct ConnectionCap {
+    cap: usize,
+    open: std::sync::atomic::AtomicUsize,
+}
+
+impl ConnectionCap {
+    pub fn new(cap: usize) -> Arc<Self> {
+        Arc::new(Self {
+            cap,
+            open: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    /// A slot for a new connection; `None` at the cap.
+    pub fn take(self: &Arc<Self>) -> Option<ConnectionSlot> {
+        use std::sync::atomic::Ordering;
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.cap).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| ConnectionSlot(self.clone()))
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.open.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+}
+
+/// One connection's slot, given back when dropped.
+pub struct ConnectionSlot(Arc<ConnectionCap>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0
+            .open
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 /// Open sockets per client address, capped.
 pub struct AddressCounts {
     cap: usize,
@@ -304,7 +352,10 @@ mod tests {
         assert_eq!(b.debt(t0), Duration::ZERO);
         b.charge(t0, 3000.0);
         let d = b.debt(t0);
-        assert!(d > Duration::from_millis(1990) && d <= Duration::from_millis(2000), "{d:?}");
+        assert!(
+            d > Duration::from_millis(1990) && d <= Duration::from_millis(2000),
+            "{d:?}"
+        );
         assert_eq!(b.debt(t0 + Duration::from_secs(2)), Duration::ZERO);
     }
 
@@ -379,6 +430,19 @@ mod tests {
         let l = KeyedLimiter::per_minute(1, 10);
         assert!(l.allow(&address_key(a)));
         assert!(!l.allow(&address_key(b)));
+    }
+
+    #[test]
+    fn connection_slots_are_capped_and_come_back() {
+        let cap = ConnectionCap::new(2);
+        let a = cap.take().unwrap();
+        let b = cap.take().unwrap();
+        assert!(cap.take().is_none());
+        assert_eq!(cap.open(), 2);
+        drop(a);
+        let c = cap.take().unwrap();
+        drop((b, c));
+        assert_eq!(cap.open(), 0);
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct Metrics {
     pub presence_tick_seconds: Histogram,
     pub snapshot_seconds: Histogram,
     pub http_requests: IntCounterVec,
+    pub tcp_connections: IntGauge,
+    pub connections_refused: IntCounter,
+    pub body_timeouts: IntCounter,
     pub coordinator_operations: IntCounterVec,
     pub memory_rss: IntGauge,
     pub memory_budget: IntGauge,
@@ -209,6 +212,21 @@ impl Metrics {
                 "atrium_http_requests_total",
                 "HTTP requests answered, by status class.",
                 &["status"],
+            ),
+            tcp_connections: gauge(
+                &r,
+                "atrium_tcp_connections",
+                "Open TCP connections on the main address (HTTP and sockets).",
+            ),
+            connections_refused: counter(
+                &r,
+                "atrium_connections_refused_total",
+                "Connections refused at ATRIUM_MAX_CONNECTIONS (answered 503 or closed).",
+            ),
+            body_timeouts: counter(
+                &r,
+                "atrium_body_timeouts_total",
+                "Requests whose body did not arrive within ATRIUM_BODY_TIMEOUT_MS (408).",
             ),
             registry: r,
         }

@@ -51,6 +51,8 @@ pub struct AppState {
     pub signin_failures_by_email: KeyedLimiter<String>,
     /// File creations per account (`ATRIUM_FILE_CREATES_PER_MINUTE`).
     pub file_creates: KeyedLimiter<crate::ids::AccountId>,
+    /// Open TCP connections on the main address (`ATRIUM_MAX_CONNECTIONS`).
+    pub connections: Arc<crate::limits::ConnectionCap>,
     /// The node's memory budget: new work is refused before it is exceeded.
     pub memory: Arc<crate::memory::MemoryGuard>,
     /// The runtime's scheduling delay, sampled for /health.
@@ -187,6 +189,7 @@ pub async fn start(
             AUTH_KEYS,
         ),
         file_creates: KeyedLimiter::per_minute(config.file_creates_per_minute, AUTH_KEYS),
+        connections: crate::limits::ConnectionCap::new(config.max_connections()),
         memory,
         delay: crate::stats::DelayProbe::start(),
         accepting: AtomicBool::new(true),
@@ -198,6 +201,7 @@ pub async fn start(
         tokio::spawn(admin_loop(admin, stop_rx.clone()));
     }
     tokio::spawn(crate::cluster::run(state.clone()));
+    tokio::spawn(crate::sessions::run(state.clone()));
     let heartbeats = tokio::spawn(heartbeat_loop(
         coordinator.clone(),
         member,
@@ -266,6 +270,7 @@ async fn heartbeat_loop(
 }
 
 async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
+    let refusing = Arc::new(tokio::sync::Semaphore::new(REFUSALS_IN_FLIGHT));
     loop {
         let (stream, peer) = tokio::select! {
             _ = stop.changed() => return,
@@ -279,11 +284,21 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
                 }
             },
         };
+        let Some(slot) = state.connections.take() else {
+            metrics().connections_refused.inc();
+            refuse(stream, &refusing);
+            continue;
+        };
+        let slot = Arc::new(slot);
         let _ = stream.set_nodelay(true);
         let state = state.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| {
+            metrics().tcp_connections.inc();
+            let conn_slot = slot.clone();
+            let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 let state = state.clone();
+                req.extensions_mut()
+                    .insert(crate::http::ConnSlot(conn_slot.clone()));
                 async move {
                     Ok::<_, std::convert::Infallible>(crate::http::handle(state, req, peer).await)
                 }
@@ -294,8 +309,55 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
                 .serve_connection(TokioIo::new(stream), service)
                 .with_upgrades();
             let _ = conn.await;
+            // An upgraded socket keeps its own clone of the slot.
+            drop(slot);
+            metrics().tcp_connections.dec();
         });
     }
+}
+
+/// Refusals being written at once; past this a refused connection is closed
+/// without an answer (an answer costs a task and a descriptor for up to a second).
+const REFUSALS_IN_FLIGHT: usize = 64;
+
+/// Answers a connection over `ATRIUM_MAX_CONNECTIONS` with 503 `unavailable`
+/// (`Retry-After: 2`, `Connection: close`) and closes it; when too many refusals
+/// are already under way, closes it at once.
+fn refuse(stream: tokio::net::TcpStream, refusing: &Arc<tokio::sync::Semaphore>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(permit) = refusing.clone().try_acquire_owned() else {
+        return;
+    };
+    tokio::spawn(async move {
+        let _permit = permit;
+        let mut stream = stream;
+        let body = r#"{"error":{"code":"unavailable","message":"the node has as many connections as it may take; try again shortly"}}"#;
+        let answer = format!(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+             retry-after: 2\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let second = std::time::Duration::from_secs(1);
+        if tokio::time::timeout(second, stream.write_all(answer.as_bytes()))
+            .await
+            .is_ok_and(|w| w.is_ok())
+        {
+            let _ = stream.shutdown().await;
+            // Read what the client sent, briefly, so closing does not reset the
+            // connection before the client has read the answer.
+            let mut sink = [0u8; 4096];
+            let _ = tokio::time::timeout(second, async {
+                let mut left = 64 * 1024;
+                while left > 0 {
+                    match stream.read(&mut sink).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => left -= n.min(left),
+                    }
+                }
+            })
+            .await;
+        }
+    });
 }
 
 /// Serves /metrics (and /health) on the admin address.
@@ -317,6 +379,8 @@ async fn admin_loop(listener: TcpListener, mut stop: watch::Receiver<bool>) {
                 Ok::<_, std::convert::Infallible>(resp)
             });
             let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(std::time::Duration::from_secs(10))
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });

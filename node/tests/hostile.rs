@@ -1455,7 +1455,7 @@ async fn a_socket_that_never_reads_is_closed_4008_and_others_carry_on() {
     let done = Arc::new(AtomicBool::new(false));
     let writer = {
         let (port, file, key, done) = (r.node.port, r.id.clone(), r.edit_key.clone(), done.clone());
-        let node_port = r.node.port;
+        let node_port = r.node.admin_port().expect("admin address");
         tokio::spawn(async move {
             let (mut w, _) = {
                 let url = format!("ws://127.0.0.1:{port}/files/{file}/ws");
@@ -1963,8 +1963,15 @@ async fn sign_in_floods_are_limited_and_never_slow_the_node() {
     }
     // 10 at once, and one more each 6 s the slow hashes took (a loaded machine).
     let wrong = one.get(&401).copied().unwrap_or(0);
-    assert!((10..=13).contains(&wrong), "one email, one address: {one:?}");
-    assert_eq!(one.get(&429), Some(&(40 - wrong)), "one email, one address: {one:?}");
+    assert!(
+        (10..=13).contains(&wrong),
+        "one email, one address: {one:?}"
+    );
+    assert_eq!(
+        one.get(&429),
+        Some(&(40 - wrong)),
+        "one email, one address: {one:?}"
+    );
 
     // 2. A flood that gets past the limits (a new address and a new email
     //    each time) and lands on password hashing: 64 at once, 400 in all.

@@ -10,8 +10,8 @@ use serde_json::json;
 
 /// The value of an unlabelled metric in `/metrics`.
 async fn metric(node: &Node, name: &str) -> f64 {
-    let r = get(node, "/metrics", None).await;
-    r.text
+    metrics_text(node)
+        .await
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{name} ")))
         .and_then(|v| v.trim().parse().ok())
@@ -84,8 +84,8 @@ async fn rooms_nobody_is_in_leave_memory() {
 
 /// The sum of a labelled counter over all its labels, by label value.
 async fn coordinator_ops(node: &Node) -> std::collections::BTreeMap<String, f64> {
-    let r = get(node, "/metrics", None).await;
-    r.text
+    metrics_text(node)
+        .await
         .lines()
         .filter_map(|l| l.strip_prefix("atrium_coordinator_operations_total{operation=\""))
         .filter_map(|rest| {

@@ -773,7 +773,14 @@ async fn api_errors_never_echo_the_json_parser() {
         r.assert_error(400, "bad-request");
         let message = r.body()["error"]["message"].as_str().unwrap_or("");
         for leak in [
-            "line ", "column", "invalid type", "expected", "`", "EOF", "integer", "sequence",
+            "line ",
+            "column",
+            "invalid type",
+            "expected",
+            "`",
+            "EOF",
+            "integer",
+            "sequence",
         ] {
             assert!(
                 !message.contains(leak),
@@ -823,7 +830,10 @@ async fn nobody_can_lock_a_person_out_of_sign_in() {
     assert!(codes[10..].iter().all(|c| *c == 429), "{codes:?}");
     let r = sign_in("wrong password", "10.66.0.1".into()).await;
     r.assert_error(429, "rate-limited");
-    assert!(r.header("retry-after").is_some(), "429 says when to come back");
+    assert!(
+        r.header("retry-after").is_some(),
+        "429 says when to come back"
+    );
     // The owner, elsewhere, signs in at once.
     let started = Instant::now();
     sign_in(PASSWORD, "10.77.0.1".into())
@@ -834,10 +844,14 @@ async fn nobody_can_lock_a_person_out_of_sign_in() {
     // one of the guessers' (shared NAT).
     let mut codes = Vec::new();
     for i in 0..20 {
-        codes.push(sign_in("wrong password", format!("10.88.0.{i}")).await.status);
+        codes.push(
+            sign_in("wrong password", format!("10.88.0.{i}"))
+                .await
+                .status,
+        );
     }
     assert!(codes.iter().all(|c| *c == 401 || *c == 429), "{codes:?}");
-    assert!(codes.iter().any(|c| *c == 429), "{codes:?}");
+    assert!(codes.contains(&429), "{codes:?}");
     sign_in(PASSWORD, "10.77.0.2".into())
         .await
         .assert_status(200);
@@ -877,7 +891,11 @@ async fn ipv6_addresses_of_one_64_share_the_address_limit() {
     };
     let mut codes = Vec::new();
     for i in 0..21 {
-        codes.push(sign_in(i, format!("2001:db8:5:6::{:x}", i + 1)).await.status);
+        codes.push(
+            sign_in(i, format!("2001:db8:5:6::{:x}", i + 1))
+                .await
+                .status,
+        );
     }
     assert!(codes[..20].iter().all(|c| *c == 401), "{codes:?}");
     assert_eq!(codes[20], 429, "{codes:?}");
@@ -903,7 +921,14 @@ async fn one_account_cannot_make_files_without_bound() {
         let node = &node;
         let token = token.clone();
         async move {
-            send_json(node, "POST", "/api/files", Some(&token), &json!({"name": name})).await
+            send_json(
+                node,
+                "POST",
+                "/api/files",
+                Some(&token),
+                &json!({"name": name}),
+            )
+            .await
         }
     };
     // A burst of 60: the first 30 (the burst) land, the rest are 429 with Retry-After.
@@ -928,9 +953,15 @@ async fn one_account_cannot_make_files_without_bound() {
     assert_eq!((created, limited), (30, 30), "a burst of 30, then 429");
     // Another account is not affected.
     let other = new_account(&node, "other").await;
-    send_json(&node, "POST", "/api/files", Some(&other), &json!({"name": "Mine"}))
-        .await
-        .assert_status(201);
+    send_json(
+        &node,
+        "POST",
+        "/api/files",
+        Some(&other),
+        &json!({"name": "Mine"}),
+    )
+    .await
+    .assert_status(201);
 
     // The cap: with the rate waited out, creation stops at 40 files owned.
     let started = Instant::now();
@@ -991,7 +1022,11 @@ async fn a_refused_hello_never_opens_a_room() {
 
     let cases: Vec<(&str, Hello, u16)> = vec![
         (private.id.as_str(), Hello::anonymous(), 4001),
-        (private.id.as_str(), Hello::key("made-up-key-0123456789abcdef"), 4001),
+        (
+            private.id.as_str(),
+            Hello::key("made-up-key-0123456789abcdef"),
+            4001,
+        ),
         (private.id.as_str(), Hello::key(&private.view_key), 4003),
         (private.id.as_str(), Hello::key(&private.edit_key), 4003),
         (private.id.as_str(), Hello::token(&stranger), 4003),
@@ -1061,4 +1096,263 @@ async fn a_sign_out_while_a_socket_waits_for_a_slot_closes_it() {
         .assert_error(401, "unauthorized");
     let (version, _) = get_doc(&n, &first_token, &file).await;
     assert_eq!(version, 0);
+}
+
+/// Reads from a raw connection until EOF or `dur`; (bytes, whether EOF came).
+async fn read_until_closed(stream: &mut tokio::net::TcpStream, dur: Duration) -> (String, bool) {
+    use tokio::io::AsyncReadExt;
+    let deadline = tokio::time::Instant::now() + dur;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (String::from_utf8_lossy(&got).into_owned(), true),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => return (String::from_utf8_lossy(&got).into_owned(), false),
+        }
+    }
+}
+
+/// Request bodies that never finish: 200 connections send headers and part of a
+/// body, then nothing. Each gets 408 `timeout` at the body deadline and is
+/// closed (before: all 200 stayed open for as long as the client liked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_never_finishes_is_answered_408_and_closed() {
+    use tokio::io::AsyncWriteExt;
+    let node = node(&[("ATRIUM_BODY_TIMEOUT_MS", "500")]).await;
+    let token = new_account(&node, "slow").await;
+    const SLOW: usize = 200;
+    let started = Instant::now();
+    let mut streams = Vec::new();
+    for i in 0..SLOW {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", node.port))
+            .await
+            .expect("connect");
+        let (path, auth) = match i % 3 {
+            0 => ("/api/signin", String::new()),
+            1 => ("/api/files", format!("Authorization: Bearer {token}\r\n")),
+            _ => ("/api/signup", String::new()),
+        };
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\n\
+             Content-Length: 1000\r\n\r\n{{\"email\": \"slow@exa"
+        );
+        stream.write_all(head.as_bytes()).await.expect("send");
+        streams.push(stream);
+    }
+    let mut slowest = Duration::ZERO;
+    for stream in &mut streams {
+        let (text, closed) = read_until_closed(stream, Duration::from_secs(5)).await;
+        assert!(text.starts_with("HTTP/1.1 408"), "answer: {text:?}");
+        assert!(text.contains(r#""code":"timeout""#), "{text}");
+        assert!(closed, "the connection stays open after the 408: {text}");
+        slowest = slowest.max(started.elapsed());
+    }
+    // The node still answers everyone else.
+    get(&node, "/health", None).await.assert_status(200);
+    let timeouts = metric_sum(
+        &metrics_text(&node).await,
+        "atrium_body_timeouts_total",
+        &[],
+    );
+    assert_eq!(timeouts, Some(SLOW as f64));
+    eprintln!(
+        "FIGURE {}",
+        json!({"case": "unfinished bodies", "connections": SLOW, "answered_408_and_closed": SLOW,
+               "slowest_close_ms": slowest.as_millis()})
+    );
+}
+
+/// A node-wide cap on open connections (HTTP and sockets together): at the cap
+/// a new connection gets 503 `unavailable` with `Retry-After` and is closed, and
+/// is counted; a freed slot is usable again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_node_cap_are_answered_503_and_closed() {
+    use tokio::io::AsyncWriteExt;
+    let node = node(&[("ATRIUM_MAX_CONNECTIONS", "20")]).await;
+    let owner = new_account(&node, "capped").await;
+    let file = s(&create_file(&node, &owner, "Capped", None).await["id"]).to_string();
+    // 10 sockets (upgraded, never saying hello) and 10 idle connections.
+    let mut sockets = Vec::new();
+    for _ in 0..10 {
+        sockets.push(RawWs::connect(&node, &file).await);
+    }
+    let mut idle = Vec::new();
+    for _ in 0..10 {
+        idle.push(
+            tokio::net::TcpStream::connect(("127.0.0.1", node.port))
+                .await
+                .expect("connect"),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut refused = 0;
+    for _ in 0..5 {
+        let mut extra = tokio::net::TcpStream::connect(("127.0.0.1", node.port))
+            .await
+            .expect("the kernel accepts");
+        let _ = extra
+            .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await;
+        let (text, closed) = read_until_closed(&mut extra, Duration::from_secs(5)).await;
+        assert!(text.starts_with("HTTP/1.1 503"), "answer: {text:?}");
+        assert!(text.to_lowercase().contains("retry-after: 2"), "{text}");
+        assert!(text.contains(r#""code":"unavailable""#), "{text}");
+        assert!(closed, "closed after the 503");
+        refused += 1;
+    }
+    // Sockets hold their slot: closing idle connections, not sockets, frees room.
+    drop(idle.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    get(&node, "/health", None).await.assert_status(200);
+    let text = metrics_text(&node).await;
+    assert_eq!(
+        metric_sum(&text, "atrium_connections_refused_total", &[]),
+        Some(refused as f64)
+    );
+    drop(sockets);
+    eprintln!(
+        "FIGURE {}",
+        json!({"case": "connection cap", "cap": 20, "held": 20, "refused_503": refused})
+    );
+}
+
+/// Without an admin address, /metrics on the main (public) address is for
+/// server admins only (before: anyone could read it); the admin address, when
+/// set, serves it to whoever reaches it (Prometheus), and the main one is 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_on_the_public_address_need_a_server_admin() {
+    let admin_email = unique_email("ops");
+    let node = node(&[("ATRIUM_ADMIN_BIND", ""), ("ATRIUM_ADMINS", &admin_email)]).await;
+    assert_eq!(node.admin_port(), None);
+    get(&node, "/metrics", None)
+        .await
+        .assert_error(401, "unauthorized");
+    get(&node, "/metrics", Some("not-a-token"))
+        .await
+        .assert_error(401, "unauthorized");
+    let someone = new_account(&node, "someone").await;
+    get(&node, "/metrics", Some(&someone))
+        .await
+        .assert_error(403, "forbidden");
+    let (admin, _) = signup(&node, &admin_email).await;
+    let r = get(&node, "/metrics", Some(&admin)).await;
+    r.assert_status(200);
+    assert!(has_metric(&r.text, "atrium_connections"), "{}", r.text);
+
+    let with_admin = self::node(&[]).await;
+    let port = with_admin.admin_port().expect("admin address");
+    http_at(port, "GET", "/metrics", &[], None)
+        .await
+        .assert_status(200);
+    get(&with_admin, "/metrics", None).await.assert_status(404);
+}
+
+/// Sessions expire (ATRIUM_SESSION_TTL_MS): past it the token answers 401 and
+/// 4001, and a socket opened with it closes with 4001 at the expiry (before:
+/// tokens worked forever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_expire_and_their_sockets_close_at_expiry() {
+    let node = node(&[("ATRIUM_SESSION_TTL_MS", "3000")]).await;
+    let email = unique_email("brief");
+    let (token, _) = signup(&node, &email).await;
+    let signed_up = Instant::now();
+    let file = s(&create_file(&node, &token, "Short", None).await["id"]).to_string();
+    let (mut socket, _) = Client::join(&node, &file, &Hello::token(&token)).await;
+    get(&node, "/api/me", Some(&token)).await.assert_status(200);
+    socket
+        .expect_close_within(4001, Duration::from_secs(5))
+        .await;
+    let closed_after = signed_up.elapsed();
+    assert!(
+        closed_after >= Duration::from_millis(2900) && closed_after <= Duration::from_millis(4200),
+        "closed {closed_after:?} after sign-up; the session lives 3 s"
+    );
+    get(&node, "/api/me", Some(&token))
+        .await
+        .assert_error(401, "unauthorized");
+    get(&node, "/api/files", Some(&token))
+        .await
+        .assert_error(401, "unauthorized");
+    Client::join_expect_close(&node, &file, &Hello::token(&token), 4001).await;
+    // Signing in again gives a new session that works.
+    let r = send_json(
+        &node,
+        "POST",
+        "/api/signin",
+        None,
+        &json!({"email": email, "password": PASSWORD}),
+    )
+    .await;
+    r.assert_status(200);
+    get(&node, "/api/me", Some(s(&r.body()["token"])))
+        .await
+        .assert_status(200);
+    eprintln!(
+        "FIGURE {}",
+        json!({"case": "session expiry", "ttl_ms": 3000, "socket_closed_after_ms": closed_after.as_millis()})
+    );
+}
+
+/// `POST /api/signout/all`: every session of the account stops at once, and
+/// every socket of the account (any session, any file) closes with 4001 within a
+/// second; another account is not touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_out_everywhere_ends_every_session_of_the_account() {
+    let node = node(&[]).await;
+    let email = unique_email("everywhere");
+    let (first, _) = signup(&node, &email).await;
+    let mut tokens = vec![first.clone()];
+    for _ in 0..2 {
+        let r = send_json(
+            &node,
+            "POST",
+            "/api/signin",
+            None,
+            &json!({"email": email, "password": PASSWORD}),
+        )
+        .await;
+        r.assert_status(200);
+        tokens.push(s(&r.body()["token"]).to_string());
+    }
+    let a = s(&create_file(&node, &first, "A", None).await["id"]).to_string();
+    let b = s(&create_file(&node, &first, "B", None).await["id"]).to_string();
+    let mut sockets = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let file = if i % 2 == 0 { &a } else { &b };
+        sockets.push(Client::join(&node, file, &Hello::token(t)).await.0);
+    }
+    let bystander = new_account(&node, "bystander").await;
+    let (mut survivor, _) = Client::join(
+        &node,
+        s(&create_file(&node, &bystander, "Theirs", None).await["id"]),
+        &Hello::token(&bystander),
+    )
+    .await;
+
+    send_empty(&node, "POST", "/api/signout/all", Some(&tokens[1]))
+        .await
+        .assert_status(204);
+    let out = Instant::now();
+    let mut slowest = Duration::ZERO;
+    for mut c in sockets {
+        c.expect_close_within(4001, Duration::from_secs(1)).await;
+        slowest = slowest.max(out.elapsed());
+    }
+    for t in &tokens {
+        get(&node, "/api/me", Some(t))
+            .await
+            .assert_error(401, "unauthorized");
+    }
+    send_empty(&node, "POST", "/api/signout/all", Some(&first))
+        .await
+        .assert_error(401, "unauthorized");
+    get(&node, "/api/me", Some(&bystander))
+        .await
+        .assert_status(200);
+    survivor.expect_quiet(Duration::from_millis(300)).await;
+    eprintln!(
+        "FIGURE {}",
+        json!({"case": "sign out everywhere", "sessions": 3, "sockets": 3, "slowest_close_ms": slowest.as_millis()})
+    );
 }

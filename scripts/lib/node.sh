@@ -5,7 +5,8 @@
 #                                               # given) and DATA (removed); an EXIT trap stops
 #                                               # the node and cleans up
 #   scratch_node_start ATRIUM_X=1 ...           # starts "$NODE_BIN" with those settings on a port
-#                                               # of its choosing; sets NODE_PID and BASE
+#                                               # of its choosing; sets NODE_PID, BASE and
+#                                               # METRICS (its admin address, where /metrics is)
 #   ok=1                                        # at the end of a run that passed
 #
 # The node binds port 0 and prints the address it listens on: no race for a free port.
@@ -36,7 +37,8 @@ scratch_node_cleanup() {
 }
 
 scratch_node_start() {
-    env ATRIUM_BIND=127.0.0.1:0 ATRIUM_DATA="$DATA" ATRIUM_LOG="${ATRIUM_LOG:-warn}" "$@" \
+    env ATRIUM_BIND=127.0.0.1:0 ATRIUM_ADMIN_BIND=127.0.0.1:0 ATRIUM_DATA="$DATA" \
+        ATRIUM_LOG="${ATRIUM_LOG:-warn}" "$@" \
         "$NODE_BIN" >"$OUT/node.log" 2>&1 &
     NODE_PID=$!
     BASE=""
@@ -45,6 +47,10 @@ scratch_node_start() {
         addr=$(grep -oE '127\.0\.0\.1:[0-9]+' "$OUT/node.log" | head -n 1 || true)
         if [ -n "$addr" ] && curl -fsS -m 1 "http://$addr/health" >/dev/null 2>&1; then
             BASE="http://$addr"
+            # /metrics is on the admin address (on the main one it needs an admin's token).
+            METRICS=$(grep -oE 'metrics on http://127\.0\.0\.1:[0-9]+' "$OUT/node.log" | head -n 1 \
+                | sed 's/^metrics on //' || true)
+            METRICS="${METRICS:-$BASE}"
             return 0
         fi
         kill -0 "$NODE_PID" 2>/dev/null || break

@@ -74,9 +74,11 @@ fn hashing_error(e: AuthError) -> ApiError {
 /// A new session for `account`: 201 for a sign-up, 200 for a sign-in.
 async fn start_session(state: &AppState, account: &Account, status: StatusCode) -> ApiResult {
     let token = new_secret();
+    let ttl = i64::try_from(state.config.session_ttl_ms).unwrap_or(i64::MAX / 2);
+    let expires_at = crate::clock::unix_ms().saturating_add(ttl);
     state
         .store
-        .create_session(digest(&token), &account.id)
+        .create_session(digest(&token), &account.id, expires_at)
         .await?;
     Ok(json_response(
         status,
@@ -221,6 +223,19 @@ pub async fn signout(state: &AppState, req: Request<Incoming>) -> ApiResult {
     // Here at once, and on every other node through the coordinator.
     state.sockets.sign_out(d);
     crate::cluster::announce_signout(state, d).await;
+    Ok(empty(StatusCode::NO_CONTENT))
+}
+
+/// Ends every session of the caller's account, here and on every node: their
+/// tokens stop working at once and their sockets close with 4001.
+pub async fn signout_all(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    let account = signed_in(state, bearer_token(&req).as_deref()).await?;
+    let digests = state.store.delete_sessions_of(&account.id).await?;
+    for d in &digests {
+        state.sockets.sign_out(*d);
+    }
+    crate::cluster::announce_signouts(state, &digests).await;
+    tracing::info!(account = %account.id, sessions = digests.len(), "signed out everywhere");
     Ok(empty(StatusCode::NO_CONTENT))
 }
 

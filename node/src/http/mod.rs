@@ -150,14 +150,40 @@ pub fn empty(status: StatusCode) -> Response<Body> {
     resp
 }
 
-/// Reads a JSON body of at most `limit` bytes into `T`.
+/// When a request's body must have arrived in full (`ATRIUM_BODY_TIMEOUT_MS` after
+/// its headers).
+#[derive(Debug, Clone, Copy)]
+pub struct BodyDeadline(pub tokio::time::Instant);
+
+/// The connection's slot of `ATRIUM_MAX_CONNECTIONS`, which an upgraded socket keeps.
+#[derive(Clone)]
+pub struct ConnSlot(pub Arc<crate::limits::ConnectionSlot>);
+
+/// 408 `timeout`: the body did not arrive in time (the connection is closed).
+fn body_timeout() -> ApiError {
+    metrics().body_timeouts.inc();
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "timeout",
+        "the request body did not arrive in time",
+    )
+}
+
+/// Reads a JSON body of at most `limit` bytes into `T`, by the request's
+/// [`BodyDeadline`].
 pub async fn read_json<T: DeserializeOwned>(
     req: Request<Incoming>,
     limit: usize,
 ) -> Result<T, ApiError> {
-    let bytes = Limited::new(req.into_body(), limit)
-        .collect()
-        .await
+    let deadline = req.extensions().get::<BodyDeadline>().copied();
+    let collect = Limited::new(req.into_body(), limit).collect();
+    let collected = match deadline {
+        Some(BodyDeadline(at)) => tokio::time::timeout_at(at, collect)
+            .await
+            .map_err(|_| body_timeout())?,
+        None => collect.await,
+    };
+    let bytes = collected
         .map_err(|e| {
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
@@ -240,10 +266,18 @@ pub async fn handle(
         .and_then(|v| v.to_str().ok());
     let addr = crate::limits::client_address(peer.ip(), forwarded, &state.trusted);
     req.extensions_mut().insert(ClientAddr(addr));
-    let resp = match route(&state, req).await {
+    req.extensions_mut().insert(BodyDeadline(
+        tokio::time::Instant::now() + state.config.body_timeout(),
+    ));
+    let mut resp = match route(&state, req).await {
         Ok(resp) => resp,
         Err(e) => error_response(&e),
     };
+    if resp.status() == StatusCode::REQUEST_TIMEOUT {
+        // What is left of a body that came too slowly is not read: close.
+        resp.headers_mut()
+            .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    }
     let class = match resp.status().as_u16() {
         100..=199 => "1xx",
         200..=299 => "2xx",
@@ -269,10 +303,13 @@ async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiResult {
         (&Method::GET, ["assets", rest @ ..]) => assets::serve(&req, rest),
         (&Method::GET, ["health"]) => ops::health(state, req).await,
         (&Method::GET, ["ready"]) => ops::ready(state).await,
-        (&Method::GET, ["metrics"]) if state.config.admin_bind.is_none() => Ok(ops::metrics_text()),
+        (&Method::GET, ["metrics"]) if state.config.admin_bind.is_none() => {
+            ops::admin_metrics(state, &req).await
+        }
         (&Method::POST, ["api", "signup"]) => accounts::signup(state, req).await,
         (&Method::POST, ["api", "signin"]) => accounts::signin(state, req).await,
         (&Method::POST, ["api", "signout"]) => accounts::signout(state, req).await,
+        (&Method::POST, ["api", "signout", "all"]) => accounts::signout_all(state, req).await,
         (&Method::GET, ["api", "me"]) => accounts::me(state, req).await,
         (&Method::GET, ["api", "files"]) => files::list(state, req).await,
         (&Method::POST, ["api", "files"]) => files::create(state, req).await,
@@ -320,6 +357,7 @@ const KNOWN: &[&[&str]] = &[
     &["api", "signup"],
     &["api", "signin"],
     &["api", "signout"],
+    &["api", "signout", "all"],
     &["api", "me"],
     &["api", "files"],
     &["api", "openapi.yaml"],
@@ -373,6 +411,8 @@ fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId) -> A
     };
     let upgraded = hyper::upgrade::on(&mut req);
     let addr = client_addr(&req);
+    // The socket keeps its connection's slot of ATRIUM_MAX_CONNECTIONS.
+    let conn_slot = req.extensions().get::<ConnSlot>().cloned();
     // Counted from the upgrade, so sockets that never say hello count too.
     let slot = state.sockets_by_address.take(addr);
     let state = state.clone();
@@ -380,7 +420,10 @@ fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId) -> A
     tokio::spawn(async move {
         // An upgrade that never completes is dropped by the hello deadline.
         match tokio::time::timeout(state.config.hello_timeout(), upgraded).await {
-            Ok(Ok(io)) => crate::socket::serve(io, deflate, file, state, slot).await,
+            Ok(Ok(io)) => {
+                crate::socket::serve(io, deflate, file, state, slot).await;
+                drop(conn_slot);
+            }
             Ok(Err(e)) => tracing::debug!(error = %e, "upgrade did not complete"),
             Err(_) => tracing::debug!("upgrade timed out"),
         }

@@ -5,7 +5,7 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
-use super::{bearer_token, caller, json_response, ApiResult, Body};
+use super::{bearer_token, caller, json_response, signed_in, ApiError, ApiResult, Body};
 use crate::metrics::metrics;
 use crate::server::AppState;
 
@@ -75,6 +75,21 @@ pub fn openapi() -> Response<Body> {
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/yaml"));
     resp
+}
+
+/// `/metrics` on the main address (no admin address set): for server admins
+/// only, by their session token (401 without a good token, 403 for others).
+/// The admin address, when set, serves it to anyone who can reach it.
+pub async fn admin_metrics(state: &AppState, req: &Request<Incoming>) -> ApiResult {
+    let account = signed_in(state, bearer_token(req).as_deref()).await?;
+    if !state.config.is_admin(&account.email) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "metrics are for server admins (or set ATRIUM_ADMIN_BIND and scrape that address)",
+        ));
+    }
+    Ok(metrics_text())
 }
 
 pub fn metrics_text() -> Response<Body> {

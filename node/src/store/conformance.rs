@@ -19,6 +19,7 @@ macro_rules! conformance_suite {
         $crate::store::conformance::conformance_suite!(@each $open;
             accounts_and_email_case,
             sessions,
+            sessions_expire_and_end_by_account,
             files_crud,
             file_cap_per_owner,
             take_file_reads_snapshot_and_log,
@@ -212,6 +213,9 @@ pub async fn accounts_and_email_case(store: &dyn Store) {
     );
 }
 
+/// Far in the future (Unix ms): a session that does not expire during a test.
+const LATER: i64 = i64::MAX / 2;
+
 /// Sessions by token digest: created, resolved to their account, deleted; deleting
 /// twice is fine.
 pub async fn sessions(store: &dyn Store) {
@@ -219,21 +223,73 @@ pub async fn sessions(store: &dyn Store) {
     let b = account(store).await;
     let (da, da2, db) = (token(), token(), token());
 
-    store.create_session(da, &a.id).await.expect("session a");
-    store.create_session(da2, &a.id).await.expect("session a2");
-    store.create_session(db, &b.id).await.expect("session b");
+    store
+        .create_session(da, &a.id, LATER)
+        .await
+        .expect("session a");
+    store
+        .create_session(da2, &a.id, LATER)
+        .await
+        .expect("session a2");
+    store
+        .create_session(db, &b.id, LATER)
+        .await
+        .expect("session b");
     assert_eq!(store.session_account(da).await.expect("a").id, a.id);
     assert_eq!(store.session_account(da2).await.expect("a2").id, a.id);
     assert_eq!(store.session_account(db).await.expect("b").id, b.id);
+    assert_eq!(store.session_expiry(da).await.expect("expiry"), LATER);
 
     store.delete_session(da).await.expect("delete");
     assert_err!(store.session_account(da).await, StoreError::NotFound);
+    assert_err!(store.session_expiry(da).await, StoreError::NotFound);
     assert_eq!(
         store.session_account(da2).await.expect("other session").id,
         a.id
     );
     store.delete_session(da).await.expect("delete twice");
     assert_err!(store.session_account(token()).await, StoreError::NotFound);
+}
+
+/// Sessions expire: past `expires_at` they resolve to nothing and are cleaned up;
+/// signing an account out everywhere deletes all of its sessions and only its.
+pub async fn sessions_expire_and_end_by_account(store: &dyn Store) {
+    let a = account(store).await;
+    let b = account(store).await;
+    let now = crate::clock::unix_ms();
+    let (old, fresh, other, also) = (token(), token(), token(), token());
+    store
+        .create_session(old, &a.id, now - 1)
+        .await
+        .expect("expired");
+    store
+        .create_session(fresh, &a.id, LATER)
+        .await
+        .expect("fresh");
+    store
+        .create_session(also, &a.id, LATER)
+        .await
+        .expect("also");
+    store
+        .create_session(other, &b.id, LATER)
+        .await
+        .expect("other");
+    assert_err!(store.session_account(old).await, StoreError::NotFound);
+    assert_err!(store.session_expiry(old).await, StoreError::NotFound);
+    assert!(store.delete_expired_sessions().await.expect("cleanup") >= 1);
+    let mut gone = store.delete_sessions_of(&a.id).await.expect("sign out all");
+    gone.sort_unstable();
+    let mut want = vec![fresh, also];
+    want.sort_unstable();
+    assert_eq!(gone, want, "the expired one was cleaned up already");
+    assert_err!(store.session_account(fresh).await, StoreError::NotFound);
+    assert_err!(store.session_account(also).await, StoreError::NotFound);
+    assert_eq!(store.session_account(other).await.expect("b's").id, b.id);
+    assert!(store
+        .delete_sessions_of(&a.id)
+        .await
+        .expect("again")
+        .is_empty());
 }
 
 /// The cap on files an owner has: creations past it are `Full` and change

@@ -145,10 +145,22 @@ pub trait Store: Send + Sync + 'static {
     async fn account_by_email(&self, email: &str) -> StoreResult<Account>;
     async fn account_by_id(&self, id: &AccountId) -> StoreResult<Account>;
 
-    async fn create_session(&self, token_digest: [u8; 32], account: &AccountId) -> StoreResult<()>;
-    /// The account a session token (by digest) belongs to.
+    /// A session that works until `expires_at` (Unix ms).
+    async fn create_session(
+        &self,
+        token_digest: [u8; 32],
+        account: &AccountId,
+        expires_at: i64,
+    ) -> StoreResult<()>;
+    /// The account a session token (by digest) belongs to; `NotFound` once it expired.
     async fn session_account(&self, token_digest: [u8; 32]) -> StoreResult<Account>;
+    /// When a live session expires (Unix ms); `NotFound` when it is gone or expired.
+    async fn session_expiry(&self, token_digest: [u8; 32]) -> StoreResult<i64>;
     async fn delete_session(&self, token_digest: [u8; 32]) -> StoreResult<()>;
+    /// Deletes every session of an account; returns their digests (to close their sockets).
+    async fn delete_sessions_of(&self, account: &AccountId) -> StoreResult<Vec<[u8; 32]>>;
+    /// Deletes the sessions that expired; returns how many.
+    async fn delete_expired_sessions(&self) -> StoreResult<u64>;
 
     /// Creates a file, with an optional initial document stored as its version-0 snapshot.
     async fn create_file(&self, record: &FileRecord, doc: Option<String>) -> StoreResult<()> {

@@ -37,7 +37,13 @@ use super::*;
 use crate::ids::{AccountId, ClientKey, FileId};
 
 /// The migrations, in order: (version, SQL). Never edit one that has shipped.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/postgres/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../../migrations/postgres/0001_init.sql")),
+    (
+        2,
+        include_str!("../../migrations/postgres/0002_session_expiry.sql"),
+    ),
+];
 
 /// Advisory lock key that serialises migrations between nodes starting together
 /// (the bytes of "atrium", then 1). Advisory locks are per database.
@@ -391,9 +397,11 @@ impl PgStore {
             .map_err(|e| StoreError::Unavailable(format!("postgres pool: {e}")))?;
         let store = Self { pool };
         store.migrate().await?;
+        // Informational only: a server without `pg_stat_ssl` (or a pooler in between) must
+        // not stop the node.
         tracing::info!(
             sslmode = mode.as_str(),
-            tls = store.encrypted().await?,
+            tls = ?store.encrypted().await.ok(),
             "connected to Postgres"
         );
         Ok(store)
@@ -564,16 +572,30 @@ impl Store for PgStore {
         .await
     }
 
-    async fn create_session(&self, token_digest: [u8; 32], account: &AccountId) -> StoreResult<()> {
+    async fn create_session(
+        &self,
+        token_digest: [u8; 32],
+        account: &AccountId,
+        expires_at: i64,
+    ) -> StoreResult<()> {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "INSERT INTO sessions (token_digest, account_id, created_at) VALUES ($1, $2, $3)",
+                "INSERT INTO sessions (token_digest, account_id, created_at, expires_at)
+                 VALUES ($1, $2, $3, $4)",
             )
             .await
             .map_err(unavailable)?;
         client
-            .execute(&stmt, &[&&token_digest[..], &account.as_str(), &now_ms()])
+            .execute(
+                &stmt,
+                &[
+                    &&token_digest[..],
+                    &account.as_str(),
+                    &now_ms(),
+                    &expires_at,
+                ],
+            )
             .await
             .map_err(insert_error)?;
         Ok(())
@@ -585,16 +607,32 @@ impl Store for PgStore {
             .prepare_cached(
                 "SELECT a.id, a.email, a.name, a.password_hash
                  FROM sessions s JOIN accounts a ON a.id = s.account_id
-                 WHERE s.token_digest = $1",
+                 WHERE s.token_digest = $1 AND s.expires_at > $2",
             )
             .await
             .map_err(unavailable)?;
         let row = client
-            .query_opt(&stmt, &[&&token_digest[..]])
+            .query_opt(&stmt, &[&&token_digest[..], &now_ms()])
             .await
             .map_err(unavailable)?
             .ok_or(StoreError::NotFound)?;
         account_from_row(&row)
+    }
+
+    async fn session_expiry(&self, token_digest: [u8; 32]) -> StoreResult<i64> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT expires_at FROM sessions WHERE token_digest = $1 AND expires_at > $2",
+            )
+            .await
+            .map_err(unavailable)?;
+        let row = client
+            .query_opt(&stmt, &[&&token_digest[..], &now_ms()])
+            .await
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)?;
+        get(&row, 0)
     }
 
     async fn delete_session(&self, token_digest: [u8; 32]) -> StoreResult<()> {
@@ -608,6 +646,38 @@ impl Store for PgStore {
             .await
             .map_err(unavailable)?;
         Ok(())
+    }
+
+    async fn delete_sessions_of(&self, account: &AccountId) -> StoreResult<Vec<[u8; 32]>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("DELETE FROM sessions WHERE account_id = $1 RETURNING token_digest")
+            .await
+            .map_err(unavailable)?;
+        let rows = client
+            .query(&stmt, &[&account.as_str()])
+            .await
+            .map_err(unavailable)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let d: &[u8] = get(row, 0)?;
+            if let Ok(d) = <[u8; 32]>::try_from(d) {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn delete_expired_sessions(&self) -> StoreResult<u64> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("DELETE FROM sessions WHERE expires_at <= $1")
+            .await
+            .map_err(unavailable)?;
+        client
+            .execute(&stmt, &[&now_ms()])
+            .await
+            .map_err(unavailable)
     }
 
     async fn create_file_capped(

@@ -10,11 +10,13 @@ CREATE TABLE IF NOT EXISTS accounts (
     created_at    INTEGER NOT NULL
 );
 
--- Session tokens are kept only as SHA-256 digests.
+-- Session tokens are kept only as SHA-256 digests. A session works until
+-- `expires_at`; stores made before it existed gain it in SqliteStore::open.
 CREATE TABLE IF NOT EXISTS sessions (
     token_digest BLOB PRIMARY KEY,
     account_id   TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
-    created_at   INTEGER NOT NULL
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL DEFAULT 0
 );
 
 -- `epoch` fences writers (raised by every takeover); `version` is the last durable one.

@@ -190,6 +190,25 @@ fn append_one(conn: &Connection, append: &FileAppend, now: i64) -> StoreResult<(
     Ok(())
 }
 
+/// Brings a store made by an older node up to date (each step idempotent).
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    // Sessions gained an expiry: older ones get the default lifetime (30 days)
+    // from their creation.
+    let has_expiry = conn
+        .prepare("SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'expires_at'")?
+        .exists([])?;
+    if !has_expiry {
+        conn.execute_batch(
+            "ALTER TABLE sessions ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;",
+        )?;
+    }
+    conn.execute_batch(
+        "UPDATE sessions SET expires_at = created_at + 2592000000 WHERE expires_at = 0;
+         CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions(expires_at);
+         CREATE INDEX IF NOT EXISTS sessions_by_account ON sessions(account_id);",
+    )
+}
+
 impl SqliteStore {
     /// Opens (or creates) the store under `folder`, applying the schema.
     pub fn open(folder: &Path) -> StoreResult<Self> {
@@ -205,6 +224,7 @@ impl SqliteStore {
         )
         .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        migrate(&conn).map_err(unavailable)?;
         let readers = (0..READERS)
             .map(|_| {
                 let reader = Connection::open_with_flags(
@@ -325,12 +345,18 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn create_session(&self, token_digest: [u8; 32], account: &AccountId) -> StoreResult<()> {
+    async fn create_session(
+        &self,
+        token_digest: [u8; 32],
+        account: &AccountId,
+        expires_at: i64,
+    ) -> StoreResult<()> {
         let account = account.clone();
         self.run(move |c| {
             c.execute(
-                "INSERT INTO sessions (token_digest, account_id, created_at) VALUES (?1, ?2, ?3)",
-                params![&token_digest[..], account.as_str(), now_ms()],
+                "INSERT INTO sessions (token_digest, account_id, created_at, expires_at)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![&token_digest[..], account.as_str(), now_ms(), expires_at],
             )
             .map_err(unavailable)?;
             Ok(())
@@ -343,9 +369,23 @@ impl Store for SqliteStore {
             c.query_row(
                 "SELECT a.id, a.email, a.name, a.password_hash
                  FROM sessions s JOIN accounts a ON a.id = s.account_id
-                 WHERE s.token_digest = ?1",
-                [&token_digest[..]],
+                 WHERE s.token_digest = ?1 AND s.expires_at > ?2",
+                params![&token_digest[..], now_ms()],
                 account_from_row,
+            )
+            .optional()
+            .map_err(unavailable)?
+            .ok_or(StoreError::NotFound)
+        })
+        .await
+    }
+
+    async fn session_expiry(&self, token_digest: [u8; 32]) -> StoreResult<i64> {
+        self.read(move |c| {
+            c.query_row(
+                "SELECT expires_at FROM sessions WHERE token_digest = ?1 AND expires_at > ?2",
+                params![&token_digest[..], now_ms()],
+                |r| r.get(0),
             )
             .optional()
             .map_err(unavailable)?
@@ -362,6 +402,35 @@ impl Store for SqliteStore {
             )
             .map_err(unavailable)?;
             Ok(())
+        })
+        .await
+    }
+
+    async fn delete_sessions_of(&self, account: &AccountId) -> StoreResult<Vec<[u8; 32]>> {
+        let account = account.clone();
+        self.run(move |c| {
+            let mut stmt = c
+                .prepare("DELETE FROM sessions WHERE account_id = ?1 RETURNING token_digest")
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map([account.as_str()], |r| r.get::<_, Vec<u8>>(0))
+                .map_err(unavailable)?;
+            let mut out = Vec::new();
+            for row in rows {
+                if let Ok(d) = <[u8; 32]>::try_from(row.map_err(unavailable)?.as_slice()) {
+                    out.push(d);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete_expired_sessions(&self) -> StoreResult<u64> {
+        self.run(move |c| {
+            c.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now_ms()])
+                .map(|n| n as u64)
+                .map_err(unavailable)
         })
         .await
     }

@@ -89,11 +89,19 @@ impl Node {
             // the cluster tests, hundreds of boards): the creation rate is raised
             // here, and tests of the rate itself set it back (`envs` win).
             .env("ATRIUM_FILE_CREATES_PER_MINUTE", "1000000")
+            // /metrics on an admin address of its own, as deployments have it (on
+            // the main address it needs a server admin's token); a test that wants
+            // none passes ATRIUM_ADMIN_BIND as "".
+            .env("ATRIUM_ADMIN_BIND", "127.0.0.1:0")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (k, v) in envs {
-            cmd.env(k, v);
+            if *k == "ATRIUM_ADMIN_BIND" && v.is_empty() {
+                cmd.env_remove(k);
+            } else {
+                cmd.env(k, v);
+            }
         }
         let mut child = cmd.spawn().expect("spawn atrium-node");
         let log = Arc::new(Mutex::new(String::new()));
@@ -170,6 +178,27 @@ impl Node {
             log,
             _tmp: None,
             exited: None,
+        }
+    }
+
+    /// The port of the node's admin address (`/metrics`), when it has one: the
+    /// node prints it right after its main address.
+    pub fn admin_port(&self) -> Option<u16> {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let log = self.log();
+            if let Some(i) = log.find("metrics on http://") {
+                let rest = &log[i + "metrics on http://".len()..];
+                let hostport: String = rest
+                    .chars()
+                    .take_while(|c| *c != '/' && !c.is_whitespace())
+                    .collect();
+                return hostport.rsplit(':').next().and_then(|p| p.parse().ok());
+            }
+            if log.contains("data in ") || Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -904,9 +933,12 @@ pub async fn http_at(
         .unwrap_or_else(|_| panic!("{method} {path} on port {port} got no answer within 30 s"))
 }
 
-/// The node's `/metrics` text (asserting a 200).
+/// The node's `/metrics` text (asserting a 200), from its admin address.
 pub async fn metrics_text(node: &Node) -> String {
-    let r = get(node, "/metrics", None).await;
+    let port = node
+        .admin_port()
+        .expect("the node has no admin address (ATRIUM_ADMIN_BIND was turned off)");
+    let r = http_at(port, "GET", "/metrics", &[], None).await;
     r.assert_status(200);
     r.text
 }
