@@ -284,7 +284,11 @@ async fn the_store_speaks_tls_as_sslmode_asks() {
     )
     .await;
     // The right CA, but a host name the certificate does not carry.
-    refused(&pg.url("localhost", &full), &["TLS", "not valid for name \"localhost\""]).await;
+    refused(
+        &pg.url("localhost", &full),
+        &["TLS", "not valid for name \"localhost\""],
+    )
+    .await;
     // No TLS against a hostssl-only server.
     refused(
         &pg.url("127.0.0.1", "sslmode=disable"),
