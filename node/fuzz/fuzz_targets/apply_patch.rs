@@ -8,15 +8,16 @@
 //! Properties: no panic; a rejected patch leaves the document byte for byte
 //! as it was (all or nothing); an accepted one gives exactly what the
 //! reference model computes; `serialized_len()` always equals the length of
-//! `to_json()`; a patch that would grow the document past the limit is
-//! refused with `too-large`, and one that does not grow it is never refused
-//! for size.
+//! `to_json()`, and `charged_len()` the size rule computed from the model
+//! (each node's `"id":{...}` counted as at least `MIN_NODE_BYTES`); a patch
+//! that would grow the document past the limit, so counted, is refused with
+//! `too-large`, and one that does not grow it is never refused for size.
 
 #![no_main]
 
 use std::collections::BTreeMap;
 
-use atrium_node::doc::{parse_ops, DocLimits, Document, Op, PatchError};
+use atrium_node::doc::{parse_ops, DocLimits, Document, Op, PatchError, MIN_NODE_BYTES};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
 
@@ -50,11 +51,25 @@ fn model_json(model: &Model) -> String {
     serde_json::to_string(model).expect("model serializes")
 }
 
-fn check_len(doc: &Document) {
+/// The size the document limit counts, from scratch.
+fn model_charged(model: &Model) -> usize {
+    let small = model.iter().map(|(id, props)| {
+        let entry = id.len() + 3 + serde_json::to_string(props).expect("props serialize").len();
+        MIN_NODE_BYTES.saturating_sub(entry)
+    });
+    model_json(model).len() + small.sum::<usize>()
+}
+
+fn check_len(doc: &Document, model: &Model) {
     assert_eq!(
         doc.serialized_len(),
         doc.to_json().len(),
         "serialized_len drifted from the real length"
+    );
+    assert_eq!(
+        doc.charged_len(),
+        model_charged(model),
+        "charged_len drifted from the size rule"
     );
 }
 
@@ -64,10 +79,10 @@ fn patch(doc: &mut Document, model: &mut Model, ops_value: &Value, limits: &DocL
         Err(_) => return,
     };
     let before = doc.to_json();
-    let before_len = doc.serialized_len();
+    let before_len = doc.charged_len();
     let mut next = model.clone();
     model_apply(&mut next, &ops);
-    let next_len = model_json(&next).len();
+    let next_len = model_charged(&next);
     match doc.apply(&ops, limits) {
         Ok(()) => {
             *model = next;
@@ -77,7 +92,7 @@ fn patch(doc: &mut Document, model: &mut Model, ops_value: &Value, limits: &DocL
                 "document differs from model"
             );
             assert!(
-                doc.serialized_len() <= limits.max_doc_bytes || doc.serialized_len() <= before_len,
+                doc.charged_len() <= limits.max_doc_bytes || doc.charged_len() <= before_len,
                 "accepted a patch that grew the document past its limit"
             );
         }
@@ -98,7 +113,7 @@ fn patch(doc: &mut Document, model: &mut Model, ops_value: &Value, limits: &DocL
             }
         }
     }
-    check_len(doc);
+    check_len(doc, model);
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -139,7 +154,7 @@ fuzz_target!(|data: &[u8]| {
                     }
                 }
                 assert_eq!(doc.to_json(), model_json(&model), "from_value differs");
-                check_len(&doc);
+                check_len(&doc, &model);
             }
         }
         for ops in items.take(16) {
