@@ -135,7 +135,7 @@ pub struct NodeConfig {
     pub allowed_origins: Vec<String>,
 
     /// Memory the node may use (bytes, or with K, M, G); new sockets, rooms and
-    /// large requests are refused at 90% of it. `auto` (the default): 75% of the
+    /// large requests are refused a tenth (at least 16 MiB) below it. `auto` (the default): 75% of the
     /// container's memory limit, or of the machine's memory.
     #[arg(long, env = "ATRIUM_MEMORY_BUDGET", default_value = "auto", value_parser = crate::memory::parse_size)]
     pub memory_budget: u64,

@@ -5,9 +5,9 @@
 //! second, catches everything; reservations, taken before a large allocation is
 //! made (a room's document being loaded, a file's initial document being read),
 //! catch what a sample would see too late. Work is admitted while the sample plus
-//! what is reserved stays under the high-water mark (90% of the budget), so the
-//! last tenth is headroom for what is already running: sockets' queues, the
-//! patches of rooms that are open, requests in flight.
+//! what is reserved stays under the high-water mark (the budget less a tenth of
+//! it, and less at least 16 MiB), so the rest is headroom for what is already
+//! running: sockets' queues, the patches of rooms that are open, requests in flight.
 //!
 //! Refusing is all it does: nothing already accepted is dropped. Sockets get 1013
 //! (try again later) or an HTTP 503 with `Retry-After` before the upgrade; requests
@@ -17,8 +17,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Work is admitted while the process stays under this share of its budget.
-const HIGH_WATER: f64 = 0.9;
+/// Work is admitted while the process stays this far under its budget: a tenth
+/// of it, and at least [`MIN_HEADROOM`], for what is already running.
+const HEADROOM: f64 = 0.1;
+const MIN_HEADROOM: u64 = 16 << 20;
 /// How often resident memory is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// Default budget when none is set: this share of the machine's (or the cgroup's) memory.
@@ -58,7 +60,8 @@ impl MemoryGuard {
     }
 
     fn high_water(&self) -> u64 {
-        (self.budget as f64 * HIGH_WATER) as u64
+        let headroom = ((self.budget as f64 * HEADROOM) as u64).max(MIN_HEADROOM);
+        self.budget.saturating_sub(headroom)
     }
 
     /// Resident bytes at the last sample.
@@ -125,10 +128,13 @@ pub fn default_budget() -> u64 {
                 .and_then(|kb| kb.parse::<u64>().ok())
         })
         .map_or(4 << 30, |kb| kb * 1024);
-    let cgroup = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .find_map(|s| s.trim().parse::<u64>().ok());
+    let cgroup = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .filter_map(|p| std::fs::read_to_string(p).ok())
+    .find_map(|s| s.trim().parse::<u64>().ok());
     let total = cgroup.map_or(machine, |c| c.min(machine));
     (total as f64 * DEFAULT_SHARE) as u64
 }

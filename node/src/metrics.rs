@@ -167,7 +167,7 @@ impl Metrics {
             memory_budget: gauge(
                 &r,
                 "atrium_memory_budget_bytes",
-                "The node's memory budget (ATRIUM_MEMORY_BUDGET); new work is refused at 90% of it.",
+                "The node's memory budget (ATRIUM_MEMORY_BUDGET); new work is refused a tenth (at least 16 MiB) below it.",
             ),
             memory_refusals: counter(
                 &r,

@@ -216,7 +216,11 @@ pub fn clean_name(name: &str) -> String {
         }
         out.push(c);
     }
-    out.chars().take(MAX_NAME_CHARS).collect::<String>().trim_end().to_owned()
+    out.chars()
+        .take(MAX_NAME_CHARS)
+        .collect::<String>()
+        .trim_end()
+        .to_owned()
 }
 
 /// Format characters (Unicode category Cf) and other characters that print as

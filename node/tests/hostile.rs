@@ -326,6 +326,8 @@ const PING: u8 = 0x89;
 
 #[derive(Debug)]
 enum Got {
+    /// An upgrade answered with something other than 101 (its head).
+    Refused(String),
     Text(Value),
     Close(Option<u16>),
     Eof,
@@ -341,6 +343,19 @@ impl Raw {
     /// Upgrades `GET /files/{file}/ws`, with extra header lines (each ending
     /// in CRLF) and optionally a small receive buffer.
     async fn connect(port: u16, file: &str, extra: &str, rcvbuf: Option<u32>) -> Raw {
+        match Raw::try_connect(port, file, extra, rcvbuf).await {
+            Ok(raw) => raw,
+            Err(head) => panic!("expected 101, got {head}"),
+        }
+    }
+
+    /// Upgrades, or returns the answer's head when it is not a 101.
+    async fn try_connect(
+        port: u16,
+        file: &str,
+        extra: &str,
+        rcvbuf: Option<u32>,
+    ) -> Result<Raw, String> {
         let sock = tokio::net::TcpSocket::new_v4().expect("socket");
         if let Some(size) = rcvbuf {
             sock.set_recv_buffer_size(size).expect("SO_RCVBUF");
@@ -373,9 +388,11 @@ impl Raw {
             buf.extend_from_slice(&chunk[..n]);
         };
         let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-        assert!(head.starts_with("HTTP/1.1 101"), "expected 101, got {head}");
+        if !head.starts_with("HTTP/1.1 101") {
+            return Err(head);
+        }
         buf.drain(..end);
-        Raw { stream, buf }
+        Ok(Raw { stream, buf })
     }
 
     /// Connects and says hello; waits for the welcome.
@@ -415,7 +432,11 @@ impl Raw {
                 self.buf.drain(..used);
                 match first & 0x0f {
                     0x1 => {
-                        assert_eq!(first & 0x40, 0, "a compressed frame on this socket");
+                        let payload = if first & 0x40 != 0 {
+                            inflate(&payload)
+                        } else {
+                            payload
+                        };
                         return Got::Text(serde_json::from_slice(&payload).expect("JSON text"));
                     }
                     0x8 => {
@@ -483,6 +504,26 @@ fn server_frame(buf: &[u8]) -> Option<(u8, Vec<u8>, usize)> {
     };
     let payload = buf.get(at..at + len)?.to_vec();
     Some((b0, payload, at + len))
+}
+
+/// A permessage-deflate payload inflated (the `00 00 ff ff` put back).
+fn inflate(payload: &[u8]) -> Vec<u8> {
+    use flate2::{Decompress, FlushDecompress};
+    let mut data = payload.to_vec();
+    data.extend_from_slice(&[0, 0, 0xff, 0xff]);
+    let mut d = Decompress::new(false);
+    let mut out = Vec::with_capacity(data.len() * 4 + 1024);
+    loop {
+        let consumed = d.total_in() as usize;
+        if out.len() == out.capacity() {
+            out.reserve(out.capacity());
+        }
+        d.decompress_vec(&data[consumed..], &mut out, FlushDecompress::Sync)
+            .expect("inflate");
+        if d.total_in() as usize == data.len() && out.len() < out.capacity() {
+            return out;
+        }
+    }
 }
 
 /// Raw DEFLATE of `data` in the permessage-deflate form (sync flushed, the
@@ -1238,7 +1279,9 @@ async fn fragments_that_never_end_close_1008_within_the_deadline() {
                         match raw.next(Duration::from_millis(100)).await {
                             Got::Timeout | Got::Text(_) => {}
                             Got::Close(code) => break code,
-                            Got::Eof => panic!("{style}: connection ended without a close frame"),
+                            Got::Eof | Got::Refused(_) => {
+                                panic!("{style}: connection ended without a close frame")
+                            }
                         }
                         assert!(
                             start.elapsed() < Duration::from_secs(10),
@@ -1515,6 +1558,7 @@ async fn a_socket_that_never_reads_is_closed_4008_and_others_carry_on() {
             Got::Close(code) => break code,
             Got::Eof => break None,
             Got::Timeout => panic!("the slow socket is still open"),
+            Got::Refused(_) => unreachable!("only an upgrade is refused"),
         }
     };
     assert!(
@@ -2133,13 +2177,28 @@ impl Sender {
     }
 
     async fn join_with(port: u16, file: &str, hello: &Hello, extra: &str) -> Sender {
-        let raw = Raw::connect(port, file, extra, None).await;
+        match Self::try_join(port, file, hello, extra).await {
+            Ok(sender) => sender,
+            Err(other) => panic!("expected a welcome, got {other:?}"),
+        }
+    }
+
+    /// Joins, or says how the node answered instead of a welcome.
+    async fn try_join(port: u16, file: &str, hello: &Hello, extra: &str) -> Result<Sender, Got> {
+        let raw = Raw::try_connect(port, file, extra, None)
+            .await
+            .map_err(Got::Refused)?;
         let hello = hello.to_json().to_string();
         // The upgrade request itself is about 200 bytes; counted as 200.
         let mut sender = Sender { raw, sent: 200 };
         sender.text(&hello).await;
-        sender.raw.welcome().await;
-        sender
+        loop {
+            match sender.raw.next(WAIT).await {
+                Got::Text(w) if w["type"] == "welcome" => return Ok(sender),
+                Got::Text(m) if PRESENCE_TYPES.contains(&s(&m["type"])) => continue,
+                other => return Err(other),
+            }
+        }
     }
 
     async fn text(&mut self, text: &str) {
@@ -2242,13 +2301,21 @@ async fn presence_never_amplifies_what_its_sender_sent() {
     let mut squeezed = Sender::join(port, &r.id, &Hello::key(&r.view_key)).await;
     squeezed.deflated(&msg).await;
     let code = squeezed.raw.close_code(WAIT).await;
-    assert_eq!(code, Some(1009), "900 KB from {} bytes must not be inflated", squeezed.sent);
+    assert_eq!(
+        code,
+        Some(1009),
+        "900 KB from {} bytes must not be inflated",
+        squeezed.sent
+    );
 
     // 2. The most a viewer may state: a page, 100 long (and compressible) ids,
     // a camera and a 32-character `t`, then cursor moves only, 60 a second for 3 s.
-    let (baseline_bytes, baseline_messages) = (watcher.bytes(), watcher.messages.load(Ordering::SeqCst));
+    let (baseline_bytes, baseline_messages) =
+        (watcher.bytes(), watcher.messages.load(Ordering::SeqCst));
     let mut attacker = Sender::join(port, &r.id, &Hello::key(&r.view_key)).await;
-    let sel: Vec<String> = (0..100).map(|i| format!("{}{i:02}", "n".repeat(62))).collect();
+    let sel: Vec<String> = (0..100)
+        .map(|i| format!("{}{i:02}", "n".repeat(62)))
+        .collect();
     let big = json!({"type": "presence", "page": "p1", "sel": sel, "camera": [1.5, 2.5, 3.5],
                      "cursor": [0, 0], "t": 1.2345678901234567e300});
     attacker.deflated(&big.to_string()).await;
@@ -2290,7 +2357,10 @@ async fn presence_never_amplifies_what_its_sender_sent() {
         !watcher.entries_of.lock().unwrap().is_empty() || got > 0,
         "the viewer's presence never reached the owner"
     );
-    assert!(watcher.ended.lock().unwrap().is_none(), "the owner was disconnected");
+    assert!(
+        watcher.ended.lock().unwrap().is_none(),
+        "the owner was disconnected"
+    );
     assert_untouched(&r, &probe, 0, json!({})).await;
     report(
         "presence amplification (900 KB t; 100 long ids then cursor moves)",
@@ -2326,7 +2396,11 @@ async fn patches_and_joins_never_amplify_what_their_sender_sent() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let got = watcher.bytes() - before;
     let sent = editor.sent as u64;
-    assert_eq!(code, Some(1009), "inflating past 16x what was sent closes the socket");
+    assert_eq!(
+        code,
+        Some(1009),
+        "inflating past 16x what was sent closes the socket"
+    );
     assert!(
         got <= 16 * sent + 64 * 1024 + 200 * 100,
         "patches: {got} bytes relayed for {sent} sent"
@@ -2346,13 +2420,19 @@ async fn patches_and_joins_never_amplify_what_their_sender_sent() {
     }
     tokio::time::sleep(Duration::from_millis(600)).await;
     let got = (watcher.bytes() - before) as usize;
-    assert!(got <= 2 * sent, "joins: {got} bytes sent to others for {sent} sent");
+    assert!(
+        got <= 2 * sent,
+        "joins: {got} bytes sent to others for {sent} sent"
+    );
     eprintln!(
         "FIGURE {}",
         json!({"case": "patch and join amplification", "patch_close": code,
                "joins_sent": sent, "joins_relayed": got})
     );
-    assert!(watcher.ended.lock().unwrap().is_none(), "the owner was disconnected");
+    assert!(
+        watcher.ended.lock().unwrap().is_none(),
+        "the owner was disconnected"
+    );
 }
 
 /// One view-key socket sent 200 compressed patches of 256 KiB: the node parsed
@@ -2370,7 +2450,12 @@ async fn queued_messages_are_bounded_and_a_viewers_patch_costs_nothing() {
     let base = probe.sample(30).await;
     let rss0 = rss_kib(r.node.pid());
     let ops: Vec<Value> = (0..2000)
-        .map(|i| put(&format!("node{i}"), json!({"x": i, "fill": "#ababab", "name": "a shape"})))
+        .map(|i| {
+            put(
+                &format!("node{i}"),
+                json!({"x": i, "fill": "#ababab", "name": "a shape"}),
+            )
+        })
         .collect();
     let big = serde_json::to_string(&ops).unwrap();
     assert!(big.len() > 100_000);
@@ -2429,4 +2514,291 @@ async fn queued_messages_are_bounded_and_a_viewers_patch_costs_nothing() {
         &during,
         json!({"rss_growth_mib": (growth_mib * 10.0).round() / 10.0, "rejects": codes}),
     );
+}
+
+/// Answers to a raw socket upgrade: the status line and the headers.
+async fn upgrade_answer(port: u16, file: &str, extra: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let req = format!(
+        "GET /files/{file}/ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n\
+         Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Sec-WebSocket-Version: 13\r\n{extra}\r\n"
+    );
+    stream.write_all(req.as_bytes()).await.expect("send");
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(WAIT, stream.read(&mut buf))
+        .await
+        .expect("answer in time")
+        .expect("read");
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// The mix of this issue's attacks from 100 sockets against a node told it may
+/// use 64 MiB: editors growing a document with large patches, viewers sending
+/// compressed patches, big presence states with cursor moves, hellos for a
+/// private file, and large documents uploaded with new files. The node's
+/// resident memory stays under the budget; at its mark it refuses new work with
+/// the contract's codes (503 with `Retry-After`, `too-large`); honest people in
+/// another file keep their relay latency, and nothing they had acked is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_every_attack_at_once_the_node_stays_within_its_memory_budget() {
+    let _serial = SERIAL.lock().await;
+    const BUDGET_MIB: u64 = 64;
+    const SOCKETS: usize = 100;
+    let budget = format!("{BUDGET_MIB}M");
+    let r = room(&[
+        ("ATRIUM_MEMORY_BUDGET", budget.as_str()),
+        ("ATRIUM_WS_PER_IP", "1000"),
+    ])
+    .await;
+    let port = r.node.port;
+    let mut probe = Probe::join(&r).await;
+    let base = probe.sample(30).await;
+    let rss0 = rss_kib(r.node.pid());
+    // The editors' own file, so their large patches are relayed to nobody but them.
+    let grown = create_file(&r.node, &r.owner, "Grown", None).await;
+    let grown_id = s(&grown["id"]).to_string();
+    set_link(&r.node, &r.owner, &grown_id, "edit").await;
+    let grown_key = s(&grown["edit_key"]).to_string();
+    // The attackers' file: public edit link, in the same node.
+    let target = create_file(&r.node, &r.owner, "Public", None).await;
+    let target_id = s(&target["id"]).to_string();
+    set_link(&r.node, &r.owner, &target_id, "edit").await;
+    let (edit_key, view_key) = (
+        s(&target["edit_key"]).to_string(),
+        s(&target["view_key"]).to_string(),
+    );
+    let private = create_file(&r.node, &r.owner, "Private", None).await;
+    let private_id = s(&private["id"]).to_string();
+    let owner = r.owner.clone();
+
+    // What the attackers send is built once: the generator must not starve the node.
+    let filler = Arc::new("y".repeat(256 * 1024));
+    let squeezed = {
+        let t = "z".repeat(500_000);
+        let big = json!({"type": "patch", "id": 1, "ops": [put("v", json!({"t": t}))]});
+        Arc::new(frame(TEXT_DEFLATED, &deflate(big.to_string().as_bytes())))
+    };
+    let upload = {
+        let doc: serde_json::Map<String, Value> = (0..20_000)
+            .map(|k| (format!("d{k}"), json!({"x": k, "name": "filler shape"})))
+            .collect();
+        Arc::new(json!({"name": "big", "doc": doc}).to_string().into_bytes())
+    };
+    let done = Arc::new(AtomicBool::new(false));
+    let refusals = Arc::new(Mutex::new(HashMap::<String, u64>::new()));
+    fn note(refusals: &Mutex<HashMap<String, u64>>, what: String) {
+        *refusals.lock().unwrap().entry(what).or_insert(0) += 1;
+    }
+    let mut attackers = Vec::new();
+    for n in 0..SOCKETS {
+        let (done, refusals) = (done.clone(), refusals.clone());
+        let (grown_id, grown_key) = (grown_id.clone(), grown_key.clone());
+        let (filler, squeezed, upload) = (filler.clone(), squeezed.clone(), upload.clone());
+        let (file, _edit_key, view_key, private_id, owner) = (
+            target_id.clone(),
+            edit_key.clone(),
+            view_key.clone(),
+            private_id.clone(),
+            owner.clone(),
+        );
+        attackers.push(tokio::spawn(async move {
+            let mut round = 0u64;
+            while !done.load(Ordering::SeqCst) {
+                round += 1;
+                match n % 10 {
+                    // Four editors: 256 KB patches, as fast as the byte rate allows.
+                    0 if n < 40 => {
+                        let hello = Hello::key(&grown_key);
+                        let mut c = match Sender::try_join(port, &grown_id, &hello, "").await {
+                            Ok(c) => c,
+                            Err(Got::Refused(head)) if head.starts_with("HTTP/1.1 503") => {
+                                assert!(head.to_ascii_lowercase().contains("retry-after"), "{head}");
+                                note(&refusals, "upgrade 503".into());
+                                tokio::time::sleep(Duration::from_millis(200)).await;
+                                continue;
+                            }
+                            Err(other) => {
+                                note(&refusals, format!("editor join {other:?}"));
+                                tokio::time::sleep(Duration::from_millis(200)).await;
+                                continue;
+                            }
+                        };
+                        for i in 1..=8u64 {
+                            let id = round * 100 + i;
+                            let msg = format!(
+                                r#"{{"type":"patch","id":{id},"ops":[{{"op":"put","id":"e{n}n{id}","props":{{"text":"{filler}"}}}}]}}"#
+                            );
+                            c.text(&msg).await;
+                        }
+                        let mut answered = 0;
+                        while answered < 8 {
+                            match c.raw.next(Duration::from_secs(5)).await {
+                                Got::Text(m) if m["type"] == "reject" => {
+                                    answered += 1;
+                                    note(&refusals, format!("reject {}", s(&m["code"])));
+                                }
+                                Got::Text(m) if m["type"] == "ack" => answered += 1,
+                                Got::Text(_) => {}
+                                Got::Close(code) => {
+                                    note(&refusals, format!("editor close {code:?}"));
+                                    break;
+                                }
+                                _ => break,
+                            }
+                        }
+                    }
+                    // Viewers: compressed patches that would inflate 1,000x.
+                    0..=3 => {
+                        let hello = Hello::key(&view_key);
+                        let Ok(mut c) = Sender::try_join(port, &file, &hello, DEFLATE_HEADER).await
+                        else {
+                            note(&refusals, "viewer join refused".into());
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            continue;
+                        };
+                        c.sent += squeezed.len();
+                        c.raw.send(&squeezed).await;
+                        if let Some(code) = c.raw.close_code(Duration::from_secs(5)).await {
+                            note(&refusals, format!("viewer close {code}"));
+                        }
+                    }
+                    // Big presence states, then cursor moves.
+                    4..=6 => {
+                        let hello = Hello::key(&view_key);
+                        let Ok(mut c) = Sender::try_join(port, &file, &hello, "").await else {
+                            note(&refusals, "presence join refused".into());
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            continue;
+                        };
+                        let sel: Vec<String> =
+                            (0..100).map(|i| format!("{}{i:02}", "q".repeat(62))).collect();
+                        c.text(&json!({"type": "presence", "page": "p1", "sel": sel}).to_string())
+                            .await;
+                        for i in 0..60u64 {
+                            c.text(&json!({"type": "presence", "cursor": [i, i]}).to_string())
+                                .await;
+                            tokio::time::sleep(Duration::from_millis(25)).await;
+                        }
+                    }
+                    // Hellos for a private file; large documents with new files.
+                    _ => {
+                        let head = upgrade_answer(port, &private_id, "").await;
+                        if head.starts_with("HTTP/1.1 503") {
+                            assert!(head.to_ascii_lowercase().contains("retry-after"), "{head}");
+                            note(&refusals, "upgrade 503".into());
+                        }
+                        if n % 10 == 9 {
+                            let body = upload.to_vec();
+                            let auth = format!("Bearer {owner}");
+                            let headers = [("authorization", auth.as_str())];
+                            let resp = http_at(port, "POST", "/api/files", &headers, Some(body)).await;
+                            note(&refusals, format!("create {}", resp.status));
+                        }
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                    }
+                }
+            }
+        }));
+    }
+    let mut peak = rss0;
+    let during = {
+        let started = Instant::now();
+        let mut samples = Vec::new();
+        while started.elapsed() < Duration::from_secs(12) {
+            samples.push(probe.once().await);
+            peak = peak.max(rss_kib(r.node.pid()));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        samples
+    };
+    done.store(true, Ordering::SeqCst);
+    for a in attackers {
+        a.await.expect("attacker task");
+    }
+    peak = peak.max(rss_kib(r.node.pid()));
+    let refusals = refusals.lock().unwrap().clone();
+    let peak_mib = peak as f64 / 1024.0;
+    assert!(
+        peak_mib < BUDGET_MIB as f64,
+        "resident memory reached {peak_mib:.1} MiB with a budget of {BUDGET_MIB} MiB ({refusals:?})"
+    );
+    let refused: u64 = refusals
+        .iter()
+        .filter(|(k, _)| k.as_str() == "upgrade 503" || k.as_str() == "reject too-large")
+        .map(|(_, v)| v)
+        .sum();
+    assert!(
+        refused > 0,
+        "the budget never refused anything: {refusals:?}"
+    );
+    assert!(health_ok(&r.node).await < Duration::from_secs(2));
+    assert_untouched(&r, &probe, 0, json!({})).await;
+    let p99 = |d: &[Duration]| (ms(percentile(d, 0.99)) * 100.0).round() / 100.0;
+    report(
+        "every attack at once against a 64 MiB budget (100 sockets)",
+        &base,
+        &during,
+        json!({"rss_start_mib": rss0 / 1024, "peak_rss_mib": (peak_mib * 10.0).round() / 10.0,
+               "budget_mib": BUDGET_MIB, "refusals": refusals, "relay_p99_base_ms": p99(&base)}),
+    );
+}
+
+/// Before the hello, a socket may send only small messages, and only a few
+/// that are not a hello (1 KB on the wire could be 1 MiB to parse).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn before_hello_messages_are_small_and_few() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[]).await;
+    let port = r.node.port;
+    // 64 KiB of spaces, deflated to a few hundred bytes: over the 16 KiB before hello.
+    let mut a = Raw::connect(port, &r.id, DEFLATE_HEADER, None).await;
+    let padded = format!(
+        "{{\"type\":\"hello\",\"client\":\"c1\"{}}}",
+        " ".repeat(64 * 1024)
+    );
+    a.send(&frame(TEXT_DEFLATED, &deflate(padded.as_bytes())))
+        .await;
+    assert_eq!(a.close_code(WAIT).await, Some(1009));
+    // Seventeen messages that are not a hello: sixteen rejects, then 4000.
+    let mut b = Raw::connect(port, &r.id, "", None).await;
+    for _ in 0..17 {
+        b.text(r#"{"type":"presence","cursor":[1,2]}"#).await;
+    }
+    let mut rejects = 0;
+    let code = loop {
+        match b.next(WAIT).await {
+            Got::Text(m) if m["type"] == "reject" => rejects += 1,
+            Got::Close(code) => break code,
+            other => panic!("expected rejects then a close, got {other:?}"),
+        }
+    };
+    assert_eq!((rejects, code), (16, Some(4000)));
+    // A hello after a few mistakes still gets in.
+    let mut c = Raw::connect(port, &r.id, "", None).await;
+    c.text("not json").await;
+    c.text(&Hello::key(&r.view_key).to_json().to_string()).await;
+    assert_eq!(c.reject().await["code"], "invalid");
+    c.welcome().await;
+}
+
+/// With `ATRIUM_ALLOWED_ORIGINS` set, a page of another origin cannot open a
+/// socket (403 before the upgrade); listed origins and clients without an
+/// `Origin` header can. Unset, every origin may (the default, documented).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sockets_from_unlisted_origins_are_refused_when_a_list_is_set() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[("ATRIUM_ALLOWED_ORIGINS", "https://app.example.com")]).await;
+    let port = r.node.port;
+    let evil = upgrade_answer(port, &r.id, "Origin: https://evil.example\r\n").await;
+    assert!(evil.starts_with("HTTP/1.1 403"), "{evil}");
+    let ok = upgrade_answer(port, &r.id, "Origin: https://app.example.com\r\n").await;
+    assert!(ok.starts_with("HTTP/1.1 101"), "{ok}");
+    let none = upgrade_answer(port, &r.id, "").await;
+    assert!(none.starts_with("HTTP/1.1 101"), "{none}");
+    let open = room(&[]).await;
+    let any = upgrade_answer(open.node.port, &open.id, "Origin: https://evil.example\r\n").await;
+    assert!(any.starts_with("HTTP/1.1 101"), "{any}");
 }

@@ -142,4 +142,4 @@ fn load_cost(taken: &TakenFile) -> u64 {
 }
 
 /// In-memory bytes per byte of a document's JSON while it is built and held.
-const LOAD_FACTOR: usize = 6;
+pub(super) const LOAD_FACTOR: usize = 6;

@@ -119,7 +119,8 @@ impl JoinError {
 pub enum RoomCmd {
     Join(JoinRequest, oneshot::Sender<Result<Joined, JoinError>>),
     Leave(ConnId),
-    Patch(ConnId, Patch),
+    /// A patch, with its place in the room's bounded queue.
+    Patch(ConnId, Patch, registry::Ticket),
     Presence(ConnId, PresenceUpdate),
     Appended(Appended),
     SnapshotDone(Result<u64, StoreError>),
@@ -335,7 +336,7 @@ impl Room {
                 let _ = reply.send(result);
             }
             RoomCmd::Leave(conn) => self.leave(conn),
-            RoomCmd::Patch(conn, patch) => self.patch(conn, patch),
+            RoomCmd::Patch(conn, patch, _ticket) => self.patch(conn, patch),
             RoomCmd::Presence(conn, update) => self.board.update(conn, update),
             RoomCmd::Appended(a) => return self.appended(a),
             RoomCmd::SnapshotDone(result) => return self.snapshot_done(result),

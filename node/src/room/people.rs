@@ -13,6 +13,10 @@ use crate::metrics::metrics;
 use crate::outbox::{shared, ConnId, Outbox};
 use crate::store::FileRecord;
 
+/// Documents from this size on are reserved from the memory budget before a
+/// welcome carries them.
+const LARGE_WELCOME: usize = 1 << 20;
+
 pub(super) struct Member {
     pub(super) outbox: Outbox,
     pub(super) person: PersonId,
@@ -59,6 +63,7 @@ impl Room {
             .map_err(JoinError::Denied)?;
         let (allowed, mut reason) =
             access::role(&self.record, access).map_err(JoinError::Denied)?;
+        self.reserve_welcome()?;
 
         let state = self
             .clients
@@ -137,6 +142,25 @@ impl Room {
             frame: shared(welcome),
         });
         Ok(Joined { person, role })
+    }
+
+    /// A welcome carrying a large document is built in memory (twice, while it is
+    /// spliced): promised from the node's memory budget first, or refused with 1013.
+    fn reserve_welcome(&self) -> Result<(), JoinError> {
+        let size = self.doc.serialized_len();
+        if size < LARGE_WELCOME {
+            return Ok(());
+        }
+        let Some(reservation) = self.ctx.memory.reserve(2 * size as u64) else {
+            metrics().memory_refusals.inc();
+            return Err(JoinError::Unavailable(1013));
+        };
+        tokio::spawn(async move {
+            // Until resident memory samples include the welcome, or it is written.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            drop(reservation);
+        });
+        Ok(())
     }
 
     pub(super) fn welcome(

@@ -73,6 +73,13 @@ impl Room {
         if !(by_size || by_time) || self.in_flight.len() > 1 {
             return;
         }
+        // A snapshot rebuilds the document from the store and serializes it, off the
+        // relay path but in this process: promised from the memory budget first, or
+        // put off to a later turn (the log keeps everything meanwhile).
+        let cost = self.doc.serialized_len() as u64 * super::load::LOAD_FACTOR as u64;
+        let Some(reservation) = self.ctx.memory.reserve(cost) else {
+            return;
+        };
         self.snapshot.started = Some(Instant::now());
         self.snapshot.log_bytes = 0;
         self.snapshot.dirty_since = None;
@@ -104,6 +111,7 @@ impl Room {
                 Ok(version)
             }
             .await;
+            drop(reservation);
             let _ = tx.send(RoomCmd::SnapshotDone(result));
         });
     }

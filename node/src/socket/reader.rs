@@ -13,8 +13,8 @@ use crate::limits::Bucket;
 use crate::metrics::metrics;
 use crate::outbox::Outbox;
 use crate::protocol::{self, ClientMessage, Kind, Refusal};
-use crate::room::registry::RoomHandle;
 use crate::room::access;
+use crate::room::registry::RoomHandle;
 use crate::room::{JoinError, JoinRequest, RoomCmd};
 use crate::server::AppState;
 use crate::store::StoreError;
@@ -125,16 +125,19 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
                 return drain(frames).await;
             }
         };
-        match protocol::parse(&text, &session.state.limits) {
+        let refusal = match protocol::parse(&text, &session.state.limits) {
             Ok(ClientMessage::Hello(hello)) => break hello,
-            Ok(_) => refuse(&session.outbox, Refusal::invalid_before_hello()),
-            Err(r) => refuse(&session.outbox, r),
-        }
+            Ok(_) => Refusal::invalid_before_hello(),
+            Err(r) => r,
+        };
         refusals += 1;
         if refusals > BEFORE_HELLO_REFUSALS {
-            session.outbox.close(4000, "the first message must be a hello");
+            session
+                .outbox
+                .close(4000, "the first message must be a hello");
             return drain(frames).await;
         }
+        refuse(&session.outbox, refusal);
     };
     frames.set_max_message(config.max_message_bytes);
     metrics()
@@ -261,17 +264,19 @@ async fn serve_messages(
         };
         match next {
             Some(Next::Text(text)) if !session.outbox.is_closing() => {
-                intake.bytes.charge(std::time::Instant::now(), text.len() as f64);
+                intake
+                    .bytes
+                    .charge(std::time::Instant::now(), text.len() as f64);
                 let wire = frames.received() - received;
                 received = frames.received();
-                take_in(session, room, &mut intake, text, wire);
+                take_in(session, room, &mut intake, text, wire).await;
             }
             Some(Next::Text(_) | Next::Skip) | None => {}
             Some(Next::End) => return drain_if_closing(frames, &session.outbox).await,
         }
         while let Some(waiting) = intake.pop(std::time::Instant::now()) {
             match waiting {
-                Waiting::Text(text) => handle_text(session, room, &text),
+                Waiting::Text(text) => handle_text(session, room, &text).await,
                 Waiting::Refused(r) => refuse(&session.outbox, r),
             }
         }
@@ -297,7 +302,13 @@ async fn serve_messages(
 /// One message just read: presence goes to the room at once (or is dropped over
 /// its rate); anything else is handled now if the rate allows and nothing waits
 /// before it, else it waits. A viewer's patch is refused from its id alone.
-fn take_in(session: &Session, room: &RoomHandle, intake: &mut Intake, text: String, wire: usize) {
+async fn take_in(
+    session: &Session,
+    room: &RoomHandle,
+    intake: &mut Intake,
+    text: String,
+    wire: usize,
+) {
     let message = match protocol::read(&text) {
         Ok(m) => m,
         Err(r) => return intake.push(Waiting::Refused(r)),
@@ -327,7 +338,8 @@ fn take_in(session: &Session, room: &RoomHandle, intake: &mut Intake, text: Stri
             }
             if intake.backlog.is_empty() && intake.messages.take(std::time::Instant::now()) {
                 // Nothing waits before it and the rate allows it: no queueing, one parse.
-                return to_room(session, room, message.parse(&session.state.limits));
+                let parsed = message.parse(&session.state.limits);
+                return to_room(session, room, parsed).await;
             }
             drop(message);
             intake.push(Waiting::Text(text));
@@ -341,21 +353,23 @@ fn take_in(session: &Session, room: &RoomHandle, intake: &mut Intake, text: Stri
 }
 
 /// Handles one waiting message once the rate let it through.
-fn handle_text(session: &Session, room: &RoomHandle, text: &str) {
+async fn handle_text(session: &Session, room: &RoomHandle, text: &str) {
     // Its role may have changed while it waited: the room has the last word.
-    to_room(session, room, protocol::parse(text, &session.state.limits));
+    to_room(session, room, protocol::parse(text, &session.state.limits)).await;
 }
 
-fn to_room(session: &Session, room: &RoomHandle, message: Result<ClientMessage, Refusal>) {
+async fn to_room(session: &Session, room: &RoomHandle, message: Result<ClientMessage, Refusal>) {
     match message {
         Ok(ClientMessage::Patch(patch)) => {
             metrics()
                 .messages_received
                 .with_label_values(&["patch"])
                 .inc();
+            // While the room is behind, this socket waits here and reads nothing.
+            let ticket = room.inbound.admit(patch.ops_json.len()).await;
             if room
                 .tx
-                .send(RoomCmd::Patch(session.outbox.id, patch))
+                .send(RoomCmd::Patch(session.outbox.id, patch, ticket))
                 .is_err()
             {
                 session.outbox.close(1012, "the room closed");
