@@ -12,15 +12,19 @@ use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// One raw HTTP/1.1 request, the target written exactly as given (no client normalises it):
-/// the status and the body.
-async fn raw_get(port: u16, target: &str) -> (u16, String) {
+/// One raw HTTP/1.1 request, the target written exactly as given (no client normalises it),
+/// with a bearer token when one is given: the status and the body.
+async fn raw_get(port: u16, target: &str, token: Option<&str>) -> (u16, String) {
     let fut = async {
         let mut s = TcpStream::connect(("127.0.0.1", port))
             .await
             .expect("connect");
-        let req =
-            format!("GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        let req = format!(
+            "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Connection: close\r\n\r\n"
+        );
         s.write_all(req.as_bytes()).await.expect("write");
         let mut buf = Vec::new();
         s.read_to_end(&mut buf).await.expect("read");
@@ -49,13 +53,29 @@ fn is_metrics(body: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_internals_are_blocked_whatever_the_spelling() {
     let _serial = serial().await;
+    // A server admin, for whom a node serves `/metrics` on its main address. The nodes are
+    // child processes and inherit this; this file holds this one test, so nothing else in
+    // the process reads the environment meanwhile.
+    let admin_email = format!("admin-{}@example.test", &secret()[..12]);
+    std::env::set_var("ATRIUM_ADMINS", &admin_email);
     let fleet = Fleet::start(1, 1).await;
     let (node, router) = (fleet.nodes[0].port, fleet.routers[0].port);
+    let signup = http_at(
+        router,
+        "POST",
+        "/api/signup",
+        &[],
+        Some(serde_json::json!({"email": admin_email, "password": PASSWORD, "name": "Admin"})),
+    )
+    .await;
+    signup.assert_status(201);
+    let admin = signup.body()["token"].as_str().expect("token").to_string();
+    let admin = Some(admin.as_str());
 
-    // The node itself serves its metrics and readiness under these spellings (it skips
-    // every leading slash), so a router that let them through would leak them.
+    // The node itself serves its metrics (to an admin) and readiness under these spellings
+    // (it skips every leading slash), so a router that let them through would leak them.
     for target in ["/metrics", "//metrics", "///metrics", "/ready", "///ready"] {
-        let (status, body) = raw_get(node, target).await;
+        let (status, body) = raw_get(node, target, admin).await;
         assert!(
             status == 200 || (target.ends_with("ready") && status == 503),
             "the node answers {target} itself: {status} {body}"
@@ -97,7 +117,7 @@ async fn node_internals_are_blocked_whatever_the_spelling() {
         ("http://127.0.0.1/metrics", 400),
     ];
     for &(target, want) in cases {
-        let (status, body) = raw_get(router, target).await;
+        let (status, body) = raw_get(router, target, admin).await;
         assert!(
             !is_metrics(&body),
             "router leaked {target}: {status} {body}"
@@ -130,12 +150,12 @@ async fn node_internals_are_blocked_whatever_the_spelling() {
         "/api/files/%61bc",
         "/api/files/x/../abc",
     ] {
-        let (status, body) = raw_get(router, target).await;
+        let (status, body) = raw_get(router, target, admin).await;
         assert_eq!(status, 400, "router {target}: {body}");
     }
 
     // Canonical paths still go through.
-    let (status, body) = raw_get(router, "/health").await;
+    let (status, body) = raw_get(router, "/health", None).await;
     assert_eq!(status, 200, "router /health: {body}");
     let token = account(router).await;
     let file = create_file(router, &token).await;
