@@ -13,7 +13,7 @@
 //! that. `put` writes a node's text, `set` rewrites it in one pass over the
 //! old text, and serializing the document is concatenation.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
@@ -115,6 +115,13 @@ impl Op {
         } else {
             Op::Set { id, props }
         })
+    }
+
+    /// The id of the node the op is about.
+    pub fn id(&self) -> &str {
+        match self {
+            Op::Put { id, .. } | Op::Set { id, .. } | Op::Delete { id } => id,
+        }
     }
 
     /// Checks contents against the limits; shared by `parse_ops` and `apply`
@@ -312,20 +319,23 @@ impl std::fmt::Debug for Entry {
     }
 }
 
+/// Props by name, borrowed from ops: what several ops on one node come to.
+type Merged<'o> = BTreeMap<&'o str, &'o Value>;
+
 /// Writes the props object `old` (as an [`Entry`] holds it) with a `set` op's
-/// props applied: each listed prop replaced, a null one removed. One pass over
-/// both in name order, copying untouched props as they are, so the cost is
-/// that of the node and the op, and names stay in order.
-fn write_set(old: &str, set: &Props, out: &mut Vec<u8>) {
+/// props applied (`set` in name order): each listed prop replaced, a null one
+/// removed. One pass over both, copying untouched props as they are, so the
+/// cost is that of the node and the op, and names stay in order.
+fn write_set<'v>(old: &str, set: impl Iterator<Item = (&'v str, &'v Value)>, out: &mut Vec<u8>) {
     let mut first = true;
-    let mut sets = set.iter().peekable();
+    let mut sets = set.peekable();
     out.push(b'{');
     for member in Members::new(old) {
         let name = member.name();
-        while let Some((n, v)) = sets.next_if(|(n, _)| n.as_str() < &*name) {
+        while let Some((n, v)) = sets.next_if(|(n, _)| *n < &*name) {
             write_prop(out, &mut first, n, v);
         }
-        match sets.next_if(|(n, _)| n.as_str() == &*name) {
+        match sets.next_if(|(n, _)| *n == &*name) {
             Some((n, v)) => write_prop(out, &mut first, n, v),
             None => {
                 separate(out, &mut first);
@@ -572,9 +582,15 @@ impl Document {
             op.validate(limits).map_err(|m| invalid_at(i, m))?;
         }
         let start_len = self.charged_len();
+        // The ops grouped by node, each group in patch order (a stable sort):
+        // nodes are independent, so applying group by group gives what op by
+        // op would, and each touched node is rewritten once however many ops
+        // name it (a patch of 1,000 sets on one large node copies it once).
+        let mut order: Vec<usize> = (0..ops.len()).collect();
+        order.sort_by_key(|&i| ops[i].id());
         let mut undo = Vec::new();
-        for op in ops {
-            undo.extend(self.apply_one(op));
+        for group in order.chunk_by(|&a, &b| ops[a].id() == ops[b].id()) {
+            undo.extend(self.apply_group(group.iter().map(|&i| &ops[i])));
         }
         let end_len = self.charged_len();
         if end_len > limits.max_doc_bytes && end_len > start_len {
@@ -586,23 +602,60 @@ impl Document {
         Ok(())
     }
 
-    /// Applies one op; returns how to revert it, or None if it changed nothing.
-    fn apply_one<'o>(&mut self, op: &'o Op) -> Option<Undo<'o>> {
-        match op {
-            Op::Put { id, props } => Some(match self.insert_entry(Entry::new(id, props)) {
-                Some(prev) => Undo::Restore(prev),
-                None => Undo::Remove(id),
-            }),
-            Op::Delete { id } => self.remove_entry(id).map(Undo::Restore),
-            Op::Set { id, props } => {
-                let old = self.nodes.get(id.as_str())?;
-                let new = Entry::build(id, |out| write_set(old.props_json(), props, out));
+    /// Applies the ops of one node, in order, as one change; returns how to
+    /// revert it, or None if it changed nothing.
+    fn apply_group<'o>(&mut self, group: impl Iterator<Item = &'o Op>) -> Option<Undo<'o>> {
+        /// Where the node stands after the ops so far.
+        enum State<'o> {
+            /// As stored (absent or not), with these sets on top.
+            Stored(Vec<&'o Props>),
+            /// Replaced by a put's props, with these sets on top.
+            Put(&'o Props, Vec<&'o Props>),
+            Deleted,
+        }
+        let mut id = "";
+        let mut state = State::Stored(Vec::new());
+        for op in group {
+            id = op.id();
+            match (op, &mut state) {
+                (Op::Put { props, .. }, _) => state = State::Put(props, Vec::new()),
+                (Op::Delete { .. }, _) => state = State::Deleted,
+                (Op::Set { props, .. }, State::Stored(sets) | State::Put(_, sets)) => {
+                    sets.push(props)
+                }
+                (Op::Set { .. }, State::Deleted) => {}
+            }
+        }
+        let new = match state {
+            State::Deleted => return self.remove_entry(id).map(Undo::Restore),
+            State::Stored(sets) => {
+                // Sets on a missing node do nothing.
+                let old = self.nodes.get(id)?;
+                let new = Entry::build(id, |out| {
+                    // Room for the node as it was and then some, so a large
+                    // node is not copied through doubling buffers.
+                    out.reserve(old.0.len() * 9 / 8 + 256);
+                    match sets.as_slice() {
+                        [] => out.extend_from_slice(old.props_json().as_bytes()),
+                        [one] => write_set(old.props_json(), props_iter(one), out),
+                        _ => write_set(old.props_json(), merged(sets, None).into_iter(), out),
+                    }
+                });
                 if new.0 == old.0 {
                     return None;
                 }
-                self.insert_entry(new).map(Undo::Restore)
+                new
             }
-        }
+            State::Put(props, sets) if sets.is_empty() => Entry::new(id, props),
+            State::Put(props, sets) => Entry::build(id, |out| {
+                let all = merged(sets, Some(props));
+                serde_json::to_writer(out, &all).expect("JSON values always serialize")
+            }),
+        };
+        Some(match self.insert_entry(new) {
+            Some(prev) => Undo::Restore(prev),
+            None => Undo::Remove(id),
+        })
     }
 
     /// Reverts applied ops, newest first, so each step sees the state it
@@ -687,6 +740,25 @@ impl Document {
     pub fn get(&self, id: &str) -> Option<Props> {
         self.nodes.get(id).map(Entry::props)
     }
+}
+
+fn props_iter(props: &Props) -> impl Iterator<Item = (&str, &Value)> {
+    props.iter().map(|(k, v)| (k.as_str(), v))
+}
+
+/// Several sets on one node as one: the last value of each name wins. On top
+/// of a put's props (`base`), a null removes the prop; on their own, nulls are
+/// kept, since they remove props when the result is applied as a set.
+fn merged<'o>(sets: Vec<&'o Props>, base: Option<&'o Props>) -> Merged<'o> {
+    let on_put = base.is_some();
+    let mut all: Merged<'o> = base.map_or_else(Merged::new, |b| props_iter(b).collect());
+    for (name, value) in sets.into_iter().flat_map(props_iter) {
+        match on_put && value.is_null() {
+            true => all.remove(name),
+            false => all.insert(name, value),
+        };
+    }
+    all
 }
 
 fn not_an_object() -> PatchError {
@@ -793,6 +865,20 @@ mod tests {
         patch(&mut d, json!([set("a", json!({"x": 4}))])).unwrap();
         patch(&mut d, json!([set("a", json!({"x": 5, "y": null}))])).unwrap();
         assert_eq!(d.get("a").as_ref(), json!({"x": 5}).as_object());
+        // Several ops on one node in one patch, around a delete and a put.
+        let p = json!([
+            set("a", json!({"x": 6, "k": 1})),
+            set("b", json!({"w": null, "v": [1]})),
+            set("a", json!({"x": null, "z": "z"})),
+            {"op": "delete", "id": "a"},
+            set("a", json!({"x": 7})),
+            put("a", json!({"p": 1, "q": 2})),
+            set("a", json!({"q": null, "r": 3})),
+            set("a", json!({"r": null, "s": null, "t": {}})),
+            set("c", json!({"x": 1})),
+        ]);
+        patch(&mut d, p).unwrap();
+        assert_eq!(d.to_json(), r#"{"a":{"p":1,"t":{}},"b":{"v":[1]}}"#,);
     }
 
     #[test]

@@ -200,6 +200,25 @@ fn tiny_doc(nodes: usize) -> String {
     format!("{{{}}}", body.join(","))
 }
 
+/// A patch of 1,000 sets on one 4 MiB node: heap added while it applies,
+/// at its peak (the node is rewritten once per patch, not once per op).
+fn sets_on_a_large_node() -> (usize, usize) {
+    let big = "p".repeat(4 << 20);
+    let json = format!(r#"{{"big":{{"path":"{big}","x":0}}}}"#);
+    let (mut doc, _) = load(&json);
+    let ops: Vec<_> = (0..1000)
+        .map(|i| json!({"op": "set", "id": "big", "props": {"x": i}}))
+        .collect();
+    let limits = DocLimits::default();
+    let ops = atrium_node::doc::parse_ops(&serde_json::Value::Array(ops), &limits).unwrap();
+    let real0 = REAL.load(Ordering::SeqCst);
+    PEAK.store(real0, Ordering::SeqCst);
+    doc.apply(&ops, &limits).unwrap();
+    let peak = PEAK.load(Ordering::SeqCst) - real0;
+    assert!(doc.to_json().ends_with(r#","x":999}}"#));
+    (json.len(), peak)
+}
+
 #[test]
 fn document_memory_per_json_byte() {
     let json = design_doc();
@@ -217,6 +236,12 @@ fn document_memory_per_json_byte() {
     figure("tiny", &tiny);
     drop(doc);
 
+    let (node, peak) = sets_on_a_large_node();
+    eprintln!(
+        "FIGURE {}",
+        json!({"doc": "1,000 sets on one node", "json_bytes": node, "peak_real_bytes": peak})
+    );
+
     // The realistic document: at most 4 bytes in memory per byte of JSON.
     assert!(
         design.real <= 4 * design.json,
@@ -232,5 +257,11 @@ fn document_memory_per_json_byte() {
         "tiny nodes take {} bytes for {} counted bytes",
         tiny.real,
         tiny.charged
+    );
+    // The old node (kept for undo), a buffer and the new one: a few times the
+    // node, never once per op.
+    assert!(
+        peak <= 4 * node,
+        "1,000 sets on a {node}-byte node took {peak} bytes at the peak"
     );
 }
