@@ -210,7 +210,7 @@ fn depth_exceeds(v: &Value, budget: usize) -> bool {
 /// The size limit counts each node's `"id":{...}` as at least this many
 /// bytes. A node in memory costs its JSON text plus a fixed overhead (its
 /// allocation's rounding and header, its slot in the ordered set), which a
-/// tiny node like `"n1":{}` cannot pay for with its 8 bytes of JSON; counted
+/// tiny node like `"n1":{}` cannot pay for with its 7 bytes of JSON; counted
 /// as 24, it stays within 4 bytes of memory per counted byte (measured in
 /// `tests/doc_memory.rs`). Nodes of 24 bytes or more count as their JSON.
 pub const MIN_NODE_BYTES: usize = 24;
