@@ -23,7 +23,8 @@ const MAX_FILE_NAME_CHARS: usize = 200;
 #[derive(Deserialize)]
 struct NewFile {
     name: Option<String>,
-    doc: Option<Value>,
+    /// Kept as text and read node by node: never held as JSON values.
+    doc: Option<Box<serde_json::value::RawValue>>,
 }
 
 #[derive(Deserialize)]
@@ -146,8 +147,9 @@ async fn owned(
     }
 }
 
-/// Memory a file's initial document takes while it is read and checked, per byte of JSON.
-const BODY_MEMORY_FACTOR: usize = 20;
+/// Memory a file's initial document takes while it is read and checked, per byte
+/// of JSON: the body, its copy as text, the document (1.3x), its compact form.
+const BODY_MEMORY_FACTOR: usize = 5;
 
 pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let account = signed_in(state, bearer_token(&req).as_deref()).await?;
@@ -185,8 +187,9 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let body: NewFile = read_json(req, limit).await?;
     let name = file_name(body.name.as_deref().unwrap_or("Untitled"))?;
     let doc = match body.doc {
-        None | Some(Value::Null) => None,
-        Some(v) => match Document::from_value(v, &state.limits) {
+        None => None,
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) => match Document::from_json(raw.get().as_bytes(), &state.limits) {
             Ok(doc) => Some(doc.to_json()),
             Err(PatchError::TooLarge(m)) => {
                 return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", m))

@@ -141,5 +141,6 @@ fn load_cost(taken: &TakenFile) -> u64 {
     (snapshot * LOAD_FACTOR + log) as u64
 }
 
-/// In-memory bytes per byte of a document's JSON while it is built and held.
-pub(super) const LOAD_FACTOR: usize = 6;
+/// In-memory bytes per byte of a document's JSON while it is built and held: the
+/// snapshot's text, the document (about 1.3x, docs/scaling.md) and room to spare.
+pub(super) const LOAD_FACTOR: usize = 3;
