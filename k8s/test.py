@@ -122,7 +122,10 @@ def docs_settings(heading="## Settings"):
         m = re.match(r"\|\s*`(ATRIUM_[A-Z0-9_]+)`\s*\|\s*`--[a-z0-9-]+`\s*\|\s*([^|]*)\|", line)
         if m:
             default = m.group(2).strip()
-            rows.append((m.group(1), default.strip("`") if default.startswith("`") else default))
+            # A literal default is its first `code` span ("`2592000000` (30 days)"); anything
+            # else ("empty", "the open-file limit less 256") is kept as written.
+            literal = re.match(r"`([^`]*)`", default)
+            rows.append((m.group(1), literal.group(1) if literal else default))
     return rows
 
 
@@ -208,8 +211,6 @@ def semantic_checks(rendered):
 
     documented = docs_settings()
     check("docs/operations.md settings table parsed", len(documented) >= 40, f"{len(documented)} rows")
-    missing = [v for v, _ in documented if v not in env and v not in ("ATRIUM_TRUST_PROXY", "ATRIUM_ADMINS")]
-    check("every documented ATRIUM_* setting reaches the node", not missing, f"missing: {missing}")
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     names = {}
     helpers = (CHART / "templates" / "_helpers.tpl").read_text()
@@ -218,6 +219,14 @@ def semantic_checks(rendered):
         m = re.match(r"\s*([A-Za-z0-9]+): (ATRIUM_[A-Z0-9_]+)", line)
         if m:
             names[m.group(2)] = m.group(1)
+    # Settings whose chart default is empty are left out of the pod, so the node applies its
+    # own default (none, or one it derives, like ATRIUM_MAX_CONNECTIONS from the open-file
+    # limit); ATRIUM_TRUST_PROXY likewise when node.trustProxy is empty.
+    optional = {"ATRIUM_TRUST_PROXY"} | {var for var, key in names.items()
+                                         if values["node"]["settings"].get(key) == ""}
+    missing = [v for v, _ in documented if v not in env and v not in optional]
+    check("every documented ATRIUM_* setting reaches the node", not missing, f"missing: {missing}")
+    operations_md = (ROOT / "docs" / "operations.md").read_text()
     mismatched = []
     for var, default in documented:
         if var in CHART_DERIVED:
@@ -227,7 +236,10 @@ def semantic_checks(rendered):
             continue
         value = values["node"]["settings"].get(names[var])
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        want = "" if default in ("empty", "unset") else default
+        # A default the docs describe rather than give (not a `literal`) is the node's to
+        # derive: the chart leaves it empty.
+        literal = re.search(r"\|\s*`" + var + r"`\s*\|[^|]*\|\s*`", operations_md)
+        want = "" if default in ("empty", "unset") or not literal else default
         if text != want:
             mismatched.append(f"{var}: values.yaml {text!r}, docs {want!r}")
     check("values.yaml node.settings defaults equal the documented defaults", not mismatched,
@@ -254,6 +266,12 @@ def semantic_checks(rendered):
               not bad, "\n".join(bad))
     else:
         skip("router settings against docs/operations.md", "no \"## Router\" settings table yet")
+    check("by default ATRIUM_MEMORY_BUDGET is auto (follows resources.limits.memory) and "
+          "ATRIUM_MAX_CONNECTIONS is left to the node",
+          env.get("ATRIUM_MEMORY_BUDGET", {}).get("value") == "auto"
+          and node["resources"].get("limits", {}).get("memory")
+          and "ATRIUM_MAX_CONNECTIONS" not in env and "ATRIUM_ALLOWED_ORIGINS" not in env,
+          {k: env.get(k) for k in ("ATRIUM_MEMORY_BUDGET", "ATRIUM_MAX_CONNECTIONS", "ATRIUM_ALLOWED_ORIGINS")})
     check("ATRIUM_LEASE_MS rendered as plain digits",
           env.get("ATRIUM_WELCOME_BUDGET_BYTES", {}).get("value") == "268435456",
           env.get("ATRIUM_WELCOME_BUDGET_BYTES"))
@@ -296,7 +314,7 @@ def semantic_checks(rendered):
             skip(f"{binary} settings against {path.relative_to(ROOT)}", "no such file")
             continue
         read = set(re.findall(r'env\s*=\s*"(ATRIUM_[A-Z0-9_]+)"', path.read_text()))
-        unset = sorted(read - set(container_env) - {"ATRIUM_TRUST_PROXY", "ATRIUM_ADMINS"})
+        unset = sorted(read - set(container_env) - (optional if binary == "node" else set()))
         unknown = sorted(set(container_env) - read)
         check(f"the {binary} container sets every variable {path.relative_to(ROOT)} reads, and no other",
               read and not unset and not unknown, f"not set: {unset}; unknown to the binary: {unknown}")
@@ -326,7 +344,11 @@ def semantic_checks(rendered):
         check("full: ATRIUM_TRUST_PROXY set", fenv.get("ATRIUM_TRUST_PROXY", {}).get("value") == "10.244.0.0/16")
         check("full: changed settings reach the node",
               fenv["ATRIUM_LEASE_MS"]["value"] == "3000" and fenv["ATRIUM_HEALTH_STATS"]["value"] == "true"
-              and fenv["ATRIUM_WELCOME_BUDGET_BYTES"]["value"] == "536870912")
+              and fenv["ATRIUM_WELCOME_BUDGET_BYTES"]["value"] == "536870912"
+              and fenv["ATRIUM_ALLOWED_ORIGINS"]["value"] == "https://app.example.com,https://staging.example.com"
+              and fenv["ATRIUM_MEMORY_BUDGET"]["value"] == "1536M"
+              and fenv["ATRIUM_MAX_CONNECTIONS"]["value"] == "20000"
+              and fenv["ATRIUM_SESSION_TTL_MS"]["value"] == "604800000")
         check("full: a volumeClaimTemplate for the data", bool(fsts["spec"].get("volumeClaimTemplates")))
         fpod = fsts["spec"]["template"]["spec"]
         mounts = {m["name"]: m for m in fpod["containers"][0].get("volumeMounts", [])}
@@ -363,6 +385,9 @@ def refusals():
         "an unknown node setting": {"node": {"settings": {"leaseMillis": 5000}}},
         "a negative setting": {"node": {"settings": {"leaseMs": -1}}},
         "healthStats as a word": {"node": {"settings": {"healthStats": "yes"}}},
+        "memoryBudget in Kubernetes units (2Gi)": {"node": {"settings": {"memoryBudget": "2Gi"}}},
+        "maxConnections 0": {"node": {"settings": {"maxConnections": 0}}},
+        "maxConnections as a word": {"node": {"settings": {"maxConnections": "many"}}},
         "a coordinator URL with another scheme": {"coordinator": {"url": "http://nats:4222"}},
         "a database URL that is not Postgres": {"database": {"url": "mysql://db/atrium"}},
         "a router setting not named ATRIUM_*": {"router": {"settings": {"LOG": "x"}}},
@@ -378,7 +403,8 @@ def refusals():
             refused, detail = True, e
         check(f"schema refuses {name}", refused, detail)
     try:
-        chart.validate_schema({"node": {"replicas": 7, "settings": {"leaseMs": 3000}}})
+        chart.validate_schema({"node": {"replicas": 7, "settings": {
+            "leaseMs": 3000, "memoryBudget": "2GiB", "maxConnections": 50000}}})
         check("schema accepts good values", True)
     except helm.HelmError as e:
         check("schema accepts good values", False, e)
