@@ -119,15 +119,8 @@ impl MemoryGuard {
 /// The default budget: a share of the cgroup's memory limit when there is one
 /// (a container), else of the machine's memory.
 pub fn default_budget() -> u64 {
-    let machine = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(4 << 30, |kb| kb * 1024);
+    let machine =
+        crate::stats::proc_kib("/proc/meminfo", "MemTotal:").map_or(4 << 30, |kb| kb * 1024);
     let cgroup = [
         "/sys/fs/cgroup/memory.max",
         "/sys/fs/cgroup/memory/memory.limit_in_bytes",
@@ -194,9 +187,8 @@ mod tests {
 
     #[test]
     fn reservations_stop_at_the_high_water_mark_and_come_back() {
-        let rss = crate::stats::rss_bytes();
-        let guard = MemoryGuard::new(rss * 2);
-        let room = guard.high_water() - rss;
+        let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
+        let room = guard.high_water() - guard.rss();
         let first = guard.reserve(room / 2).expect("half the room fits");
         assert!(guard.reserve(room).is_none(), "more than what is left");
         assert!(guard.admits());

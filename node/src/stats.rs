@@ -75,15 +75,17 @@ pub fn cpu_seconds() -> f64 {
 
 /// Resident memory of this process, from /proc/self/status.
 pub fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
+    proc_kib("/proc/self/status", "VmRSS:").map_or(0, |kb| kb * 1024)
+}
+
+/// A `Name: <n> kB` line of a /proc file (`/proc/meminfo`, `/proc/self/status`).
+pub fn proc_kib(path: &str, name: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|kb| kb.parse::<u64>().ok())
+    })
 }
 
 #[cfg(test)]
