@@ -23,6 +23,11 @@ pub type Props = Map<String, Value>;
 /// Node ids are `[A-Za-z0-9_-]{1,64}`: safe in URLs, file names and logs.
 const MAX_ID_LEN: usize = 64;
 
+/// Memory a document takes while it is built from its JSON and held, per byte of
+/// that JSON: the text, the document (about 1.3x, docs/scaling.md), and room to
+/// spare. What loads, snapshots and uploads reserve from the memory budget.
+pub const BUILD_BYTES_PER_JSON_BYTE: usize = 3;
+
 /// Limits for patches and documents.
 ///
 /// Depth counting rule (`max_depth`): a scalar (null, bool, number, string)

@@ -40,6 +40,17 @@ pub struct Reservation {
     bytes: u64,
 }
 
+impl Reservation {
+    /// Keeps the promise a little longer, until resident memory samples include
+    /// the allocation it was made for.
+    pub fn hold_until_sampled(self) {
+        tokio::spawn(async move {
+            tokio::time::sleep(SAMPLE_EVERY * 3).await;
+            drop(self);
+        });
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.guard.reserved.fetch_sub(self.bytes, Ordering::AcqRel);

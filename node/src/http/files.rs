@@ -148,8 +148,8 @@ async fn owned(
 }
 
 /// Memory a file's initial document takes while it is read and checked, per byte
-/// of JSON: the body, its copy as text, the document (1.3x), its compact form.
-const BODY_MEMORY_FACTOR: usize = 5;
+/// of JSON: the body and its copy as text, then the document as it is built.
+const BODY_MEMORY_FACTOR: usize = 2 + crate::doc::BUILD_BYTES_PER_JSON_BYTE;
 
 pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let account = signed_in(state, bearer_token(&req).as_deref()).await?;

@@ -21,6 +21,9 @@ impl Role {
     }
 }
 
+/// The reason, and the reject code, of someone with edit access waiting for a seat.
+pub const EDITORS_FULL: &str = "editors-full";
+
 /// A socket's seat as its reader sees it: written by the room whenever a role
 /// changes, read by the socket so that a viewer's patch is refused at the door,
 /// before its ops are parsed or queued. The room still checks every patch itself.
@@ -45,10 +48,7 @@ impl Seat {
     pub fn refusal(&self) -> Option<(&'static str, &'static str)> {
         match self.0.load(Ordering::Acquire) {
             SEAT_VIEWER => Some(("viewer", "viewers cannot edit this file")),
-            SEAT_WAITING => Some((
-                super::seats::EDITORS_FULL,
-                "the file has as many editors as it allows",
-            )),
+            SEAT_WAITING => Some((EDITORS_FULL, "the file has as many editors as it allows")),
             _ => None,
         }
     }

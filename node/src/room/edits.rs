@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::access::Role;
+use super::access::{self, Role};
 use super::ring::RingEntry;
-use super::{seats, Exit, Room, RoomCmd};
+use super::{Exit, Room, RoomCmd};
 use crate::journal::{Appended, JournalEntry};
 use crate::metrics::metrics;
 use crate::outbox::{shared, ConnId, Msg};
@@ -70,7 +70,7 @@ impl Room {
         if member.role != Role::Editor {
             if self.is_waiting(conn) {
                 refuse(
-                    seats::EDITORS_FULL,
+                    access::EDITORS_FULL,
                     "the file has as many editors as it allows",
                 );
             } else {

@@ -65,11 +65,7 @@ pub async fn load(
             return Err(JoinError::Unavailable(1013));
         }
     };
-    tokio::spawn(async move {
-        // Held until the next samples of resident memory include the document.
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        drop(loading);
-    });
+    loading.hold_until_sampled();
     // A lease that lapses while nobody else takes the file (a coordinator outage longer than
     // the lease) is taken back, as long as the store says the epoch is still ours.
     let (store, id, epoch) = (ctx.store.clone(), file.clone(), taken.epoch);
@@ -138,9 +134,5 @@ pub async fn load(
 fn load_cost(taken: &TakenFile) -> u64 {
     let snapshot = taken.snapshot.as_ref().map_or(0, |(_, json)| json.len());
     let log: usize = taken.log.iter().map(|p| p.ops.len() * 2 + 128).sum();
-    (snapshot * LOAD_FACTOR + log) as u64
+    (snapshot * crate::doc::BUILD_BYTES_PER_JSON_BYTE + log) as u64
 }
-
-/// In-memory bytes per byte of a document's JSON while it is built and held: the
-/// snapshot's text, the document (about 1.3x, docs/scaling.md) and room to spare.
-pub(super) const LOAD_FACTOR: usize = 3;

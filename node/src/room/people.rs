@@ -155,11 +155,7 @@ impl Room {
             metrics().memory_refusals.inc();
             return Err(JoinError::Unavailable(1013));
         };
-        tokio::spawn(async move {
-            // Until resident memory samples include the welcome, or it is written.
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            drop(reservation);
-        });
+        reservation.hold_until_sampled();
         Ok(())
     }
 

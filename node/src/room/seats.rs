@@ -9,8 +9,6 @@ use super::access::{self, Access, Role};
 use super::Room;
 use crate::outbox::{shared, ConnId};
 
-pub const EDITORS_FULL: &str = "editors-full";
-
 impl Room {
     fn editors(&self) -> usize {
         self.members
@@ -33,7 +31,7 @@ impl Room {
             return (Role::Editor, None);
         }
         self.waiting.push_back(conn);
-        (Role::Viewer, Some(EDITORS_FULL))
+        (Role::Viewer, Some(access::EDITORS_FULL))
     }
 
     /// Whether a viewer is one waiting for an editor seat.

@@ -76,7 +76,7 @@ impl Room {
         // A snapshot rebuilds the document from the store and serializes it, off the
         // relay path but in this process: promised from the memory budget first, or
         // put off to a later turn (the log keeps everything meanwhile).
-        let cost = self.doc.serialized_len() as u64 * super::load::LOAD_FACTOR as u64;
+        let cost = self.doc.serialized_len() as u64 * crate::doc::BUILD_BYTES_PER_JSON_BYTE as u64;
         let Some(reservation) = self.ctx.memory.reserve(cost) else {
             return;
         };
