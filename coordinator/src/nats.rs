@@ -36,8 +36,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use async_nats::jetstream::context::ContextBuilder;
 use async_nats::jetstream::kv::{self, Operation, UpdateErrorKind};
-use async_nats::jetstream::{self, context::ContextBuilder};
 use bytes::Bytes;
 use tokio::sync::{broadcast, oneshot, OnceCell};
 
@@ -54,6 +54,8 @@ use crate::{
 const CAS_TRIES: usize = 16;
 /// Markers left by lapses live this long (the server's minimum).
 const MARKER_TTL: Duration = Duration::from_secs(1);
+/// The deadline for creating and deleting buckets, which write to the server's disk.
+const BUCKET_ADMIN_TIMEOUT: Duration = Duration::from_secs(15);
 /// The header carrying a fleet message's topic.
 pub(crate) const TOPIC_HEADER: &str = "Atrium-Topic";
 
@@ -65,7 +67,6 @@ pub(crate) struct Inner {
     pub settings: CoordinatorSettings,
     pub ns: String,
     pub client: async_nats::Client,
-    js: jetstream::Context,
     pub members: kv::Store,
     pub leases: kv::Store,
     state: kv::Store,
@@ -103,6 +104,11 @@ impl NatsCoordinator {
             .await
             .map_err(|e| unavailable("nats connect", e))?;
         let js = ContextBuilder::new().timeout(timeout).build(client.clone());
+        // Creating or deleting a stream writes to disk on the server and can take seconds on a
+        // busy machine; only the hot path (leases, heartbeats) needs the short deadline.
+        let admin = ContextBuilder::new()
+            .timeout(timeout.max(BUCKET_ADMIN_TIMEOUT))
+            .build(client.clone());
         let bucket = |name: &str, max_age: Duration| kv::Config {
             bucket: format!("{ns}-{name}"),
             history: 1,
@@ -116,10 +122,16 @@ impl NatsCoordinator {
             ("leases", settings.lease),
             ("state", Duration::ZERO),
         ] {
-            let store = js
+            let created = admin
                 .create_or_update_key_value(bucket(name, age))
                 .await
                 .map_err(|e| unavailable("nats bucket", e))?;
+            // Use the store through the hot-path context, with its short deadline.
+            let store = js
+                .get_key_value(format!("{ns}-{name}"))
+                .await
+                .map_err(|e| unavailable("nats bucket", e))?;
+            drop(created);
             stores.push(store);
         }
         let [members, leases, state] = <[kv::Store; 3]>::try_from(stores).expect("three");
@@ -128,7 +140,6 @@ impl NatsCoordinator {
             settings,
             ns: ns.to_owned(),
             client,
-            js,
             members,
             leases,
             state,
@@ -146,10 +157,12 @@ impl NatsCoordinator {
 
     /// Deletes the namespace's buckets (tests clean up with it).
     pub async fn destroy(&self) -> Result<(), CoordinatorError> {
+        let admin = ContextBuilder::new()
+            .timeout(BUCKET_ADMIN_TIMEOUT)
+            .build(self.inner.client.clone());
         for name in ["members", "leases", "state"] {
             let bucket = format!("{}-{name}", self.inner.ns);
-            self.inner
-                .js
+            admin
                 .delete_key_value(&bucket)
                 .await
                 .map_err(|e| unavailable("nats delete bucket", e))?;
