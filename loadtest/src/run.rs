@@ -35,6 +35,7 @@ pub fn spawn_env(o: &Options) -> Vec<(String, String)> {
     };
     set("ATRIUM_HEALTH_STATS", "1".into());
     set("ATRIUM_WS_PER_IP", "1000000".into());
+    set("ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND", "0".into());
     set("ATRIUM_WS_PER_ACCOUNT", o.per_account.max(10).to_string());
     set("ATRIUM_AUTH_PER_IP_PER_MINUTE", "1000000".into());
     set("ATRIUM_AUTH_PER_EMAIL_PER_MINUTE", "1000000".into());

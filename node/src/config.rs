@@ -152,6 +152,19 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_WS_PER_IP", default_value_t = 100)]
     pub ws_per_ip: usize,
 
+    /// Socket upgrades a second per client address; more wait their turn (up to 10 s,
+    /// then 429) instead of being refused, so a reconnect loop costs the node little.
+    #[arg(
+        long,
+        env = "ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND",
+        default_value_t = 50
+    )]
+    pub ws_upgrades_per_ip_per_second: u32,
+
+    /// Socket upgrades one client address may make at once before they are paced.
+    #[arg(long, env = "ATRIUM_WS_UPGRADE_BURST", default_value_t = 200)]
+    pub ws_upgrade_burst: u32,
+
     /// Addresses of proxies (routers) whose `X-Forwarded-For` is believed, comma separated.
     #[arg(
         long,

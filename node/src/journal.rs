@@ -5,6 +5,10 @@
 //! got. While one commit is in flight the next batch gathers, so the number of syncs
 //! per second stays flat however many rooms and patches there are (invariant 2).
 //!
+//! A large turn (a file's patches over 64 KiB) commits after the small ones of the
+//! same moment, and at most 1 MiB of them at once, so one person's large edits cost
+//! others at most one such write.
+//!
 //! A store that is unreachable is retried with backoff, in order, so rooms only ever
 //! see their patches become durable in version order, or learn they were fenced.
 
@@ -70,31 +74,90 @@ impl Journal {
     }
 }
 
+/// A file whose waiting patches come to more than this many bytes commits apart from
+/// the rest, so small edits never wait for a large one's write and sync.
+const SMALL_FILE_BYTES: usize = 64 * 1024;
+
+/// Most bytes of large files' patches in one commit (at least one file's turn).
+const MAX_LARGE_BYTES: usize = 1024 * 1024;
+
+fn bytes(append: &FileAppend) -> usize {
+    append.patches.iter().map(|p| p.ops.len()).sum()
+}
+
+/// Each turn commits first every file whose waiting patches are small, then up to
+/// [`MAX_LARGE_BYTES`] of the large ones, in the order they came; the rest of the
+/// large ones wait for the next turn, behind the small ones that arrive meanwhile.
+/// A file's turns never pass one another: once a file has a turn deferred, its later
+/// turns are deferred behind it.
 async fn run(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Job>) {
     let mut jobs = Vec::new();
-    while rx.recv_many(&mut jobs, MAX_BATCH).await > 0 {
-        let mut finish = false;
-        let (appends, dones): (Vec<_>, Vec<_>) = jobs
-            .drain(..)
-            .filter_map(|job| match job {
-                Job::Append(e) => Some((e.append, e.done)),
-                Job::Finish => {
-                    finish = true;
-                    None
+    let mut deferred: std::collections::VecDeque<JournalEntry> = Default::default();
+    let mut finish = false;
+    loop {
+        if deferred.is_empty() {
+            if finish || rx.recv_many(&mut jobs, MAX_BATCH).await == 0 {
+                return;
+            }
+        } else {
+            // Large turns are waiting: take what else came, without waiting for more.
+            while jobs.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(job) => jobs.push(job),
+                    Err(_) => break,
                 }
-            })
-            .unzip();
-        if !appends.is_empty() {
-            let batch: Arc<[FileAppend]> = appends.into();
-            let results = commit(store.as_ref(), &batch).await;
-            for ((append, done), result) in batch.iter().zip(dones).zip(results) {
-                let upto = append.patches.last().map_or(0, |p| p.version);
-                done(Appended { upto, result });
             }
         }
-        if finish {
-            return;
+        let mut entries = Vec::new();
+        for job in jobs.drain(..) {
+            match job {
+                Job::Append(e) => entries.push(e),
+                Job::Finish => finish = true,
+            }
         }
+        // What each file brought this turn, and which files already wait behind.
+        let mut by_file: std::collections::HashMap<&crate::ids::FileId, usize> = Default::default();
+        for e in &entries {
+            *by_file.entry(&e.append.file).or_default() += bytes(&e.append);
+        }
+        let waiting: std::collections::HashSet<crate::ids::FileId> =
+            deferred.iter().map(|e| e.append.file.clone()).collect();
+        let large: std::collections::HashSet<crate::ids::FileId> = by_file
+            .into_iter()
+            .filter(|(file, n)| *n > SMALL_FILE_BYTES || waiting.contains(*file))
+            .map(|(file, _)| file.clone())
+            .collect();
+        let (later, now): (Vec<_>, Vec<_>) = entries
+            .into_iter()
+            .partition(|e| large.contains(&e.append.file));
+        deferred.extend(later);
+        write(store.as_ref(), now).await;
+        let mut turn = Vec::new();
+        let mut size = 0;
+        while let Some(next) = deferred.front() {
+            let n = bytes(&next.append);
+            if !turn.is_empty() && size + n > MAX_LARGE_BYTES {
+                break;
+            }
+            size += n;
+            turn.extend(deferred.pop_front());
+        }
+        write(store.as_ref(), turn).await;
+    }
+}
+
+/// Commits `entries` in one transaction and tells each room how far it got.
+async fn write(store: &dyn Store, entries: Vec<JournalEntry>) {
+    if entries.is_empty() {
+        return;
+    }
+    let (appends, dones): (Vec<_>, Vec<_>) =
+        entries.into_iter().map(|e| (e.append, e.done)).unzip();
+    let batch: Arc<[FileAppend]> = appends.into();
+    let results = commit(store, &batch).await;
+    for ((append, done), result) in batch.iter().zip(dones).zip(results) {
+        let upto = append.patches.last().map_or(0, |p| p.version);
+        done(Appended { upto, result });
     }
 }
 
@@ -119,5 +182,64 @@ async fn commit(store: &dyn Store, batch: &Arc<[FileAppend]>) -> Vec<Result<(), 
                 backoff = (backoff * 2).min(RETRY_CAP);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::FileId;
+    use crate::store::conformance::{new_file, patch};
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::LoggedPatch;
+    use std::sync::Mutex;
+
+    /// Patches `from..=to` of about `size` bytes each.
+    fn sized(from: u64, to: u64, size: usize) -> Vec<LoggedPatch> {
+        (from..=to)
+            .map(|v| LoggedPatch {
+                ops: format!(r#"[{{"set":"{}"}}]"#, "x".repeat(size)),
+                ..patch(v, 1, v)
+            })
+            .collect()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn small_turns_are_durable_before_a_large_one_and_a_file_keeps_its_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path()).unwrap());
+        let (_, big) = new_file(store.as_ref()).await;
+        let (_, small) = new_file(store.as_ref()).await;
+        let big_epoch = store.take_file(&big, 0).await.unwrap().epoch;
+        let small_epoch = store.take_file(&small, 0).await.unwrap().epoch;
+        let (journal, task) = Journal::start(store.clone());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let submit = |file: &FileId, epoch: u64, patches: Vec<LoggedPatch>, name: &'static str| {
+            let order = order.clone();
+            assert!(journal.submit(JournalEntry {
+                append: FileAppend {
+                    file: file.clone(),
+                    epoch,
+                    patches,
+                },
+                done: Box::new(move |a: Appended| {
+                    a.result.expect("durable");
+                    order.lock().unwrap().push((name, a.upto));
+                }),
+            }));
+        };
+        // All in one drain (the journal's task has not run yet): two turns of the
+        // large file (three 600 KB patches, then a small one), and a small file's turn.
+        submit(&big, big_epoch, sized(1, 3, 600 * 1024), "big");
+        submit(&big, big_epoch, sized(4, 4, 10), "big");
+        submit(&small, small_epoch, sized(1, 1, 10), "small");
+        journal.finish();
+        task.await.unwrap();
+        let order = order.lock().unwrap().clone();
+        assert_eq!(order, vec![("small", 1), ("big", 3), ("big", 4)]);
+        // Everything is in the log, in order.
+        let taken = store.take_file(&big, u64::MAX).await.unwrap();
+        let versions: Vec<u64> = taken.log.iter().map(|p| p.version).collect();
+        assert_eq!(versions, vec![1, 2, 3, 4]);
     }
 }

@@ -7,7 +7,7 @@
 //! - [`socket`]: one WebSocket: hello, then messages to its room, frames from its [`outbox`].
 //! - [`protocol`]: parsing client messages and encoding the node's.
 //! - [`room`]: one open file: ordering, access, the resume ring, snapshots.
-//! - [`doc`]: the document model and its limits.
+//! - [`doc`]: the document model and its limits; [`lane`]: where work on large documents runs.
 //! - [`journal`]: group commit of every room's patches, one sync per turn.
 //! - [`store`]: the document store trait and the embedded SQLite store.
 //! - [`auth`], [`sessions`]: passwords, tokens, and sockets by session.
@@ -26,6 +26,7 @@ pub mod doc;
 pub mod http;
 pub mod ids;
 pub mod journal;
+pub mod lane;
 pub mod limits;
 pub mod memory;
 pub mod metrics;

@@ -123,6 +123,37 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
     }
 
     fn check_at(&self, key: &K, now: Instant) -> Result<(), Duration> {
+        self.with_bucket(key, now, |bucket| {
+            if bucket.take(now) {
+                Ok(())
+            } else {
+                Err(bucket.wait(now).max(Duration::from_millis(1)))
+            }
+        })
+    }
+
+    /// Takes a token for `key` now or from the future: `Ok(wait)` says how long the
+    /// caller must wait before going ahead (zero when a token is there), so callers
+    /// queue up in order instead of being refused. A token further away than
+    /// `max_wait` is not taken: `Err(wait)` says how long until one is there.
+    pub fn reserve(&self, key: &K, max_wait: Duration) -> Result<Duration, Duration> {
+        self.reserve_at(key, Instant::now(), max_wait)
+    }
+
+    fn reserve_at(&self, key: &K, now: Instant, max_wait: Duration) -> Result<Duration, Duration> {
+        self.with_bucket(key, now, |bucket| {
+            let wait = bucket.wait(now);
+            if wait > max_wait {
+                return Err(wait);
+            }
+            bucket.charge(now, 1.0);
+            Ok(wait)
+        })
+    }
+
+    /// Runs `f` on `key`'s bucket (made full if the key is new), marking the key
+    /// as the most recently used.
+    fn with_bucket<T>(&self, key: &K, now: Instant, f: impl FnOnce(&mut Bucket) -> T) -> T {
         let mut guard = self.table.lock().unwrap_or_else(|p| p.into_inner());
         let t = &mut *guard;
         let stamp = t.next;
@@ -146,11 +177,7 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
             .entry(key.clone())
             .or_insert_with(|| (Bucket::new(rate, burst, now), stamp));
         *used = stamp;
-        if bucket.take(now) {
-            Ok(())
-        } else {
-            Err(bucket.wait(now).max(Duration::from_millis(1)))
-        }
+        f(bucket)
     }
 
     /// Keys remembered now.
@@ -406,6 +433,28 @@ mod tests {
         // 30 a minute: one every 2 s.
         assert!(wait > Duration::from_millis(1900) && wait <= Duration::from_secs(2));
         assert!(l.check_at(&"k", t0 + Duration::from_secs(2)).is_ok());
+    }
+
+    #[test]
+    fn reservations_queue_up_in_order_and_refuse_past_the_longest_wait() {
+        let t0 = Instant::now();
+        // 60 a minute (one a second), two at once.
+        let l = KeyedLimiter::with_burst(60, 2, 10);
+        let max = Duration::from_millis(2500);
+        assert_eq!(l.reserve_at(&"k", t0, max), Ok(Duration::ZERO));
+        assert_eq!(l.reserve_at(&"k", t0, max), Ok(Duration::ZERO));
+        // The next ones wait their turn: 1 s, then 2 s.
+        let near = |d: Duration, secs: f64| (d.as_secs_f64() - secs).abs() < 0.01;
+        assert!(near(l.reserve_at(&"k", t0, max).unwrap(), 1.0));
+        assert!(near(l.reserve_at(&"k", t0, max).unwrap(), 2.0));
+        // A turn 3 s away is past the longest wait: refused, and not taken.
+        assert!(near(l.reserve_at(&"k", t0, max).unwrap_err(), 3.0));
+        assert!(near(l.reserve_at(&"k", t0, max).unwrap_err(), 3.0));
+        // Time pays the queue off.
+        let later = t0 + Duration::from_secs(3);
+        assert!(near(l.reserve_at(&"k", later, max).unwrap(), 0.0));
+        // Another key has its own bucket.
+        assert_eq!(l.reserve_at(&"other", t0, max), Ok(Duration::ZERO));
     }
 
     #[test]

@@ -85,6 +85,11 @@ impl MemoryGuard {
         self.rss() + self.reserved.load(Ordering::Acquire) < self.high_water()
     }
 
+    /// Whether `bytes` could be promised now (nothing is promised).
+    pub fn fits(&self, bytes: u64) -> bool {
+        self.rss() + self.reserved.load(Ordering::Acquire) + bytes <= self.high_water()
+    }
+
     /// Promises `bytes` to a piece of work if the budget has room for them.
     pub fn reserve(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
         let high = self.high_water();

@@ -40,6 +40,8 @@ pub struct Metrics {
     pub memory_rss: IntGauge,
     pub memory_budget: IntGauge,
     pub memory_refusals: IntCounter,
+    pub upgrades_paced: IntCounter,
+    pub lane_runs: IntCounter,
     pub inbound_paused: IntCounter,
 }
 
@@ -168,6 +170,16 @@ impl Metrics {
                 &r,
                 "atrium_memory_budget_bytes",
                 "The node's memory budget (ATRIUM_MEMORY_BUDGET); new work is refused a tenth (at least 16 MiB) below it.",
+            ),
+            lane_runs: counter(
+                &r,
+                "atrium_lane_runs_total",
+                "Pieces of work on large documents run on the bulk lane (off the runtime's workers).",
+            ),
+            upgrades_paced: counter(
+                &r,
+                "atrium_ws_upgrades_paced_total",
+                "Socket upgrades that waited their address's turn (ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND).",
             ),
             memory_refusals: counter(
                 &r,

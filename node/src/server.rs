@@ -43,6 +43,8 @@ pub struct AppState {
     /// Proxies whose `X-Forwarded-For` is believed.
     pub trusted: Vec<crate::limits::Network>,
     pub sockets_by_address: Arc<AddressCounts>,
+    /// Socket upgrades per client address, paced (`ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND`).
+    pub upgrades_by_address: KeyedLimiter<std::net::IpAddr>,
     pub auth_by_address: KeyedLimiter<std::net::IpAddr>,
     pub auth_by_email: KeyedLimiter<String>,
     /// Sign-ins per (client address, email), before hashing.
@@ -159,6 +161,7 @@ pub async fn start(
         coordinator: coordinator.clone(),
         node: node.clone(),
         welcome_budget: Budget::new(config.welcome_budget_bytes),
+        load_costs: Default::default(),
     });
     let hasher = Hasher::new(
         config.argon2_memory_kib,
@@ -178,6 +181,11 @@ pub async fn start(
         node: node.clone(),
         trusted: config.trusted_proxies().map_err(StartError::Setting)?,
         sockets_by_address: Arc::new(AddressCounts::new(config.ws_per_ip)),
+        upgrades_by_address: KeyedLimiter::with_burst(
+            config.ws_upgrades_per_ip_per_second.saturating_mul(60),
+            config.ws_upgrade_burst.max(1),
+            AUTH_KEYS,
+        ),
         auth_by_address: KeyedLimiter::per_minute(config.auth_per_ip_per_minute, AUTH_KEYS),
         auth_by_email: KeyedLimiter::per_minute(config.auth_per_email_per_minute, AUTH_KEYS),
         signin_by_address_email: KeyedLimiter::per_minute(

@@ -43,6 +43,7 @@ async fn three_thousand_sockets_dropped_at_once() {
     let mut node = Arc::new(
         Node::start(&[
             ("ATRIUM_WS_PER_IP", "100000"),
+            ("ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND", "0"),
             ("ATRIUM_WS_PER_ACCOUNT", "100000"),
             ("ATRIUM_ROOM_IDLE_MS", "1000"),
         ])

@@ -1,7 +1,6 @@
 //! Sign-up, sign-in, sign-out and `me`.
 
 use std::net::IpAddr;
-use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
@@ -9,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{
-    bearer_token, client_addr, empty, json_response, read_json, signed_in, ApiError, ApiResult,
-    SMALL_BODY,
+    bearer_token, client_addr, empty, json_response, rate_limited, read_json, signed_in, ApiError,
+    ApiResult, SMALL_BODY,
 };
 use crate::auth::AuthError;
 use crate::ids::{digest, new_secret};
@@ -84,14 +83,6 @@ async fn start_session(state: &AppState, account: &Account, status: StatusCode) 
         status,
         &json!({"token": token, "account": account_json(state, account)}),
     ))
-}
-
-fn rate_limited(message: &str, wait: Duration) -> ApiError {
-    crate::metrics::metrics().rate_limited.inc();
-    ApiError {
-        retry_after: Some(wait.as_secs_f64().ceil().clamp(1.0, 3600.0) as u32),
-        ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate-limited", message)
-    }
 }
 
 const TOO_MANY: &str = "too many attempts; wait a minute and try again";

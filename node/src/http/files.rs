@@ -8,10 +8,10 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::{
-    bearer_token, caller, empty, json_response, read_json, signed_in, ApiError, ApiResult,
-    SMALL_BODY,
+    bearer_token, caller, empty, json_response, parse_json, rate_limited, read_body, read_json,
+    signed_in, ApiError, ApiResult, SMALL_BODY,
 };
-use crate::doc::{Document, PatchError};
+use crate::doc::{DocLimits, Document, PatchError};
 use crate::ids::{new_secret, FileId};
 use crate::room::access::{self, Denied};
 use crate::room::JoinError;
@@ -147,6 +147,29 @@ async fn owned(
     }
 }
 
+/// A new file's name and its initial document (as the store keeps it), from the
+/// body of `POST /api/files`.
+fn new_file(body: &[u8], limits: &DocLimits) -> Result<(String, Option<String>), ApiError> {
+    let body: NewFile = parse_json(body)?;
+    let name = file_name(body.name.as_deref().unwrap_or("Untitled"))?;
+    let doc = match body.doc {
+        None => None,
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) => match Document::from_json(raw.get().as_bytes(), limits) {
+            Ok(doc) => Some(doc.to_json()),
+            Err(PatchError::TooLarge(m)) => {
+                return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", m))
+            }
+            Err(PatchError::Invalid(m)) => {
+                return Err(ApiError::bad_request(format!(
+                    "`doc` is not a valid document: {m}"
+                )))
+            }
+        },
+    };
+    Ok((name, doc))
+}
+
 /// Memory a file's initial document takes while it is read and checked, per byte
 /// of JSON: the body and its copy as text, then the document as it is built.
 const BODY_MEMORY_FACTOR: usize = 2 + crate::doc::BUILD_BYTES_PER_JSON_BYTE;
@@ -155,15 +178,10 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let account = signed_in(state, bearer_token(&req).as_deref()).await?;
     // The rate first, before the body is read: a burst costs nothing.
     if let Err(wait) = state.file_creates.check(&account.id) {
-        crate::metrics::metrics().rate_limited.inc();
-        return Err(ApiError {
-            retry_after: Some(wait.as_secs_f64().ceil().clamp(1.0, 3600.0) as u32),
-            ..ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate-limited",
-                "too many files created in a short time; wait a little and try again",
-            )
-        });
+        return Err(rate_limited(
+            "too many files created in a short time; wait a little and try again",
+            wait,
+        ));
     }
     // Room for the largest document plus its JSON framing.
     let limit = state.config.max_doc_bytes.saturating_add(SMALL_BODY);
@@ -184,23 +202,10 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
             ));
         }
     };
-    let body: NewFile = read_json(req, limit).await?;
-    let name = file_name(body.name.as_deref().unwrap_or("Untitled"))?;
-    let doc = match body.doc {
-        None => None,
-        Some(raw) if raw.get() == "null" => None,
-        Some(raw) => match Document::from_json(raw.get().as_bytes(), &state.limits) {
-            Ok(doc) => Some(doc.to_json()),
-            Err(PatchError::TooLarge(m)) => {
-                return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", m))
-            }
-            Err(PatchError::Invalid(m)) => {
-                return Err(ApiError::bad_request(format!(
-                    "`doc` is not a valid document: {m}"
-                )))
-            }
-        },
-    };
+    // Read, checked and rebuilt on the bulk lane when large (see `lane`).
+    let body = read_body(req, limit).await?;
+    let limits = state.limits.clone();
+    let (name, doc) = crate::lane::run(body.len(), move || new_file(&body, &limits)).await?;
     let record = FileRecord {
         id: FileId::generate(),
         owner: account.id.clone(),

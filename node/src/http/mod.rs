@@ -144,6 +144,15 @@ pub fn busy(message: impl Into<String>) -> ApiError {
     }
 }
 
+/// 429 `rate-limited`, with `Retry-After` saying when to come back.
+pub fn rate_limited(message: &str, wait: std::time::Duration) -> ApiError {
+    metrics().rate_limited.inc();
+    ApiError {
+        retry_after: Some(wait.as_secs_f64().ceil().clamp(1.0, 3600.0) as u32),
+        ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate-limited", message)
+    }
+}
+
 pub fn empty(status: StatusCode) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::new()));
     *resp.status_mut() = status;
@@ -175,6 +184,11 @@ pub async fn read_json<T: DeserializeOwned>(
     req: Request<Incoming>,
     limit: usize,
 ) -> Result<T, ApiError> {
+    parse_json(&read_body(req, limit).await?)
+}
+
+/// The request's body, at most `limit` bytes, by its deadline.
+pub async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
     let deadline = req.extensions().get::<BodyDeadline>().copied();
     let collect = Limited::new(req.into_body(), limit).collect();
     let collected = match deadline {
@@ -198,14 +212,15 @@ pub async fn read_json<T: DeserializeOwned>(
             }
         })?
         .to_bytes();
-    let bytes = if bytes.is_empty() {
-        Bytes::from_static(b"{}")
-    } else {
-        bytes
-    };
+    Ok(bytes)
+}
+
+/// A body read as JSON (an empty body as `{}`).
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let bytes = if bytes.is_empty() { b"{}" } else { bytes };
     // A fixed sentence: the parser's own text (types, positions, field names of
     // our structs) is no business of the caller's.
-    serde_json::from_slice(&bytes).map_err(|e| {
+    serde_json::from_slice(bytes).map_err(|e| {
         ApiError::bad_request(match e.classify() {
             serde_json::error::Category::Data => {
                 "the body is JSON but does not have the fields this route takes, \
@@ -338,7 +353,7 @@ async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiResult {
         }
         (&Method::GET, ["files", id, "ws"]) => {
             let id = file_id(id)?;
-            upgrade(state, req, id)
+            upgrade(state, req, id).await
         }
         (&Method::GET, ["api", "openapi.yaml"]) => Ok(ops::openapi()),
         // With an admin address, /metrics is not a route here at all.
@@ -371,8 +386,11 @@ fn method_not_allowed() -> ApiError {
     )
 }
 
+/// The longest an upgrade waits for its address's turn (`Retry-After` beyond).
+const MAX_UPGRADE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Upgrades `GET /files/{id}/ws`; the socket is served on its own task.
-fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId) -> ApiResult {
+async fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId) -> ApiResult {
     if !state.accepting() {
         return Err(ApiError::unavailable("the node is shutting down"));
     }
@@ -409,12 +427,35 @@ fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId) -> A
         }
         Err(other) => return Err(ApiError::bad_request(other.to_string())),
     };
-    let upgraded = hyper::upgrade::on(&mut req);
     let addr = client_addr(&req);
+    // Counted from the upgrade, so sockets that never say hello (and upgrades that
+    // wait their turn) count too.
+    let slot = state.sockets_by_address.take(addr);
+    // Upgrades from one address are paced: past the burst each waits its turn here,
+    // before anything is spent on it, so a client that reconnects in a loop costs
+    // the node a sleeping task per attempt instead of a join per attempt.
+    match state
+        .upgrades_by_address
+        .reserve(&crate::limits::address_key(addr), MAX_UPGRADE_WAIT)
+    {
+        Ok(wait) if !wait.is_zero() => {
+            metrics().upgrades_paced.inc();
+            tokio::time::sleep(wait).await;
+            if !state.accepting() {
+                return Err(ApiError::unavailable("the node is shutting down"));
+            }
+        }
+        Ok(_) => {}
+        Err(wait) => {
+            return Err(rate_limited(
+                "too many sockets opened from this address; wait a little and try again",
+                wait - MAX_UPGRADE_WAIT,
+            ))
+        }
+    }
+    let upgraded = hyper::upgrade::on(&mut req);
     // The socket keeps its connection's slot of ATRIUM_MAX_CONNECTIONS.
     let conn_slot = req.extensions().get::<ConnSlot>().cloned();
-    // Counted from the upgrade, so sockets that never say hello count too.
-    let slot = state.sockets_by_address.take(addr);
     let state = state.clone();
     let deflate = accepted.deflate;
     tokio::spawn(async move {

@@ -29,7 +29,10 @@ pub async fn load(
     people: Arc<AtomicUsize>,
 ) -> Result<Room, JoinError> {
     let config = &ctx.config;
-    if !ctx.memory.admits() {
+    // A file last seen too large for what the budget has left is refused before its
+    // lease is taken and its document read: joiners that retry it cost a lookup each.
+    let known = ctx.load_costs.get(file).unwrap_or(0);
+    if !ctx.memory.admits() || !ctx.memory.fits(known) {
         metrics().memory_refusals.inc();
         return Err(JoinError::Unavailable(1013));
     }
@@ -57,7 +60,9 @@ pub async fn load(
     };
     // The document is about to be built in memory: promise its bytes first, so a
     // burst of loads cannot take the node past its budget before a sample shows it.
-    let loading = match ctx.memory.reserve(load_cost(&taken)) {
+    let cost = load_cost(&taken);
+    ctx.load_costs.note(file, cost);
+    let loading = match ctx.memory.reserve(cost) {
         Some(r) => r,
         None => {
             metrics().memory_refusals.inc();
@@ -73,21 +78,33 @@ pub async fn load(
         let (store, id) = (store.clone(), id.clone());
         Box::pin(async move { store.epoch(&id).await.is_ok_and(|e| e == epoch) })
     }));
-    let (base, doc) = match taken.snapshot {
-        Some((v, json)) => match Document::from_json(json.as_bytes(), &replay_limits()) {
-            Ok(doc) => (v, doc),
-            Err(e) => {
-                tracing::error!(file = %file, error = %e, "snapshot is unreadable");
-                let _ = keeper.release().await;
-                return Err(JoinError::Unavailable(1013));
-            }
-        },
-        None => (0, Document::new()),
+    // Built on the bulk lane when large, with the log replayed on top.
+    let snapshot = taken.snapshot;
+    let log = Arc::new(taken.log);
+    let size = snapshot.as_ref().map_or(0, |(_, json)| json.len())
+        + log.iter().map(|p| p.ops.len()).sum::<usize>();
+    let built = crate::lane::run(size, {
+        let log = log.clone();
+        move || {
+            let (base, mut doc) = match snapshot {
+                Some((v, json)) => (v, Document::from_json(json.as_bytes(), &replay_limits())?),
+                None => (0, Document::new()),
+            };
+            let version = replay(&mut doc, &log, base);
+            Ok::<_, crate::doc::PatchError>((version, doc))
+        }
+    })
+    .await;
+    let (version, doc) = match built {
+        Ok(built) => built,
+        Err(e) => {
+            tracing::error!(file = %file, error = %e, "snapshot is unreadable");
+            let _ = keeper.release().await;
+            return Err(JoinError::Unavailable(1013));
+        }
     };
-    let mut doc = doc;
-    let version = replay(&mut doc, &taken.log, base);
     let mut ring = Ring::new(config.room_ops, config.room_ops_bytes);
-    for p in &taken.log {
+    for p in log.iter() {
         ring.push(RingEntry {
             v: p.version,
             client: p.client,
@@ -126,6 +143,36 @@ pub async fn load(
         editors_counted: 0,
         stall_noticed: false,
     })
+}
+
+/// What loading each recently opened file cost (see [`load_cost`]), so a file too
+/// large for the memory left is refused without reading it again. Bounded: past
+/// [`LoadCosts::MAX`] files, the oldest entry is forgotten.
+#[derive(Default)]
+pub struct LoadCosts {
+    inner: std::sync::Mutex<(HashMap<FileId, u64>, VecDeque<FileId>)>,
+}
+
+impl LoadCosts {
+    const MAX: usize = 4096;
+
+    pub fn get(&self, file: &FileId) -> Option<u64> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.0.get(file).copied()
+    }
+
+    pub fn note(&self, file: &FileId, cost: u64) {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (costs, order) = &mut *inner;
+        if costs.insert(file.clone(), cost).is_none() {
+            order.push_back(file.clone());
+            while order.len() > Self::MAX {
+                if let Some(oldest) = order.pop_front() {
+                    costs.remove(&oldest);
+                }
+            }
+        }
+    }
 }
 
 /// Memory a loaded file is expected to take, in bytes: its document (a few times

@@ -58,6 +58,8 @@ pub struct RoomContext {
     pub welcome_budget: Arc<Budget>,
     /// The node's memory budget: a room is not loaded where it has no room.
     pub memory: Arc<crate::memory::MemoryGuard>,
+    /// What loading each recent file cost, to refuse one too large without reading it.
+    pub load_costs: load::LoadCosts,
 }
 
 #[derive(Clone)]

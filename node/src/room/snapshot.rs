@@ -91,7 +91,9 @@ impl Room {
         tokio::spawn(async move {
             let result = async {
                 let (base, log) = store.snapshot_and_tail(&file).await?;
-                let (version, doc) = tokio::task::spawn_blocking(move || {
+                let size = base.as_ref().map_or(0, |(_, json)| json.len())
+                    + log.iter().map(|p| p.ops.len()).sum::<usize>();
+                let (version, doc) = crate::lane::run(size, move || {
                     let limits = replay_limits();
                     let (after, mut doc) = match base {
                         Some((v, json)) => (
@@ -103,8 +105,7 @@ impl Room {
                     let version = replay(&mut doc, &log, after);
                     (version, doc.to_json())
                 })
-                .await
-                .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                .await;
                 store
                     .write_snapshot(&file, epoch, version, &doc, keep)
                     .await?;

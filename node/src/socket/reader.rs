@@ -276,7 +276,7 @@ async fn serve_messages(
         }
         while let Some(waiting) = intake.pop(std::time::Instant::now()) {
             match waiting {
-                Waiting::Text(text) => handle_text(session, room, &text).await,
+                Waiting::Text(text) => handle_text(session, room, text).await,
                 Waiting::Refused(r) => refuse(&session.outbox, r),
             }
         }
@@ -338,8 +338,12 @@ async fn take_in(
             }
             if intake.backlog.is_empty() && intake.messages.take(std::time::Instant::now()) {
                 // Nothing waits before it and the rate allows it: no queueing, one parse.
-                let parsed = message.parse(&session.state.limits);
-                return to_room(session, room, parsed).await;
+                if text.len() <= crate::lane::INLINE_BYTES {
+                    let parsed = message.parse(&session.state.limits);
+                    return to_room(session, room, parsed).await;
+                }
+                drop(message);
+                return handle_text(session, room, text).await;
             }
             drop(message);
             intake.push(Waiting::Text(text));
@@ -352,10 +356,13 @@ async fn take_in(
     }
 }
 
-/// Handles one waiting message once the rate let it through.
-async fn handle_text(session: &Session, room: &RoomHandle, text: &str) {
+/// Handles one message once the rate let it through (a large one parsed on the bulk
+/// lane, so it never holds up the sockets that share this worker).
+async fn handle_text(session: &Session, room: &RoomHandle, text: String) {
+    let limits = session.state.limits.clone();
+    let parsed = crate::lane::run(text.len(), move || protocol::parse(&text, &limits)).await;
     // Its role may have changed while it waited: the room has the last word.
-    to_room(session, room, protocol::parse(text, &session.state.limits)).await;
+    to_room(session, room, parsed).await;
 }
 
 async fn to_room(session: &Session, room: &RoomHandle, message: Result<ClientMessage, Refusal>) {

@@ -83,7 +83,7 @@ fn record(owner: &AccountId, updated_at: i64) -> FileRecord {
 }
 
 /// A new account and a file of it (no initial document).
-async fn new_file(store: &dyn Store) -> (Account, FileId) {
+pub(crate) async fn new_file(store: &dyn Store) -> (Account, FileId) {
     let owner = account(store).await;
     let r = record(&owner.id, 1_000);
     store.create_file(&r, None).await.expect("create file");
@@ -98,7 +98,7 @@ fn client(n: u8) -> ClientKey {
     ClientKey(key)
 }
 
-fn patch(version: u64, c: u8, op_id: u64) -> LoggedPatch {
+pub(crate) fn patch(version: u64, c: u8, op_id: u64) -> LoggedPatch {
     LoggedPatch {
         version,
         client: client(c),

@@ -13,7 +13,7 @@ pub mod postgres;
 pub mod sqlite;
 
 #[cfg(test)]
-mod conformance;
+pub(crate) mod conformance;
 
 use std::sync::Arc;
 

@@ -23,6 +23,30 @@ pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     readers: Vec<Arc<Mutex<Connection>>>,
     next_reader: AtomicUsize,
+    /// The checkpoint thread stops once this is dropped with the store.
+    _checkpoints: Arc<()>,
+}
+
+/// How often the WAL is copied into the database.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Copies the WAL into the database every [`CHECKPOINT_EVERY`] on a thread and a
+/// connection of its own, while the store lives. A passive checkpoint takes no lock
+/// that a commit needs; the writer starts the WAL over once one has copied it all.
+fn checkpoints(conn: Connection, store: std::sync::Weak<()>) {
+    let spawned = std::thread::Builder::new()
+        .name("atrium-sqlite-checkpoint".into())
+        .spawn(move || {
+            while store.upgrade().is_some() {
+                std::thread::sleep(CHECKPOINT_EVERY);
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!(error = %e, "the WAL checkpoint failed; it is tried again");
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "no checkpoint thread: the WAL grows until restart");
+    }
 }
 
 fn now_ms() -> i64 {
@@ -216,11 +240,16 @@ impl SqliteStore {
             .map_err(|e| StoreError::Unavailable(format!("{}: {e}", folder.display())))?;
         let path = folder.join("atrium.sqlite3");
         let conn = Connection::open(&path).map_err(unavailable)?;
+        // Checkpoints run on a connection of their own (see `checkpoints`), never inside
+        // a commit: a commit that crossed the WAL's threshold would otherwise copy
+        // megabytes into the database and sync it while every room waits for its ack.
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
              PRAGMA foreign_keys = ON;
-             PRAGMA busy_timeout = 5000;",
+             PRAGMA busy_timeout = 5000;
+             PRAGMA wal_autocheckpoint = 0;
+             PRAGMA journal_size_limit = 67108864;",
         )
         .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
@@ -238,10 +267,17 @@ impl SqliteStore {
                 Ok(Arc::new(Mutex::new(reader)))
             })
             .collect::<StoreResult<Vec<_>>>()?;
+        let checkpointer = Connection::open(&path).map_err(unavailable)?;
+        checkpointer
+            .execute_batch("PRAGMA busy_timeout = 5000;")
+            .map_err(unavailable)?;
+        let stop = Arc::new(());
+        checkpoints(checkpointer, Arc::downgrade(&stop));
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
             readers,
             next_reader: AtomicUsize::new(0),
+            _checkpoints: stop,
         })
     }
 

@@ -1675,6 +1675,7 @@ impl Cluster {
             ("ATRIUM_LEASE_MS".into(), lease_ms.to_string()),
             ("ATRIUM_DATABASE_POOL".into(), "4".into()),
             ("ATRIUM_WS_PER_IP".into(), "100000".into()),
+            ("ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND".into(), "0".into()),
             ("ATRIUM_AUTH_PER_IP_PER_MINUTE".into(), "1000".into()),
             ("ATRIUM_ARGON2_MEMORY_KIB".into(), "1024".into()),
             ("ATRIUM_ARGON2_ITERATIONS".into(), "1".into()),

@@ -375,6 +375,7 @@ impl Fleet {
             .env("ATRIUM_DATABASE_POOL", "4")
             .env("ATRIUM_TRUST_PROXY", "127.0.0.1")
             .env("ATRIUM_WS_PER_IP", "100000")
+            .env("ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND", "0")
             .env("ATRIUM_WS_PER_ACCOUNT", "1000")
             .env("ATRIUM_WS_PER_SECOND", "100000")
             .env("ATRIUM_AUTH_PER_IP_PER_MINUTE", "1000")

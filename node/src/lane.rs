@@ -1,0 +1,151 @@
+//! The bulk lane: work on a whole large document (building an upload, loading a room,
+//! writing a snapshot) takes milliseconds per megabyte. On one of the runtime's few
+//! workers it would hold up every socket that shares the worker, so pieces above
+//! [`INLINE_BYTES`] run on the lane instead: a few threads of their own (half the
+//! cores, at least one), at a lower scheduling priority than the runtime. However
+//! many large uploads or loads arrive together, they queue for the lane, and when
+//! the machine is busy the kernel serves relaying first.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::sync::oneshot;
+
+/// Work on documents up to this size (in JSON bytes) runs where it is called: handing
+/// it to another thread would cost more than doing it.
+pub const INLINE_BYTES: usize = 64 * 1024;
+
+/// How much lower than the rest of the node the lane's threads run (a nice value).
+const LANE_NICENESS: i32 = 10;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+fn lane() -> &'static mpsc::Sender<Job> {
+    static LANE: OnceLock<mpsc::Sender<Job>> = OnceLock::new();
+    LANE.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        for n in 0..width() {
+            let rx = rx.clone();
+            std::thread::Builder::new()
+                .name(format!("atrium-lane-{n}"))
+                .spawn(move || {
+                    lower_priority();
+                    loop {
+                        let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    }
+                })
+                .expect("the lane's threads start");
+        }
+        tx
+    })
+}
+
+/// Threads in the lane: half the cores, at least one.
+pub fn width() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores / 2).max(1)
+}
+
+/// Runs `work`, which handles about `bytes` of document, inline when it is small and
+/// otherwise on the lane, after the work queued before it.
+pub async fn run<T: Send + 'static>(bytes: usize, work: impl FnOnce() -> T + Send + 'static) -> T {
+    if bytes <= INLINE_BYTES {
+        return work();
+    }
+    crate::metrics::metrics().lane_runs.inc();
+    let (done, result) = oneshot::channel();
+    let job: Job = Box::new(move || {
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        let _ = done.send(out);
+    });
+    lane().send(job).expect("the lane's threads never stop");
+    match result.await.expect("the lane answers every job") {
+        Ok(out) => out,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Raises the calling thread's nice value, so the kernel prefers the runtime's threads.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn lower_priority() {
+    // SAFETY: gettid and setpriority take plain integers and touch only this thread's
+    // scheduling priority; raising one's own nice value needs no privilege.
+    let done = unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, LANE_NICENESS)
+    };
+    if done != 0 {
+        tracing::debug!("the lane runs at normal priority (setpriority failed)");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_priority() {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn small_work_runs_inline_and_large_work_on_the_lane() {
+        let here = std::thread::current().id();
+        let small = run(10, move || std::thread::current().id()).await;
+        assert_eq!(small, here);
+        let name = run(INLINE_BYTES + 1, || {
+            std::thread::current().name().map(str::to_owned)
+        })
+        .await;
+        assert!(name.is_some_and(|n| n.starts_with("atrium-lane-")));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_lane_runs_at_most_its_width_at_once() {
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let mut tasks = Vec::new();
+        for _ in 0..(width() * 3 + 2) {
+            let (now, most) = (now.clone(), most.clone());
+            tasks.push(tokio::spawn(run(INLINE_BYTES * 2, move || {
+                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(n, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                now.fetch_sub(1, Ordering::SeqCst);
+            })));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let most = most.load(Ordering::SeqCst);
+        assert!(
+            most >= 1 && most <= width(),
+            "{most} at once, width {}",
+            width()
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_panic_on_the_lane_reaches_the_caller_and_the_lane_goes_on() {
+        let caught = tokio::spawn(run(INLINE_BYTES + 1, || panic!("boom"))).await;
+        assert!(caught.unwrap_err().is_panic());
+        assert_eq!(run(INLINE_BYTES + 1, || 7).await, 7);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_lane_runs_at_a_lower_priority() {
+        #[allow(unsafe_code)]
+        fn nice() -> i32 {
+            // SAFETY: reads this thread's nice value; no pointers.
+            unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+        }
+        let here = nice();
+        let there = run(INLINE_BYTES + 1, nice).await;
+        assert_eq!(there, (here + LANE_NICENESS).min(19));
+    }
+}
