@@ -7,10 +7,12 @@
 //!   time. Taking a free lease is a write expecting the key's last revision (0 or the revision
 //!   of its delete marker); renewing and releasing expect the revision we last wrote, so they
 //!   only succeed while the lease is still ours (compare-and-set on the revision);
-//! - `{ns}-state`: no expiry. `epoch` holds the epoch counter, raised by compare-and-set so it
-//!   only grows; `c.{counter}` holds one counter's slots as `{node: [incarnation, slots]}`,
-//!   also updated by compare-and-set, and summed over the nodes whose live membership has that
-//!   incarnation.
+//!   A file's epoch is one above the bucket's last revision when the lease is taken (the
+//!   bucket's revisions are one sequence for all its keys, so a file's epochs only grow, and no
+//!   key is written by every acquire);
+//! - `{ns}-state`: no expiry. `c.{counter}` holds one counter's slots as
+//!   `{node: [incarnation, slots]}`, updated by compare-and-set, and summed over the nodes whose
+//!   live membership has that incarnation.
 //!
 //! Lapses: the buckets set `limit_markers` (NATS 2.11+), so when `max_age` removes a record the
 //! server leaves a marker that watchers see as a purge. Every instance watches the members
@@ -21,15 +23,14 @@
 //! Round trips to the server, uncontended, measured by the contract tests' shape of calls:
 //! `join` 2 (read, write); `heartbeat` 1 (a write expecting the revision this instance last
 //! wrote; 2 when another instance joined the node); `leave` 1; `members` 0 (the watched view);
-//! `acquire` of a free file 3 (read the lease, raise the epoch, write the lease; the epoch
-//! costs 2 more when another instance raised it since this one last did), of a lease already
-//! ours 2; `renew` 1 (2 after another instance renewed it); `release` 1; `holder` 1;
+//! `acquire` of a free file 3 (read the lease, read the bucket's last revision, write the
+//! lease; only a race for the same file costs a retry), of a lease already ours 2; `renew` 1 (2 after another instance renewed it); `release` 1; `holder` 1;
 //! `count_up` 2 (read, compare-and-set; none to refuse at the limit after the read);
 //! `count_down` 2; `count` 1; `publish` 1 (publish and flush); `watch` 2 once per instance
 //! (subscriptions), then none.
 //!
 //! JetStream acknowledges before it syncs to disk, so a crash of the server can lose recent
-//! writes (even an epoch raise): the coordinator is a hint, the document store's fenced epoch
+//! writes: the coordinator is a hint, the document store's fenced epoch
 //! is the judge.
 
 use std::collections::HashMap;
@@ -75,8 +76,6 @@ pub(crate) struct Inner {
     /// Revisions this instance last wrote, so renewals are one compare-and-set.
     own_members: Mutex<HashMap<NodeId, (u64, MemberRecord)>>,
     own_leases: Mutex<HashMap<String, (u64, u64)>>,
-    /// (epoch, revision) of the epoch key as this instance last saw it.
-    epoch: Mutex<(u64, u64)>,
     watching: OnceCell<()>,
     /// Dropping it stops the background tasks.
     _stop: oneshot::Sender<()>,
@@ -147,7 +146,6 @@ impl NatsCoordinator {
             view: View::new(),
             own_members: Mutex::default(),
             own_leases: Mutex::default(),
-            epoch: Mutex::default(),
             watching: OnceCell::new(),
             _stop: stop,
         });
@@ -196,44 +194,20 @@ impl Inner {
         }
     }
 
-    /// Raises the epoch counter and returns the new value.
+    /// An epoch for a file being taken now: one above the last revision the leases bucket
+    /// has given to any key. Every earlier lease of the file was written at a revision at
+    /// most that, and its epoch was at most its revision, so a file's epochs only grow
+    /// (while the bucket lives) without a counter that every acquire must update: two
+    /// files opening together never contend; two nodes taking one file may compute the
+    /// same epoch, but only one wins the file's compare-and-set.
     async fn next_epoch(&self) -> Result<u64, CoordinatorError> {
-        let (mut value, mut rev) = *lock(&self.epoch);
-        for _ in 0..CAS_TRIES {
-            let next = value + 1;
-            match self
-                .state
-                .update("epoch", Bytes::from(next.to_string()), rev)
-                .await
-            {
-                Ok(new_rev) => {
-                    *lock(&self.epoch) = (next, new_rev);
-                    return Ok(next);
-                }
-                Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
-                    let entry = self
-                        .state
-                        .entry("epoch")
-                        .await
-                        .map_err(|e| unavailable("nats epoch", e))?;
-                    (value, rev) = match entry {
-                        Some(e) if e.operation == Operation::Put => (
-                            std::str::from_utf8(&e.value)
-                                .ok()
-                                .and_then(|s| s.parse().ok())
-                                .unwrap_or(0),
-                            e.revision,
-                        ),
-                        Some(e) => (0, e.revision),
-                        None => (0, 0),
-                    };
-                }
-                Err(e) => return Err(unavailable("nats epoch", e)),
-            }
-        }
-        Err(CoordinatorError::Unavailable(
-            "epoch counter contended".into(),
-        ))
+        let info = self
+            .leases
+            .stream
+            .get_info()
+            .await
+            .map_err(|e| unavailable("nats epoch", e))?;
+        Ok(info.state.last_sequence + 1)
     }
 
     /// The current slots of a counter and the revision to expect when writing them.

@@ -3,8 +3,9 @@
 //! Keys under the namespace `ns`:
 //! - `{ns}:m:{node}`: the membership record (JSON with an incarnation), PX = lease time;
 //!   `{ns}:members` is a set of node ids, cleaned lazily when a listing finds a record gone;
-//! - `{ns}:l:{file}`: the lease, `"node epoch"`, PX = lease time; `{ns}:epoch` is the epoch
-//!   counter (INCR, so it only grows). Acquire takes the lease only when the key is absent;
+//! - `{ns}:l:{file}`: the lease, `"node epoch"`, PX = lease time; `{ns}:e:{file}` is the
+//!   file's epoch counter (INCR, so it only grows; one small key per file ever opened, kept so
+//!   that a file's epochs never repeat, and never a key every acquire of the fleet updates). Acquire takes the lease only when the key is absent;
 //!   renew extends and release deletes only while the value is still exactly ours;
 //! - `{ns}:c:{counter}`: a hash of `"node incarnation"` → slots; scripts sum only the fields
 //!   whose node is live with that incarnation, dropping the others as they pass.
@@ -348,7 +349,7 @@ impl Coordinator for RedisCoordinator {
             .scripts
             .acquire
             .key(me.key("l", file))
-            .key(format!("{}:epoch", me.ns))
+            .key(me.key("e", file))
             .arg(node.as_str())
             .arg(me.settings.lease.as_millis() as u64)
             .arg(me.channel("leases"))

@@ -211,6 +211,50 @@ async fn release_lets_others_in_at_once(backend: Backend) {
     fleet.cleanup().await;
 }
 
+/// Rooms that open together must not fail one another: 600 files taken at once by
+/// three nodes (a dead node's files coming back) are all granted, none refused for
+/// contention; each file's epoch still grows when it changes hands.
+async fn files_opening_together_never_contend(backend: Backend) {
+    let mut fleet = Fleet::new(backend);
+    let instances = [
+        fleet.instance().await,
+        fleet.instance().await,
+        fleet.instance().await,
+    ];
+    let nodes = [node("a"), node("b"), node("c")];
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..600usize {
+        let (c, n) = (instances[i % 3].clone(), nodes[i % 3].clone());
+        tasks.spawn(async move { (i, c.acquire(&format!("storm-{i}"), &n).await) });
+    }
+    let mut leases = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        let (i, got) = done.expect("acquire task");
+        let lease = got.unwrap_or_else(|e| panic!("file storm-{i} was refused: {e:?}"));
+        leases.push((i, lease));
+    }
+    assert_eq!(leases.len(), 600);
+    // Released, then taken by another node: every file's epoch is higher than before.
+    for (i, lease) in &leases {
+        instances[i % 3].release(lease).await.unwrap();
+    }
+    for (i, lease) in leases.iter().step_by(50) {
+        let other = (i + 1) % 3;
+        let again = instances[other]
+            .acquire(&lease.file, &nodes[other])
+            .await
+            .unwrap();
+        assert!(
+            again.epoch > lease.epoch,
+            "{}: {} > {}",
+            lease.file,
+            again.epoch,
+            lease.epoch
+        );
+    }
+    fleet.cleanup().await;
+}
+
 async fn membership_lapses_and_carries_draining(backend: Backend) {
     let mut fleet = Fleet::new(backend);
     let (c1, c2) = (fleet.instance().await, fleet.instance().await);
@@ -365,6 +409,11 @@ macro_rules! contract {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn release_lets_others_in_at_once() {
                 super::release_lets_others_in_at_once(Backend::$backend).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn files_opening_together_never_contend() {
+                super::files_opening_together_never_contend(Backend::$backend).await
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
--- KEYS[1] lease key, KEYS[2] epoch counter
+-- KEYS[1] lease key, KEYS[2] the file's epoch counter
 -- ARGV: node, lease ms, leases channel, file
 -- The lease value is "node epoch". Returns {1, epoch} when the lease is ours (taken now, or
 -- already ours and extended), {0, holder} when another node holds it.
