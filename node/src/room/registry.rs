@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -73,6 +74,38 @@ impl Drop for Ticket {
 }
 
 pub type RoomMap = Arc<Mutex<HashMap<FileId, RoomHandle>>>;
+
+/// Asking a room again after it closed under a caller: pauses that double from 5 ms
+/// to at most 200 ms, for at most 2 s in all. A room closes for a moment only (idle,
+/// handed over), so a pause lets its successor start; a spin would give up in
+/// microseconds and refuse people a room that was about to open.
+struct Again {
+    pause: Duration,
+    until: tokio::time::Instant,
+}
+
+impl Again {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MOST: Duration = Duration::from_millis(200);
+    const WITHIN: Duration = Duration::from_secs(2);
+
+    fn new() -> Self {
+        Self {
+            pause: Self::FIRST,
+            until: tokio::time::Instant::now() + Self::WITHIN,
+        }
+    }
+
+    /// Waits before the next try; false when the time for tries is over.
+    async fn pause(&mut self) -> bool {
+        if tokio::time::Instant::now() + self.pause > self.until {
+            return false;
+        }
+        tokio::time::sleep(self.pause).await;
+        self.pause = (self.pause * 2).min(Self::MOST);
+        true
+    }
+}
 
 /// Removes a room's entry, unless a newer room of the same file took its place.
 pub fn remove(rooms: &RoomMap, file: &FileId, generation: u64) {
@@ -173,45 +206,49 @@ impl Rooms {
             .unwrap_or(0)
     }
 
-    /// Joins a socket to the file's room, asking again if the room was closing.
+    /// Joins a socket to the file's room. A joiner waits in the room's queue while the
+    /// room loads, and gets the load's own result; one that reached a room as it was
+    /// closing asks again after a pause (see [`Again`]).
     pub async fn join(
         &self,
         file: &FileId,
         req: JoinRequest,
     ) -> Result<(RoomHandle, Joined), JoinError> {
-        for _ in 0..5 {
+        let mut again = Again::new();
+        loop {
             let handle = self.open(file).ok_or(JoinError::Unavailable(1012))?;
             let (reply, answer) = oneshot::channel();
-            if handle.tx.send(RoomCmd::Join(req.clone(), reply)).is_err() {
-                tokio::task::yield_now().await;
-                continue;
+            if handle.tx.send(RoomCmd::Join(req.clone(), reply)).is_ok() {
+                match answer.await {
+                    Ok(Err(JoinError::Retry)) | Err(_) => {}
+                    Ok(result) => return result.map(|joined| (handle, joined)),
+                }
             }
-            match answer.await {
-                Ok(Err(JoinError::Retry)) | Err(_) => tokio::task::yield_now().await,
-                Ok(result) => return result.map(|joined| (handle, joined)),
+            if !again.pause().await {
+                return Err(JoinError::Unavailable(1013));
             }
         }
-        Err(JoinError::Unavailable(1013))
     }
 
     /// The current document as the room holds it (opening the room if needed).
     pub async fn document(&self, file: &FileId) -> Result<(u64, String), JoinError> {
-        for _ in 0..5 {
+        let mut again = Again::new();
+        loop {
             let handle = self.open(file).ok_or(JoinError::Unavailable(503))?;
             let (reply, answer) = oneshot::channel();
-            if handle.tx.send(RoomCmd::GetDoc(reply)).is_err() {
-                tokio::task::yield_now().await;
-                continue;
+            if handle.tx.send(RoomCmd::GetDoc(reply)).is_ok() {
+                if let Ok(doc) = answer.await {
+                    return Ok(doc);
+                }
+                // The room ended before answering: it failed to load or went idle.
+                if self.existing(file).is_none() && self.ctx.store.file(file).await.is_err() {
+                    return Err(JoinError::NotFound);
+                }
             }
-            if let Ok(doc) = answer.await {
-                return Ok(doc);
-            }
-            // The room ended before answering: it failed to load or went idle.
-            if self.existing(file).is_none() && self.ctx.store.file(file).await.is_err() {
-                return Err(JoinError::NotFound);
+            if !again.pause().await {
+                return Err(JoinError::Unavailable(503));
             }
         }
-        Err(JoinError::Unavailable(503))
     }
 
     /// Tells a live room its file's settings changed.
@@ -242,5 +279,31 @@ impl Rooms {
         for done in waits {
             let _ = done.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn asking_again_pauses_longer_each_time_and_stops_within_two_seconds() {
+        let started = tokio::time::Instant::now();
+        let mut again = Again::new();
+        let mut pauses = Vec::new();
+        loop {
+            let before = tokio::time::Instant::now();
+            if !again.pause().await {
+                break;
+            }
+            pauses.push(before.elapsed().as_millis());
+        }
+        assert_eq!(pauses[..6], [5, 10, 20, 40, 80, 160]);
+        assert!(pauses[6..].iter().all(|&p| p == 200), "{pauses:?}");
+        let spent = started.elapsed();
+        assert!(
+            spent <= Again::WITHIN && spent > Again::WITHIN - Again::MOST,
+            "{spent:?}"
+        );
     }
 }
