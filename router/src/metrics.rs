@@ -23,6 +23,8 @@ pub struct Metrics {
     pub upstream_errors: IntCounterVec,
     /// Requests answered by the router itself, by reason (bad-path, bad-id, blocked, unavailable).
     pub refused: IntCounterVec,
+    /// Socket upgrades that did not become sockets, by reason.
+    pub upgrade_failures: IntCounterVec,
     /// `409 moved` answers from nodes (the router then learns the holder).
     pub moved: IntCounter,
     /// From a request's arrival to the node's response header.
@@ -96,6 +98,15 @@ impl Metrics {
             "Requests answered by the router itself, by reason",
             &["reason"],
         );
+        let upgrade_failures = counter_vec(
+            "atrium_router_upgrade_failures_total",
+            "Socket upgrades that did not end in a proxied socket, by reason: node-<status> \
+             (the node answered without switching), router (the router answered: no node \
+             can take it now), connect (no node reached), \
+             upstream (the node's side failed), downstream (the client's side failed), \
+             internal",
+            &["reason"],
+        );
         let moved = counter(
             "atrium_router_moved_total",
             "409 moved answers from nodes (the router learns the holder from them)",
@@ -142,6 +153,7 @@ impl Metrics {
             decisions,
             upstream_errors,
             refused,
+            upgrade_failures,
             moved,
             latency,
             ring_members,

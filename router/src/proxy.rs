@@ -111,6 +111,16 @@ impl Router {
         Box::new(peer)
     }
 
+    /// Counts and logs a socket upgrade that will not become a socket: the client sees a
+    /// status or a reset, so the router's operator must see why.
+    fn upgrade_failed(&self, ctx: &Ctx, reason: &str) {
+        self.metrics
+            .upgrade_failures
+            .with_label_values(&[reason])
+            .inc();
+        tracing::info!(reason, node = %Self::node_label(ctx), "socket upgrade failed");
+    }
+
     fn node_label(ctx: &Ctx) -> String {
         ctx.chosen
             .as_ref()
@@ -341,6 +351,9 @@ impl ProxyHttp for Router {
                 .latency
                 .observe(ctx.start.elapsed().as_secs_f64());
         }
+        if ctx.upgrade && status != 101 {
+            self.upgrade_failed(ctx, &format!("node-{status}"));
+        }
         if status == 101 && ctx.upgrade {
             if let (Some((fd, local, peer)), Some(chosen)) = (ctx.upstream, &ctx.chosen) {
                 ctx.socket = Some(self.tracker.socket(&chosen.node, fd, local, peer));
@@ -396,6 +409,24 @@ impl ProxyHttp for Router {
                 ErrorSource::Internal | ErrorSource::Unset => 500,
             },
         };
+        if ctx.upgrade && session.response_written().is_none() {
+            let reason = match e.esource() {
+                // The router's own answer (no node can take it now).
+                _ if matches!(e.etype(), ErrorType::HTTPStatus(_)) => "router",
+                ErrorSource::Upstream if ctx.chosen.is_none() => "connect",
+                ErrorSource::Upstream => match e.etype() {
+                    ErrorType::ConnectTimedout
+                    | ErrorType::ConnectRefused
+                    | ErrorType::ConnectNoRoute
+                    | ErrorType::ConnectError
+                    | ErrorType::SocketError => "connect",
+                    _ => "upstream",
+                },
+                ErrorSource::Downstream => "downstream",
+                ErrorSource::Internal | ErrorSource::Unset => "internal",
+            };
+            self.upgrade_failed(ctx, reason);
+        }
         if code > 0 && session.response_written().is_none() {
             let (name, message) = match code {
                 503 => ("unavailable", "no node can take this request now; retry"),

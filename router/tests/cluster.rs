@@ -90,6 +90,27 @@ async fn meet_on_one_node(server_env: &str) {
         .await;
         r.assert_status(200);
     }
+    // An upgrade the node answers without switching (no Sec-WebSocket-Key) is counted
+    // with its reason, so a failed handshake never goes unseen.
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let file = create_file(r0, &token).await;
+        let mut raw = tokio::net::TcpStream::connect(("127.0.0.1", r0))
+            .await
+            .unwrap();
+        let req = format!(
+            "GET /files/{file}/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n\
+             Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        );
+        raw.write_all(req.as_bytes()).await.unwrap();
+        let mut head = vec![0u8; 1024];
+        let n = tokio::time::timeout(WAIT, raw.read(&mut head))
+            .await
+            .unwrap()
+            .unwrap();
+        let head = String::from_utf8_lossy(&head[..n]).into_owned();
+        assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    }
     // The routers routed by lease or ring, and export their metrics.
     let m = http_at(fleet.routers[0].admin, "GET", "/metrics", &[], None).await;
     for name in [
@@ -101,6 +122,7 @@ async fn meet_on_one_node(server_env: &str) {
         "atrium_router_membership_changes_total",
         "atrium_router_refused_total{reason=\"bad-id\"} 3",
         "atrium_router_refused_total{reason=\"blocked\"} 2",
+        "atrium_router_upgrade_failures_total{reason=\"node-400\"} 1",
     ] {
         assert!(m.text.contains(name), "{name} missing:\n{}", m.text);
     }
