@@ -24,14 +24,14 @@
 //! `join` 2 (read, write); `heartbeat` 1 (a write expecting the revision this instance last
 //! wrote; 2 when another instance joined the node); `leave` 1; `members` 0 (the watched view);
 //! `acquire` of a free file 3 (read the lease, read the bucket's last revision, write the
-//! lease; only a race for the same file costs a retry), of a lease already ours 2; `renew` 1 (2 after another instance renewed it); `release` 1; `holder` 1;
+//! lease; only a race for the same file costs a retry), of a lease already ours 2; `renew` 1
+//! (2 after another instance renewed it); `release` 1; `holder` 1;
 //! `count_up` 2 (read, compare-and-set; none to refuse at the limit after the read);
 //! `count_down` 2; `count` 1; `publish` 1 (publish and flush); `watch` 2 once per instance
 //! (subscriptions), then none.
 //!
 //! JetStream acknowledges before it syncs to disk, so a crash of the server can lose recent
-//! writes: the coordinator is a hint, the document store's fenced epoch
-//! is the judge.
+//! writes: the coordinator is a hint, the document store's fenced epoch is the judge.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -121,16 +121,15 @@ impl NatsCoordinator {
             ("leases", settings.lease),
             ("state", Duration::ZERO),
         ] {
-            let created = admin
+            admin
                 .create_or_update_key_value(bucket(name, age))
                 .await
                 .map_err(|e| unavailable("nats bucket", e))?;
-            // Use the store through the hot-path context, with its short deadline.
+            // Used through the hot path's context, with its short deadline.
             let store = js
                 .get_key_value(format!("{ns}-{name}"))
                 .await
                 .map_err(|e| unavailable("nats bucket", e))?;
-            drop(created);
             stores.push(store);
         }
         let [members, leases, state] = <[kv::Store; 3]>::try_from(stores).expect("three");

@@ -4,8 +4,10 @@
 //! - `{ns}:m:{node}`: the membership record (JSON with an incarnation), PX = lease time;
 //!   `{ns}:members` is a set of node ids, cleaned lazily when a listing finds a record gone;
 //! - `{ns}:l:{file}`: the lease, `"node epoch"`, PX = lease time; `{ns}:e:{file}` is the
-//!   file's epoch counter (INCR, so it only grows; one small key per file ever opened, kept so
-//!   that a file's epochs never repeat, and never a key every acquire of the fleet updates). Acquire takes the lease only when the key is absent;
+//!   file's epoch counter (INCR, so it only grows). It is one small key per file ever opened
+//!   (files are only opened after the store found them), kept so that a file's epochs never
+//!   repeat, and no key is one that every acquire of the fleet updates. Acquire takes the
+//!   lease only when the key is absent;
 //!   renew extends and release deletes only while the value is still exactly ours;
 //! - `{ns}:c:{counter}`: a hash of `"node incarnation"` → slots; scripts sum only the fields
 //!   whose node is live with that incarnation, dropping the others as they pass.

@@ -12,11 +12,13 @@
 //! A store that is unreachable is retried with backoff, in order, so rooms only ever
 //! see their patches become durable in version order, or learn they were fenced.
 
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
+use crate::ids::FileId;
 use crate::metrics::metrics;
 use crate::store::{FileAppend, Store, StoreError};
 
@@ -92,7 +94,7 @@ fn bytes(append: &FileAppend) -> usize {
 /// turns are deferred behind it.
 async fn run(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Job>) {
     let mut jobs = Vec::new();
-    let mut deferred: std::collections::VecDeque<JournalEntry> = Default::default();
+    let mut deferred: VecDeque<JournalEntry> = VecDeque::new();
     let mut finish = false;
     loop {
         if deferred.is_empty() {
@@ -115,21 +117,25 @@ async fn run(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Job>) {
                 Job::Finish => finish = true,
             }
         }
-        // What each file brought this turn, and which files already wait behind.
-        let mut by_file: std::collections::HashMap<&crate::ids::FileId, usize> = Default::default();
+        // A file goes later when what it brought this turn is large, or when a turn of
+        // it already waits (its turns never pass one another).
+        let mut by_file: HashMap<&FileId, usize> = HashMap::new();
         for e in &entries {
             *by_file.entry(&e.append.file).or_default() += bytes(&e.append);
         }
-        let waiting: std::collections::HashSet<crate::ids::FileId> =
-            deferred.iter().map(|e| e.append.file.clone()).collect();
-        let large: std::collections::HashSet<crate::ids::FileId> = by_file
-            .into_iter()
-            .filter(|(file, n)| *n > SMALL_FILE_BYTES || waiting.contains(*file))
-            .map(|(file, _)| file.clone())
+        let waiting: HashSet<&FileId> = deferred.iter().map(|e| &e.append.file).collect();
+        let late: Vec<bool> = entries
+            .iter()
+            .map(|e| by_file[&e.append.file] > SMALL_FILE_BYTES || waiting.contains(&e.append.file))
             .collect();
-        let (later, now): (Vec<_>, Vec<_>) = entries
-            .into_iter()
-            .partition(|e| large.contains(&e.append.file));
+        let (mut now, mut later) = (Vec::new(), Vec::new());
+        for (e, late) in entries.into_iter().zip(late) {
+            if late {
+                later.push(e)
+            } else {
+                now.push(e)
+            }
+        }
         deferred.extend(later);
         write(store.as_ref(), now).await;
         let mut turn = Vec::new();
