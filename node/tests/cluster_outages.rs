@@ -37,18 +37,32 @@ struct PrivateServer {
 
 impl PrivateServer {
     async fn start(backend: Backend) -> PrivateServer {
-        let port = {
-            let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-            l.local_addr().unwrap().port()
-        };
-        let mut server = PrivateServer {
-            backend,
-            port,
-            dir: tempfile::tempdir().expect("temp dir"),
-            child: None,
-        };
-        server.launch().await;
-        server
+        // A port found free can be taken by another test's server before ours binds it:
+        // then ours exits while the port answers, so it is tried again on another port.
+        for _ in 0..5 {
+            let port = {
+                let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+                l.local_addr().unwrap().port()
+            };
+            let mut server = PrivateServer {
+                backend,
+                port,
+                dir: tempfile::tempdir().expect("temp dir"),
+                child: None,
+            };
+            server.launch().await;
+            if server.running() {
+                return server;
+            }
+        }
+        panic!("the private {} server would not start", backend.name());
+    }
+
+    /// Whether our server process is still alive (not one that lost its port).
+    fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
     fn url(&self) -> String {
