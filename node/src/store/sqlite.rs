@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior};
@@ -20,7 +20,7 @@ const READERS: usize = 2;
 
 pub struct SqliteStore {
     /// The one connection that writes.
-    conn: Arc<Mutex<Connection>>,
+    writer: Arc<Writer>,
     readers: Vec<Arc<Mutex<Connection>>>,
     next_reader: AtomicUsize,
     /// The checkpoint thread stops once this is dropped with the store.
@@ -47,6 +47,100 @@ fn checkpoints(conn: Connection, store: std::sync::Weak<()>) {
     if let Err(e) = spawned {
         tracing::error!(error = %e, "no checkpoint thread: the WAL grows until restart");
     }
+}
+
+/// The writing connection, shared by the journal and every other write. SQLite has
+/// one writer at a time, so a burst of large writes (new files with big documents)
+/// would hold every room's commit behind all of them; the journal's commits go
+/// first instead, and wait for at most the one write under way.
+struct Writer {
+    conn: Mutex<Connection>,
+    gate: Mutex<Gate>,
+    turn: Condvar,
+}
+
+/// Who holds the connection, and how many journal commits wait for it.
+#[derive(Default)]
+struct Gate {
+    busy: bool,
+    urgent: usize,
+}
+
+/// The connection while one write holds it; the next waiting write goes on drop.
+struct Turn<'a> {
+    conn: Option<MutexGuard<'a, Connection>>,
+    writer: &'a Writer,
+}
+
+impl std::ops::Deref for Turn<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn.as_ref().expect("held until drop")
+    }
+}
+
+impl std::ops::DerefMut for Turn<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        self.conn.as_mut().expect("held until drop")
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.conn = None;
+        lock(&self.writer.gate).busy = false;
+        self.writer.turn.notify_all();
+    }
+}
+
+impl Writer {
+    fn new(conn: Connection) -> Self {
+        Self {
+            conn: Mutex::new(conn),
+            gate: Mutex::new(Gate::default()),
+            turn: Condvar::new(),
+        }
+    }
+
+    /// The connection for a journal commit, ahead of other writes that wait.
+    fn urgent(&self) -> Turn<'_> {
+        let mut gate = lock(&self.gate);
+        gate.urgent += 1;
+        let mut gate = self.wait(gate, |g| g.busy);
+        gate.urgent -= 1;
+        self.take(gate)
+    }
+
+    /// The connection for any other write, once no journal commit waits for it.
+    fn ordinary(&self) -> Turn<'_> {
+        let gate = self.wait(lock(&self.gate), |g| g.busy || g.urgent > 0);
+        self.take(gate)
+    }
+
+    fn wait<'a>(
+        &self,
+        gate: MutexGuard<'a, Gate>,
+        blocked: impl FnMut(&mut Gate) -> bool,
+    ) -> MutexGuard<'a, Gate> {
+        self.turn
+            .wait_while(gate, blocked)
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn take(&self, mut gate: MutexGuard<'_, Gate>) -> Turn<'_> {
+        gate.busy = true;
+        drop(gate);
+        Turn {
+            conn: Some(lock(&self.conn)),
+            writer: self,
+        }
+    }
+}
+
+/// A panic while holding a lock cannot leave SQLite half-written (the transaction
+/// rolls back), so a poisoned lock is still usable.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn now_ms() -> i64 {
@@ -274,20 +368,32 @@ impl SqliteStore {
         let stop = Arc::new(());
         checkpoints(checkpointer, Arc::downgrade(&stop));
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            writer: Arc::new(Writer::new(conn)),
             readers,
             next_reader: AtomicUsize::new(0),
             _checkpoints: stop,
         })
     }
 
-    /// Runs `f` with the writing connection on a blocking thread.
+    /// Runs `f` with the writing connection on a blocking thread, after any journal
+    /// commit that waits for it.
     async fn run<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
-        Self::on(self.conn.clone(), f).await
+        let writer = self.writer.clone();
+        Self::blocking(move || f(&mut writer.ordinary())).await
+    }
+
+    /// Runs the journal's `f` with the writing connection, ahead of other writes.
+    async fn run_urgent<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let writer = self.writer.clone();
+        Self::blocking(move || f(&mut writer.urgent())).await
     }
 
     /// Runs a read-only `f` with one of the reading connections.
@@ -297,22 +403,18 @@ impl SqliteStore {
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
         let i = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
-        Self::on(self.readers[i].clone(), f).await
+        let reader = self.readers[i].clone();
+        Self::blocking(move || f(&mut lock(&reader))).await
     }
 
-    async fn on<T, F>(conn: Arc<Mutex<Connection>>, f: F) -> StoreResult<T>
+    async fn blocking<T, F>(f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce() -> StoreResult<T> + Send + 'static,
     {
-        tokio::task::spawn_blocking(move || {
-            // A panic while holding the lock cannot leave SQLite half-written (the
-            // transaction rolls back), so a poisoned lock is still usable.
-            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut guard)
-        })
-        .await
-        .map_err(|e| StoreError::Unavailable(e.to_string()))?
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?
     }
 }
 
@@ -625,7 +727,7 @@ impl Store for SqliteStore {
     }
 
     async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>> {
-        self.run(move |c| {
+        self.run_urgent(move |c| {
             let mut tx = c.transaction().map_err(unavailable)?;
             let now = now_ms();
             let mut results = Vec::with_capacity(batch.len());
@@ -737,5 +839,41 @@ impl Store for SqliteStore {
         self.read(|c| c.query_row("SELECT 1", [], |_| Ok(())).map_err(unavailable))
             .await
             .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Writes that queue behind a long one let the journal's commit go first.
+    #[test]
+    fn a_journal_commit_goes_ahead_of_queued_writes() {
+        let writer = Arc::new(Writer::new(Connection::open_in_memory().unwrap()));
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = writer.ordinary();
+        let spawn = |urgent: bool| {
+            let (writer, order) = (writer.clone(), order.clone());
+            std::thread::spawn(move || {
+                let _conn = if urgent {
+                    writer.urgent()
+                } else {
+                    writer.ordinary()
+                };
+                lock(&order).push(if urgent { "journal" } else { "other" });
+            })
+        };
+        // Three other writes queue first, then the journal's commit.
+        let others: Vec<_> = (0..3).map(|_| spawn(false)).collect();
+        std::thread::sleep(Duration::from_millis(50));
+        let journal = spawn(true);
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        journal.join().unwrap();
+        for o in others {
+            o.join().unwrap();
+        }
+        assert_eq!(*lock(&order), ["journal", "other", "other", "other"]);
     }
 }
