@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::types::NodeId;
+use crate::types::{Invalid, NodeId};
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum CoordinatorError {
@@ -20,4 +20,10 @@ pub enum CoordinatorError {
     /// The caller passed something the coordinator will never accept.
     #[error("invalid coordinator request: {0}")]
     Invalid(String),
+}
+
+impl From<Invalid> for CoordinatorError {
+    fn from(Invalid(why): Invalid) -> Self {
+        Self::Invalid(why)
+    }
 }

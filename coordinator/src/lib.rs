@@ -6,7 +6,7 @@
 //! the data safe, so nothing here has to be perfect, only cheap and usually right.
 //!
 //! Modules:
-//! - `types`: [`NodeId`], [`Member`], [`Lease`], [`CoordinatorSettings`];
+//! - `types`: [`NodeId`], [`Member`], [`Lease`], [`CoordinatorSettings`], [`Invalid`];
 //! - `error`: [`CoordinatorError`];
 //! - `memory`: [`MemoryCoordinator`], everything in one process;
 //! - `keeper`: [`LeaseKeeper`], renews one lease in the background and reports its loss;
@@ -40,8 +40,8 @@ pub use nats::NatsCoordinator;
 pub use redis::RedisCoordinator;
 pub use ring::{Ring, SIP_KEYS, VNODES};
 pub use types::{
-    CoordinatorSettings, Lease, Member, NodeId, DEFAULT_HEARTBEAT, DEFAULT_LEASE, MAX_ADDRESS_LEN,
-    MAX_KEY_LEN,
+    CoordinatorSettings, Invalid, Lease, Member, NodeId, DEFAULT_HEARTBEAT, DEFAULT_LEASE,
+    MAX_ADDRESS_LEN, MAX_KEY_LEN,
 };
 
 /// Membership, file leases and per-node counters, shared by every node of a fleet.

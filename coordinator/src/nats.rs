@@ -44,7 +44,7 @@ use tokio::sync::{broadcast, oneshot, OnceCell};
 
 use crate::events::Hub;
 use crate::keys::{check_namespace, encode};
-use crate::nats_watch::{self, View};
+use crate::nats_watch::{self, View, TOPIC_HEADER};
 use crate::record::{check_member, new_incarnation, unavailable, LeaseRecord, MemberRecord};
 use crate::types::check_key;
 use crate::{
@@ -57,22 +57,20 @@ const CAS_TRIES: usize = 16;
 const MARKER_TTL: Duration = Duration::from_secs(1);
 /// The deadline for creating and deleting buckets, which write to the server's disk.
 const BUCKET_ADMIN_TIMEOUT: Duration = Duration::from_secs(15);
-/// The header carrying a fleet message's topic.
-pub(crate) const TOPIC_HEADER: &str = "Atrium-Topic";
 
 pub struct NatsCoordinator {
     inner: Arc<Inner>,
 }
 
 pub(crate) struct Inner {
-    pub settings: CoordinatorSettings,
-    pub ns: String,
-    pub client: async_nats::Client,
-    pub members: kv::Store,
-    pub leases: kv::Store,
+    settings: CoordinatorSettings,
+    ns: String,
+    client: async_nats::Client,
+    members: kv::Store,
+    leases: kv::Store,
     state: kv::Store,
-    pub hub: Arc<Hub>,
-    pub view: Arc<View>,
+    hub: Arc<Hub>,
+    view: Arc<View>,
     /// Revisions this instance last wrote, so renewals are one compare-and-set.
     own_members: Mutex<HashMap<NodeId, (u64, MemberRecord)>>,
     own_leases: Mutex<HashMap<String, (u64, u64)>>,
@@ -148,7 +146,13 @@ impl NatsCoordinator {
             watching: OnceCell::new(),
             _stop: stop,
         });
-        nats_watch::spawn_members(&inner, stopped);
+        nats_watch::spawn_members(
+            inner.members.clone(),
+            inner.view.clone(),
+            inner.hub.clone(),
+            inner.settings,
+            stopped,
+        );
         Ok(Self { inner })
     }
 
@@ -551,7 +555,9 @@ impl Coordinator for NatsCoordinator {
         let me = &self.inner;
         let rx = me.hub.subscribe();
         me.watching
-            .get_or_try_init(|| nats_watch::spawn_leases_and_messages(me))
+            .get_or_try_init(|| {
+                nats_watch::spawn_leases_and_messages(&me.leases, &me.client, &me.ns, &me.hub)
+            })
             .await?;
         // A new watcher hears the membership at once, not only at the next change.
         if me.view.wait_synced(me.settings.lease).await.is_ok() {

@@ -5,16 +5,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use async_nats::jetstream::kv::{Entry, Operation};
+use async_nats::jetstream::kv::{self, Entry, Operation};
 use futures_util::StreamExt;
 use tokio::sync::{oneshot, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::events::Hub;
 use crate::keys::decode;
-use crate::nats::{Inner, TOPIC_HEADER};
 use crate::record::{unavailable, LeaseRecord, MemberRecord};
-use crate::{CoordinatorError, CoordinatorEvent, Member, NodeId};
+use crate::{CoordinatorError, CoordinatorEvent, CoordinatorSettings, Member, NodeId};
+
+/// The header carrying a fleet message's topic.
+pub(crate) const TOPIC_HEADER: &str = "Atrium-Topic";
 
 /// The live members as this instance has seen them in the members bucket.
 pub(crate) struct View {
@@ -126,9 +128,13 @@ impl View {
 
 /// Follows the members bucket for as long as the coordinator lives: the last record of each
 /// key first, then every write and lapse marker.
-pub(crate) fn spawn_members(inner: &Arc<Inner>, mut stop: oneshot::Receiver<()>) {
-    let store = inner.members.clone();
-    let (view, hub, settings) = (inner.view.clone(), inner.hub.clone(), inner.settings);
+pub(crate) fn spawn_members(
+    store: kv::Store,
+    view: Arc<View>,
+    hub: Arc<Hub>,
+    settings: CoordinatorSettings,
+    mut stop: oneshot::Receiver<()>,
+) {
     tokio::spawn(async move {
         let started = Instant::now();
         let mut ticks = tokio::time::interval(settings.heartbeat);
@@ -180,23 +186,25 @@ pub(crate) fn spawn_members(inner: &Arc<Inner>, mut stop: oneshot::Receiver<()>)
 
 /// Starts following lease hand-overs and fleet messages; returns once both subscriptions
 /// are in place at the server, so events after `watch` returns are seen.
-pub(crate) async fn spawn_leases_and_messages(inner: &Arc<Inner>) -> Result<(), CoordinatorError> {
-    let mut leases = inner
-        .leases
+pub(crate) async fn spawn_leases_and_messages(
+    leases: &kv::Store,
+    client: &async_nats::Client,
+    ns: &str,
+    hub: &Arc<Hub>,
+) -> Result<(), CoordinatorError> {
+    let mut leases = leases
         .watch_all()
         .await
         .map_err(|e| unavailable("nats watch leases", e))?;
-    let mut messages = inner
-        .client
-        .subscribe(format!("{}.msg", inner.ns))
+    let mut messages = client
+        .subscribe(format!("{ns}.msg"))
         .await
         .map_err(|e| unavailable("nats subscribe", e))?;
-    inner
-        .client
+    client
         .flush()
         .await
         .map_err(|e| unavailable("nats subscribe", e))?;
-    let hub: Weak<Hub> = Arc::downgrade(&inner.hub);
+    let hub: Weak<Hub> = Arc::downgrade(hub);
     tokio::spawn(async move {
         // Holders as last announced, so renewals (a write each) are not announced.
         let mut holders: HashMap<String, String> = HashMap::new();

@@ -3,8 +3,6 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::error::CoordinatorError;
-
 /// The longest file id or counter name a backend must store; keys stay small so every
 /// backend (KV stores limit key length) can hold them as they are or lightly encoded.
 pub const MAX_KEY_LEN: usize = 256;
@@ -12,20 +10,26 @@ pub const MAX_KEY_LEN: usize = 256;
 /// The longest advertised address accepted in a membership record.
 pub const MAX_ADDRESS_LEN: usize = 256;
 
+/// A node id, key or setting the coordinator will never accept (a
+/// [`CoordinatorError::Invalid`](crate::CoordinatorError::Invalid) to callers).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
 /// A node's identity in the fleet: `[A-Za-z0-9_.-]{1,64}`, checked once at the edge so
 /// every backend can use it in keys and subjects without escaping.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(String);
 
 impl NodeId {
-    pub fn parse(s: &str) -> Result<Self, CoordinatorError> {
+    pub fn parse(s: &str) -> Result<Self, Invalid> {
         let ok = (1..=64).contains(&s.len())
             && s.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
         if ok {
             Ok(Self(s.to_owned()))
         } else {
-            Err(CoordinatorError::Invalid(format!(
+            Err(Invalid(format!(
                 "node id {s:?} must match [A-Za-z0-9_.-]{{1,64}}"
             )))
         }
@@ -107,14 +111,12 @@ impl CoordinatorSettings {
 
     /// The lease must outlast more than two heartbeat intervals, so one late or failed
     /// renewal never costs a healthy node its files.
-    pub fn validate(&self) -> Result<(), CoordinatorError> {
+    pub fn validate(&self) -> Result<(), Invalid> {
         if self.heartbeat.is_zero() {
-            return Err(CoordinatorError::Invalid(
-                "heartbeat interval must be above zero".into(),
-            ));
+            return Err(Invalid("heartbeat interval must be above zero".into()));
         }
         if self.lease <= self.heartbeat.saturating_mul(2) {
-            return Err(CoordinatorError::Invalid(format!(
+            return Err(Invalid(format!(
                 "lease ({:?}) must be more than twice the heartbeat interval ({:?})",
                 self.lease, self.heartbeat
             )));
@@ -124,11 +126,9 @@ impl CoordinatorSettings {
 }
 
 /// Checks a file id or counter name: non-empty and at most [`MAX_KEY_LEN`] bytes.
-pub(crate) fn check_key(what: &str, key: &str) -> Result<(), CoordinatorError> {
+pub(crate) fn check_key(what: &str, key: &str) -> Result<(), Invalid> {
     if key.is_empty() || key.len() > MAX_KEY_LEN {
-        return Err(CoordinatorError::Invalid(format!(
-            "{what} must be 1 to {MAX_KEY_LEN} bytes"
-        )));
+        return Err(Invalid(format!("{what} must be 1 to {MAX_KEY_LEN} bytes")));
     }
     Ok(())
 }
@@ -143,10 +143,7 @@ mod tests {
             assert_eq!(NodeId::parse(ok).unwrap().as_str(), ok);
         }
         for bad in ["", "a b", "n/1", "é", &"x".repeat(65)] {
-            assert!(matches!(
-                NodeId::parse(bad),
-                Err(CoordinatorError::Invalid(_))
-            ));
+            assert!(NodeId::parse(bad).is_err());
         }
         assert_eq!(NodeId::parse("n1").unwrap().to_string(), "n1");
     }

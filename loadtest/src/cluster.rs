@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::http::{request, Endpoint};
+use crate::node::Spawned;
 use crate::options::Options;
-use crate::server::Spawned;
 use crate::setup::random_id;
 
 /// Lease time the fleet uses unless `--env ATRIUM_LEASE_MS=...` says otherwise.
@@ -238,7 +238,7 @@ pub fn node_env(
     database_url: &str,
     coordinator: &str,
 ) -> Vec<(String, String)> {
-    let mut env: BTreeMap<String, String> = crate::run::spawn_env(o).into_iter().collect();
+    let mut env: BTreeMap<String, String> = crate::node::spawn_env(o).into_iter().collect();
     let mut set = |k: &str, v: String| {
         env.insert(k.to_string(), v);
     };
@@ -279,7 +279,7 @@ impl Cluster {
             router_ports: (0, 0),
             router_bin: router_binary(router),
             router_env: Vec::new(),
-            node_bin: crate::server::find_binary(server),
+            node_bin: crate::node::find_binary(server),
             dir,
             admin_db: String::new(),
             db_name: None,

@@ -16,8 +16,8 @@ use futures_util::StreamExt;
 use crate::cluster::Cluster;
 use crate::http::{self, Endpoint};
 use crate::measure::round3;
+use crate::node;
 use crate::options::{Fault, FaultKind};
-use crate::server;
 use crate::setup::FileKeys;
 
 /// How often the availability probe asks every file.
@@ -161,7 +161,7 @@ pub async fn rooms_by_node(c: &Cluster) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for n in &c.nodes {
         let ep = Endpoint::from_url(&n.url);
-        if let Ok(Some(st)) = server::health(&ep, Duration::from_millis(900)).await {
+        if let Ok(Some(st)) = node::health(&ep, Duration::from_millis(900)).await {
             out.insert(n.id.clone(), st.rooms);
         }
     }

@@ -8,12 +8,12 @@ mod fault;
 mod html;
 mod http;
 mod measure;
+mod node;
 mod options;
 mod profile;
 mod report;
 mod run;
 mod schedule;
-mod server;
 mod setup;
 
 use std::process::ExitCode;
@@ -35,7 +35,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let nofile = server::raise_nofile();
+    let nofile = node::raise_nofile();
     if (nofile as usize) < options.users + 256 {
         eprintln!(
             "atrium-loadtest: warning: the open-file limit is {nofile}, below --users + 256; \

@@ -258,9 +258,9 @@ pub async fn probe(measures: Arc<Measures>, stop: Arc<AtomicBool>) {
 /// User plus system CPU seconds of this process: its CPU clock (nanoseconds), else
 /// /proc/self/stat (clock ticks, usually 10 ms).
 pub fn own_cpu_seconds() -> Option<f64> {
-    crate::server::process_cpu_seconds(std::process::id()).or_else(|| {
+    crate::node::process_cpu_seconds(std::process::id()).or_else(|| {
         let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-        crate::server::cpu_seconds_from_stat(&stat)
+        crate::node::cpu_seconds_from_stat(&stat)
     })
 }
 

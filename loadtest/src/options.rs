@@ -11,6 +11,9 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use serde::Deserialize;
 
+/// How perf unwinds stacks unless `--profile-call-graph` says otherwise.
+pub const DEFAULT_CALL_GRAPH: &str = "dwarf";
+
 /// The command line. Everything is optional so a config file can fill what is left out.
 #[derive(Parser, Debug, Default, Clone)]
 #[command(
@@ -372,7 +375,7 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
         profile_call_graph: cli
             .profile_call_graph
             .or(file.profile_call_graph)
-            .unwrap_or_else(|| crate::profile::DEFAULT_CALL_GRAPH.to_string()),
+            .unwrap_or_else(|| DEFAULT_CALL_GRAPH.to_string()),
         drop: cli.drop || file.drop.unwrap_or(false),
         verbose: cli.verbose || file.verbose.unwrap_or(false),
         workers: cli.workers.or(file.workers).unwrap_or_else(default_workers),

@@ -35,8 +35,6 @@ pub const FREQUENCY_HZ: u32 = 99;
 pub const PERF_DATA: &str = "perf.data";
 pub const FOLDED: &str = "stacks.folded";
 pub const FLAMEGRAPH: &str = "flamegraph.svg";
-/// How perf unwinds stacks unless `--profile-call-graph` says otherwise.
-pub const DEFAULT_CALL_GRAPH: &str = "dwarf";
 const RECORD_LOG: &str = "perf-record.log";
 
 /// What `--profile` produced, for the report.

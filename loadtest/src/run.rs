@@ -16,37 +16,14 @@ use crate::cluster::Cluster;
 use crate::fault;
 use crate::http::{self, Endpoint};
 use crate::measure::{self, round3, Measures, Summary};
+use crate::node::{self, Sample, Spawned};
 use crate::options::{FaultKind, Options, Target};
 use crate::profile::{self, ProfileReport};
 use crate::report::{
     self, ClusterInfo, DropResult, Expected, Failover, MemoryPoint, Problems, Rates, Report, Second,
 };
 use crate::schedule::connect_at;
-use crate::server::{self, Sample, Spawned};
 use crate::setup::{self, ClientPlan, FileKeys};
-
-/// The settings a spawned node gets unless `--env` or the config file says otherwise: statistics
-/// on, and the per-address, per-account, sign-up and file-creation limits raised, since every
-/// generated socket and sign-up comes from one address and one owner makes every file.
-pub fn spawn_env(o: &Options) -> Vec<(String, String)> {
-    let mut env: BTreeMap<String, String> = BTreeMap::new();
-    let mut set = |k: &str, v: String| {
-        env.insert(k.to_string(), v);
-    };
-    set("ATRIUM_HEALTH_STATS", "1".into());
-    set("ATRIUM_WS_PER_IP", "1000000".into());
-    set("ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND", "0".into());
-    set("ATRIUM_WS_PER_ACCOUNT", o.per_account.max(10).to_string());
-    set("ATRIUM_AUTH_PER_IP_PER_MINUTE", "1000000".into());
-    set("ATRIUM_AUTH_PER_EMAIL_PER_MINUTE", "1000000".into());
-    // One owner makes every file of the run.
-    set("ATRIUM_FILES_PER_ACCOUNT", "1000000".into());
-    set("ATRIUM_FILE_CREATES_PER_MINUTE", "1000000".into());
-    for (k, v) in &o.env {
-        env.insert(k.clone(), v.clone());
-    }
-    env.into_iter().collect()
-}
 
 /// What the schedules ask for, a second: patches sent, presence sent, patches relayed.
 pub fn expected(plans: &[ClientPlan], o: &Options) -> Expected {
@@ -182,7 +159,7 @@ fn is_cluster(o: &Options) -> bool {
 /// Samples the server. In cluster mode the process measured is the router (`pid`), and the
 /// statistics of whichever node answered `/health` through it are left out.
 async fn look(endpoint: &Endpoint, pid: Option<u32>, cluster: bool) -> Sample {
-    let mut s = server::sample(endpoint, pid).await;
+    let mut s = node::sample(endpoint, pid).await;
     if cluster {
         s.stats = None;
     }
@@ -216,8 +193,8 @@ pub async fn run(o: Options) -> Result<Report> {
             )
         }
         Target::Spawn { server, port } => {
-            let binary = server::find_binary(server.as_deref());
-            let env = spawn_env(&o);
+            let binary = node::find_binary(server.as_deref());
+            let env = node::spawn_env(&o);
             let port = *port;
             let s =
                 tokio::task::spawn_blocking(move || Spawned::start(&binary, port, &env)).await??;
@@ -227,7 +204,7 @@ pub async fn run(o: Options) -> Result<Report> {
         }
         Target::Url(url) => {
             let authority = url.trim_start_matches("http://");
-            if !o.i_have_permission && !server::is_loopback(authority).await? {
+            if !o.i_have_permission && !node::is_loopback(authority).await? {
                 bail!(
                     "{url} is not on this machine: thousands of connections look like an attack. \
                      Ask its owner first, then add --i-have-permission"
@@ -241,7 +218,7 @@ pub async fn run(o: Options) -> Result<Report> {
         .as_ref()
         .map(Spawned::pid)
         .or_else(|| cluster.as_ref().and_then(Cluster::router_pid));
-    server::health(&endpoint, Duration::from_secs(5))
+    node::health(&endpoint, Duration::from_secs(5))
         .await
         .with_context(|| format!("the server at {url} cannot be reached"))?;
 
@@ -766,7 +743,7 @@ async fn drop_all(
     let mut result = DropResult::default();
     let deadline = t0 + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if server::health(endpoint, Duration::from_millis(500))
+        if node::health(endpoint, Duration::from_millis(500))
             .await
             .is_ok()
         {
@@ -777,7 +754,7 @@ async fn drop_all(
     }
     let deadline = t0 + Duration::from_secs(30);
     while Instant::now() < deadline {
-        if let Ok(Some(st)) = server::health(endpoint, Duration::from_millis(500)).await {
+        if let Ok(Some(st)) = node::health(endpoint, Duration::from_millis(500)).await {
             if st.connections == 0 {
                 result.connections_zero_after_ms =
                     Some(round3(t0.elapsed().as_secs_f64() * 1000.0));
@@ -817,7 +794,7 @@ mod tests {
     #[test]
     fn spawned_nodes_get_room_for_one_address_and_user_settings_win() {
         let o = options(&["--per-account", "40", "--env", "ATRIUM_WS_PER_IP=7"]);
-        let env: BTreeMap<_, _> = spawn_env(&o).into_iter().collect();
+        let env: BTreeMap<_, _> = node::spawn_env(&o).into_iter().collect();
         assert_eq!(env["ATRIUM_HEALTH_STATS"], "1");
         assert_eq!(env["ATRIUM_WS_PER_IP"], "7");
         assert_eq!(env["ATRIUM_WS_PER_ACCOUNT"], "40");

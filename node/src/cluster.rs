@@ -19,7 +19,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::ids::FileId;
 use crate::room::RoomCmd;
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// The topic sign-outs travel on; the payload is the token's SHA-256 digest.
 pub const SIGNOUT: &str = "signout";

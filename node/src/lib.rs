@@ -36,6 +36,7 @@ pub mod room;
 pub mod server;
 pub mod sessions;
 pub mod socket;
+pub mod state;
 pub mod stats;
 pub mod store;
 pub mod ws;

@@ -1,4 +1,4 @@
-//! The node as a whole: its shared state, the listeners, and an orderly shutdown.
+//! The node as a whole: starting it, its listeners, and an orderly shutdown.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -15,7 +15,6 @@ use atrium_coordinator::{Coordinator, CoordinatorError, Member, NodeId};
 
 use crate::auth::Hasher;
 use crate::config::NodeConfig;
-use crate::doc::DocLimits;
 use crate::journal::Journal;
 use crate::limits::{AddressCounts, KeyedLimiter};
 use crate::metrics::metrics;
@@ -23,53 +22,13 @@ use crate::outbox::Budget;
 use crate::room::registry::Rooms;
 use crate::room::RoomContext;
 use crate::sessions::SessionSockets;
+use crate::state::AppState;
 use crate::store::postgres::PgStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::Store;
 
 /// Addresses and emails the sign-in limiters remember at most.
 const AUTH_KEYS: usize = 100_000;
-
-/// What every request and socket shares.
-pub struct AppState {
-    pub config: Arc<NodeConfig>,
-    pub store: Arc<dyn Store>,
-    pub rooms: Rooms,
-    pub sockets: SessionSockets,
-    pub hasher: Hasher,
-    pub limits: DocLimits,
-    pub coordinator: Arc<dyn Coordinator>,
-    pub node: NodeId,
-    /// Proxies whose `X-Forwarded-For` is believed.
-    pub trusted: Vec<crate::limits::Network>,
-    pub sockets_by_address: Arc<AddressCounts>,
-    /// Socket upgrades per client address, paced (`ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND`).
-    pub upgrades_by_address: KeyedLimiter<std::net::IpAddr>,
-    pub auth_by_address: KeyedLimiter<std::net::IpAddr>,
-    pub auth_by_email: KeyedLimiter<String>,
-    /// Sign-ins per (client address, email), before hashing.
-    pub signin_by_address_email: KeyedLimiter<(std::net::IpAddr, String)>,
-    /// Wrong passwords per email, from every address (never refuses a right one).
-    pub signin_failures_by_email: KeyedLimiter<String>,
-    /// File creations per account (`ATRIUM_FILE_CREATES_PER_MINUTE`).
-    pub file_creates: KeyedLimiter<crate::ids::AccountId>,
-    /// Open TCP connections on the main address (`ATRIUM_MAX_CONNECTIONS`).
-    pub connections: Arc<crate::limits::ConnectionCap>,
-    /// The node's memory budget: new work is refused before it is exceeded.
-    pub memory: Arc<crate::memory::MemoryGuard>,
-    /// The runtime's scheduling delay, sampled for /health.
-    pub delay: Arc<crate::stats::DelayProbe>,
-    accepting: AtomicBool,
-    /// Turns true when shutdown begins (sockets still saying hello close with 1012).
-    pub stopping: watch::Receiver<bool>,
-}
-
-impl AppState {
-    /// Whether the node takes new work (false once shutdown begins).
-    pub fn accepting(&self) -> bool {
-        self.accepting.load(Ordering::Acquire)
-    }
-}
 
 /// A started node: where it listens, and how to wait for it.
 pub struct Running {
@@ -174,7 +133,7 @@ pub async fn start(
         config: config.clone(),
         store,
         rooms: Rooms::new(ctx),
-        sockets: SessionSockets::default(),
+        sockets: Arc::new(SessionSockets::default()),
         hasher,
         limits,
         coordinator: coordinator.clone(),
@@ -209,7 +168,11 @@ pub async fn start(
         tokio::spawn(admin_loop(admin, stop_rx.clone()));
     }
     tokio::spawn(crate::cluster::run(state.clone()));
-    tokio::spawn(crate::sessions::run(state.clone()));
+    tokio::spawn(crate::sessions::run(
+        state.sockets.clone(),
+        state.store.clone(),
+        stop_rx.clone(),
+    ));
     let heartbeats = tokio::spawn(heartbeat_loop(
         coordinator.clone(),
         member,

@@ -10,8 +10,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use crate::outbox::{ConnId, Outbox};
-use crate::server::AppState;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 /// How often expiries are checked: a socket closes at most this long after its
 /// session expired.
@@ -106,16 +105,19 @@ impl SessionSockets {
 
 /// Closes sockets whose session expired (4001, within [`SWEEP`] of the expiry) and
 /// deletes expired sessions from the store every [`CLEANUP`], until the node stops.
-pub async fn run(state: Arc<AppState>) {
+pub async fn run(
+    sockets: Arc<SessionSockets>,
+    store: Arc<dyn Store>,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) {
     let mut sweep = tokio::time::interval(SWEEP);
     sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut cleanup = tokio::time::interval(CLEANUP);
     cleanup.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut stopping = state.stopping.clone();
     loop {
         tokio::select! {
-            _ = sweep.tick() => sweep_once(&state).await,
-            _ = cleanup.tick() => match state.store.delete_expired_sessions().await {
+            _ = sweep.tick() => sweep_once(&sockets, store.as_ref()).await,
+            _ = cleanup.tick() => match store.delete_expired_sessions().await {
                 Ok(0) => {}
                 Ok(n) => tracing::debug!(sessions = n, "deleted expired sessions"),
                 Err(e) => tracing::warn!(error = %e, "could not delete expired sessions"),
@@ -125,11 +127,10 @@ pub async fn run(state: Arc<AppState>) {
     }
 }
 
-async fn sweep_once(state: &AppState) {
-    let sockets = &state.sockets;
+async fn sweep_once(sockets: &SessionSockets, store: &dyn Store) {
     let unknown = sockets.unknown(LOOKUPS_PER_SWEEP);
     let looked_up: Vec<([u8; 32], Result<i64, StoreError>)> = futures_util::stream::iter(unknown)
-        .map(|d| async move { (d, state.store.session_expiry(d).await) })
+        .map(|d| async move { (d, store.session_expiry(d).await) })
         .buffer_unordered(16)
         .collect()
         .await;

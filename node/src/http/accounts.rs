@@ -14,7 +14,7 @@ use super::{
 use crate::auth::AuthError;
 use crate::ids::{digest, new_secret};
 use crate::limits::address_key;
-use crate::server::AppState;
+use crate::state::AppState;
 use crate::store::{Account, StoreError};
 
 const MIN_PASSWORD_CHARS: usize = 8;

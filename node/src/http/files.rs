@@ -15,7 +15,7 @@ use crate::doc::{DocLimits, Document, PatchError};
 use crate::ids::{new_secret, FileId};
 use crate::room::access::{self, Denied};
 use crate::room::JoinError;
-use crate::server::AppState;
+use crate::state::AppState;
 use crate::store::{Account, FileRecord, FileUpdate, LinkAccess, StoreError};
 
 const MAX_FILE_NAME_CHARS: usize = 200;

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use crate::ids::{digest, FileId};
 use crate::metrics::metrics;
-use crate::server::AppState;
+use crate::state::AppState;
 use crate::store::{Account, StoreError};
 
 pub type Body = Full<Bytes>;

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{bearer_token, caller, json_response, signed_in, ApiError, ApiResult, Body};
 use crate::metrics::metrics;
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// Liveness, always 200. Statistics come along with `ATRIUM_HEALTH_STATS=1`, or
 /// for a signed-in server admin.

@@ -26,7 +26,7 @@ use crate::outbox::{outbox, Outbox};
 use crate::room::access::Seat;
 use crate::room::registry::RoomHandle;
 use crate::room::RoomCmd;
-use crate::server::AppState;
+use crate::state::AppState;
 use crate::ws::{Reader, ReaderLimits};
 
 /// How long the final flush and close of a socket may take.

@@ -16,7 +16,7 @@ use crate::protocol::{self, ClientMessage, Kind, Refusal};
 use crate::room::access;
 use crate::room::registry::RoomHandle;
 use crate::room::{JoinError, JoinRequest, RoomCmd};
-use crate::server::AppState;
+use crate::state::AppState;
 use crate::store::StoreError;
 use crate::ws::{Incoming, ReadError, Reader};
 

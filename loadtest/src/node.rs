@@ -1,6 +1,7 @@
 //! The node under load: spawning a scratch one, asking `/health`, and reading a spawned
 //! node's CPU and memory from /proc.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -11,6 +12,30 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 
 use crate::http::{request, Endpoint};
+use crate::options::Options;
+
+/// The settings a spawned node gets unless `--env` or the config file says otherwise: statistics
+/// on, and the per-address, per-account, sign-up and file-creation limits raised, since every
+/// generated socket and sign-up comes from one address and one owner makes every file.
+pub fn spawn_env(o: &Options) -> Vec<(String, String)> {
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_string(), v);
+    };
+    set("ATRIUM_HEALTH_STATS", "1".into());
+    set("ATRIUM_WS_PER_IP", "1000000".into());
+    set("ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND", "0".into());
+    set("ATRIUM_WS_PER_ACCOUNT", o.per_account.max(10).to_string());
+    set("ATRIUM_AUTH_PER_IP_PER_MINUTE", "1000000".into());
+    set("ATRIUM_AUTH_PER_EMAIL_PER_MINUTE", "1000000".into());
+    // One owner makes every file of the run.
+    set("ATRIUM_FILES_PER_ACCOUNT", "1000000".into());
+    set("ATRIUM_FILE_CREATES_PER_MINUTE", "1000000".into());
+    for (k, v) in &o.env {
+        env.insert(k.clone(), v.clone());
+    }
+    env.into_iter().collect()
+}
 
 /// A scratch node: its process and its temporary folder, both gone when this is stopped or
 /// dropped.

@@ -1,0 +1,56 @@
+//! What every request, socket and background task of a node shares.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use atrium_coordinator::{Coordinator, NodeId};
+use tokio::sync::watch;
+
+use crate::auth::Hasher;
+use crate::config::NodeConfig;
+use crate::doc::DocLimits;
+use crate::limits::{AddressCounts, KeyedLimiter};
+use crate::room::registry::Rooms;
+use crate::sessions::SessionSockets;
+use crate::store::Store;
+
+/// What every request and socket shares.
+pub struct AppState {
+    pub config: Arc<NodeConfig>,
+    pub store: Arc<dyn Store>,
+    pub rooms: Rooms,
+    pub sockets: Arc<SessionSockets>,
+    pub hasher: Hasher,
+    pub limits: DocLimits,
+    pub coordinator: Arc<dyn Coordinator>,
+    pub node: NodeId,
+    /// Proxies whose `X-Forwarded-For` is believed.
+    pub trusted: Vec<crate::limits::Network>,
+    pub sockets_by_address: Arc<AddressCounts>,
+    /// Socket upgrades per client address, paced (`ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND`).
+    pub upgrades_by_address: KeyedLimiter<std::net::IpAddr>,
+    pub auth_by_address: KeyedLimiter<std::net::IpAddr>,
+    pub auth_by_email: KeyedLimiter<String>,
+    /// Sign-ins per (client address, email), before hashing.
+    pub signin_by_address_email: KeyedLimiter<(std::net::IpAddr, String)>,
+    /// Wrong passwords per email, from every address (never refuses a right one).
+    pub signin_failures_by_email: KeyedLimiter<String>,
+    /// File creations per account (`ATRIUM_FILE_CREATES_PER_MINUTE`).
+    pub file_creates: KeyedLimiter<crate::ids::AccountId>,
+    /// Open TCP connections on the main address (`ATRIUM_MAX_CONNECTIONS`).
+    pub connections: Arc<crate::limits::ConnectionCap>,
+    /// The node's memory budget: new work is refused before it is exceeded.
+    pub memory: Arc<crate::memory::MemoryGuard>,
+    /// The runtime's scheduling delay, sampled for /health.
+    pub delay: Arc<crate::stats::DelayProbe>,
+    pub(crate) accepting: AtomicBool,
+    /// Turns true when shutdown begins (sockets still saying hello close with 1012).
+    pub stopping: watch::Receiver<bool>,
+}
+
+impl AppState {
+    /// Whether the node takes new work (false once shutdown begins).
+    pub fn accepting(&self) -> bool {
+        self.accepting.load(Ordering::Acquire)
+    }
+}
