@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use atrium_protocol::CloseCode;
 use futures_util::{SinkExt, StreamExt};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -13,7 +14,7 @@ use serde_json::{Map, Value};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::{timeout, Instant};
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode as WsCloseCode;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{client_async_with_config, MaybeTlsStream, WebSocketStream};
@@ -626,13 +627,11 @@ impl Client {
     }
 }
 
-/// Whether a close code before the welcome asks the client to come back (PROTOCOL.md's table):
-/// not for a bad client, a refusal, a replacement or a cap that waits for the person.
+/// Whether a close code before the welcome asks the client to come back (the contract's
+/// table): not for a bad client, a refusal, a replacement or a cap that waits for the person.
+/// A code the contract does not know is retried.
 fn retryable(code: u16) -> bool {
-    !matches!(
-        code,
-        1000 | 1003 | 1007 | 1009 | 4001 | 4003 | 4004 | 4010 | 4029
-    )
+    CloseCode::from_code(code).is_none_or(|c| !c.is_final())
 }
 
 /// Waits for the run's next end signal; gives the receiver back, and false when the run is gone.
@@ -658,7 +657,7 @@ async fn close(mut ws: Socket) {
     let _ = timeout(Duration::from_secs(2), async {
         let _ = ws
             .close(Some(tokio_tungstenite::tungstenite::protocol::CloseFrame {
-                code: CloseCode::Normal,
+                code: WsCloseCode::Normal,
                 reason: "".into(),
             }))
             .await;

@@ -13,6 +13,10 @@ use crate::metrics::metrics;
 pub struct Counted(pub Arc<dyn Coordinator>);
 
 fn count(operation: &str) {
+    debug_assert!(
+        crate::metrics::COORDINATOR_OPERATIONS.contains(&operation),
+        "{operation} is not exported at zero"
+    );
     metrics()
         .coordinator_operations
         .with_label_values(&[operation])

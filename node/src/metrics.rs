@@ -4,6 +4,7 @@
 
 use std::sync::LazyLock;
 
+use atrium_protocol::{CloseCode, CLIENT_MESSAGES, REJECT_CODES, SERVER_MESSAGES};
 use prometheus::{
     Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
     TextEncoder,
@@ -77,6 +78,33 @@ fn histogram(registry: &Registry, name: &str, help: &str, buckets: &[f64]) -> Hi
         .expect("unique metric");
     h
 }
+
+/// The `reason` label of `atrium_room_exits_total` (`room::Exit`).
+pub const ROOM_EXIT_REASONS: &[&str] = &[
+    "idle",
+    "shutdown",
+    "moved",
+    "deleted",
+    "lease-lost",
+    "fenced",
+];
+
+/// The `operation` label of `atrium_coordinator_operations_total` (`counted.rs`).
+pub const COORDINATOR_OPERATIONS: &[&str] = &[
+    "join",
+    "heartbeat",
+    "leave",
+    "members",
+    "acquire",
+    "renew",
+    "release",
+    "holder",
+    "count",
+    "count_up",
+    "count_down",
+    "publish",
+    "watch",
+];
 
 /// Latency buckets from 0.5 ms to 10 s.
 const LATENCY: &[f64] = &[
@@ -242,6 +270,29 @@ impl Metrics {
             ),
             registry: r,
         }
+        .with_every_label_at_zero()
+    }
+
+    /// Touches every series of the labelled families whose labels come from a fixed set,
+    /// so a fresh node exports them at 0 and dashboards and alerts see 0, not "no data".
+    fn with_every_label_at_zero(self) -> Self {
+        for code in CloseCode::ALL {
+            self.closes.with_label_values(&[&code.to_string()]);
+        }
+        let families: [(&IntCounterVec, &[&str]); 6] = [
+            (&self.rejects, REJECT_CODES),
+            (&self.messages_received, CLIENT_MESSAGES),
+            (&self.messages_sent, SERVER_MESSAGES),
+            (&self.room_exits, ROOM_EXIT_REASONS),
+            (&self.coordinator_operations, COORDINATOR_OPERATIONS),
+            (&self.http_requests, &["1xx", "2xx", "3xx", "4xx", "5xx"]),
+        ];
+        for (family, labels) in families {
+            for label in labels {
+                family.with_label_values(&[label]);
+            }
+        }
+        self
     }
 
     /// The text exposition format.
@@ -256,4 +307,35 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
 pub fn metrics() -> &'static Metrics {
     &METRICS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh node exports every fixed-label series at 0, so "no data" never means "none".
+    #[test]
+    fn fixed_labels_start_at_zero() {
+        let text = Metrics::new().render();
+        for line in [
+            r#"atrium_closes_total{code="4009"} 0"#,
+            r#"atrium_closes_total{code="1013"} 0"#,
+            r#"atrium_rejects_total{code="too-large"} 0"#,
+            r#"atrium_messages_received_total{type="patch"} 0"#,
+            r#"atrium_messages_sent_total{type="presences"} 0"#,
+            r#"atrium_room_exits_total{reason="lease-lost"} 0"#,
+            r#"atrium_coordinator_operations_total{operation="acquire"} 0"#,
+            r#"atrium_http_requests_total{status="5xx"} 0"#,
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing from a fresh node"
+            );
+        }
+        let closes = text
+            .lines()
+            .filter(|l| l.starts_with("atrium_closes_total{"))
+            .count();
+        assert_eq!(closes, CloseCode::ALL.len());
+    }
 }

@@ -6,6 +6,7 @@
 //! socket's writer drains it. A queue that overflows closes its socket with 4008
 //! instead of slowing the room (invariant 4).
 
+use atrium_protocol::CloseCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -25,9 +26,6 @@ impl ConnId {
         ConnId(NEXT.fetch_add(1, Ordering::Relaxed))
     }
 }
-
-/// Close code: the send queue overflowed.
-pub const CLOSE_TOO_SLOW: u16 = 4008;
 
 /// A message encoded once and shared by every socket it goes to.
 pub type Msg = Arc<Outgoing>;
@@ -223,7 +221,7 @@ impl Outbox {
         }
         if !budget.take(len) {
             self.close(
-                1013,
+                CloseCode::TryAgainLater,
                 "the node is busy sending large documents; try again later",
             );
             return false;
@@ -260,13 +258,13 @@ impl Outbox {
         if !self.is_closing() {
             metrics().queue_overflows.inc();
         }
-        self.close(CLOSE_TOO_SLOW, "too slow: the send queue overflowed");
+        self.close(CloseCode::TooSlow, "too slow: the send queue overflowed");
     }
 
     /// Asks the writer to close the socket with `code` after what is queued
     /// (except after an overflow). The first request wins.
-    pub fn close(&self, code: u16, reason: &str) {
-        if self.request_close(code, reason) {
+    pub fn close(&self, code: CloseCode, reason: &str) {
+        if self.request_close(code.code(), reason) {
             metrics()
                 .closes
                 .with_label_values(&[&code.to_string()])
@@ -360,8 +358,8 @@ mod tests {
         assert!(out.send_text("a".into()));
         assert!(out.send_text("b".into()));
         assert!(!out.send_text("c".into()));
-        out.close(1012, "later request loses");
-        assert_eq!(rx.close.closed().await.code, CLOSE_TOO_SLOW);
+        out.close(CloseCode::ServiceRestart, "later request loses");
+        assert_eq!(rx.close.closed().await.code, CloseCode::TooSlow.code());
     }
 
     #[tokio::test]
@@ -372,7 +370,10 @@ mod tests {
         assert_eq!(rx.recv_many(&mut got, 10).await, 1);
         assert!(out.send_text("12345678".into()));
         assert!(!out.send_text("123".into()));
-        assert_eq!(rx.close.requested().unwrap().code, CLOSE_TOO_SLOW);
+        assert_eq!(
+            rx.close.requested().unwrap().code,
+            CloseCode::TooSlow.code()
+        );
     }
 
     #[tokio::test]
@@ -406,6 +407,9 @@ mod tests {
         budget.give(100);
         let (out2, rx2) = outbox(10, 10);
         assert!(!out2.open_with(shared(vec![b'x'; 200]), &budget));
-        assert_eq!(rx2.close.requested().unwrap().code, 1013);
+        assert_eq!(
+            rx2.close.requested().unwrap().code,
+            CloseCode::TryAgainLater.code()
+        );
     }
 }

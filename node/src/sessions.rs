@@ -3,6 +3,7 @@
 //! sockets (once), closes them with 4001 when it passes, and deletes expired
 //! sessions from the store now and then.
 
+use atrium_protocol::CloseCode;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -84,7 +85,7 @@ impl SessionSockets {
         };
         let mut closed = 0;
         for outbox in expired.into_iter().flat_map(|t| t.conns.into_values()) {
-            outbox.close(4001, "session expired");
+            outbox.close(CloseCode::Unauthorized, "session expired");
             closed += 1;
         }
         closed
@@ -98,7 +99,7 @@ impl SessionSockets {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&token);
         for outbox in conns.into_iter().flat_map(|t| t.conns.into_values()) {
-            outbox.close(4001, "signed out");
+            outbox.close(CloseCode::Unauthorized, "signed out");
         }
     }
 }

@@ -78,14 +78,18 @@ async fn echo<S: AsyncRead + AsyncWrite + Unpin>(io: S, deflate: bool) {
             Ok(Incoming::Text(text)) => frame::text(text.as_bytes()),
             Ok(Incoming::Pong) => frame::text(b"got pong"),
             Ok(Incoming::Ping(payload)) => frame::pong(&payload),
-            Ok(Incoming::Binary) => frame::close(ws::close_code::UNSUPPORTED, "text only"),
+            Ok(Incoming::Binary) => {
+                frame::close(atrium_protocol::CloseCode::Unsupported.code(), "text only")
+            }
             Ok(Incoming::Close(code)) => {
                 let _ = wr.write_all(&frame::close(code.unwrap_or(1000), "")).await;
                 return;
             }
             Err(e) => {
                 if let Some(code) = e.close_code() {
-                    let _ = wr.write_all(&frame::close(code, &e.to_string())).await;
+                    let _ = wr
+                        .write_all(&frame::close(code.code(), &e.to_string()))
+                        .await;
                 }
                 return;
             }

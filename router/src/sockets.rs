@@ -18,15 +18,13 @@ use bytes::{BufMut, Bytes, BytesMut};
 use nix::sys::socket::{getpeername, getsockname, shutdown, Shutdown, SockaddrStorage};
 
 use atrium_coordinator::NodeId;
+use atrium_protocol::CloseCode;
 
 use crate::metrics::Metrics;
 
-/// The close code of a drain: the service is restarting, come back.
-pub const SERVICE_RESTART: u16 = 1012;
-
 /// A server-to-client WebSocket close frame (FIN + opcode 8, unmasked) with `code` and a short
 /// UTF-8 `reason` (at most 123 bytes, as control frames carry at most 125).
-pub fn close_frame(code: u16, reason: &str) -> Bytes {
+pub fn close_frame(code: CloseCode, reason: &str) -> Bytes {
     let mut end = reason.len().min(123);
     while !reason.is_char_boundary(end) {
         end -= 1;
@@ -35,7 +33,7 @@ pub fn close_frame(code: u16, reason: &str) -> Bytes {
     let mut frame = BytesMut::with_capacity(4 + reason.len());
     frame.put_u8(0x88);
     frame.put_u8((2 + reason.len()) as u8);
-    frame.put_u16(code);
+    frame.put_u16(code.code());
     frame.put_slice(reason);
     frame.freeze()
 }
@@ -181,7 +179,7 @@ impl SocketGuard {
             return None;
         }
         self.sent_close = true;
-        Some(close_frame(SERVICE_RESTART, "router restarting"))
+        Some(close_frame(CloseCode::ServiceRestart, "router restarting"))
     }
 }
 
@@ -202,9 +200,9 @@ mod tests {
 
     #[test]
     fn close_frames_are_unmasked_with_the_code_first() {
-        let f = close_frame(1012, "bye");
+        let f = close_frame(CloseCode::ServiceRestart, "bye");
         assert_eq!(&f[..], &[0x88, 5, 0x03, 0xF4, b'b', b'y', b'e']);
-        let long = close_frame(1012, &"é".repeat(100));
+        let long = close_frame(CloseCode::ServiceRestart, &"é".repeat(100));
         assert!(long.len() <= 127);
         assert_eq!(long[1] as usize, long.len() - 2);
         assert!(std::str::from_utf8(&long[4..]).is_ok());

@@ -1,5 +1,6 @@
 //! Who may be in a file, and as what (PROTOCOL.md, "Access to a file").
 
+use atrium_protocol::CloseCode;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -76,10 +77,10 @@ pub enum Denied {
 }
 
 impl Denied {
-    pub fn close_code(self) -> u16 {
+    pub fn close_code(self) -> CloseCode {
         match self {
-            Denied::Unauthorized => 4001,
-            Denied::Forbidden => 4003,
+            Denied::Unauthorized => CloseCode::Unauthorized,
+            Denied::Forbidden => CloseCode::Forbidden,
         }
     }
 }

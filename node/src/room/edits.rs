@@ -56,6 +56,7 @@ impl Room {
         };
         let outbox = member.outbox.clone();
         let refuse = |code: &'static str, message: &str| {
+            debug_assert!(atrium_protocol::REJECT_CODES.contains(&code), "{code}");
             metrics().rejects.with_label_values(&[code]).inc();
             outbox.send_text(protocol::reject(&Refusal {
                 id: Some(patch.id),

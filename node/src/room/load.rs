@@ -1,6 +1,7 @@
 //! Opening a room: take the file (its epoch raised first), then rebuild the
 //! document from the snapshot and the log, and refill the resume ring.
 
+use atrium_protocol::CloseCode;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -34,15 +35,15 @@ pub async fn load(
     let known = ctx.load_costs.get(file).unwrap_or(0);
     if !ctx.memory.admits() || !ctx.memory.fits(known) {
         metrics().memory_refusals.inc();
-        return Err(JoinError::Unavailable(1013));
+        return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
     }
     let lease = match ctx.coordinator.acquire(file.as_str(), &ctx.node).await {
         Ok(lease) => lease,
         // Another node serves the file: the client goes back through the router.
-        Err(CoordinatorError::Held { .. }) => return Err(JoinError::Unavailable(4009)),
+        Err(CoordinatorError::Held { .. }) => return Err(JoinError::Unavailable(CloseCode::Moved)),
         Err(e) => {
             tracing::warn!(file = %file, error = %e, "coordinator refused the lease");
-            return Err(JoinError::Unavailable(1013));
+            return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         }
     };
     let heartbeat = config.coordinator_settings().heartbeat;
@@ -53,8 +54,8 @@ pub async fn load(
             let _ = keeper.release().await;
             return Err(match e {
                 StoreError::NotFound => JoinError::NotFound,
-                StoreError::Fenced => JoinError::Unavailable(4009),
-                _ => JoinError::Unavailable(1013),
+                StoreError::Fenced => JoinError::Unavailable(CloseCode::Moved),
+                _ => JoinError::Unavailable(CloseCode::TryAgainLater),
             });
         }
     };
@@ -67,7 +68,7 @@ pub async fn load(
         None => {
             metrics().memory_refusals.inc();
             let _ = keeper.release().await;
-            return Err(JoinError::Unavailable(1013));
+            return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         }
     };
     loading.hold_until_sampled();
@@ -100,7 +101,7 @@ pub async fn load(
         Err(e) => {
             tracing::error!(file = %file, error = %e, "snapshot is unreadable");
             let _ = keeper.release().await;
-            return Err(JoinError::Unavailable(1013));
+            return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         }
     };
     let mut ring = Ring::new(config.room_ops, config.room_ops_bytes);

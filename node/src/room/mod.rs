@@ -23,6 +23,7 @@ pub mod ring;
 mod seats;
 mod snapshot;
 
+use atrium_protocol::CloseCode;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -91,7 +92,7 @@ pub enum JoinError {
     /// The room is closing; ask the registry again.
     Retry,
     /// The node is shutting down or cannot load the file.
-    Unavailable(u16),
+    Unavailable(CloseCode),
 }
 
 impl JoinError {
@@ -101,18 +102,20 @@ impl JoinError {
             JoinError::Denied(Denied::Forbidden) => "no access to this file",
             JoinError::NotFound => "file not found",
             JoinError::Full => "the file is full",
-            JoinError::Retry | JoinError::Unavailable(1013) => "try again later",
-            JoinError::Unavailable(4009) => "moved: another node serves this file",
+            JoinError::Retry | JoinError::Unavailable(CloseCode::TryAgainLater) => {
+                "try again later"
+            }
+            JoinError::Unavailable(CloseCode::Moved) => "moved: another node serves this file",
             JoinError::Unavailable(_) => "server restarting",
         }
     }
 
-    pub fn close_code(self) -> u16 {
+    pub fn close_code(self) -> CloseCode {
         match self {
             JoinError::Denied(d) => d.close_code(),
-            JoinError::NotFound => 4004,
-            JoinError::Full => 4031,
-            JoinError::Retry => 1013,
+            JoinError::NotFound => CloseCode::NotFound,
+            JoinError::Full => CloseCode::FileFull,
+            JoinError::Retry => CloseCode::TryAgainLater,
             JoinError::Unavailable(code) => code,
         }
     }
@@ -217,6 +220,22 @@ impl Exit {
     }
 }
 
+#[cfg(test)]
+#[test]
+fn every_exit_reason_is_exported_at_zero() {
+    let all = [
+        Exit::Idle,
+        Exit::Shutdown,
+        Exit::Moved,
+        Exit::Deleted,
+        Exit::LeaseLost,
+        Exit::Fenced,
+    ];
+    for exit in all {
+        assert!(crate::metrics::ROOM_EXIT_REASONS.contains(&exit.reason()));
+    }
+}
+
 struct Finishing {
     exit: Exit,
     reply: Option<oneshot::Sender<()>>,
@@ -302,11 +321,11 @@ impl Room {
             .inc();
         metrics().people.sub(room.members.len() as i64);
         let code = match exit {
-            Exit::Deleted => Some((4004, "file deleted")),
+            Exit::Deleted => Some((CloseCode::NotFound, "file deleted")),
             Exit::Fenced | Exit::LeaseLost | Exit::Moved => {
-                Some((4009, "moved: this node no longer owns the file"))
+                Some((CloseCode::Moved, "moved: this node no longer owns the file"))
             }
-            Exit::Shutdown => Some((1012, "server restarting")),
+            Exit::Shutdown => Some((CloseCode::ServiceRestart, "server restarting")),
             Exit::Idle => None,
         };
         // The lease goes first: a client told to come back (4009, 1012) may reach
@@ -370,6 +389,7 @@ impl Room {
 
     /// Sends one encoded message to everyone in the room.
     fn broadcast(&self, frame: Msg, kind: &str) {
+        debug_assert!(atrium_protocol::SERVER_MESSAGES.contains(&kind), "{kind}");
         for m in self.members.values() {
             m.outbox.send(frame.clone());
         }
@@ -403,7 +423,7 @@ impl Room {
         if waited >= STALL_CLOSE {
             for m in self.members.values() {
                 m.outbox.close(
-                    1013,
+                    CloseCode::TryAgainLater,
                     "the node cannot save edits right now; try again later",
                 );
             }

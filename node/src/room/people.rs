@@ -1,6 +1,7 @@
 //! People in a room: joining (access, seats, the welcome), leaving, the
 //! presence rate, and what a change of the file's settings does to them.
 
+use atrium_protocol::CloseCode;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -52,9 +53,9 @@ impl Room {
     pub(super) fn join(&mut self, req: JoinRequest) -> Result<Joined, JoinError> {
         if let Some(f) = &self.finishing {
             let code = if matches!(f.exit, Exit::Moved) {
-                4009
+                CloseCode::Moved
             } else {
-                1012
+                CloseCode::ServiceRestart
             };
             return Err(JoinError::Unavailable(code));
         }
@@ -89,8 +90,10 @@ impl Room {
         let mut page = None;
         for conn in &replaced {
             if let Some(old) = self.members.remove(conn) {
-                old.outbox
-                    .close(4010, "replaced by a newer socket of the same client");
+                old.outbox.close(
+                    CloseCode::Replaced,
+                    "replaced by a newer socket of the same client",
+                );
                 page = self.board.leave(*conn, false).flatten();
                 self.waiting.retain(|c| c != conn);
                 metrics().people.dec();
@@ -153,7 +156,7 @@ impl Room {
         }
         let Some(reservation) = self.ctx.memory.reserve(2 * size as u64) else {
             metrics().memory_refusals.inc();
-            return Err(JoinError::Unavailable(1013));
+            return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         };
         reservation.hold_until_sampled();
         Ok(())
@@ -265,7 +268,7 @@ impl Room {
             .collect();
         for conn in gone {
             if let Some(m) = self.members.get(&conn) {
-                m.outbox.close(4003, "no access any more");
+                m.outbox.close(CloseCode::Forbidden, "no access any more");
             }
             self.leave(conn);
         }

@@ -1,5 +1,6 @@
 //! The rooms of this node, by file: opened on first use, gone when idle.
 
+use atrium_protocol::CloseCode;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -216,7 +217,9 @@ impl Rooms {
     ) -> Result<(RoomHandle, Joined), JoinError> {
         let mut again = Again::new();
         loop {
-            let handle = self.open(file).ok_or(JoinError::Unavailable(1012))?;
+            let handle = self
+                .open(file)
+                .ok_or(JoinError::Unavailable(CloseCode::ServiceRestart))?;
             let (reply, answer) = oneshot::channel();
             if handle.tx.send(RoomCmd::Join(req.clone(), reply)).is_ok() {
                 match answer.await {
@@ -225,7 +228,7 @@ impl Rooms {
                 }
             }
             if !again.pause().await {
-                return Err(JoinError::Unavailable(1013));
+                return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
             }
         }
     }
@@ -234,7 +237,9 @@ impl Rooms {
     pub async fn document(&self, file: &FileId) -> Result<(u64, String), JoinError> {
         let mut again = Again::new();
         loop {
-            let handle = self.open(file).ok_or(JoinError::Unavailable(503))?;
+            let handle = self
+                .open(file)
+                .ok_or(JoinError::Unavailable(CloseCode::TryAgainLater))?;
             let (reply, answer) = oneshot::channel();
             if handle.tx.send(RoomCmd::GetDoc(reply)).is_ok() {
                 if let Ok(doc) = answer.await {
@@ -246,7 +251,7 @@ impl Rooms {
                 }
             }
             if !again.pause().await {
-                return Err(JoinError::Unavailable(503));
+                return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
             }
         }
     }

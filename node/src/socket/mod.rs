@@ -9,6 +9,7 @@
 mod reader;
 mod writer;
 
+use atrium_protocol::CloseCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,7 +113,10 @@ pub async fn serve(
     let config = state.config.clone();
     let (out, mut rx) = outbox(config.send_queue, config.send_queue_bytes);
     if address_slot.is_none() {
-        out.close(4029, "too many sockets from this address");
+        out.close(
+            CloseCode::TooManySockets,
+            "too many sockets from this address",
+        );
     }
     let (read_io, mut write_io) = split(upgraded);
     let limits = ReaderLimits {
@@ -149,7 +153,7 @@ pub async fn serve(
             _ = silence(&liveness, config.ping_timeout()) => {
                 // Nothing heard, not even a pong: the peer is gone or stuck.
                 tracing::debug!("socket stopped answering; closing");
-                out.close(1001, "no answer to pings");
+                out.close(CloseCode::GoingAway, "no answer to pings");
                 let _ = timeout(CLOSE_DEADLINE, &mut writing).await;
             }
         }

@@ -1,6 +1,7 @@
 //! The reading half of a socket: the hello (within its deadline), the join,
 //! then every message to the room, within the socket's rate limits.
 
+use atrium_protocol::CloseCode;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ async fn next_frame(frames: &mut Frames, outbox: &Outbox, liveness: &Liveness) -
             Next::Text(text)
         }
         Ok(Incoming::Binary) => {
-            outbox.close(1003, "binary frames are not accepted");
+            outbox.close(CloseCode::Unsupported, "binary frames are not accepted");
             Next::End
         }
         Ok(Incoming::Ping(payload)) => {
@@ -51,7 +52,7 @@ async fn next_frame(frames: &mut Frames, outbox: &Outbox, liveness: &Liveness) -
         Ok(Incoming::Pong) => Next::Skip,
         Ok(Incoming::Close(code)) => {
             // Answer with the client's code (1000 when it gave none).
-            outbox.echo_close(code.unwrap_or(1000));
+            outbox.echo_close(code.unwrap_or(CloseCode::Normal.code()));
             Next::End
         }
         Err(ReadError::Closed | ReadError::Io(_)) => Next::End,
@@ -87,6 +88,11 @@ async fn stopped(mut stopping: tokio::sync::watch::Receiver<bool>) {
 }
 
 fn refuse(outbox: &Outbox, refusal: Refusal) {
+    debug_assert!(
+        atrium_protocol::REJECT_CODES.contains(&refusal.code),
+        "{}",
+        refusal.code
+    );
     metrics().rejects.with_label_values(&[refusal.code]).inc();
     outbox.send_text(protocol::reject(&refusal));
 }
@@ -111,7 +117,7 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
         let next = tokio::select! {
             next = timeout_at(deadline, next_frame(frames, &session.outbox, liveness)) => next,
             _ = stopped(stopping.clone()) => {
-                session.outbox.close(1012, "server restarting");
+                session.outbox.close(CloseCode::ServiceRestart, "server restarting");
                 drain(frames).await;
                 return;
             }
@@ -121,7 +127,7 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
             Ok(Next::Skip) => continue,
             Ok(Next::End) => return drain_if_closing(frames, &session.outbox).await,
             Err(_) => {
-                session.outbox.close(4000, "no hello in time");
+                session.outbox.close(CloseCode::NoHello, "no hello in time");
                 return drain(frames).await;
             }
         };
@@ -134,7 +140,7 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
         if refusals > BEFORE_HELLO_REFUSALS {
             session
                 .outbox
-                .close(4000, "the first message must be a hello");
+                .close(CloseCode::NoHello, "the first message must be a hello");
             return drain(frames).await;
         }
         refuse(&session.outbox, refusal);
@@ -283,9 +289,10 @@ async fn serve_messages(
         if intake.backlog.is_empty() {
             intake.told = false;
         } else if intake.backlog.len() > intake.max_backlog {
-            session
-                .outbox
-                .close(4013, "flooding: more than five seconds of messages waiting");
+            session.outbox.close(
+                CloseCode::Flooding,
+                "flooding: more than five seconds of messages waiting",
+            );
             intake.backlog.clear();
             intake.backlog_bytes = 0;
         } else if !intake.told {
@@ -379,7 +386,9 @@ async fn to_room(session: &Session, room: &RoomHandle, message: Result<ClientMes
                 .send(RoomCmd::Patch(session.outbox.id, patch, ticket))
                 .is_err()
             {
-                session.outbox.close(1012, "the room closed");
+                session
+                    .outbox
+                    .close(CloseCode::ServiceRestart, "the room closed");
             }
         }
         Ok(_) => {}
@@ -414,7 +423,10 @@ async fn account_slot(state: &AppState, counter: &str) -> Result<bool, Coordinat
 }
 
 /// Signs the socket in and joins it to the file's room. The error is a close.
-async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16, &'static str)> {
+async fn join(
+    session: &mut Session,
+    hello: protocol::Hello,
+) -> Result<(), (CloseCode, &'static str)> {
     let state = session.state.clone();
     let account = match &hello.token {
         Some(token) => {
@@ -425,8 +437,10 @@ async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16,
             session.token = Some(d);
             match state.store.session_account(d).await {
                 Ok(a) => Some(a),
-                Err(StoreError::NotFound) => return Err((4001, "bad or signed-out token")),
-                Err(_) => return Err((1013, "the store is unavailable")),
+                Err(StoreError::NotFound) => {
+                    return Err((CloseCode::Unauthorized, "bad or signed-out token"))
+                }
+                Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
             }
         }
         None => None,
@@ -437,7 +451,10 @@ async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16,
     if !open {
         if !state.memory.admits() {
             metrics().memory_refusals.inc();
-            return Err((1013, "the node is at its memory budget; try again later"));
+            return Err((
+                CloseCode::TryAgainLater,
+                "the node is at its memory budget; try again later",
+            ));
         }
         match state.store.file(&session.file).await {
             Ok(record) => {
@@ -449,15 +466,20 @@ async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16,
                         (e.close_code(), e.reason())
                     })?;
             }
-            Err(StoreError::NotFound) => return Err((4004, "file not found")),
-            Err(_) => return Err((1013, "the store is unavailable")),
+            Err(StoreError::NotFound) => return Err((CloseCode::NotFound, "file not found")),
+            Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
         }
     }
     if let Some(a) = &account {
         let counter = format!("sockets:{}", a.id);
         match account_slot(&state, &counter).await {
             Ok(true) => session.account_slot = Some(counter),
-            Ok(false) => return Err((4029, "too many sockets for this account")),
+            Ok(false) => {
+                return Err((
+                    CloseCode::TooManySockets,
+                    "too many sockets for this account",
+                ))
+            }
             // A coordinator outage must not lock everyone out: fail open, loudly.
             Err(e) => tracing::warn!(error = %e, "socket count unavailable; not enforced"),
         }
@@ -466,7 +488,7 @@ async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16,
     let stored_op = match state.store.client_op(&session.file, client).await {
         Ok(op) => op.map_or(0, |(id, _)| id),
         Err(StoreError::NotFound) => 0,
-        Err(_) => return Err((1013, "the store is unavailable")),
+        Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
     };
     let req = JoinRequest {
         outbox: session.outbox.clone(),
@@ -480,7 +502,7 @@ async fn join(session: &mut Session, hello: protocol::Hello) -> Result<(), (u16,
     };
     if session.outbox.is_closing() {
         // Signed out (or replaced) while waiting for a slot: never welcomed.
-        return Err((4001, "signed out"));
+        return Err((CloseCode::Unauthorized, "signed out"));
     }
     match state.rooms.join(&session.file, req).await {
         Ok((room, _joined)) => {

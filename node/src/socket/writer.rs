@@ -9,7 +9,9 @@ use tokio::time::{timeout, Instant};
 
 use super::{WriteIo, CLOSE_DEADLINE};
 use crate::metrics::metrics;
-use crate::outbox::{Out, OutboxReceiver, CLOSE_TOO_SLOW};
+use atrium_protocol::CloseCode;
+
+use crate::outbox::{Out, OutboxReceiver};
 use crate::ws::frame;
 
 /// Items written per batch.
@@ -64,7 +66,7 @@ pub async fn write(io: &mut WriteIo, rx: &mut OutboxReceiver, deflate: bool, pin
             req = close.closed() => {
                 let mut frames: Vec<Bytes> = Vec::new();
                 // After an overflow the queue is what went wrong: drop it.
-                if req.code != CLOSE_TOO_SLOW {
+                if req.code != CloseCode::TooSlow.code() {
                     frames.extend(rx.drain_now().into_iter().map(|o| wire(o, deflate)));
                 }
                 frames.push(frame::close(req.code, &req.reason));

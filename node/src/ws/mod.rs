@@ -22,23 +22,3 @@ pub mod reader;
 pub use frame::{Outgoing, COMPRESS_THRESHOLD};
 pub use handshake::{accept, Accepted, HandshakeError};
 pub use reader::{Incoming, ReadError, Reader, ReaderLimits};
-
-/// Close codes (RFC 6455 §7.4.1) the node sends.
-pub mod close_code {
-    /// Normal closure.
-    pub const NORMAL: u16 = 1000;
-    /// The endpoint is going away (shutdown).
-    pub const GOING_AWAY: u16 = 1001;
-    /// Protocol error.
-    pub const PROTOCOL: u16 = 1002;
-    /// A data type the endpoint does not accept (binary here).
-    pub const UNSUPPORTED: u16 = 1003;
-    /// Text that is not valid UTF-8.
-    pub const INVALID_DATA: u16 = 1007;
-    /// A message that breaks the node's policy (e.g. too slow fragments).
-    pub const POLICY: u16 = 1008;
-    /// A message over the size limit.
-    pub const TOO_BIG: u16 = 1009;
-    /// An unexpected condition on the server.
-    pub const INTERNAL: u16 = 1011;
-}

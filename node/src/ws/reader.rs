@@ -4,6 +4,7 @@
 //! which is cancel-safe, so `next()` may be dropped at any await (inside
 //! `tokio::select!`) and called again without losing or corrupting data.
 
+use atrium_protocol::CloseCode;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -82,12 +83,12 @@ pub enum ReadError {
 impl ReadError {
     /// The close code to send the client, if the connection can still take one.
     /// A fragment timeout is a policy of ours, not a protocol violation: 1008.
-    pub fn close_code(&self) -> Option<u16> {
+    pub fn close_code(&self) -> Option<CloseCode> {
         match self {
-            Self::TooBig | Self::OverInflated => Some(1009),
-            Self::InvalidUtf8 => Some(1007),
-            Self::Protocol(_) => Some(1002),
-            Self::FragmentTimeout => Some(1008),
+            Self::TooBig | Self::OverInflated => Some(CloseCode::TooBig),
+            Self::InvalidUtf8 => Some(CloseCode::InvalidText),
+            Self::Protocol(_) => Some(CloseCode::ProtocolError),
+            Self::FragmentTimeout => Some(CloseCode::PolicyViolation),
             Self::Io(_) | Self::Closed => None,
         }
     }
