@@ -43,6 +43,13 @@ if ! command -v cmake >/dev/null 2>&1; then
         || { apt-get update -q >/dev/null 2>&1 || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -q cmake >/dev/null; }
 fi
 
+# The load tool's --profile test records with Linux perf.
+if ! command -v perf >/dev/null 2>&1; then
+    step "installing linux-perf (the load tool's --profile test records with it)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q linux-perf >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -q linux-perf >/dev/null; }
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -30,6 +30,7 @@ pub struct Metrics {
     pub snapshots: IntCounter,
     pub rate_limited: IntCounter,
     pub presence_dropped: IntCounter,
+    pub welcomes_waited: IntCounter,
     pub queue_overflows: IntCounter,
     pub presence_tick_seconds: Histogram,
     pub snapshot_seconds: Histogram,
@@ -218,6 +219,11 @@ impl Metrics {
                 &r,
                 "atrium_inbound_paused_total",
                 "Times a socket's reading paused because its waiting messages or bytes were at their bound.",
+            ),
+            welcomes_waited: counter(
+                &r,
+                "atrium_welcomes_waited_total",
+                "Welcomes held until the patches the room had accepted before the join were durable.",
             ),
             presence_dropped: counter(
                 &r,

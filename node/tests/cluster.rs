@@ -287,15 +287,17 @@ async fn a_joining_node_takes_its_files(backend: Backend) {
     .await;
     let owner = cluster.account("owner").await;
     let four = ["n0", "n1", "n2", "n3"];
-    // Files on every node, at least two of which the new node will own.
+    // Files on every node, at least two of which the new node will take from one same
+    // node, so the pace of that node's hand-over is measured by at least one gap.
     let mut files: Vec<(String, String)> = Vec::new();
-    while files.len() < 10
-        || files
-            .iter()
-            .filter(|(f, _)| ring_owner(&four, f) == "n3")
-            .count()
-            < 2
-    {
+    let most_from_one = |files: &[(String, String)]| {
+        let mut by_from: BTreeMap<String, usize> = BTreeMap::new();
+        for (f, _) in files.iter().filter(|(f, _)| ring_owner(&four, f) == "n3") {
+            *by_from.entry(ring_owner(&THREE, f)).or_default() += 1;
+        }
+        by_from.into_values().max().unwrap_or(0)
+    };
+    while files.len() < 10 || most_from_one(&files) < 2 {
         let f = create_file(&cluster.nodes[0], &owner, "Spread", None).await;
         let id = s(&f["id"]).to_string();
         set_link(&cluster.nodes[0], &owner, &id, "edit").await;
@@ -397,6 +399,7 @@ async fn a_joining_node_takes_its_files(backend: Backend) {
             );
         }
     }
+    let mut gaps_checked = 0;
     for (from, closes) in &mut moved_at {
         // One time per file: when its first client was told to move.
         closes.sort();
@@ -419,7 +422,12 @@ async fn a_joining_node_takes_its_files(backend: Backend) {
             gaps.iter().all(|g| *g >= pace * 3 / 4),
             "{from} moved files faster than {RATE} a second: gaps {gaps:?} ms"
         );
+        gaps_checked += gaps.len();
     }
+    assert!(
+        gaps_checked > 0,
+        "no node handed over two files: the pace went unmeasured"
+    );
     let refused: Vec<&(String, Option<u16>)> = peers
         .iter()
         .filter(|p| movers.contains(&p.file))

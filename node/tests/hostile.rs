@@ -1405,8 +1405,7 @@ async fn sockets_that_never_say_hello_are_closed_4000_and_cost_little() {
         let handles = open_silent(r.node.port, &r.id, n).await;
         let opened_in = opening.elapsed();
         let rss_open = rss_kib(pid);
-        let conns =
-            metric_sum(&metrics_text(&r.node).await, "atrium_connections", &[]).unwrap_or(0.0);
+        let conns = metric(&metrics_text(&r.node).await, "atrium_connections", &[]);
         // Measure while they are open (the first of them closes HELLO_MS after its upgrade).
         let until = opening + Duration::from_millis(HELLO_MS) - Duration::from_millis(300);
         let mut health = Vec::new();
@@ -1490,8 +1489,8 @@ async fn a_socket_that_never_reads_is_closed_4008_and_others_carry_on() {
     let mut probe = Probe::join(&r).await;
     let base = probe.sample(30).await;
     let before = metrics_text(&r.node).await;
-    let closes0 = metric_sum(&before, "atrium_closes_total", &[("code", "4008")]).unwrap_or(0.0);
-    let overflows0 = metric_sum(&before, "atrium_queue_overflows_total", &[]).unwrap_or(0.0);
+    let closes0 = metric(&before, "atrium_closes_total", &[("code", "4008")]);
+    let overflows0 = metric(&before, "atrium_queue_overflows_total", &[]);
 
     // The one that never reads: a small kernel buffer, joined, then ignored.
     let mut slow = Raw::connect(r.node.port, &r.id, "", Some(4096)).await;
@@ -1526,8 +1525,7 @@ async fn a_socket_that_never_reads_is_closed_4008_and_others_carry_on() {
                     )
                     .await;
                     let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
-                    let closes =
-                        metric_sum(body, "atrium_closes_total", &[("code", "4008")]).unwrap_or(0.0);
+                    let closes = metric(body, "atrium_closes_total", &[("code", "4008")]);
                     if closes > closes0 {
                         break;
                     }
@@ -1549,8 +1547,8 @@ async fn a_socket_that_never_reads_is_closed_4008_and_others_carry_on() {
     let during = probe.sample_while(&done, 30, 1000).await;
     let ops = writer.await.expect("writer");
     let after = metrics_text(&r.node).await;
-    let closes = metric_sum(&after, "atrium_closes_total", &[("code", "4008")]).unwrap_or(0.0);
-    let overflows = metric_sum(&after, "atrium_queue_overflows_total", &[]).unwrap_or(0.0);
+    let closes = metric(&after, "atrium_closes_total", &[("code", "4008")]);
+    let overflows = metric(&after, "atrium_queue_overflows_total", &[]);
     assert_eq!(closes - closes0, 1.0, "exactly one 4008 close");
     assert!(overflows > overflows0, "the overflow was counted");
     // What the slow socket gets when it finally reads: what the kernel held,
@@ -1598,12 +1596,11 @@ async fn a_presence_flood_is_dropped_never_closed() {
     let r = room(&[]).await;
     let mut probe = Probe::join(&r).await;
     let base = probe.sample(30).await;
-    let dropped0 = metric_sum(
+    let dropped0 = metric(
         &metrics_text(&r.node).await,
         "atrium_presence_dropped_total",
         &[],
-    )
-    .unwrap_or(0.0);
+    );
 
     // A watcher on the flooder's page counts the presences it is sent.
     let (mut watcher, _) = Client::join(&r.node, &r.id, &Hello::key(&r.view_key)).await;
@@ -1663,13 +1660,11 @@ async fn a_presence_flood_is_dropped_never_closed() {
     let during = probe.sample_while(&done, 30, 400).await;
     let (took, _v, _flooder) = flood.await.expect("flood");
     let (presences, window, latest) = count.await.expect("watcher");
-    let dropped = metric_sum(
+    let dropped = metric(
         &metrics_text(&r.node).await,
         "atrium_presence_dropped_total",
         &[],
-    )
-    .unwrap_or(0.0)
-        - dropped0;
+    ) - dropped0;
     let allowed = 80.0 * (took.as_secs_f64() + 1.0) + 80.0;
     assert!(
         dropped >= FLOOD as f64 - allowed,
@@ -2206,44 +2201,66 @@ async fn the_welcome_is_the_first_message() {
     // 101 sockets from one address: raise the per-address cap past them.
     let r = room(&[("ATRIUM_WS_PER_IP", "1000")]).await;
     let mut probe = Probe::join(&r).await;
-    let done = Arc::new(AtomicBool::new(false));
-    let joiners = {
-        let (port, file, key, done) = (r.node.port, r.id.clone(), r.edit_key.clone(), done.clone());
-        tokio::spawn(async move {
-            let mut first_not_welcome = Vec::new();
-            let mut held = Vec::new();
-            for _ in 0..10 {
-                let mut batch = Vec::new();
-                for _ in 0..10 {
-                    let (file, key) = (file.clone(), key.clone());
-                    batch.push(tokio::spawn(async move {
-                        let mut raw = Raw::connect(port, &file, "", None).await;
-                        raw.text(&Hello::key(&key).to_json().to_string()).await;
-                        let first = raw.next(WAIT).await;
-                        (raw, first)
-                    }));
-                }
-                for b in batch {
-                    let (raw, first) = b.await.expect("joiner");
-                    match first {
-                        Got::Text(m) if m["type"] == "welcome" => {}
-                        other => first_not_welcome.push(format!("{other:?}")),
-                    }
-                    held.push(raw);
-                }
+    // Rounds of 100 joiners while the probe edits, until some joins landed while the
+    // room had patches waiting for the store (the node counts those welcomes): a round
+    // where none did would check nothing.
+    let mut held = Vec::new();
+    for round in 1..=5 {
+        let done = Arc::new(AtomicBool::new(false));
+        let (port, file, key) = (r.node.port, r.id.clone(), r.edit_key.clone());
+        let joiners = tokio::spawn(hundred_joiners(port, file, key, done.clone()));
+        probe.sample_while(&done, 5, 1000).await;
+        let (bad, sockets) = joiners.await.expect("joiners");
+        assert!(
+            bad.is_empty(),
+            "{} of 100 joiners got something before their welcome, e.g. {}",
+            bad.len(),
+            bad[0]
+        );
+        held.extend(sockets);
+        let text = metrics_text(&r.node).await;
+        let waited = metric(&text, "atrium_welcomes_waited_total", &[]);
+        eprintln!("round {round}: {waited} welcomes so far waited for patches to be durable");
+        if waited > 0.0 {
+            return;
+        }
+        held.clear();
+    }
+    panic!("in 500 joins, no welcome waited for a patch to be durable: the rule went untested");
+}
+
+/// 100 sockets joining by tens; returns what came first for those whose first
+/// message was not their welcome, and the sockets (kept open).
+async fn hundred_joiners(
+    port: u16,
+    file: String,
+    key: String,
+    done: Arc<AtomicBool>,
+) -> (Vec<String>, Vec<Raw>) {
+    let mut first_not_welcome = Vec::new();
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        let mut batch = Vec::new();
+        for _ in 0..10 {
+            let (file, key) = (file.clone(), key.clone());
+            batch.push(tokio::spawn(async move {
+                let mut raw = Raw::connect(port, &file, "", None).await;
+                raw.text(&Hello::key(&key).to_json().to_string()).await;
+                let first = raw.next(WAIT).await;
+                (raw, first)
+            }));
+        }
+        for b in batch {
+            let (raw, first) = b.await.expect("joiner");
+            match first {
+                Got::Text(m) if m["type"] == "welcome" => {}
+                other => first_not_welcome.push(format!("{other:?}")),
             }
-            done.store(true, Ordering::SeqCst);
-            first_not_welcome
-        })
-    };
-    probe.sample_while(&done, 5, 1000).await;
-    let bad = joiners.await.expect("joiners");
-    assert!(
-        bad.is_empty(),
-        "{} of 100 joiners got something before their welcome, e.g. {}",
-        bad.len(),
-        bad[0]
-    );
+            held.push(raw);
+        }
+    }
+    done.store(true, Ordering::SeqCst);
+    (first_not_welcome, held)
 }
 
 // ---------------------------------------------------------------------------

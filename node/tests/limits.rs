@@ -43,7 +43,7 @@ const CHEAP_HASH: [(&str, &str); 2] = [
 ];
 
 fn counter(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
-    metric_sum(text, name, labels).unwrap_or(0.0)
+    metric(text, name, labels)
 }
 
 // ---------------------------------------------------------------------------

@@ -406,9 +406,10 @@ async fn forget(router: u16, admin: u16, token: &str, n: u64) -> Client {
     }
 }
 
-/// The value of an unlabelled metric in Prometheus text (0 when absent).
+/// The value of an unlabelled metric in Prometheus text; a missing one (a renamed metric)
+/// fails the test rather than reading as 0.
 fn metric(text: &str, name: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or(0.0)
+        .unwrap_or_else(|| panic!("{name} is not exported by the router"))
 }

@@ -33,17 +33,29 @@ const PAGE_FROM_NODE = ['1', 'true', 'yes'].includes(process.env.E2E_PAGE_FROM_N
 let passed = 0;
 let failed = 0;
 const results = [];
+// Uncaught errors in any page ('pageerror'): each fails the step it happened in (or, if
+// it came after the last step, the run), named in the report.
+const pageErrors = []; // { text, reported }
+function takePageErrors() {
+  const fresh = pageErrors.filter((e) => !e.reported);
+  for (const e of fresh) e.reported = true;
+  return fresh.map((e) => e.text).join('; ');
+}
 async function step(name, fn) {
   const t0 = Date.now();
   try {
     await fn();
+    const errors = takePageErrors();
+    if (errors) throw new Error(`uncaught page error: ${errors}`);
     passed++;
     results.push(`ok   ${name} (${Date.now() - t0} ms)`);
     console.log(`ok   ${name} (${Date.now() - t0} ms)`);
   } catch (e) {
     failed++;
-    results.push(`FAIL ${name}: ${e.message}`);
-    console.log(`FAIL ${name}: ${e.stack ?? e}`);
+    const errors = takePageErrors(); // a page error may be why the step failed
+    const also = errors ? ` (uncaught page error: ${errors})` : '';
+    results.push(`FAIL ${name}: ${e.message}${also}`);
+    console.log(`FAIL ${name}: ${e.stack ?? e}${errors ? `\n     uncaught page error: ${errors}` : ''}`);
     throw e;
   }
 }
@@ -175,7 +187,10 @@ async function main() {
   const B = await ctxB.newPage();
   const C = await ctxC.newPage();
   for (const [n, p] of [['A', A], ['B', B], ['C', C]]) {
-    p.on('pageerror', (e) => console.log(`[${n} pageerror] ${e.message}`));
+    p.on('pageerror', (e) => {
+      pageErrors.push({ text: `[${n}] ${e.name || 'Error'}: ${e.message}`, reported: false });
+      console.log(`[${n} pageerror] ${e.stack || e.message}`);
+    });
     p.on('dialog', (d) => d.accept());
     if (process.env.E2E_VERBOSE) p.on('console', (m) => console.log(`[${n}] ${m.text()}`));
   }
@@ -448,6 +463,13 @@ try {
   for (const f of fronts) f.server.close();
   killNode();
   fs.rmSync(dataDir, { recursive: true, force: true });
+}
+const lateErrors = takePageErrors(); // after the last step, or before main() gave up
+if (lateErrors) {
+  failed++;
+  code = 1;
+  results.push(`FAIL no uncaught page errors: ${lateErrors}`);
+  console.log(`FAIL no uncaught page errors: ${lateErrors}`);
 }
 console.log(`\ne2e: ${results.length} steps`);
 console.log(`${passed} passed, ${failed} failed`);

@@ -206,22 +206,42 @@ test('edits are batched: a 60 fps drag sends at most 20 patches a second', () =>
   }
   const n = last().patches().length;
   assert.ok(n <= 21, `patches in ~1 s: ${n}`);
+  // Batching must not lose the drag: let any pending flush go, then the last patch sent
+  // carries the final position and nothing is left queued.
+  clock.tick(100);
+  for (const p of last().patches()) if (!p.acked) {
+    p.acked = true;
+    last().deliver({ type: 'ack', id: p.id, v: conn.doc.version + 1 });
+  }
+  const sent = last().patches();
+  assert.ok(sent.length >= 1, 'the drag was sent');
+  assert.deepEqual(sent.at(-1).ops, [{ op: 'set', id: 'r', props: { x: 59 } }], 'the last patch has the final position');
+  assert.equal(conn.outbox.waiting, 0, 'nothing left unsent');
 });
 
 test('presence is sent only once welcomed and obeys presence-rate', () => {
   const { conn, clock, last } = setup();
+  const presences = () => last().sent.filter((m) => m.type === 'presence');
   conn.presence({ cursor: [1, 1] });
+  conn.presence({ cursor: [2, 2] });
   clock.tick(100);
   last().open();
-  assert.equal(last().sent.filter((m) => m.type === 'presence').length, 0);
+  assert.equal(presences().length, 0);
   last().deliver({ type: 'welcome', you: 'me', role: 'viewer', version: 0, doc: {}, people: [], presence_hz: 20 });
   clock.tick(10);
-  assert.equal(last().sent.filter((m) => m.type === 'presence').length, 1);
+  assert.equal(presences().length, 1, 'sent once welcomed');
+  assert.deepEqual(presences()[0].cursor, [2, 2], 'with the latest cursor');
   last().deliver({ type: 'presence-rate', hz: 5 });
+  // 1 s of moves (every 10 ms). Sends must be >= 200 ms apart, and the last one went
+  // at t=100, so at most 5 fit in (110 ms, 1110 ms]; a throttle that keeps up sends 5.
   for (let i = 0; i < 100; i++) {
     conn.presence({ cursor: [i, 0] });
     clock.tick(10);
   }
-  const n = last().sent.filter((m) => m.type === 'presence').length - 1;
-  assert.ok(n <= 6, `at 5 a second: ${n}`);
+  const n = presences().length - 1;
+  assert.ok(n <= 5, `at most 5 a second: ${n}`);
+  assert.ok(n >= 4, `close to 5 a second: ${n}`);
+  // The last move is not lost: it goes within one period.
+  clock.tick(200);
+  assert.deepEqual(presences().at(-1).cursor, [99, 0], 'the latest cursor reaches the server');
 });

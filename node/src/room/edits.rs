@@ -150,6 +150,9 @@ impl Room {
         if p.version() <= self.durable && self.pending.is_empty() {
             self.deliver(p);
         } else {
+            if matches!(p, Pending::Welcome { .. }) {
+                metrics().welcomes_waited.inc();
+            }
             self.pending.push_back(p);
         }
     }

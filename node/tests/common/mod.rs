@@ -975,6 +975,14 @@ pub fn metric_sum(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64
     found
 }
 
+/// The sum of the series of `name` with `labels`, which must be exported: every family
+/// the node has is exported from the start (fixed labels at 0), so a missing one means a
+/// renamed metric, and a check against 0 must not pass on it.
+pub fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    metric_sum(text, name, labels)
+        .unwrap_or_else(|| panic!("{name}{labels:?} is not exported by the node"))
+}
+
 /// Whether `text` has a series named `name` (with or without labels).
 pub fn has_metric(text: &str, name: &str) -> bool {
     text.lines().any(|l| {
@@ -985,7 +993,7 @@ pub fn has_metric(text: &str, name: &str) -> bool {
 }
 
 /// Polls `/metrics` until `want` holds for the sum of the matching series
-/// (missing counts as 0); returns the last value. Panics after `dur`.
+/// (which must be exported); returns the last value. Panics after `dur`.
 pub async fn wait_metric(
     node: &Node,
     name: &str,
@@ -995,7 +1003,7 @@ pub async fn wait_metric(
 ) -> f64 {
     let deadline = Instant::now() + dur;
     loop {
-        let v = metric_sum(&metrics_text(node).await, name, labels).unwrap_or(0.0);
+        let v = metric(&metrics_text(node).await, name, labels);
         if want(v) {
             return v;
         }
