@@ -14,6 +14,7 @@ pub struct Metrics {
     registry: Registry,
     pub connections: IntGauge,
     pub rooms: IntGauge,
+    pub ring_members: IntGauge,
     pub people: IntGauge,
     pub editors: IntGauge,
     pub messages_received: IntCounterVec,
@@ -118,6 +119,11 @@ impl Metrics {
         Metrics {
             connections: gauge(&r, "atrium_connections", "Open sockets."),
             rooms: gauge(&r, "atrium_rooms", "Rooms in memory."),
+            ring_members: gauge(
+                &r,
+                "atrium_ring_members",
+                "Nodes this node sees taking new work (live, not draining): its ring of files.",
+            ),
             people: gauge(&r, "atrium_people", "People in rooms (sockets past hello)."),
             editors: gauge(
                 &r,

@@ -205,10 +205,11 @@ async fn kill9_of_a_busy_holder(backend: Backend) {
 }
 
 /// (3) SIGTERM: the node drains (1012, exit 0) and releases its leases, so
-/// successors serve its files within a second of its exit, with no lease wait
-/// (the lease here is 5 s) and nothing lost.
+/// successors serve its files soon after its exit, with no lease wait (the lease
+/// here is 10 s; a successor within 3 s of the exit cannot have waited for it)
+/// and nothing lost.
 async fn sigterm_hands_files_over_at_once(backend: Backend) {
-    const LONG_LEASE: u64 = 5000;
+    const LONG_LEASE: u64 = 10_000;
     let mut cluster = Cluster::start(backend, 3, LONG_LEASE, &[]).await;
     let owner = cluster.account("owner").await;
     let files = cluster.files_owned_by(&owner, "n0", &THREE, 6).await;
@@ -248,7 +249,7 @@ async fn sigterm_hands_files_over_at_once(backend: Backend) {
         ms(worst)
     );
     assert!(
-        worst <= Duration::from_millis(1000),
+        worst <= Duration::from_millis(3000),
         "a successor took {} ms after the drained node's exit (lease {LONG_LEASE} ms): leases were not released",
         ms(worst)
     );
@@ -416,10 +417,13 @@ async fn a_joining_node_takes_its_files(backend: Backend) {
             backend.name(),
             per_file.len()
         );
-        // The hand-over is paced: no faster than the rate (with slack for timers).
+        // The hand-over is paced: no faster than the rate. The gaps are seen at the
+        // clients, each close after its room's turn, so they carry the rooms' and the
+        // machine's jitter: half the pace tells a paced hand-over from an unpaced one
+        // (gaps of a few ms).
         let pace = 1000 / RATE as u128;
         assert!(
-            gaps.iter().all(|g| *g >= pace * 3 / 4),
+            gaps.iter().all(|g| *g >= pace / 2),
             "{from} moved files faster than {RATE} a second: gaps {gaps:?} ms"
         );
         gaps_checked += gaps.len();

@@ -322,8 +322,17 @@ async fn postgres_cut_off_and_restored(backend: Backend) {
             .await
             .assert_status(200);
     }
-    // Long enough for the 503 notices (1 s) and the 1013 closes (5 s).
-    tokio::time::sleep(Duration::from_millis(7000).saturating_sub(cut.elapsed())).await;
+    // Every client hears the 503 notice (after 1 s) and is closed with 1013 (after 5 s).
+    crowd
+        .until_every_peer(
+            Duration::from_secs(20),
+            "a 503 notice and a 1013 close",
+            |m| {
+                m.notices.contains(&503)
+                    && m.closes.iter().any(|(t, code)| *t > cut && *code == 1013)
+            },
+        )
+        .await;
     for id in THREE {
         get(cluster.node(id), "/health", None)
             .await

@@ -124,8 +124,15 @@ async fn coordinator_traffic_per_socket_and_per_patch() {
     for c in others {
         c.close().await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let per_sockets = delta(&coordinator_ops(&node).await, &before);
+    // The slots come back as the node sees each close: poll for all four.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let per_sockets = loop {
+        let d = delta(&coordinator_ops(&node).await, &before);
+        if d.get("count_down") >= Some(&4.0) || tokio::time::Instant::now() > deadline {
+            break d;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(per_sockets.get("count_up"), Some(&4.0), "{per_sockets:?}");
     assert_eq!(per_sockets.get("count_down"), Some(&4.0), "{per_sockets:?}");
     assert_eq!(

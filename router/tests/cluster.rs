@@ -142,11 +142,13 @@ async fn meet_on_one_node(server_env: &str) {
     let mut d = Client::join(port, &file, &token).await;
     let t0 = Instant::now();
     fleet.routers[i].proc.sigterm();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(
-        try_http(port, "GET", "/health", &[], None).await.is_none(),
-        "still accepting after SIGTERM"
-    );
+    // New connections stop being accepted as soon as the router has the signal; poll
+    // for it within the first half of the drain.
+    let stop_by = t0 + Duration::from_millis(drain_ms / 2);
+    while try_http(port, "GET", "/health", &[], None).await.is_some() {
+        assert!(Instant::now() < stop_by, "still accepting after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     d.send_patch(1, "during-drain", json!(3)).await;
     d.expect("ack", Some(1), WAIT).await;
     c.expect("patch", None, WAIT).await;

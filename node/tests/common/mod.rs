@@ -1709,9 +1709,18 @@ impl Cluster {
         for (id, node) in ids.into_iter().zip(started) {
             cluster.register(id, node);
         }
-        // Let every node see every other (two heartbeats) before files are
-        // opened, so no ring change moves them afterwards.
-        tokio::time::sleep(Duration::from_millis(lease_ms * 2 / 3)).await;
+        // Every node sees every other before files are opened, so no ring change
+        // moves them afterwards.
+        for node in &cluster.nodes {
+            wait_metric(
+                node,
+                "atrium_ring_members",
+                &[],
+                |n| n == count as f64,
+                Duration::from_millis(lease_ms * 10),
+            )
+            .await;
+        }
         cluster
     }
 
@@ -2005,10 +2014,20 @@ pub struct Peer {
     pub welcomes: WelcomeLog,
     /// Notice codes received.
     pub notices: Vec<u64>,
+    /// Closes and notices as they happen, readable while the peer runs.
+    pub met: MetLog,
     welcomed_once: bool,
 }
 
 impl Peer {
+    /// Records that the welcomed socket ended with `code` (0: no close frame).
+    fn closed(&mut self, code: u16) {
+        let at = Instant::now();
+        self.closes.push((at, code));
+        self.met.lock().unwrap().closes.push((at, code));
+        self.ws = None;
+    }
+
     pub fn new(file: &str, hello: Hello) -> Peer {
         Peer {
             file: file.to_string(),
@@ -2024,6 +2043,7 @@ impl Peer {
             closes: Vec::new(),
             refusals: Vec::new(),
             welcomes: Arc::new(Mutex::new(Vec::new())),
+            met: MetLog::default(),
             notices: Vec::new(),
             welcomed_once: false,
         }
@@ -2206,7 +2226,11 @@ impl Peer {
                 self.version = v;
             }
             "reject" => panic!("peer {} of {} got {m}", self.label, self.file),
-            "notice" => self.notices.push(m["code"].as_u64().unwrap_or(0)),
+            "notice" => {
+                let code = m["code"].as_u64().unwrap_or(0);
+                self.notices.push(code);
+                self.met.lock().unwrap().notices.push(code);
+            }
             _ => {}
         }
     }
@@ -2264,13 +2288,11 @@ impl Peer {
                 Event::Json(m) => self.take(&m),
                 Event::Timeout => return true,
                 Event::Close(code) => {
-                    self.closes.push((Instant::now(), code.unwrap_or(0)));
-                    self.ws = None;
+                    self.closed(code.unwrap_or(0));
                     return false;
                 }
                 Event::Ended | Event::Error(_) => {
-                    self.closes.push((Instant::now(), 0));
-                    self.ws = None;
+                    self.closed(0);
                     return false;
                 }
             }
@@ -2347,12 +2369,24 @@ impl Peer {
 /// A peer's welcomes: (when, node), shared with the test.
 pub type WelcomeLog = Arc<Mutex<Vec<(Instant, String)>>>;
 
+/// What a peer met so far: closes of its welcomed sockets and notices.
+#[derive(Default)]
+pub struct Met {
+    pub closes: Vec<(Instant, u16)>,
+    pub notices: Vec<u64>,
+}
+
+/// A peer's [`Met`], shared with the test while it runs.
+pub type MetLog = Arc<Mutex<Met>>;
+
 /// Peers editing in the background, each on its own task.
 pub struct Crowd {
     pub stop: Arc<std::sync::atomic::AtomicBool>,
     tasks: Vec<tokio::task::JoinHandle<Peer>>,
     /// (file, label, welcomes) of every peer, in spawn order.
     pub logs: Vec<(String, String, WelcomeLog)>,
+    /// What every peer met, in spawn order.
+    pub mets: Vec<MetLog>,
 }
 
 impl Crowd {
@@ -2361,11 +2395,38 @@ impl Crowd {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let mut tasks = Vec::new();
         let mut logs = Vec::new();
+        let mut mets = Vec::new();
         for p in peers {
             logs.push((p.file.clone(), p.label.clone(), p.welcomes.clone()));
+            mets.push(p.met.clone());
             tasks.push(tokio::spawn(p.run(dir.clone(), every, stop.clone())));
         }
-        Crowd { stop, tasks, logs }
+        Crowd {
+            stop,
+            tasks,
+            logs,
+            mets,
+        }
+    }
+
+    /// Waits until `done` holds for what every peer met; panics after `dur`.
+    pub async fn until_every_peer(&self, dur: Duration, what: &str, done: impl Fn(&Met) -> bool) {
+        let deadline = Instant::now() + dur;
+        loop {
+            let missing = self
+                .mets
+                .iter()
+                .filter(|m| !done(&m.lock().unwrap()))
+                .count();
+            if missing == 0 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{missing} clients did not meet {what} within {dur:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Waits until every peer has been welcomed after `t`; panics after `dur`.
