@@ -70,7 +70,7 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_ROOM_OPS", default_value_t = 1000)]
     pub room_ops: usize,
 
-    /// Bytes the resume ring of a room may hold at most.
+    /// Bytes the recent operations of a room (kept for resume) may hold at most.
     #[arg(long, env = "ATRIUM_ROOM_OPS_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub room_ops_bytes: usize,
 
@@ -386,7 +386,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_match_the_brief() {
+    fn defaults_are_the_documented_ones() {
         let c = NodeConfig::parse_from(["atrium-node"]);
         assert_eq!(c.bind.to_string(), "127.0.0.1:8080");
         assert_eq!(c.room_ops, 1000);

@@ -3,7 +3,8 @@
 //! Rooms hand it what they accepted in one turn; it takes everything waiting, makes
 //! it durable in one store transaction (one sync), then tells each room how far it
 //! got. While one commit is in flight the next batch gathers, so the number of syncs
-//! per second stays flat however many rooms and patches there are (invariant 2).
+//! per second stays flat however many rooms and patches there are (invariant 2 in
+//! docs/architecture.md).
 //!
 //! A large turn (a file's patches over 64 KiB) commits after the small ones of the
 //! same moment, and at most 1 MiB of them at once, so one person's large edits cost

@@ -6,7 +6,7 @@
 //! - [`http`]: the HTTP API (accounts, files, links, health, metrics) and the upgrade.
 //! - [`socket`]: one WebSocket: hello, then messages to its room, frames from its [`outbox`].
 //! - [`protocol`]: parsing client messages and encoding the node's.
-//! - [`room`]: one open file: ordering, access, the resume ring, snapshots.
+//! - [`room`]: one open file: ordering, access, the recent operations (for resume), snapshots.
 //! - [`doc`]: the document model and its limits; [`lane`]: where work on large documents runs.
 //! - [`journal`]: group commit of every room's patches, one sync per turn.
 //! - [`store`]: the document store trait and the embedded SQLite store.

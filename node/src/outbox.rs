@@ -4,7 +4,7 @@
 //! messages ([`Msg`]: the wire frame built once per room message, and its
 //! compressed form built at most once) into each person's bounded queue, and the
 //! socket's writer drains it. A queue that overflows closes its socket with 4008
-//! instead of slowing the room (invariant 4).
+//! instead of slowing the room (invariant 4 in docs/architecture.md).
 
 use atrium_protocol::CloseCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -1,4 +1,4 @@
-//! Memory of a loaded document (issue 12, finding 4): heap bytes held by a
+//! Memory of a loaded document: heap bytes held by a
 //! `Document` per byte of its compact JSON.
 //!
 //! A counting global allocator (this test binary only) records every live

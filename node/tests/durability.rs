@@ -1,4 +1,4 @@
-//! Invariant 2 of the brief against the real binary: what was acked survives
+//! Invariant 2 (docs/architecture.md) against the real binary: what was acked survives
 //! `kill -9`, and SIGTERM drains cleanly.
 
 mod common;

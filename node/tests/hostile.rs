@@ -1,4 +1,4 @@
-//! Hostile clients against one real node ("proof under fire", issue 9).
+//! Hostile clients against one real node.
 //!
 //! Each case sends what a careless or malicious client might send and checks
 //! the contract's answer. While the attack runs, two bystanders in the same
@@ -2264,7 +2264,7 @@ async fn hundred_joiners(
 }
 
 // ---------------------------------------------------------------------------
-// Amplification and the memory budget (issue 12: a view key and a few kilobytes)
+// Amplification and the memory budget (a view key and a few kilobytes)
 // ---------------------------------------------------------------------------
 
 const DEFLATE_HEADER: &str = "Sec-WebSocket-Extensions: permessage-deflate\r\n";

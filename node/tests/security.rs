@@ -1,4 +1,4 @@
-//! Security boundaries against one real node ("proof under fire", issue 9):
+//! Security boundaries against one real node:
 //! who may edit, read and see what, what a signed-out token can still do,
 //! whether one account can use up the capacity of others, and whether
 //! secrets reach the node's logs.
@@ -588,7 +588,7 @@ async fn one_email_or_address_cannot_exhaust_sign_in_for_others() {
     }
     assert_eq!(codes.iter().filter(|c| **c == 401).count(), 10, "{codes:?}");
     assert!(codes[10..].iter().all(|c| *c == 429), "{codes:?}");
-    // ... but never to the right password (issue 12).
+    // ... but never to the right password.
     sign_in(victim.clone(), PASSWORD, "10.0.0.13")
         .await
         .assert_status(200);
@@ -736,7 +736,7 @@ async fn passwords_tokens_and_keys_never_reach_the_logs() {
 }
 
 // ---------------------------------------------------------------------------
-// Public links without fear (issue 12): the HTTP side under an outside review
+// Public links without fear: the HTTP side under an outside review
 // ---------------------------------------------------------------------------
 
 /// A body of the wrong shape gets a fixed sentence: nothing of the JSON

@@ -6,7 +6,7 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use super::access::{self, Role};
-use super::ring::RingEntry;
+use super::recent::RecentOp;
 use super::{Exit, Room, RoomCmd};
 use crate::journal::{Appended, JournalEntry};
 use crate::metrics::metrics;
@@ -51,7 +51,7 @@ impl Pending {
 
 impl Room {
     pub(super) fn patch(&mut self, conn: ConnId, patch: Patch) {
-        let Some(member) = self.members.get(&conn) else {
+        let Some(member) = self.participants.get(&conn) else {
             return;
         };
         let outbox = member.outbox.clone();
@@ -88,7 +88,7 @@ impl Room {
         if patch.id <= state.highest_op {
             // A resend: answered, never applied twice.
             let v = self
-                .ring
+                .recent
                 .version_of(client, patch.id)
                 .unwrap_or(self.version);
             let ack = protocol::ack(patch.id, v, patch.t.as_deref());
@@ -122,7 +122,7 @@ impl Room {
         ));
         let ack = shared(protocol::ack(patch.id, v, patch.t.as_deref()));
         self.snapshot.logged(patch.ops_json.len());
-        self.ring.push(RingEntry {
+        self.recent.push(RecentOp {
             v,
             client,
             op_id: patch.id,
@@ -166,7 +166,7 @@ impl Room {
                 relay,
             } => {
                 let mut relayed = 0;
-                for (conn, m) in &self.members {
+                for (conn, m) in &self.participants {
                     if *conn == from {
                         m.outbox.send(ack.clone());
                     } else if m.from_version < v {
@@ -182,12 +182,12 @@ impl Room {
                     .inc_by(relayed);
             }
             Pending::Direct { to, frame, .. } => {
-                if let Some(m) = self.members.get(&to) {
+                if let Some(m) = self.participants.get(&to) {
                     m.outbox.send(frame);
                 }
             }
             Pending::Welcome { to, frame, .. } => {
-                if let Some(m) = self.members.get(&to) {
+                if let Some(m) = self.participants.get(&to) {
                     m.outbox.open_with(frame, &self.ctx.welcome_budget);
                     metrics()
                         .messages_sent

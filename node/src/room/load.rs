@@ -1,5 +1,5 @@
 //! Opening a room: take the file (its epoch raised first), then rebuild the
-//! document from the snapshot and the log, and refill the resume ring.
+//! document from the snapshot and the log, and refill the recent operations.
 
 use atrium_protocol::CloseCode;
 use std::collections::{HashMap, VecDeque};
@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+use super::recent::{RecentOp, RecentOps};
 use super::registry::RoomMap;
-use super::ring::{Ring, RingEntry};
 use super::snapshot::{replay, replay_limits, SnapshotState};
 use super::{JoinError, Room, RoomCmd, RoomContext};
 use crate::doc::Document;
@@ -104,9 +104,9 @@ pub async fn load(
             return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         }
     };
-    let mut ring = Ring::new(config.room_ops, config.room_ops_bytes);
+    let mut recent = RecentOps::new(config.room_ops, config.room_ops_bytes);
     for p in log.iter() {
-        ring.push(RingEntry {
+        recent.push(RecentOp {
             v: p.version,
             client: p.client,
             op_id: p.op_id,
@@ -126,9 +126,9 @@ pub async fn load(
         doc,
         version,
         durable: version,
-        ring,
+        recent,
         clients: HashMap::new(),
-        members: HashMap::new(),
+        participants: HashMap::new(),
         waiting: VecDeque::new(),
         pending: VecDeque::new(),
         unsent: Vec::new(),
@@ -177,7 +177,7 @@ impl LoadCosts {
 }
 
 /// Memory a loaded file is expected to take, in bytes: its document (a few times
-/// its JSON while it is built) and its resume ring (the log's patches, and their
+/// its JSON while it is built) and its recent operations (the log's patches, and their
 /// relay frames).
 fn load_cost(taken: &TakenFile) -> u64 {
     let snapshot = taken.snapshot.as_ref().map_or(0, |(_, json)| json.len());

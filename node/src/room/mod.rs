@@ -18,8 +18,8 @@ mod edits;
 mod load;
 mod people;
 mod presence;
+pub mod recent;
 pub mod registry;
-pub mod ring;
 mod seats;
 mod snapshot;
 
@@ -43,9 +43,9 @@ use crate::protocol::{self, Patch, PresenceUpdate};
 use crate::store::{FileRecord, LoggedPatch, Store, StoreError};
 use access::{Denied, Role};
 use edits::Pending;
-use people::{ClientState, Member};
+use people::{ClientState, Participant};
+use recent::RecentOps;
 use registry::RoomMap;
-use ring::Ring;
 
 /// What rooms share: settings, the store, the journal and the coordinator.
 pub struct RoomContext {
@@ -162,9 +162,9 @@ pub struct Room {
     version: u64,
     /// The last version synced to disk.
     durable: u64,
-    ring: Ring,
+    recent: RecentOps,
     clients: HashMap<ClientKey, ClientState>,
-    members: HashMap<ConnId, Member>,
+    participants: HashMap<ConnId, Participant>,
     /// People with edit access waiting for an editor seat, in arrival order.
     waiting: VecDeque<ConnId>,
     pending: VecDeque<Pending>,
@@ -319,7 +319,7 @@ impl Room {
             .room_exits
             .with_label_values(&[exit.reason()])
             .inc();
-        metrics().people.sub(room.members.len() as i64);
+        metrics().people.sub(room.participants.len() as i64);
         let code = match exit {
             Exit::Deleted => Some((CloseCode::NotFound, "file deleted")),
             Exit::Fenced | Exit::LeaseLost | Exit::Moved => {
@@ -336,11 +336,11 @@ impl Room {
             }
         }
         if let Some((code, reason)) = code {
-            for m in room.members.values() {
+            for m in room.participants.values() {
                 m.outbox.close(code, reason);
             }
         }
-        room.members.clear();
+        room.participants.clear();
         room.sync_counts();
         if let Some(reply) = room.finishing.take().and_then(|f| f.reply) {
             let _ = reply.send(());
@@ -390,13 +390,13 @@ impl Room {
     /// Sends one encoded message to everyone in the room.
     fn broadcast(&self, frame: Msg, kind: &str) {
         debug_assert!(atrium_protocol::SERVER_MESSAGES.contains(&kind), "{kind}");
-        for m in self.members.values() {
+        for m in self.participants.values() {
             m.outbox.send(frame.clone());
         }
         metrics()
             .messages_sent
             .with_label_values(&[kind])
-            .inc_by(self.members.len() as u64);
+            .inc_by(self.participants.len() as u64);
     }
 
     fn housekeeping(&mut self) -> Option<Exit> {
@@ -406,7 +406,7 @@ impl Room {
             .idle_since
             .is_some_and(|since| since.elapsed() >= self.ctx.config.room_idle());
         let saved = self.pending.is_empty() && self.in_flight.is_empty() && self.unsent.is_empty();
-        (idle && saved && self.members.is_empty() && !self.snapshot.in_flight())
+        (idle && saved && self.participants.is_empty() && !self.snapshot.in_flight())
             .then_some(Exit::Idle)
     }
 
@@ -421,7 +421,7 @@ impl Room {
         };
         let waited = since.elapsed();
         if waited >= STALL_CLOSE {
-            for m in self.members.values() {
+            for m in self.participants.values() {
                 m.outbox.close(
                     CloseCode::TryAgainLater,
                     "the node cannot save edits right now; try again later",

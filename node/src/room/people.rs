@@ -18,7 +18,7 @@ use crate::store::FileRecord;
 /// welcome carries them.
 const LARGE_WELCOME: usize = 1 << 20;
 
-pub(super) struct Member {
+pub(super) struct Participant {
     pub(super) outbox: Outbox,
     pub(super) person: PersonId,
     pub(super) client: ClientKey,
@@ -32,7 +32,7 @@ pub(super) struct Member {
     pub(super) from_version: u64,
 }
 
-impl Member {
+impl Participant {
     pub(super) fn person_json(&self, page: Option<&str>) -> serde_json::Value {
         json!({
             "id": self.person.as_str(),
@@ -79,17 +79,17 @@ impl Room {
         // A newer hello of the same client replaces the older socket, quietly: for
         // everyone else the person never left.
         let replaced: Vec<ConnId> = self
-            .members
+            .participants
             .iter()
             .filter(|(_, m)| m.client == req.client)
             .map(|(c, _)| *c)
             .collect();
-        if replaced.is_empty() && self.members.len() >= self.ctx.config.room_people {
+        if replaced.is_empty() && self.participants.len() >= self.ctx.config.room_people {
             return Err(JoinError::Full);
         }
         let mut page = None;
         for conn in &replaced {
-            if let Some(old) = self.members.remove(conn) {
+            if let Some(old) = self.participants.remove(conn) {
                 old.outbox.close(
                     CloseCode::Replaced,
                     "replaced by a newer socket of the same client",
@@ -111,7 +111,7 @@ impl Room {
                 .filter(|n| !n.is_empty())
                 .unwrap_or_else(|| "Guest".into()),
         };
-        let member = Member {
+        let member = Participant {
             outbox: req.outbox.clone(),
             person: person.clone(),
             client: req.client,
@@ -132,7 +132,7 @@ impl Room {
             .join(conn, req.outbox.clone(), person.clone(), page);
         // Whatever the room sends this person before its welcome waits behind it.
         req.outbox.hold();
-        self.members.insert(conn, member);
+        self.participants.insert(conn, member);
         metrics().people.inc();
         self.sync_counts();
         self.update_presence_rate();
@@ -170,9 +170,9 @@ impl Room {
         since: Option<u64>,
         client: ClientKey,
     ) -> String {
-        let me = &self.members[&conn];
+        let me = &self.participants[&conn];
         let people: Vec<serde_json::Value> = self
-            .members
+            .participants
             .iter()
             .map(|(c, m)| m.person_json(self.board.page_of(*c)))
             .collect();
@@ -190,7 +190,7 @@ impl Room {
         // The document or the resume list is spliced in as already-encoded JSON.
         let mut out = head.to_string();
         out.pop();
-        match since.and_then(|s| self.ring.resume(s, self.version, client)) {
+        match since.and_then(|s| self.recent.resume(s, self.version, client)) {
             Some(resume) => {
                 out.push_str(",\"resume\":[");
                 for (i, frame) in resume.iter().enumerate() {
@@ -211,7 +211,7 @@ impl Room {
     }
 
     pub(super) fn leave(&mut self, conn: ConnId) {
-        if let Some(m) = self.members.remove(&conn) {
+        if let Some(m) = self.participants.remove(&conn) {
             metrics().people.dec();
             self.board.leave(conn, true);
             self.waiting.retain(|c| *c != conn);
@@ -221,7 +221,7 @@ impl Room {
             self.sync_counts();
             self.update_presence_rate();
         }
-        if self.members.is_empty() {
+        if self.participants.is_empty() {
             self.idle_since = Some(Instant::now());
         }
     }
@@ -229,7 +229,7 @@ impl Room {
     /// Busy rooms tick slower; clients are told whenever the rate changes.
     pub(super) fn update_presence_rate(&mut self) {
         let config = &self.ctx.config;
-        let hz = if self.members.len() > config.busy_room {
+        let hz = if self.participants.len() > config.busy_room {
             config.busy_presence_hz
         } else {
             config.presence_hz
@@ -243,10 +243,12 @@ impl Room {
 
     /// Publishes the room's people and editor counts (after joins, leaves, role changes).
     pub(super) fn sync_counts(&mut self) {
-        self.people
-            .store(self.members.len(), std::sync::atomic::Ordering::Relaxed);
+        self.people.store(
+            self.participants.len(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let editors = self
-            .members
+            .participants
             .values()
             .filter(|m| m.role == Role::Editor)
             .count() as i64;
@@ -261,13 +263,13 @@ impl Room {
     pub(super) fn file_changed(&mut self, record: FileRecord) {
         self.record = record;
         let gone: Vec<ConnId> = self
-            .members
+            .participants
             .iter()
             .filter(|(_, m)| access::role(&self.record, m.access).is_err())
             .map(|(c, _)| *c)
             .collect();
         for conn in gone {
-            if let Some(m) = self.members.get(&conn) {
+            if let Some(m) = self.participants.get(&conn) {
                 m.outbox.close(CloseCode::Forbidden, "no access any more");
             }
             self.leave(conn);

@@ -11,7 +11,7 @@ use crate::outbox::{shared, ConnId};
 
 impl Room {
     fn editors(&self) -> usize {
-        self.members
+        self.participants
             .values()
             .filter(|m| m.role == Role::Editor)
             .count()
@@ -44,7 +44,7 @@ impl Room {
     /// now edit, fills free seats in arrival order, and tells everyone of each change.
     pub(super) fn settle_roles(&mut self) {
         let mut changes = Vec::new();
-        for (conn, m) in &mut self.members {
+        for (conn, m) in &mut self.participants {
             let allowed = access::role(&self.record, m.access).map_or(Role::Viewer, |(r, _)| r);
             if allowed == Role::Viewer {
                 self.waiting.retain(|c| c != conn);
@@ -56,27 +56,27 @@ impl Room {
                 self.waiting.push_back(*conn);
             }
         }
-        self.waiting.retain(|c| self.members.contains_key(c));
+        self.waiting.retain(|c| self.participants.contains_key(c));
         let cap = self.ctx.config.room_editors;
         let mut editors = self.editors();
         while editors < cap {
             let Some(conn) = self.waiting.pop_front() else {
                 break;
             };
-            if let Some(m) = self.members.get_mut(&conn) {
+            if let Some(m) = self.participants.get_mut(&conn) {
                 m.role = Role::Editor;
                 changes.push(conn);
                 editors += 1;
             }
         }
-        for (conn, m) in &self.members {
+        for (conn, m) in &self.participants {
             m.seat.set(m.role, self.waiting.contains(conn));
         }
         if !changes.is_empty() {
             self.sync_counts();
         }
         for conn in changes {
-            if let Some(m) = self.members.get(&conn) {
+            if let Some(m) = self.participants.get(&conn) {
                 let msg = json!({"type": "role", "id": m.person.as_str(), "role": m.role.as_str()});
                 self.broadcast(shared(msg.to_string()), "role");
             }

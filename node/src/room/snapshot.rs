@@ -1,10 +1,10 @@
-//! Snapshots, written off the relay path (invariant 5).
+//! Snapshots, written off the relay path (invariant 5 in docs/architecture.md).
 //!
 //! The room only decides when: once the log behind the last snapshot passes
 //! max(`ATRIUM_SNAPSHOT_BYTES`, a quarter of the document), or it has changed for
 //! `ATRIUM_SNAPSHOT_MS`. A background task then rebuilds the document from the
 //! stored snapshot and log (never touching the room's copy), writes it fenced by
-//! the room's epoch, and trims the log to a ring's worth behind it.
+//! the room's epoch, and trims the log to the recent operations behind it.
 
 use std::time::Instant;
 

@@ -3,7 +3,7 @@
 //! Rooms and the HTTP API talk only to the [`Store`] trait; the embedded store
 //! ([`sqlite::SqliteStore`], a file database under the data folder) is the default.
 //!
-//! Ownership of a file's writes is fenced by its epoch (invariant 1 of the brief):
+//! Ownership of a file's writes is fenced by its epoch (invariant 1 in docs/architecture.md):
 //! [`Store::take_file`] raises the epoch before reading anything, and every append,
 //! snapshot and trim carries the taker's epoch and fails with [`StoreError::Fenced`]
 //! once someone else has raised it.

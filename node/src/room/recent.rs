@@ -1,4 +1,4 @@
-//! The recent-operations ring: the last patches of a file, for resume and for
+//! The recent operations: the last patches of a file, for resume and for
 //! answering resent op ids with their original version. Bounded in count and bytes.
 
 use std::collections::VecDeque;
@@ -10,7 +10,7 @@ use crate::outbox::Msg;
 use crate::ids::ClientKey;
 use crate::protocol;
 
-pub struct RingEntry {
+pub struct RecentOp {
     pub v: u64,
     pub client: ClientKey,
     pub op_id: u64,
@@ -19,20 +19,20 @@ pub struct RingEntry {
     pub relay: Msg,
 }
 
-impl RingEntry {
+impl RecentOp {
     fn size(&self) -> usize {
         self.relay.payload_len() + self.t.as_ref().map_or(0, String::len) + 64
     }
 }
 
-pub struct Ring {
-    entries: VecDeque<RingEntry>,
+pub struct RecentOps {
+    entries: VecDeque<RecentOp>,
     bytes: usize,
     max_entries: usize,
     max_bytes: usize,
 }
 
-impl Ring {
+impl RecentOps {
     pub fn new(max_entries: usize, max_bytes: usize) -> Self {
         Self {
             entries: VecDeque::new(),
@@ -43,7 +43,7 @@ impl Ring {
     }
 
     /// Adds the next version, dropping the oldest beyond the bounds.
-    pub fn push(&mut self, entry: RingEntry) {
+    pub fn push(&mut self, entry: RecentOp) {
         debug_assert!(self.entries.back().is_none_or(|e| e.v + 1 == entry.v));
         self.bytes += entry.size();
         self.entries.push_back(entry);
@@ -56,7 +56,7 @@ impl Ring {
         }
     }
 
-    /// The version a client's op id was given, while the ring still holds it.
+    /// The version a client's op id was given, while it still holds it.
     pub fn version_of(&self, client: ClientKey, op_id: u64) -> Option<u64> {
         self.entries
             .iter()
@@ -66,7 +66,7 @@ impl Ring {
     }
 
     /// The messages that bring a client from `since` to `version`, or `None` when
-    /// the ring no longer holds all of them. Its own patches come back as acks.
+    /// it no longer holds all of them. Its own patches come back as acks.
     pub fn resume(&self, since: u64, version: u64, client: ClientKey) -> Option<Vec<Bytes>> {
         if since > version {
             return None;
@@ -104,8 +104,8 @@ impl Ring {
 mod tests {
     use super::*;
 
-    fn entry(v: u64, client: u8) -> RingEntry {
-        RingEntry {
+    fn entry(v: u64, client: u8) -> RecentOp {
+        RecentOp {
             v,
             client: ClientKey([client; 16]),
             op_id: v * 10,
@@ -116,29 +116,29 @@ mod tests {
 
     #[test]
     fn resume_covers_only_what_the_ring_holds() {
-        let mut ring = Ring::new(3, 1 << 20);
+        let mut recent = RecentOps::new(3, 1 << 20);
         for v in 1..=5 {
-            ring.push(entry(v, (v % 2) as u8));
+            recent.push(entry(v, (v % 2) as u8));
         }
         // Holds 3, 4, 5.
-        assert!(ring.resume(1, 5, ClientKey([9; 16])).is_none());
-        let r = ring.resume(2, 5, ClientKey([1; 16])).unwrap();
+        assert!(recent.resume(1, 5, ClientKey([9; 16])).is_none());
+        let r = recent.resume(2, 5, ClientKey([1; 16])).unwrap();
         assert_eq!(r.len(), 3);
         assert!(String::from_utf8_lossy(&r[0]).contains("\"type\":\"ack\""));
         assert_eq!(&r[1][..], b"relay 4");
-        assert_eq!(ring.resume(5, 5, ClientKey([1; 16])).unwrap().len(), 0);
-        assert!(ring.resume(6, 5, ClientKey([1; 16])).is_none());
-        assert_eq!(ring.version_of(ClientKey([0; 16]), 40), Some(4));
-        assert_eq!(ring.version_of(ClientKey([0; 16]), 20), None);
+        assert_eq!(recent.resume(5, 5, ClientKey([1; 16])).unwrap().len(), 0);
+        assert!(recent.resume(6, 5, ClientKey([1; 16])).is_none());
+        assert_eq!(recent.version_of(ClientKey([0; 16]), 40), Some(4));
+        assert_eq!(recent.version_of(ClientKey([0; 16]), 20), None);
     }
 
     #[test]
     fn bytes_bound_drops_the_oldest() {
-        let mut ring = Ring::new(1000, 200);
+        let mut recent = RecentOps::new(1000, 200);
         for v in 1..=10 {
-            ring.push(entry(v, 0));
+            recent.push(entry(v, 0));
         }
-        assert!(ring.bytes() <= 200);
-        assert!(ring.resume(9, 10, ClientKey([0; 16])).is_some());
+        assert!(recent.bytes() <= 200);
+        assert!(recent.resume(9, 10, ClientKey([0; 16])).is_some());
     }
 }
