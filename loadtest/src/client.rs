@@ -63,6 +63,9 @@ pub struct Client {
     /// Cluster mode: keep a model of the document, mark every patch, and reconnect and resume
     /// when the server closes the socket.
     pub track: bool,
+    /// Come back after a first join that was told to (1013 with its hint, 4009, 1012), as
+    /// a real client does: on in cluster mode and in a `--storm`.
+    pub comes_back: bool,
 }
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -289,11 +292,14 @@ impl Client {
             let since = (!first && self.track).then_some(st.version);
             let (mut ws, welcome, full) = match self.join(&client_id, since).await {
                 Ok(joined) => joined,
-                Err(code) => {
+                Err(JoinFailed { code, retry: hint }) => {
                     // Tracking clients behave as the contract asks of a real one: a close they can
                     // act on by coming back (4009 while rooms settle, 1012, 1013, a lost
-                    // connection) is retried with backoff, the first join included.
-                    let retry = self.track && self.run_going() && code.is_none_or(retryable);
+                    // connection) is retried with backoff, the first join included, or after
+                    // the node's `retry-ms` hint when it gave one.
+                    let retry = (self.track || (first && self.comes_back))
+                        && self.run_going()
+                        && code.is_none_or(retryable);
                     if let Some(code) = code {
                         self.count_close(&code.to_string());
                     }
@@ -309,7 +315,8 @@ impl Client {
                         add(&m.counters.reconnect_failures, 1);
                     }
                     let jitter = rand::random_range(0..=backoff.as_millis() as u64 / 2);
-                    tokio::time::sleep(backoff + Duration::from_millis(jitter)).await;
+                    let wait = hint.unwrap_or(backoff + Duration::from_millis(jitter));
+                    tokio::time::sleep(wait).await;
                     backoff = (backoff * 2).min(Duration::from_secs(1));
                     continue;
                 }
@@ -573,7 +580,7 @@ impl Client {
         &mut self,
         client_id: &str,
         since: Option<u64>,
-    ) -> Result<(Socket, Welcome, Option<Value>), Option<u16>> {
+    ) -> Result<(Socket, Welcome, Option<Value>), JoinFailed> {
         let track = self.track;
         let attempt = async {
             let addr = self
@@ -583,7 +590,9 @@ impl Client {
                 .next()
                 .unwrap_or_default()
                 .to_string();
-            let tcp = TcpStream::connect(addr).await.map_err(|_| None)?;
+            let tcp = TcpStream::connect(addr)
+                .await
+                .map_err(|_| JoinFailed::default())?;
             let _ = tcp.set_nodelay(true);
             let (mut ws, _) = client_async_with_config(
                 self.ws_url.as_str(),
@@ -591,7 +600,7 @@ impl Client {
                 Some(ws_config()),
             )
             .await
-            .map_err(|_| None)?;
+            .map_err(|_| JoinFailed::default())?;
             let hello = serde_json::json!({
                 "type": "hello", "token": self.token, "key": self.key,
                 "client": client_id, "since": since,
@@ -599,7 +608,7 @@ impl Client {
             });
             ws.send(Message::Text(hello.to_string().into()))
                 .await
-                .map_err(|_| None)?;
+                .map_err(|_| JoinFailed::default())?;
             while let Some(frame) = ws.next().await {
                 match frame {
                     Ok(Message::Text(text)) => {
@@ -615,16 +624,35 @@ impl Client {
                         }
                     }
                     Ok(Message::Close(close)) => {
-                        return Err(Some(close.map_or(1005, |c| u16::from(c.code))));
+                        return Err(JoinFailed {
+                            code: Some(close.as_ref().map_or(1005, |c| u16::from(c.code))),
+                            retry: close.as_ref().and_then(|c| retry_hint(&c.reason)),
+                        });
                     }
                     Ok(_) => {}
-                    Err(_) => return Err(None),
+                    Err(_) => return Err(JoinFailed::default()),
                 }
             }
-            Err(None)
+            Err(JoinFailed::default())
         };
-        timeout(CONNECT_TIMEOUT, attempt).await.unwrap_or(Err(None))
+        timeout(CONNECT_TIMEOUT, attempt)
+            .await
+            .unwrap_or(Err(JoinFailed::default()))
     }
+}
+
+/// Why a join failed: the close code (none for a lost connection) and the node's hint of
+/// when to come back (`retry-ms=N` at the end of a 1013's reason).
+#[derive(Debug, Default)]
+struct JoinFailed {
+    code: Option<u16>,
+    retry: Option<Duration>,
+}
+
+/// The `retry-ms=N` hint at the end of a close reason, if any (capped at 30 s).
+fn retry_hint(reason: &str) -> Option<Duration> {
+    let ms: u64 = reason.rsplit_once("retry-ms=")?.1.trim().parse().ok()?;
+    Some(Duration::from_millis(ms.min(30_000)))
 }
 
 /// Whether a close code before the welcome asks the client to come back (the contract's
@@ -669,6 +697,15 @@ async fn close(mut ws: Socket) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_nodes_hint_of_when_to_come_back_is_read_from_the_close_reason() {
+        let hint = retry_hint("the node is busy with other joins; retry-ms=1840");
+        assert_eq!(hint, Some(Duration::from_millis(1840)));
+        assert_eq!(retry_hint("the store is unavailable"), None);
+        assert_eq!(retry_hint("retry-ms=soon"), None);
+        assert_eq!(retry_hint("retry-ms=999999"), Some(Duration::from_secs(30)));
+    }
 
     #[test]
     fn a_version_gap_is_a_dropped_patch() {

@@ -11,6 +11,9 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use serde::Deserialize;
 
+/// The ramp of `--storm`: the most `--ramp` allows, so every socket opens at once.
+pub const STORM_RAMP: f64 = 1_000_000.0;
+
 /// How perf unwinds stacks unless `--profile-call-graph` says otherwise.
 pub const DEFAULT_CALL_GRAPH: &str = "dwarf";
 
@@ -96,6 +99,9 @@ pub struct Cli {
     /// New connections a second while connecting
     #[arg(long)]
     pub ramp: Option<f64>,
+    /// Connect every socket at once (no ramp), as a dead node's people come back
+    #[arg(long, conflicts_with = "ramp")]
+    pub storm: bool,
     /// Seconds of load before measuring
     #[arg(long)]
     pub warmup: Option<f64>,
@@ -165,6 +171,7 @@ pub struct FileConfig {
     #[serde(alias = "presence_rate")]
     pub presence_rate: Option<f64>,
     pub ramp: Option<f64>,
+    pub storm: Option<bool>,
     pub warmup: Option<f64>,
     pub duration: Option<f64>,
     pub label: Option<String>,
@@ -272,6 +279,8 @@ pub struct Options {
     pub edit_rate: f64,
     pub presence_rate: f64,
     pub ramp: f64,
+    /// Every socket connected at once (`--storm`): `ramp` is then [`STORM_RAMP`].
+    pub storm: bool,
     pub warmup: f64,
     pub duration: f64,
     pub label: String,
@@ -349,6 +358,7 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
     };
 
     let users = cli.users.or(file.users).unwrap_or(200);
+    let storm = cli.storm || file.storm.unwrap_or(false);
     let options = Options {
         target,
         fault,
@@ -365,7 +375,12 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
         editors: cli.editors.or(file.editors).unwrap_or(0.1),
         edit_rate: cli.edit_rate.or(file.edit_rate).unwrap_or(2.0),
         presence_rate: cli.presence_rate.or(file.presence_rate).unwrap_or(20.0),
-        ramp: cli.ramp.or(file.ramp).unwrap_or(500.0),
+        ramp: if storm {
+            STORM_RAMP
+        } else {
+            cli.ramp.or(file.ramp).unwrap_or(500.0)
+        },
+        storm,
         warmup: cli.warmup.or(file.warmup).unwrap_or(3.0),
         duration: cli.duration.or(file.duration).unwrap_or(30.0),
         label: cli.label.or(file.label).unwrap_or_default(),
@@ -512,6 +527,17 @@ mod tests {
         let mut all = vec!["atrium-loadtest"];
         all.extend_from_slice(args);
         Cli::try_parse_from(all).unwrap()
+    }
+
+    #[test]
+    fn a_storm_opens_every_socket_at_once_and_excludes_a_ramp() {
+        let o = merge(cli(&["--spawn", "--storm"]), FileConfig::default()).unwrap();
+        assert!(o.storm);
+        assert_eq!(o.ramp, STORM_RAMP);
+        assert_eq!(crate::schedule::connect_at(2_000, o.ramp).as_millis(), 2);
+        assert!(Cli::try_parse_from(["atrium-loadtest", "--storm", "--ramp", "10"]).is_err());
+        let o = merge(cli(&["--spawn"]), FileConfig::default()).unwrap();
+        assert!(!o.storm);
     }
 
     fn file(json: &str) -> FileConfig {

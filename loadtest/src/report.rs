@@ -29,6 +29,8 @@ pub struct Report {
     pub duration_s: f64,
     pub connected: u64,
     pub connect_s: f64,
+    /// Every socket connected at once (`--storm`).
+    pub storm: bool,
     pub patch_relay_ms: Summary,
     pub patch_ack_ms: Summary,
     pub presence_ms: Summary,
@@ -300,12 +302,13 @@ impl Report {
         let _ = writeln!(w, "\n== {title} ==");
         let _ = writeln!(
             w,
-            "target {} | {} users ({} connected in {:.1} s) in {} files of {} pages | {} editors at \
+            "target {} | {} users ({} connected in {:.1} s{}) in {} files of {} pages | {} editors at \
              {}/s | presence {}/s | {} s measured after {} s warm-up",
             self.target,
             self.users,
             self.connected,
             self.connect_s,
+            if self.storm { ", all at once" } else { "" },
             self.files,
             self.pages,
             self.editors,

@@ -285,7 +285,7 @@ async fn drive(
         o.clone(),
     ));
 
-    // Ramp: connection i opens at i / ramp seconds.
+    // Ramp: connection i opens at i / ramp seconds (all at once in a storm).
     let (end_tx, end_rx) = watch::channel(End::Running);
     let start = tokio::time::Instant::now();
     let mut handles: Vec<JoinHandle<ClientEnd>> = Vec::with_capacity(plans.len());
@@ -306,6 +306,7 @@ async fn drive(
             measures: m.clone(),
             end: end_rx.clone(),
             track: in_cluster,
+            comes_back: in_cluster || o.storm,
             plan: plan.clone(),
         };
         handles.push(tokio::spawn(client.run()));
@@ -491,6 +492,7 @@ async fn drive(
         duration_s: round3(window_s),
         connected,
         connect_s: round3(connect_s),
+        storm: o.storm,
         patch_relay_ms: Measures::total(&m.relay),
         patch_ack_ms: Measures::total(&m.ack),
         presence_ms: Measures::total(&m.presence),

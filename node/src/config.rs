@@ -118,6 +118,16 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_HELLO_MAX_BYTES", default_value_t = 16 * 1024)]
     pub hello_max_bytes: usize,
 
+    /// Joins (a hello until its welcome) the node works on at once; more wait their
+    /// turn, so a storm of joins is taken at the pace the node can carry.
+    #[arg(long, env = "ATRIUM_JOINS_IN_FLIGHT", default_value_t = 256)]
+    pub joins_in_flight: usize,
+
+    /// How long a join may wait for its turn before it is told to come back later
+    /// (close 1013 with a jittered `retry-ms` hint).
+    #[arg(long, env = "ATRIUM_JOIN_WAIT_MS", default_value_t = 5_000)]
+    pub join_wait_ms: u64,
+
     /// How much a socket's compressed messages may inflate, in all: at most this
     /// many bytes of text per byte received, plus 64 KiB; beyond it, close 1009.
     #[arg(long, env = "ATRIUM_WS_INFLATE_RATIO", default_value_t = 16)]

@@ -17,6 +17,7 @@
 // One call needs `unsafe`: asking glibc to return freed memory (memory.rs).
 #![deny(unsafe_code)]
 
+pub mod admission;
 pub mod auth;
 pub mod clock;
 pub mod cluster;

@@ -32,6 +32,7 @@ pub struct Metrics {
     pub rate_limited: IntCounter,
     pub presence_dropped: IntCounter,
     pub welcomes_waited: IntCounter,
+    pub joins: IntCounterVec,
     pub queue_overflows: IntCounter,
     pub presence_tick_seconds: Histogram,
     pub snapshot_seconds: Histogram,
@@ -226,6 +227,14 @@ impl Metrics {
                 "atrium_inbound_paused_total",
                 "Times a socket's reading paused because its waiting messages or bytes were at their bound.",
             ),
+            joins: counter_vec(
+                &r,
+                "atrium_joins_total",
+                "Hellos by outcome: admitted (welcomed), deferred (closed with a code that asks \
+                 the client to come back, e.g. 1013 with a retry hint), refused (a code that \
+                 tells it to stop).",
+                &["outcome"],
+            ),
             welcomes_waited: counter(
                 &r,
                 "atrium_welcomes_waited_total",
@@ -291,7 +300,8 @@ impl Metrics {
         for code in CloseCode::ALL {
             self.closes.with_label_values(&[&code.to_string()]);
         }
-        let families: [(&IntCounterVec, &[&str]); 6] = [
+        let families: [(&IntCounterVec, &[&str]); 7] = [
+            (&self.joins, &["admitted", "deferred", "refused"]),
             (&self.rejects, REJECT_CODES),
             (&self.messages_received, CLIENT_MESSAGES),
             (&self.messages_sent, SERVER_MESSAGES),

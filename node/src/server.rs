@@ -158,6 +158,10 @@ pub async fn start(
         file_creates: KeyedLimiter::per_minute(config.file_creates_per_minute, AUTH_KEYS),
         connections: crate::limits::ConnectionCap::new(config.max_connections()),
         memory,
+        admission: crate::admission::Admission::new(
+            config.joins_in_flight,
+            std::time::Duration::from_millis(config.join_wait_ms),
+        ),
         delay: crate::stats::DelayProbe::start(),
         accepting: AtomicBool::new(true),
         stopping: stop_rx.clone(),

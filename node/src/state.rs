@@ -41,6 +41,8 @@ pub struct AppState {
     pub connections: Arc<crate::limits::ConnectionCap>,
     /// The node's memory budget: new work is refused before it is exceeded.
     pub memory: Arc<crate::memory::MemoryGuard>,
+    /// Turns for joins, so a storm is taken at the pace the node carries.
+    pub admission: crate::admission::Admission,
     /// The runtime's scheduling delay, sampled for /health.
     pub delay: Arc<crate::stats::DelayProbe>,
     pub(crate) accepting: AtomicBool,

@@ -9,6 +9,7 @@ use atrium_coordinator::CoordinatorError;
 use tokio::time::{timeout_at, Instant};
 
 use super::{Liveness, ReadIo, Session};
+use crate::admission::{come_back_later, Outcome};
 use crate::ids::{digest, ClientKey};
 use crate::limits::Bucket;
 use crate::metrics::metrics;
@@ -150,10 +151,24 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
         .messages_received
         .with_label_values(&["hello"])
         .inc();
+    let Some(turn) = session.state.admission.admit().await else {
+        Outcome::Deferred.count();
+        let reason = come_back_later("the node is busy with other joins");
+        session.outbox.close(CloseCode::TryAgainLater, &reason);
+        return drain(frames).await;
+    };
     if let Err((code, reason)) = join(session, hello).await {
-        session.outbox.close(code, reason);
+        Outcome::of_close(code).count();
+        if code == CloseCode::TryAgainLater {
+            session.outbox.close(code, &come_back_later(reason));
+        } else {
+            session.outbox.close(code, reason);
+        }
         return drain(frames).await;
     }
+    Outcome::Admitted.count();
+    // The next waiting join goes once this one is in its room.
+    drop(turn);
     let Some(room) = session.room.clone() else {
         return;
     };
