@@ -435,12 +435,29 @@ fn codes(map: &std::collections::BTreeMap<String, u64>) -> String {
 
 /// The whole page.
 pub fn page(r: &Report) -> String {
+    let mut out = String::new();
+    head_section(&mut out, r);
+    let window = measured_window(&r.seconds);
+    latency_section(&mut out, r, window);
+    throughput_section(&mut out, r, window);
+    server_section(&mut out, r, window);
+    problems_section(&mut out, r);
+    generator_section(&mut out, r);
+    drop_section(&mut out, r);
+    profile_section(&mut out, r);
+    out.push_str("<h2>The text report</h2>\n<pre>");
+    out.push_str(&esc(r.text().trim()));
+    out.push_str("</pre>\n</body></html>\n");
+    out
+}
+
+/// The page's head: title, the run's shape, and a banner of problems or of a busy generator.
+fn head_section(out: &mut String, r: &Report) {
     let title = if r.label.is_empty() {
         "atrium-loadtest".to_string()
     } else {
         format!("atrium-loadtest: {}", r.label)
     };
-    let mut out = String::new();
     let _ = write!(
         out,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -493,8 +510,10 @@ pub fn page(r: &Report) -> String {
             esc(reason)
         );
     }
+}
 
-    let window = measured_window(&r.seconds);
+/// Latency: a table of the percentiles, and p50 and p99 a second.
+fn latency_section(out: &mut String, r: &Report, window: Option<(f64, f64)>) {
     out.push_str("<h2>Latency</h2>\n");
     let groups = [
         ("patch relay", r.patch_relay_ms),
@@ -502,7 +521,7 @@ pub fn page(r: &Report) -> String {
         ("presence", r.presence_ms),
     ];
     figure(
-        &mut out,
+        out,
         &bar_chart(
             "Latency percentiles over the measured window",
             "ms",
@@ -525,7 +544,7 @@ pub fn page(r: &Report) -> String {
         })
         .collect();
     table(
-        &mut out,
+        out,
         &["ms", "p50", "p90", "p99", "max", "mean", "samples"],
         &rows,
     );
@@ -540,7 +559,7 @@ pub fn page(r: &Report) -> String {
             .map(|((name, color), pick)| per_second(r, name, color, move |s| latency(pick(s))))
             .collect();
         figure(
-            &mut out,
+            out,
             &line_chart(
                 &format!("Latency {which}, second by second"),
                 "ms",
@@ -551,10 +570,13 @@ pub fn page(r: &Report) -> String {
              band is the measured window.",
         );
     }
+}
 
+/// Throughput: messages a second against what the schedule asked for.
+fn throughput_section(out: &mut String, r: &Report, window: Option<(f64, f64)>) {
     out.push_str("<h2>Throughput</h2>\n");
     figure(
-        &mut out,
+        out,
         &line_chart(
             "Patches a second",
             "per s",
@@ -571,7 +593,7 @@ pub fn page(r: &Report) -> String {
         ),
     );
     figure(
-        &mut out,
+        out,
         &line_chart(
             "Presence a second",
             "per s",
@@ -633,14 +655,17 @@ pub fn page(r: &Report) -> String {
         ],
     ];
     table(
-        &mut out,
+        out,
         &["a second, over the window", "measured", "scheduled"],
         &rows,
     );
+}
 
+/// The server: CPU, memory and scheduling delay over the run.
+fn server_section(out: &mut String, r: &Report, window: Option<(f64, f64)>) {
     out.push_str("<h2>Server</h2>\n");
     figure(
-        &mut out,
+        out,
         &line_chart(
             "CPU, % of one core",
             "%",
@@ -653,7 +678,7 @@ pub fn page(r: &Report) -> String {
         "The node's user + system CPU each second, and this tool's own for comparison.",
     );
     figure(
-        &mut out,
+        out,
         &line_chart(
             "Server memory",
             "MB",
@@ -667,7 +692,7 @@ pub fn page(r: &Report) -> String {
         "Resident memory of the node every second, the whole run.",
     );
     figure(
-        &mut out,
+        out,
         &line_chart(
             "Connections",
             "sockets",
@@ -689,7 +714,7 @@ pub fn page(r: &Report) -> String {
     );
     let s = &r.server;
     pairs(
-        &mut out,
+        out,
         &[
             ("CPU, % of a core", opt(s.cpu_percent)),
             ("CPU µs per message in + out", opt(s.cpu_us_per_message)),
@@ -703,10 +728,14 @@ pub fn page(r: &Report) -> String {
             ("scheduling delay p99, ms", opt(s.sched_delay_p99_ms)),
         ],
     );
+}
 
+/// Problems: drops, reorderings, unexpected closes and errors.
+fn problems_section(out: &mut String, r: &Report) {
+    let p = &r.problems;
     out.push_str("<h2>Problems</h2>\n");
     pairs(
-        &mut out,
+        out,
         &[
             ("dropped patches", p.dropped_patches.to_string()),
             ("out of order", p.out_of_order.to_string()),
@@ -720,11 +749,14 @@ pub fn page(r: &Report) -> String {
             ("sends skipped", p.sends_skipped.to_string()),
         ],
     );
+}
 
+/// The generator and the machine: was the measure itself sound?
+fn generator_section(out: &mut String, r: &Report) {
     out.push_str("<h2>Generator and machine</h2>\n");
     let g = &r.generator;
     pairs(
-        &mut out,
+        out,
         &[
             ("threads", g.workers.to_string()),
             ("scheduling delay p50, ms", num(g.sched_delay_ms.p50)),
@@ -741,10 +773,14 @@ pub fn page(r: &Report) -> String {
             ),
         ],
     );
+}
+
+/// The drop at the end, when asked for.
+fn drop_section(out: &mut String, r: &Report) {
     if let Some(d) = &r.drop {
         out.push_str("<h2>Drop</h2>\n");
         pairs(
-            &mut out,
+            out,
             &[
                 (
                     "server stayed up",
@@ -758,6 +794,10 @@ pub fn page(r: &Report) -> String {
             ],
         );
     }
+}
+
+/// The CPU profile, when asked for.
+fn profile_section(out: &mut String, r: &Report) {
     if let Some(pr) = &r.profile {
         out.push_str("<h2>CPU profile</h2>\n");
         let path = |p: &Option<std::path::PathBuf>| {
@@ -765,7 +805,7 @@ pub fn page(r: &Report) -> String {
                 .map_or_else(|| "n/a".to_string(), |p| p.display().to_string())
         };
         pairs(
-            &mut out,
+            out,
             &[
                 ("flame graph", path(&pr.flamegraph_svg)),
                 ("raw perf data", path(&pr.perf_data)),
@@ -776,10 +816,6 @@ pub fn page(r: &Report) -> String {
             ],
         );
     }
-    out.push_str("<h2>The text report</h2>\n<pre>");
-    out.push_str(&esc(r.text().trim()));
-    out.push_str("</pre>\n</body></html>\n");
-    out
 }
 
 #[cfg(test)]

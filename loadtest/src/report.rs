@@ -294,6 +294,21 @@ impl Report {
     pub fn text(&self) -> String {
         let mut out = String::new();
         let w = &mut out;
+        self.text_head(w);
+        self.text_latency(w);
+        self.text_rates(w);
+        self.text_problems(w);
+        self.text_server(w);
+        self.text_generator(w);
+        self.text_profile(w);
+        self.text_cluster(w);
+        self.text_failover(w);
+        self.text_drop(w);
+        out
+    }
+
+    /// The title and the run's shape.
+    fn text_head(&self, w: &mut String) {
         let title = if self.label.is_empty() {
             "atrium-loadtest".to_string()
         } else {
@@ -317,10 +332,18 @@ impl Report {
             self.duration_s,
             self.warmup_s
         );
+    }
+
+    /// Latency percentiles.
+    fn text_latency(&self, w: &mut String) {
         let _ = writeln!(w, "\nLatency");
         let _ = writeln!(w, "  patch relay  {}", line(&self.patch_relay_ms));
         let _ = writeln!(w, "  patch ack    {}", line(&self.patch_ack_ms));
         let _ = writeln!(w, "  presence     {}", line(&self.presence_ms));
+    }
+
+    /// Rates a second, against what the schedule asked for.
+    fn text_rates(&self, w: &mut String) {
         let r = &self.rates;
         let e = &self.expected;
         let _ = writeln!(w, "\nRates (a second)");
@@ -343,6 +366,10 @@ impl Report {
             "  messages sent {:.0}, received {:.0} ({:.2} MB)",
             r.messages_sent_per_s, r.messages_received_per_s, r.mb_received_per_s
         );
+    }
+
+    /// Problems: drops, reorderings, closes and errors.
+    fn text_problems(&self, w: &mut String) {
         let p = &self.problems;
         let _ = writeln!(w, "\nProblems");
         let _ = writeln!(
@@ -365,6 +392,10 @@ impl Report {
             codes(&p.rejects),
             p.joined_as_viewer
         );
+    }
+
+    /// The server's CPU, memory and scheduling delay.
+    fn text_server(&self, w: &mut String) {
         let s = &self.server;
         let _ = writeln!(w, "\nServer");
         let _ = writeln!(
@@ -389,6 +420,10 @@ impl Report {
             "  scheduling delay p99 {} (worst 10-s window)",
             opt(s.sched_delay_p99_ms, " ms")
         );
+    }
+
+    /// The generator and the machine.
+    fn text_generator(&self, w: &mut String) {
         let g = &self.generator;
         let _ = writeln!(w, "\nGenerator ({} threads)", g.workers);
         let _ = writeln!(
@@ -410,6 +445,10 @@ impl Report {
             opt(self.machine.busy_cores, " cores"),
             opt(self.machine.other_cores, " cores"),
         );
+    }
+
+    /// The CPU profile, when one was taken.
+    fn text_profile(&self, w: &mut String) {
         if let Some(p) = &self.profile {
             let _ = writeln!(
                 w,
@@ -436,6 +475,10 @@ impl Report {
                 _ => {}
             }
         }
+    }
+
+    /// The fleet, in cluster mode.
+    fn text_cluster(&self, w: &mut String) {
         if let Some(c) = &self.cluster {
             let _ = writeln!(
                 w,
@@ -452,6 +495,10 @@ impl Report {
                 .collect();
             let _ = writeln!(w, "  rooms at the end: {}", rooms.join(", "));
         }
+    }
+
+    /// The fault and the recovery, in a fault run.
+    fn text_failover(&self, w: &mut String) {
         if let Some(f) = &self.failover {
             let _ = writeln!(
                 w,
@@ -488,6 +535,10 @@ impl Report {
                 f.acked_lost, f.acked_checked, f.not_converged, f.clients_checked, f.files_unreadable
             );
         }
+    }
+
+    /// The drop at the end, when asked for.
+    fn text_drop(&self, w: &mut String) {
         if let Some(d) = &self.drop {
             let _ = writeln!(w, "\nDrop (every socket at once, no close handshake)");
             let _ = writeln!(
@@ -498,7 +549,6 @@ impl Report {
                 opt(d.connections_zero_after_ms, " ms"),
             );
         }
-        out
     }
 }
 
