@@ -256,6 +256,142 @@ fn report_title(r: &Report) -> String {
     }
 }
 
+/// Opens every client's socket on the ramp (all at once in a storm); returns their tasks.
+async fn connect_all(
+    o: &Options,
+    endpoint: &Endpoint,
+    made: &setup::Setup,
+    plans: &[ClientPlan],
+    m: &Arc<Measures>,
+    end_rx: &watch::Receiver<End>,
+    in_cluster: bool,
+) -> Vec<JoinHandle<ClientEnd>> {
+    let start = tokio::time::Instant::now();
+    let mut handles: Vec<JoinHandle<ClientEnd>> = Vec::with_capacity(plans.len());
+    for plan in plans {
+        tokio::time::sleep_until(start + connect_at(plan.index, o.ramp)).await;
+        let file = &made.files[plan.file];
+        let client = Client {
+            ws_url: endpoint.ws_url(&file.id),
+            key: if plan.editor {
+                &file.edit_key
+            } else {
+                &file.view_key
+            }
+            .clone(),
+            token: plan.account.map(|a| made.tokens[a].clone()),
+            edit_rate: o.edit_rate,
+            presence_rate: o.presence_rate,
+            measures: m.clone(),
+            end: end_rx.clone(),
+            track: in_cluster,
+            comes_back: in_cluster || o.storm,
+            plan: plan.clone(),
+        };
+        handles.push(tokio::spawn(client.run()));
+        if plan.index % 100 == 0 {
+            progress(o, &format!("connecting {}/{}", plan.index, o.users));
+        }
+    }
+    handles
+}
+
+/// Waits (up to 15 s) until every client has joined or given up.
+async fn wait_until_joined(o: &Options, m: &Measures) {
+    let settled = tokio::time::Instant::now() + Duration::from_secs(15);
+    let resolved = || {
+        m.counters.connected.load(Ordering::Relaxed)
+            + m.counters.connection_errors.load(Ordering::Relaxed)
+    };
+    while resolved() < o.users as u64 && tokio::time::Instant::now() < settled {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Injects the run's fault into the fleet, with a probe watching every file from then on.
+async fn strike(
+    o: &Options,
+    f: crate::options::Fault,
+    c: &mut Cluster,
+    endpoint: &Endpoint,
+    files: &[FileKeys],
+    window_start: tokio::time::Instant,
+) -> Result<Struck> {
+    let struck_at_s = round3(window_start.elapsed().as_secs_f64());
+    progress(o, &format!("injecting the fault: {}", f.kind.name()));
+    let probe_stop = Arc::new(AtomicBool::new(false));
+    let struck = Instant::now();
+    let probe = tokio::spawn(fault::probe(
+        endpoint.clone(),
+        files.to_vec(),
+        struck,
+        probe_stop.clone(),
+    ));
+    let injection = fault::inject(c, f, crate::cluster::lease_ms(o)).await;
+    let (injection, started) = match injection {
+        Ok(done) => done,
+        Err(e) => {
+            probe_stop.store(true, Ordering::Relaxed);
+            return Err(e.context(format!("--fault {}", f.kind.name())));
+        }
+    };
+    if o.verbose {
+        for step in &injection.steps {
+            eprintln!("fault: {step}");
+        }
+    }
+    Ok(Struck {
+        kind: f.kind,
+        at_s: struck_at_s,
+        started,
+        cleared_ms: if f.kind.served_meanwhile() {
+            0.0
+        } else {
+            started.duration_since(struck).as_secs_f64() * 1000.0 + injection.lasted_ms
+        },
+        injection,
+        probe,
+        probe_stop,
+    })
+}
+
+/// Ends the clients: a clean close (after a quiet second for resends), or everyone dropping
+/// at once with `--drop`; returns the drop's result and what each client saw.
+async fn end_clients(
+    o: &Options,
+    end_tx: &watch::Sender<End>,
+    endpoint: &Endpoint,
+    spawned: &mut Option<Spawned>,
+    collected: &Mutex<Collected>,
+    handles: Vec<JoinHandle<ClientEnd>>,
+    in_cluster: bool,
+) -> (Option<DropResult>, Vec<ClientEnd>) {
+    let drop_result = if o.drop {
+        set_phase(collected, "drop");
+        progress(o, "dropping every socket at once");
+        Some(drop_all(end_tx, endpoint, spawned).await)
+    } else {
+        set_phase(collected, "close");
+        progress(o, "closing");
+        let _ = end_tx.send(End::Quiet);
+        // Tracking clients may still be resending after a reconnect: give them longer.
+        let quiet = if in_cluster { 2 } else { 1 };
+        tokio::time::sleep(Duration::from_secs(quiet)).await;
+        let _ = end_tx.send(End::Close);
+        None
+    };
+    let mut ends: Vec<ClientEnd> = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        for h in handles {
+            if let Ok(e) = h.await {
+                ends.push(e);
+            }
+        }
+    })
+    .await;
+    (drop_result, ends)
+}
+
 async fn drive(
     o: &Options,
     endpoint: &Endpoint,
@@ -288,40 +424,8 @@ async fn drive(
     // Ramp: connection i opens at i / ramp seconds (all at once in a storm).
     let (end_tx, end_rx) = watch::channel(End::Running);
     let start = tokio::time::Instant::now();
-    let mut handles: Vec<JoinHandle<ClientEnd>> = Vec::with_capacity(plans.len());
-    for plan in &plans {
-        tokio::time::sleep_until(start + connect_at(plan.index, o.ramp)).await;
-        let file = &made.files[plan.file];
-        let client = Client {
-            ws_url: endpoint.ws_url(&file.id),
-            key: if plan.editor {
-                &file.edit_key
-            } else {
-                &file.view_key
-            }
-            .clone(),
-            token: plan.account.map(|a| made.tokens[a].clone()),
-            edit_rate: o.edit_rate,
-            presence_rate: o.presence_rate,
-            measures: m.clone(),
-            end: end_rx.clone(),
-            track: in_cluster,
-            comes_back: in_cluster || o.storm,
-            plan: plan.clone(),
-        };
-        handles.push(tokio::spawn(client.run()));
-        if plan.index % 100 == 0 {
-            progress(o, &format!("connecting {}/{}", plan.index, o.users));
-        }
-    }
-    let settled = tokio::time::Instant::now() + Duration::from_secs(15);
-    let resolved = || {
-        m.counters.connected.load(Ordering::Relaxed)
-            + m.counters.connection_errors.load(Ordering::Relaxed)
-    };
-    while resolved() < o.users as u64 && tokio::time::Instant::now() < settled {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let handles = connect_all(o, endpoint, &made, &plans, &m, &end_rx, in_cluster).await;
+    wait_until_joined(o, &m).await;
     let connect_s = start.elapsed().as_secs_f64();
     let connected = m.counters.connected.load(Ordering::Relaxed);
     if connected == 0 {
@@ -360,42 +464,7 @@ async fn drive(
         if let (Some(at), Some(c), Some(f)) = (fault_at, cluster.as_mut(), o.fault) {
             if tokio::time::Instant::now() >= at {
                 fault_at = None;
-                let struck_at_s = round3(window_start.elapsed().as_secs_f64());
-                progress(o, &format!("injecting the fault: {}", f.kind.name()));
-                let probe_stop = Arc::new(AtomicBool::new(false));
-                let struck = Instant::now();
-                let probe = tokio::spawn(fault::probe(
-                    endpoint.clone(),
-                    made.files.clone(),
-                    struck,
-                    probe_stop.clone(),
-                ));
-                let injection = fault::inject(c, f, crate::cluster::lease_ms(o)).await;
-                let (injection, started) = match injection {
-                    Ok(done) => done,
-                    Err(e) => {
-                        probe_stop.store(true, Ordering::Relaxed);
-                        return Err(e.context(format!("--fault {}", f.kind.name())));
-                    }
-                };
-                if o.verbose {
-                    for step in &injection.steps {
-                        eprintln!("fault: {step}");
-                    }
-                }
-                fault = Some(Struck {
-                    kind: f.kind,
-                    at_s: struck_at_s,
-                    started,
-                    cleared_ms: if f.kind.served_meanwhile() {
-                        0.0
-                    } else {
-                        started.duration_since(struck).as_secs_f64() * 1000.0 + injection.lasted_ms
-                    },
-                    injection,
-                    probe,
-                    probe_stop,
-                });
+                fault = Some(strike(o, f, c, endpoint, &made.files, window_start).await?);
             }
         }
         let left = window_end - tokio::time::Instant::now();
@@ -427,28 +496,9 @@ async fn drive(
     let open_at_end = m.counters.open.load(Ordering::Relaxed);
 
     // The end: a clean close, or everyone dropping at once.
-    let drop_result = if o.drop {
-        set_phase(&collected, "drop");
-        progress(o, "dropping every socket at once");
-        Some(drop_all(&end_tx, endpoint, spawned).await)
-    } else {
-        set_phase(&collected, "close");
-        progress(o, "closing");
-        let _ = end_tx.send(End::Quiet);
-        // Tracking clients may still be resending after a reconnect: give them longer.
-        let quiet = if in_cluster { 2 } else { 1 };
-        tokio::time::sleep(Duration::from_secs(quiet)).await;
-        let _ = end_tx.send(End::Close);
-        None
-    };
-    let mut ends: Vec<ClientEnd> = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(10), async {
-        for h in handles {
-            if let Ok(e) = h.await {
-                ends.push(e);
-            }
-        }
-    })
+    let (drop_result, ends) = end_clients(
+        o, &end_tx, endpoint, spawned, &collected, handles, in_cluster,
+    )
     .await;
     let rooms_at_end = match cluster.as_ref() {
         Some(c) => fault::rooms_by_node(c).await,
