@@ -308,6 +308,56 @@ impl<'a> AppendArgs<'a> {
     }
 }
 
+/// Appends every file's patches in one transaction, all the statements sent at once
+/// (pipelined: one round trip for the batch instead of one per file, which is what a
+/// thousand rooms opening or writing together need). A fence that did not move is
+/// explained as usual. `None` when a statement failed with an error: the transaction
+/// is rolled back and the caller takes the slower path, a savepoint per file.
+async fn append_pipelined(
+    client: &mut deadpool_postgres::Client,
+    stmt: &tokio_postgres::Statement,
+    batch: &[FileAppend],
+) -> StoreResult<Option<Vec<StoreResult<()>>>> {
+    let tx = client.transaction().await.map_err(unavailable)?;
+    let now = now_ms();
+    let args: Vec<Option<AppendArgs<'_>>> = batch
+        .iter()
+        .map(|a| match (a.patches.first(), a.patches.last()) {
+            (Some(first), Some(last)) => Some(AppendArgs::new(a, first, last, now)),
+            _ => None,
+        })
+        .collect();
+    let params: Vec<_> = args.iter().flatten().map(|a| a.params()).collect();
+    let answers =
+        futures_util::future::join_all(params.iter().map(|p| tx.query_one(stmt, &p[..]))).await;
+    let mut moved = Vec::with_capacity(answers.len());
+    for answer in answers {
+        match answer {
+            Ok(row) => moved.push(get::<i64>(&row, 0)? > 0),
+            // The connection itself failed: the whole batch fails (and is retried).
+            Err(e) if e.as_db_error().is_none() => return Err(unavailable(e)),
+            Err(_) => {
+                tx.rollback().await.map_err(unavailable)?;
+                return Ok(None);
+            }
+        }
+    }
+    let mut moved = moved.into_iter();
+    let mut results = Vec::with_capacity(batch.len());
+    for append in batch {
+        let (Some(first), Some(last)) = (append.patches.first(), append.patches.last()) else {
+            results.push(Ok(()));
+            continue;
+        };
+        results.push(match moved.next() {
+            Some(true) => Ok(()),
+            _ => explain_unmoved(&tx, append, first, last).await,
+        });
+    }
+    tx.commit().await.map_err(unavailable)?;
+    Ok(Some(results))
+}
+
 /// What an append's fence found when it did not move: `Ok` when the file already
 /// holds exactly this append under this epoch (a retried commit that had landed),
 /// `NotFound` when the file is gone, else `Fenced`.
@@ -882,6 +932,11 @@ impl Store for PgStore {
             .prepare_cached(APPEND_SQL)
             .await
             .map_err(unavailable)?;
+        if let Some(results) = append_pipelined(&mut client, &stmt, &batch).await? {
+            return Ok(results);
+        }
+        // A file's append failed with an error (its file deleted, a version taken):
+        // once more, each file behind a savepoint of its own, so it fails alone.
         let tx = client.transaction().await.map_err(unavailable)?;
         let now = now_ms();
         let mut results = Vec::with_capacity(batch.len());
