@@ -213,6 +213,9 @@ pub async fn probe(
     stop: Arc<AtomicBool>,
 ) -> Vec<Vec<Sample>> {
     let mut seen: Vec<Vec<Sample>> = vec![Vec::new(); files.len()];
+    // Enough at once that a round over hundreds of files, many of them down (each such
+    // request waiting up to its 1 s timeout), still ends within a few seconds.
+    let at_once = files.len().div_ceil(4).clamp(16, 256);
     while !stop.load(Ordering::Relaxed) {
         let round = Instant::now();
         let answers: Vec<Sample> = futures_util::stream::iter(files.iter().cloned())
@@ -227,7 +230,7 @@ pub async fn probe(
                     (ms(started.elapsed()), ok)
                 }
             })
-            .buffered(16)
+            .buffered(at_once)
             .collect()
             .await;
         for (file, answer) in seen.iter_mut().zip(answers) {
