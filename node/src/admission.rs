@@ -89,21 +89,24 @@ mod tests {
 
     #[test]
     fn codes_that_ask_to_come_back_defer_the_rest_refuse() {
-        for code in [
+        let deferred = [
             CloseCode::TryAgainLater,
             CloseCode::ServiceRestart,
             CloseCode::Moved,
             CloseCode::FileFull,
-        ] {
-            assert_eq!(Outcome::of_close(code), Outcome::Deferred, "{code}");
-        }
-        for code in [
+        ];
+        let refused = [
             CloseCode::Unauthorized,
             CloseCode::Forbidden,
             CloseCode::NotFound,
             CloseCode::TooManySockets,
-        ] {
-            assert_eq!(Outcome::of_close(code), Outcome::Refused, "{code}");
+        ];
+        let cases = deferred.map(|c| (c, Outcome::Deferred));
+        for (code, want) in cases
+            .into_iter()
+            .chain(refused.map(|c| (c, Outcome::Refused)))
+        {
+            assert_eq!(Outcome::of_close(code), want, "{code}");
         }
     }
 

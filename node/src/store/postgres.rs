@@ -255,6 +255,26 @@ fn snapshot_from_rows(rows: &[Row]) -> StoreResult<Option<(u64, String)>> {
         .transpose()
 }
 
+/// Patches laid out as the column arrays a statement unnests.
+#[derive(Default)]
+struct PatchColumns<'a> {
+    versions: Vec<i64>,
+    clients: Vec<&'a [u8]>,
+    op_ids: Vec<i64>,
+    people: Vec<&'a str>,
+    ops: Vec<&'a str>,
+    ts: Vec<Option<&'a str>>,
+}
+
+/// The highest op id per client (one row per client of a file, since an upsert may not
+/// touch a row twice in one statement), as column arrays.
+#[derive(Default)]
+struct SeenColumns<'a> {
+    clients: Vec<&'a [u8]>,
+    op_ids: Vec<i64>,
+    versions: Vec<i64>,
+}
+
 /// One file's append, laid out as the column arrays `APPEND_SQL` unnests.
 struct AppendArgs<'a> {
     id: &'a str,
@@ -262,48 +282,32 @@ struct AppendArgs<'a> {
     last: i64,
     now: i64,
     before: i64,
-    versions: Vec<i64>,
-    clients: Vec<&'a [u8]>,
-    op_ids: Vec<i64>,
-    people: Vec<&'a str>,
-    ops: Vec<&'a str>,
-    ts: Vec<Option<&'a str>>,
-    // The highest op id per client in this append (one row per client, since an
-    // upsert may not touch a row twice in one statement).
-    seen_clients: Vec<&'a [u8]>,
-    seen_op_ids: Vec<i64>,
-    seen_versions: Vec<i64>,
+    patches: PatchColumns<'a>,
+    seen: SeenColumns<'a>,
 }
 
 impl<'a> AppendArgs<'a> {
     fn new(append: &'a FileAppend, first: &LoggedPatch, last: &LoggedPatch, now: i64) -> Self {
-        let n = append.patches.len();
         let mut args = AppendArgs {
             id: append.file.as_str(),
             epoch: big(append.epoch),
             last: big(last.version),
             now,
             before: big(first.version) - 1,
-            versions: Vec::with_capacity(n),
-            clients: Vec::with_capacity(n),
-            op_ids: Vec::with_capacity(n),
-            people: Vec::with_capacity(n),
-            ops: Vec::with_capacity(n),
-            ts: Vec::with_capacity(n),
-            seen_clients: Vec::new(),
-            seen_op_ids: Vec::new(),
-            seen_versions: Vec::new(),
+            patches: PatchColumns::default(),
+            seen: SeenColumns::default(),
         };
         // Per client, the first patch with its highest op id: what applying the
         // patches one by one with `excluded.op_id > client_ops.op_id` would keep.
         let mut best: Vec<(&'a [u8; 16], u64, u64)> = Vec::new();
+        let rows = &mut args.patches;
         for p in &append.patches {
-            args.versions.push(big(p.version));
-            args.clients.push(&p.client.0[..]);
-            args.op_ids.push(op_bits(p.op_id));
-            args.people.push(&p.by);
-            args.ops.push(&p.ops);
-            args.ts.push(p.t.as_deref());
+            rows.versions.push(big(p.version));
+            rows.clients.push(&p.client.0[..]);
+            rows.op_ids.push(op_bits(p.op_id));
+            rows.people.push(&p.by);
+            rows.ops.push(&p.ops);
+            rows.ts.push(p.t.as_deref());
             match best.iter_mut().find(|(c, _, _)| **c == p.client.0) {
                 Some(entry) if p.op_id > entry.1 => *entry = (entry.0, p.op_id, p.version),
                 Some(_) => {}
@@ -313,9 +317,9 @@ impl<'a> AppendArgs<'a> {
         // A fixed order, so concurrent upserts (there are none today) lock alike.
         best.sort_by(|a, b| a.0.cmp(b.0));
         for (client, op_id, version) in best {
-            args.seen_clients.push(&client[..]);
-            args.seen_op_ids.push(op_bits(op_id));
-            args.seen_versions.push(big(version));
+            args.seen.clients.push(&client[..]);
+            args.seen.op_ids.push(op_bits(op_id));
+            args.seen.versions.push(big(version));
         }
         args
     }
@@ -327,15 +331,15 @@ impl<'a> AppendArgs<'a> {
             &self.last,
             &self.now,
             &self.before,
-            &self.versions,
-            &self.clients,
-            &self.op_ids,
-            &self.people,
-            &self.ops,
-            &self.ts,
-            &self.seen_clients,
-            &self.seen_op_ids,
-            &self.seen_versions,
+            &self.patches.versions,
+            &self.patches.clients,
+            &self.patches.op_ids,
+            &self.patches.people,
+            &self.patches.ops,
+            &self.patches.ts,
+            &self.seen.clients,
+            &self.seen.op_ids,
+            &self.seen.versions,
         ]
     }
 }
@@ -404,17 +408,11 @@ struct AppendAll<'a> {
     epochs: Vec<i64>,
     lasts: Vec<i64>,
     befores: Vec<i64>,
-    op_files: Vec<&'a str>,
-    versions: Vec<i64>,
-    clients: Vec<&'a [u8]>,
-    op_ids: Vec<i64>,
-    people: Vec<&'a str>,
-    ops: Vec<&'a str>,
-    ts: Vec<Option<&'a str>>,
+    /// The file of each patch row, and of each seen row.
+    patch_files: Vec<&'a str>,
+    patches: PatchColumns<'a>,
     seen_files: Vec<&'a str>,
-    seen_clients: Vec<&'a [u8]>,
-    seen_op_ids: Vec<i64>,
-    seen_versions: Vec<i64>,
+    seen: SeenColumns<'a>,
 }
 
 impl<'a> AppendAll<'a> {
@@ -423,19 +421,20 @@ impl<'a> AppendAll<'a> {
         self.epochs.push(a.epoch);
         self.lasts.push(a.last);
         self.befores.push(a.before);
-        self.op_files
-            .extend(std::iter::repeat_n(a.id, a.versions.len()));
-        self.versions.extend(&a.versions);
-        self.clients.extend(&a.clients);
-        self.op_ids.extend(&a.op_ids);
-        self.people.extend(&a.people);
-        self.ops.extend(&a.ops);
-        self.ts.extend(&a.ts);
+        let (rows, seen) = (&a.patches, &a.seen);
+        self.patch_files
+            .extend(std::iter::repeat_n(a.id, rows.versions.len()));
+        self.patches.versions.extend(&rows.versions);
+        self.patches.clients.extend(&rows.clients);
+        self.patches.op_ids.extend(&rows.op_ids);
+        self.patches.people.extend(&rows.people);
+        self.patches.ops.extend(&rows.ops);
+        self.patches.ts.extend(&rows.ts);
         self.seen_files
-            .extend(std::iter::repeat_n(a.id, a.seen_clients.len()));
-        self.seen_clients.extend(&a.seen_clients);
-        self.seen_op_ids.extend(&a.seen_op_ids);
-        self.seen_versions.extend(&a.seen_versions);
+            .extend(std::iter::repeat_n(a.id, seen.clients.len()));
+        self.seen.clients.extend(&seen.clients);
+        self.seen.op_ids.extend(&seen.op_ids);
+        self.seen.versions.extend(&seen.versions);
     }
 }
 
@@ -474,17 +473,17 @@ async fn append_at_once(
         &all.lasts,
         &all.befores,
         &now,
-        &all.op_files,
-        &all.versions,
-        &all.clients,
-        &all.op_ids,
-        &all.people,
-        &all.ops,
-        &all.ts,
+        &all.patch_files,
+        &all.patches.versions,
+        &all.patches.clients,
+        &all.patches.op_ids,
+        &all.patches.people,
+        &all.patches.ops,
+        &all.patches.ts,
         &all.seen_files,
-        &all.seen_clients,
-        &all.seen_op_ids,
-        &all.seen_versions,
+        &all.seen.clients,
+        &all.seen.op_ids,
+        &all.seen.versions,
     ];
     let rows = match tx.query(&stmt, &params).await {
         Ok(rows) => rows,
