@@ -52,6 +52,17 @@ export function closeAction(code, { movedBefore = false } = {}) {
   }
 }
 
+/**
+ * The node's hint of when to come back: a 1013 at hello ends its close reason with
+ * `; retry-ms=N` (N drawn by the node between 1 and 3 s, so a crowd told to come back
+ * returns spread out). Returns N in ms (at most 30 s), or null when there is none.
+ * @param {string} [reason]
+ */
+export function retryHint(reason = '') {
+  const m = /retry-ms=(\d+)\s*$/.exec(reason);
+  return m ? Math.min(Number(m[1]), 30_000) : null;
+}
+
 /** A random wait of 0-3 s after a 1012 (server restarting). */
 export function restartDelay(random = Math.random) {
   return random() * 3000;

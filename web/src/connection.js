@@ -29,7 +29,7 @@
 // only when the person asks: call retry()), 'sign-in' (credentials refused), 'stopped'.
 
 import { Backoff } from './backoff.js';
-import { closeAction, restartDelay } from './closes.js';
+import { closeAction, restartDelay, retryHint } from './closes.js';
 import { DocState } from './doc.js';
 import { Outbox } from './outbox.js';
 import { PresenceThrottle } from './presence.js';
@@ -167,7 +167,7 @@ export class Connection {
     ws.onclose = (ev) => {
       if (this.ws !== ws) return;
       this.ws = null;
-      this.afterClose(ev.code);
+      this.afterClose(ev.code, ev.reason);
     };
     ws.onerror = () => {}; // a close always follows
   }
@@ -195,7 +195,7 @@ export class Connection {
     this.retryTimer = null;
   }
 
-  afterClose(code) {
+  afterClose(code, reason = '') {
     this.welcomed = false;
     this.presenceOut.setEnabled(false);
     if (this.flushTimer !== null) this.clearTimeout(this.flushTimer);
@@ -211,7 +211,9 @@ export class Connection {
       } else if (act.delay === 'restart') {
         wait = restartDelay(this.random);
       } else {
+        // The backoff still grows; the node's hint, when it gave one, says when.
         wait = this.backoff.next();
+        wait = retryHint(reason) ?? wait;
       }
       this.scheduleRetry(wait, act.reason);
     } else if (act.action === 'wait-user') {

@@ -1,7 +1,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { Connection } from '../src/connection.js';
-import { closeAction } from '../src/closes.js';
+import { closeAction, retryHint } from '../src/closes.js';
 import { Outbox } from '../src/outbox.js';
 import { DocState } from '../src/doc.js';
 import { FakeClock, FakeStorage, fakeSocketClass } from './helpers.mjs';
@@ -62,6 +62,22 @@ test('a lost connection retries with backoff: 0.25-0.5 s, then doubling', () => 
   welcome(last()); // welcome resets the backoff
   last().drop(1006);
   assert.deepEqual(clock.pending(), [375]);
+});
+
+test('1013 with the node\'s retry-ms hint comes back after the hint; without one, after the backoff', () => {
+  const { clock, sockets, last } = setup();
+  welcome(last());
+  last().drop(1013, 'the node is busy with other joins; retry-ms=1840');
+  assert.deepEqual(clock.pending(), [1840]);
+  clock.tick(1839);
+  assert.equal(sockets.length, 1, 'not before the hint');
+  clock.tick(1);
+  assert.equal(sockets.length, 2);
+  last().drop(1013, 'the store is unavailable');
+  assert.deepEqual(clock.pending(), [750], 'the backoff grew meanwhile');
+  assert.equal(retryHint('busy; retry-ms=999999'), 30_000);
+  assert.equal(retryHint('retry-ms=soon'), null);
+  assert.equal(retryHint(undefined), null);
 });
 
 test('4029 waits for the person; retry() connects', () => {

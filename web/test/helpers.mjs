@@ -72,8 +72,8 @@ export function fakeSocketClass() {
     deliver(msg) {
       this.onmessage?.({ data: JSON.stringify(msg) });
     }
-    drop(code) {
-      this.onclose?.({ code });
+    drop(code, reason = '') {
+      this.onclose?.({ code, reason });
     }
     patches() {
       return this.sent.filter((m) => m.type === 'patch');
