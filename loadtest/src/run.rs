@@ -364,8 +364,9 @@ async fn end_clients(
     spawned: &mut Option<Spawned>,
     collected: &Mutex<Collected>,
     handles: Vec<JoinHandle<ClientEnd>>,
-    in_cluster: bool,
+    m: &Measures,
 ) -> (Option<DropResult>, Vec<ClientEnd>) {
+    let in_cluster = is_cluster(o);
     let drop_result = if o.drop {
         set_phase(collected, "drop");
         progress(o, "dropping every socket at once");
@@ -374,9 +375,19 @@ async fn end_clients(
         set_phase(collected, "close");
         progress(o, "closing");
         let _ = end_tx.send(End::Quiet);
-        // Tracking clients may still be resending after a reconnect: give them longer.
+        // Tracking clients may still be resending after a reconnect: give them longer,
+        // and those still waiting to come back (a node's retry-ms hint is up to 3 s)
+        // up to 4 s more, until every socket is open again.
         let quiet = if in_cluster { 2 } else { 1 };
         tokio::time::sleep(Duration::from_secs(quiet)).await;
+        if in_cluster {
+            let back_by = tokio::time::Instant::now() + Duration::from_secs(4);
+            while m.counters.open.load(Ordering::Relaxed) < o.users as u64
+                && tokio::time::Instant::now() < back_by
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
         let _ = end_tx.send(End::Close);
         None
     };
@@ -496,10 +507,8 @@ async fn drive(
     let open_at_end = m.counters.open.load(Ordering::Relaxed);
 
     // The end: a clean close, or everyone dropping at once.
-    let (drop_result, ends) = end_clients(
-        o, &end_tx, endpoint, spawned, &collected, handles, in_cluster,
-    )
-    .await;
+    let (drop_result, ends) =
+        end_clients(o, &end_tx, endpoint, spawned, &collected, handles, &m).await;
     let rooms_at_end = match cluster.as_ref() {
         Some(c) => fault::rooms_by_node(c).await,
         None => BTreeMap::new(),

@@ -649,7 +649,7 @@ async fn account_cap_holds_across_nodes(backend: Backend) {
     };
     held.push(c);
     // held: n0, n2, n0. Killing n2 drops its socket; its slot stays counted until its
-    // heartbeat lapses (a refused socket waits up to a second for a slot first), then it is
+    // heartbeat lapses (a refused socket waits up to three seconds for a slot first), then it is
     // free for the person's reconnect.
     cluster.kill9("n2");
     let killed = Instant::now();

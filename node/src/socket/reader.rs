@@ -414,7 +414,12 @@ async fn to_room(session: &Session, room: &RoomHandle, message: Result<ClientMes
 /// How long a socket over its account's cap waits for a slot before 4029. A person's
 /// reconnecting tab (after a 1012 or a 4009) can arrive before the socket it replaces has given
 /// its slot back, on this node or on the one it left; that must not look like an eleventh tab.
-const SLOT_GRACE: Duration = Duration::from_secs(1);
+/// The old socket gives its slot back once its close handshake is over, which may take up to
+/// `CLOSE_DEADLINE` (2 s), so the grace outlasts it.
+const SLOT_GRACE: Duration = Duration::from_secs(3);
+
+/// The longest pause between two asks for a slot.
+const SLOT_ASK_EVERY: Duration = Duration::from_millis(500);
 
 /// Takes one of the account's fleet-wide socket slots, asking again with backoff within
 /// [`SLOT_GRACE`] while they are all held.
@@ -430,7 +435,7 @@ async fn account_slot(state: &AppState, counter: &str) -> Result<bool, Coordinat
         {
             Ok(false) if limit > 0 && Instant::now() + wait < deadline => {
                 tokio::time::sleep(wait).await;
-                wait *= 2;
+                wait = (wait * 2).min(SLOT_ASK_EVERY);
             }
             other => return other,
         }
