@@ -651,7 +651,7 @@ struct JoinFailed {
 
 /// The `retry-ms=N` hint at the end of a close reason, if any (capped at 30 s).
 fn retry_hint(reason: &str) -> Option<Duration> {
-    let ms: u64 = reason.rsplit_once("retry-ms=")?.1.trim().parse().ok()?;
+    let ms = atrium_protocol::retry_hint_ms(reason)?;
     Some(Duration::from_millis(ms.min(30_000)))
 }
 

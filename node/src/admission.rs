@@ -80,7 +80,7 @@ impl Outcome {
 /// 1 and 3 s (the contract's hint of when to come back).
 pub fn come_back_later(why: &str) -> String {
     let hint = RETRY_BASE.mul_f64(0.5 + rand::random::<f64>());
-    format!("{why}; retry-ms={}", hint.as_millis())
+    atrium_protocol::with_retry_hint(why, hint.as_millis() as u64)
 }
 
 #[cfg(test)]
@@ -116,7 +116,7 @@ mod tests {
             .map(|_| {
                 let reason = come_back_later("the node is busy with other joins");
                 assert!(reason.len() <= 123, "{reason}");
-                reason.rsplit_once("retry-ms=").unwrap().1.parse().unwrap()
+                atrium_protocol::retry_hint_ms(&reason).unwrap()
             })
             .collect();
         assert!(hints.iter().all(|h| (1000..=3000).contains(h)), "{hints:?}");

@@ -7,6 +7,17 @@ mod close;
 
 pub use close::CloseCode;
 
+/// A close reason carrying the node's hint of when to come back: `why`, then
+/// `; retry-ms=N` (the contract's 1013 at hello).
+pub fn with_retry_hint(why: &str, ms: u64) -> String {
+    format!("{why}; retry-ms={ms}")
+}
+
+/// The `retry-ms=N` hint at the end of a close reason, if it has one.
+pub fn retry_hint_ms(reason: &str) -> Option<u64> {
+    reason.rsplit_once("retry-ms=")?.1.trim().parse().ok()
+}
+
 /// Codes of a `reject` message.
 pub const REJECT_CODES: &[&str] = &["invalid", "too-large", "viewer", "editors-full"];
 
@@ -27,3 +38,17 @@ pub const SERVER_MESSAGES: &[&str] = &[
     "notice",
     "presence-rate",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_hint_reads_back() {
+        let reason = with_retry_hint("busy", 1840);
+        assert_eq!(reason, "busy; retry-ms=1840");
+        assert_eq!(retry_hint_ms(&reason), Some(1840));
+        assert_eq!(retry_hint_ms("the store is unavailable"), None);
+        assert_eq!(retry_hint_ms("retry-ms=soon"), None);
+    }
+}

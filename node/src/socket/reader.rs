@@ -151,12 +151,6 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
         .messages_received
         .with_label_values(&["hello"])
         .inc();
-    let Some(turn) = session.state.admission.admit().await else {
-        Outcome::Deferred.count();
-        let reason = come_back_later("the node is busy with other joins");
-        session.outbox.close(CloseCode::TryAgainLater, &reason);
-        return drain(frames).await;
-    };
     if let Err((code, reason)) = join(session, hello).await {
         Outcome::of_close(code).count();
         if code == CloseCode::TryAgainLater {
@@ -167,8 +161,6 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
         return drain(frames).await;
     }
     Outcome::Admitted.count();
-    // The next waiting join goes once this one is in its room.
-    drop(turn);
     let Some(room) = session.room.clone() else {
         return;
     };
@@ -504,6 +496,14 @@ async fn join(
             Err(e) => tracing::warn!(error = %e, "socket count unavailable; not enforced"),
         }
     }
+    // A turn bounds the work of joining (the client's op id, the room's load), so a
+    // storm is taken at the pace the node carries; it is taken only now, so a hello
+    // waiting for its account's slot above never holds one. The next waiting join goes
+    // once this one is in its room.
+    let _turn = state.admission.admit().await.ok_or((
+        CloseCode::TryAgainLater,
+        "the node is busy with other joins",
+    ))?;
     let client = ClientKey::of(&hello.client);
     let stored_op = match state.store.client_op(&session.file, client).await {
         Ok(op) => op.map_or(0, |(id, _)| id),

@@ -446,8 +446,8 @@ async fn append_at_once(
     client: &mut deadpool_postgres::Client,
     batch: &[FileAppend],
 ) -> StoreResult<Option<Vec<StoreResult<()>>>> {
-    let mut seen = std::collections::HashSet::with_capacity(batch.len());
-    if !batch.iter().all(|a| seen.insert(&a.file)) {
+    let mut files = std::collections::HashSet::with_capacity(batch.len());
+    if !batch.iter().all(|a| files.insert(&a.file)) {
         return Ok(None);
     }
     let now = now_ms();
@@ -507,56 +507,6 @@ async fn append_at_once(
             Ok(())
         } else {
             explain_unmoved(&tx, append, first, last).await
-        });
-    }
-    tx.commit().await.map_err(unavailable)?;
-    Ok(Some(results))
-}
-
-/// Appends every file's patches in one transaction, all the statements sent at once
-/// (pipelined: one round trip for the batch instead of one per file, which is what a
-/// thousand rooms opening or writing together need). A fence that did not move is
-/// explained as usual. `None` when a statement failed with an error: the transaction
-/// is rolled back and the caller takes the slower path, a savepoint per file.
-async fn append_pipelined(
-    client: &mut deadpool_postgres::Client,
-    stmt: &tokio_postgres::Statement,
-    batch: &[FileAppend],
-) -> StoreResult<Option<Vec<StoreResult<()>>>> {
-    let tx = client.transaction().await.map_err(unavailable)?;
-    let now = now_ms();
-    let args: Vec<Option<AppendArgs<'_>>> = batch
-        .iter()
-        .map(|a| match (a.patches.first(), a.patches.last()) {
-            (Some(first), Some(last)) => Some(AppendArgs::new(a, first, last, now)),
-            _ => None,
-        })
-        .collect();
-    let params: Vec<_> = args.iter().flatten().map(|a| a.params()).collect();
-    let answers =
-        futures_util::future::join_all(params.iter().map(|p| tx.query_one(stmt, &p[..]))).await;
-    let mut moved = Vec::with_capacity(answers.len());
-    for answer in answers {
-        match answer {
-            Ok(row) => moved.push(get::<i64>(&row, 0)? > 0),
-            // The connection itself failed: the whole batch fails (and is retried).
-            Err(e) if e.as_db_error().is_none() => return Err(unavailable(e)),
-            Err(_) => {
-                tx.rollback().await.map_err(unavailable)?;
-                return Ok(None);
-            }
-        }
-    }
-    let mut moved = moved.into_iter();
-    let mut results = Vec::with_capacity(batch.len());
-    for append in batch {
-        let (Some(first), Some(last)) = (append.patches.first(), append.patches.last()) else {
-            results.push(Ok(()));
-            continue;
-        };
-        results.push(match moved.next() {
-            Some(true) => Ok(()),
-            _ => explain_unmoved(&tx, append, first, last).await,
         });
     }
     tx.commit().await.map_err(unavailable)?;
@@ -1133,20 +1083,16 @@ impl Store for PgStore {
 
     async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>> {
         let mut client = self.client().await?;
+        if let Some(results) = append_at_once(&mut client, &batch).await? {
+            return Ok(results);
+        }
+        // The batch names a file twice (a room's turns queued together), or a file's
+        // append failed with an error (its file deleted, a version taken): each file
+        // behind a savepoint of its own, so it fails alone.
         let stmt = client
             .prepare_cached(APPEND_SQL)
             .await
             .map_err(unavailable)?;
-        if let Some(results) = append_at_once(&mut client, &batch).await? {
-            return Ok(results);
-        }
-        // The batch names a file twice (a room's turns queued together): one statement
-        // per file, pipelined.
-        if let Some(results) = append_pipelined(&mut client, &stmt, &batch).await? {
-            return Ok(results);
-        }
-        // A file's append failed with an error (its file deleted, a version taken):
-        // once more, each file behind a savepoint of its own, so it fails alone.
         append_one_by_one(&mut client, &stmt, &batch).await
     }
 
@@ -1438,7 +1384,7 @@ pub(crate) mod tests {
     }
 
     /// Not a test but a measure (run with `--ignored --nocapture`): one journal batch
-    /// over 1,000 files, pipelined and one file at a time, on the same database.
+    /// over 1,000 files, one statement per file and one for all, on the same database.
     #[tokio::test]
     #[ignore]
     async fn bench_a_batch_over_a_thousand_files() {
@@ -1460,19 +1406,11 @@ pub(crate) mod tests {
         let stmt = client.prepare_cached(APPEND_SQL).await.expect("prepare");
         for round in 1..=3u64 {
             let started = std::time::Instant::now();
-            let one = append_one_by_one(&mut client, &stmt, &batch(3 * round - 2)).await;
+            let one = append_one_by_one(&mut client, &stmt, &batch(2 * round - 1)).await;
             let slow = started.elapsed();
             assert!(one.expect("batch").iter().all(|r| r.is_ok()));
             let started = std::time::Instant::now();
-            let all = append_pipelined(&mut client, &stmt, &batch(3 * round - 1)).await;
-            let piped = started.elapsed();
-            assert!(all
-                .expect("batch")
-                .expect("no error")
-                .iter()
-                .all(|r| r.is_ok()));
-            let started = std::time::Instant::now();
-            let all = append_at_once(&mut client, &batch(3 * round)).await;
+            let all = append_at_once(&mut client, &batch(2 * round)).await;
             let fast = started.elapsed();
             assert!(all
                 .expect("batch")
@@ -1480,8 +1418,8 @@ pub(crate) mod tests {
                 .iter()
                 .all(|r| r.is_ok()));
             println!(
-                "1,000 files in one batch: one at a time {slow:?}, pipelined {piped:?}, \
-                 one statement {fast:?} ({:.1}x faster than one at a time)",
+                "1,000 files in one batch: one at a time {slow:?}, one statement {fast:?} \
+                 ({:.1}x)",
                 slow.as_secs_f64() / fast.as_secs_f64()
             );
         }

@@ -67,25 +67,25 @@ struct Gate {
 }
 
 /// The connection while one write holds it; the next waiting write goes on drop.
-struct Turn<'a> {
+struct Writing<'a> {
     conn: Option<MutexGuard<'a, Connection>>,
     writer: &'a Writer,
 }
 
-impl std::ops::Deref for Turn<'_> {
+impl std::ops::Deref for Writing<'_> {
     type Target = Connection;
     fn deref(&self) -> &Connection {
         self.conn.as_ref().expect("held until drop")
     }
 }
 
-impl std::ops::DerefMut for Turn<'_> {
+impl std::ops::DerefMut for Writing<'_> {
     fn deref_mut(&mut self) -> &mut Connection {
         self.conn.as_mut().expect("held until drop")
     }
 }
 
-impl Drop for Turn<'_> {
+impl Drop for Writing<'_> {
     fn drop(&mut self) {
         self.conn = None;
         lock(&self.writer.gate).busy = false;
@@ -103,7 +103,7 @@ impl Writer {
     }
 
     /// The connection for a journal commit, ahead of other writes that wait.
-    fn urgent(&self) -> Turn<'_> {
+    fn urgent(&self) -> Writing<'_> {
         let mut gate = lock(&self.gate);
         gate.urgent += 1;
         let mut gate = self.wait(gate, |g| g.busy);
@@ -112,7 +112,7 @@ impl Writer {
     }
 
     /// The connection for any other write, once no journal commit waits for it.
-    fn ordinary(&self) -> Turn<'_> {
+    fn ordinary(&self) -> Writing<'_> {
         let gate = self.wait(lock(&self.gate), |g| g.busy || g.urgent > 0);
         self.take(gate)
     }
@@ -127,10 +127,10 @@ impl Writer {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    fn take(&self, mut gate: MutexGuard<'_, Gate>) -> Turn<'_> {
+    fn take(&self, mut gate: MutexGuard<'_, Gate>) -> Writing<'_> {
         gate.busy = true;
         drop(gate);
-        Turn {
+        Writing {
             conn: Some(lock(&self.conn)),
             writer: self,
         }
@@ -384,16 +384,6 @@ impl SqliteStore {
     {
         let writer = self.writer.clone();
         Self::blocking(move || f(&mut writer.ordinary())).await
-    }
-
-    /// Runs the journal's `f` with the writing connection, ahead of other writes.
-    async fn run_urgent<T, F>(&self, f: F) -> StoreResult<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
-    {
-        let writer = self.writer.clone();
-        Self::blocking(move || f(&mut writer.urgent())).await
     }
 
     /// Runs a read-only `f` with one of the reading connections.
@@ -727,8 +717,11 @@ impl Store for SqliteStore {
     }
 
     async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>> {
-        self.run_urgent(move |c| {
-            let mut tx = c.transaction().map_err(unavailable)?;
+        // The journal's commit: ahead of other writes that wait for the connection.
+        let writer = self.writer.clone();
+        Self::blocking(move || {
+            let mut conn = writer.urgent();
+            let mut tx = conn.transaction().map_err(unavailable)?;
             let now = now_ms();
             let mut results = Vec::with_capacity(batch.len());
             for append in batch.iter() {
