@@ -418,12 +418,13 @@ async fn a_joining_node_takes_its_files(backend: Backend) {
             per_file.len()
         );
         // The hand-over is paced: no faster than the rate. The gaps are seen at the
-        // clients, each close after its room's turn, so they carry the rooms' and the
-        // machine's jitter: half the pace tells a paced hand-over from an unpaced one
-        // (gaps of a few ms).
+        // clients, each close after its room's turn and its lease's release (a round
+        // trip to the coordinator), so they carry that jitter: a suite run under load
+        // saw 77 ms for a 250 ms pace. A quarter of the pace still tells a paced
+        // hand-over from an unpaced one (gaps of a few ms).
         let pace = 1000 / RATE as u128;
         assert!(
-            gaps.iter().all(|g| *g >= pace / 2),
+            gaps.iter().all(|g| *g >= pace / 4),
             "{from} moved files faster than {RATE} a second: gaps {gaps:?} ms"
         );
         gaps_checked += gaps.len();

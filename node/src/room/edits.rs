@@ -6,13 +6,13 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use super::access::{self, Role};
+use super::core::{Exit, RoomCore};
 use super::recent::RecentOp;
-use super::{Exit, Room, RoomCmd};
-use crate::journal::{Appended, JournalEntry};
+use crate::journal::Appended;
 use crate::metrics::metrics;
 use crate::outbox::{shared, ConnId, Msg};
 use crate::protocol::{self, Patch, Refusal};
-use crate::store::{FileAppend, LoggedPatch, StoreError};
+use crate::store::{LoggedPatch, StoreError};
 
 /// At the memory budget, patches larger than this are refused (`too-large`) so
 /// documents stop growing; everyday edits (a move, a color) are far smaller.
@@ -49,8 +49,8 @@ impl Pending {
     }
 }
 
-impl Room {
-    pub(super) fn patch(&mut self, conn: ConnId, patch: Patch) {
+impl RoomCore {
+    pub(super) fn patch(&mut self, conn: ConnId, patch: Patch, now: Instant) {
         let Some(member) = self.participants.get(&conn) else {
             return;
         };
@@ -99,7 +99,7 @@ impl Room {
             });
             return;
         }
-        if patch.ops_json.len() > GROWTH_UNDER_PRESSURE && !self.ctx.memory.admits() {
+        if patch.ops_json.len() > GROWTH_UNDER_PRESSURE && !self.rules.memory.admits() {
             metrics().memory_refusals.inc();
             refuse(
                 "too-large",
@@ -107,7 +107,7 @@ impl Room {
             );
             return;
         }
-        if let Err(e) = self.doc.apply(&patch.ops, &self.ctx.limits) {
+        if let Err(e) = self.doc.apply(&patch.ops, &self.rules.limits) {
             refuse(e.code(), &e.to_string());
             return;
         }
@@ -121,7 +121,7 @@ impl Room {
             patch.t.as_deref(),
         ));
         let ack = shared(protocol::ack(patch.id, v, patch.t.as_deref()));
-        self.snapshot.logged(patch.ops_json.len());
+        self.snapshot.logged(patch.ops_json.len(), now);
         self.recent.push(RecentOp {
             v,
             client,
@@ -188,7 +188,7 @@ impl Room {
             }
             Pending::Welcome { to, frame, .. } => {
                 if let Some(m) = self.participants.get(&to) {
-                    m.outbox.open_with(frame, &self.ctx.welcome_budget);
+                    m.outbox.open_with(frame, &self.rules.welcome_budget);
                     metrics()
                         .messages_sent
                         .with_label_values(&["welcome"])
@@ -212,32 +212,7 @@ impl Room {
         }
     }
 
-    /// After every turn: hand the turn's patches to the journal.
-    pub(super) fn end_turn(&mut self) {
-        if self.unsent.is_empty() {
-            return;
-        }
-        let patches = std::mem::take(&mut self.unsent);
-        let upto = patches.last().map_or(0, |p| p.version);
-        self.in_flight
-            .push_back((upto, Instant::now(), patches.len()));
-        let tx = self.tx.clone();
-        let submitted = self.ctx.journal.submit(JournalEntry {
-            append: FileAppend {
-                file: self.file.clone(),
-                epoch: self.epoch,
-                patches,
-            },
-            done: Box::new(move |a| {
-                let _ = tx.send(RoomCmd::Appended(a));
-            }),
-        });
-        if !submitted {
-            tracing::error!(file = %self.file, "journal stopped; patches stay unacked");
-        }
-    }
-
-    pub(super) fn appended(&mut self, a: Appended) -> Option<Exit> {
+    pub(super) fn appended(&mut self, a: Appended, now: Instant) -> Option<Exit> {
         match a.result {
             Ok(()) => {
                 self.durable = self.durable.max(a.upto);
@@ -247,13 +222,13 @@ impl Room {
                     .is_some_and(|(v, _, _)| *v <= self.durable)
                 {
                     let (_, at, n) = self.in_flight.pop_front().expect("front exists");
-                    let secs = at.elapsed().as_secs_f64();
+                    let secs = now.saturating_duration_since(at).as_secs_f64();
                     for _ in 0..n {
                         metrics().patch_durable_seconds.observe(secs);
                     }
                 }
                 self.release();
-                self.maybe_snapshot();
+                self.maybe_snapshot(now);
                 None
             }
             Err(StoreError::NotFound) => Some(Exit::Deleted),

@@ -5,13 +5,12 @@ use atrium_protocol::CloseCode;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
+use std::time::Instant;
 
-use tokio::sync::mpsc;
-
+use super::core::{Opened, RoomCore, Rules};
 use super::recent::{RecentOp, RecentOps};
-use super::registry::RoomMap;
-use super::snapshot::{replay, replay_limits, SnapshotState};
-use super::{JoinError, Room, RoomCmd, RoomContext};
+use super::snapshot::{replay, replay_limits};
+use super::{JoinError, RoomContext};
 use crate::doc::Document;
 use crate::ids::FileId;
 use crate::metrics::metrics;
@@ -23,12 +22,9 @@ use atrium_coordinator::{CoordinatorError, LeaseKeeper};
 /// Opens a file's room: the lease first, then the store's epoch, then the data.
 pub async fn load(
     file: &FileId,
-    generation: u64,
     ctx: Arc<RoomContext>,
-    rooms: RoomMap,
-    tx: mpsc::UnboundedSender<RoomCmd>,
     people: Arc<AtomicUsize>,
-) -> Result<Room, JoinError> {
+) -> Result<(RoomCore, LeaseKeeper), JoinError> {
     let config = &ctx.config;
     // A file last seen too large for what the budget has left is refused before its
     // lease is taken and its document read: joiners that retry it cost a lookup each.
@@ -115,35 +111,21 @@ pub async fn load(
         });
     }
     tracing::debug!(file = %file, epoch = taken.epoch, version, "room loaded");
-    Ok(Room {
+    let rules = Rules {
+        config: ctx.config.clone(),
+        limits: ctx.limits.clone(),
+        memory: ctx.memory.clone(),
+        welcome_budget: ctx.welcome_budget.clone(),
+    };
+    let opened = Opened {
         file: file.clone(),
-        generation,
-        ctx: ctx.clone(),
-        rooms,
-        tx,
         record: taken.record,
         epoch: taken.epoch,
         doc,
         version,
-        durable: version,
         recent,
-        clients: HashMap::new(),
-        participants: HashMap::new(),
-        waiting: VecDeque::new(),
-        pending: VecDeque::new(),
-        unsent: Vec::new(),
-        in_flight: VecDeque::new(),
-        board: Default::default(),
-        next_tick: tokio::time::Instant::now(),
-        presence_hz: config.presence_hz,
-        snapshot: SnapshotState::default(),
-        idle_since: Some(std::time::Instant::now()),
-        finishing: None,
-        lease: Some(keeper),
-        people,
-        editors_counted: 0,
-        stall_noticed: false,
-    })
+    };
+    Ok((RoomCore::new(opened, rules, people, Instant::now()), keeper))
 }
 
 /// What loading each recently opened file cost (see [`load_cost`]), so a file too

@@ -12,8 +12,14 @@
 //!                    └──────────── Appended(upto) ◀──────┘
 //!                    release pending ≤ upto: ack to the sender, patch to everyone else
 //! ```
+//!
+//! The decisions live in [`RoomCore`](self::core::RoomCore), which has no I/O and
+//! no clock: the task here (the shell) feeds it commands and the time, and carries
+//! out the effects it returns (journal appends, snapshots), so every rule can be
+//! unit-tested without a socket or a store (`room/tests/`).
 
 pub mod access;
+pub mod core;
 mod edits;
 mod load;
 mod people;
@@ -22,9 +28,10 @@ pub mod recent;
 pub mod registry;
 mod seats;
 mod snapshot;
+#[cfg(test)]
+mod tests;
 
 use atrium_protocol::CloseCode;
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,18 +40,16 @@ use tokio::sync::{mpsc, oneshot};
 
 use atrium_coordinator::{Coordinator, LeaseKeeper, NodeId};
 
+use self::core::{Effect, Exit, RoomCore};
 use crate::config::NodeConfig;
-use crate::doc::{DocLimits, Document};
+use crate::doc::DocLimits;
 use crate::ids::{AccountId, ClientKey, FileId, PersonId};
-use crate::journal::{Appended, Journal};
+use crate::journal::{Appended, Journal, JournalEntry};
 use crate::metrics::metrics;
-use crate::outbox::{shared, Budget, ConnId, Msg, Outbox};
-use crate::protocol::{self, Patch, PresenceUpdate};
-use crate::store::{FileRecord, LoggedPatch, Store, StoreError};
+use crate::outbox::{Budget, ConnId, Outbox};
+use crate::protocol::{Patch, PresenceUpdate};
+use crate::store::{FileRecord, Store, StoreError};
 use access::{Denied, Role};
-use edits::Pending;
-use people::{ClientState, Participant};
-use recent::RecentOps;
 use registry::RoomMap;
 
 /// What rooms share: settings, the store, the journal and the coordinator.
@@ -144,101 +149,19 @@ pub enum RoomCmd {
 
 /// Housekeeping cadence: idle checks, time-based snapshots, store stalls.
 const HOUSEKEEPING: Duration = Duration::from_secs(1);
-/// A patch waiting this long for the store brings a 503 notice...
-const STALL_NOTICE: Duration = Duration::from_secs(1);
-/// ...and this long closes the room's sockets with 1013.
-const STALL_CLOSE: Duration = Duration::from_secs(5);
 
+/// The room's shell: one task around its [`RoomCore`], carrying out what the core
+/// decides (journal appends, snapshots) and holding the file's lease.
 pub struct Room {
-    file: FileId,
+    core: RoomCore,
     generation: u64,
     ctx: Arc<RoomContext>,
     rooms: RoomMap,
     tx: mpsc::UnboundedSender<RoomCmd>,
-    record: FileRecord,
-    epoch: u64,
-    doc: Document,
-    /// The last version applied in memory.
-    version: u64,
-    /// The last version synced to disk.
-    durable: u64,
-    recent: RecentOps,
-    clients: HashMap<ClientKey, ClientState>,
-    participants: HashMap<ConnId, Participant>,
-    /// People with edit access waiting for an editor seat, in arrival order.
-    waiting: VecDeque<ConnId>,
-    pending: VecDeque<Pending>,
-    /// Accepted this turn, not yet handed to the journal.
-    unsent: Vec<LoggedPatch>,
-    /// Handed to the journal: (last version, when, how many patches).
-    in_flight: VecDeque<(u64, Instant, usize)>,
-    board: presence::Board,
-    /// When the next presence tick may start.
-    next_tick: tokio::time::Instant,
-    /// The presence rate clients were last told (it drops in busy rooms).
-    presence_hz: u32,
-    snapshot: snapshot::SnapshotState,
-    idle_since: Option<Instant>,
-    /// Set once the room is finishing (shutdown or move): it takes nothing new
-    /// and ends as soon as everything accepted is durable and delivered.
-    finishing: Option<Finishing>,
     /// The file's lease, renewed in the background while the room lives.
     lease: Option<LeaseKeeper>,
-    /// People in the room, shared with its registry handle.
-    people: Arc<AtomicUsize>,
-    /// Editors this room has added to the node's editor gauge.
-    editors_counted: i64,
-    /// Whether this store stall was announced already.
-    stall_noticed: bool,
-}
-
-/// How a room ended.
-#[derive(Debug, Clone, Copy)]
-enum Exit {
-    Idle,
-    Shutdown,
-    /// Handed over to the file's new ring owner.
-    Moved,
-    Deleted,
-    /// The coordinator lease lapsed or went to another node.
-    LeaseLost,
-    /// A durable write was refused by the store's epoch fence: another node took the file.
-    Fenced,
-}
-
-impl Exit {
-    /// The `reason` label of `atrium_room_exits_total`.
-    fn reason(self) -> &'static str {
-        match self {
-            Exit::Idle => "idle",
-            Exit::Shutdown => "shutdown",
-            Exit::Moved => "moved",
-            Exit::Deleted => "deleted",
-            Exit::LeaseLost => "lease-lost",
-            Exit::Fenced => "fenced",
-        }
-    }
-}
-
-#[cfg(test)]
-#[test]
-fn every_exit_reason_is_exported_at_zero() {
-    let all = [
-        Exit::Idle,
-        Exit::Shutdown,
-        Exit::Moved,
-        Exit::Deleted,
-        Exit::LeaseLost,
-        Exit::Fenced,
-    ];
-    for exit in all {
-        assert!(crate::metrics::ROOM_EXIT_REASONS.contains(&exit.reason()));
-    }
-}
-
-struct Finishing {
-    exit: Exit,
-    reply: Option<oneshot::Sender<()>>,
+    /// When the next presence tick may start.
+    next_tick: tokio::time::Instant,
 }
 
 impl Room {
@@ -256,14 +179,23 @@ impl Room {
         people: Arc<AtomicUsize>,
         serving: Arc<AtomicBool>,
     ) {
-        let mut room = match load::load(&file, generation, ctx, rooms.clone(), tx, people).await {
-            Ok(room) => room,
+        let (core, lease) = match load::load(&file, ctx.clone(), people).await {
+            Ok(loaded) => loaded,
             Err(error) => {
                 tracing::warn!(file = %file, ?error, "room could not open");
                 registry::remove(&rooms, &file, generation);
                 refuse_all(&mut rx, error);
                 return;
             }
+        };
+        let mut room = Room {
+            core,
+            generation,
+            ctx,
+            rooms,
+            tx,
+            lease: Some(lease),
+            next_tick: tokio::time::Instant::now(),
         };
         let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
         serving.store(true, Ordering::Release);
@@ -272,175 +204,90 @@ impl Room {
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut commands = Vec::with_capacity(64);
         let exit = loop {
-            tokio::select! {
+            let exit = tokio::select! {
                 n = rx.recv_many(&mut commands, 256) => {
                     if n == 0 {
                         break Exit::Shutdown;
                     }
-                    let mut exit = None;
-                    for cmd in commands.drain(..) {
-                        if let Some(e) = room.handle(cmd) {
-                            exit = Some(e);
-                            break;
-                        }
-                    }
-                    if let Some(e) = exit {
-                        break e;
-                    }
-                    room.end_turn();
+                    room.turn(&mut commands)
                 }
-                _ = housekeeping.tick() => {
-                    if let Some(e) = room.housekeeping() {
-                        break e;
-                    }
+                _ = housekeeping.tick() => room.core.housekeeping(Instant::now()),
+                _ = tokio::time::sleep_until(room.next_tick), if room.core.board.wants_tick() => {
+                    room.core.presence_tick(Instant::now());
+                    room.next_tick = tokio::time::Instant::now() + room.core.tick_period();
+                    None
                 }
-                _ = tokio::time::sleep_until(room.next_tick), if room.board.wants_tick() => {
-                    let period = room.tick_period();
-                    room.board.start_round(period);
-                    room.next_tick = tokio::time::Instant::now() + room.tick_period();
-                }
-                _ = std::future::ready(()), if room.board.in_round() => {
-                    room.board.serve_slice();
+                _ = std::future::ready(()), if room.core.board.in_round() => {
+                    room.core.board.serve_slice(Instant::now());
+                    None
                 }
                 _ = lost(&mut lease_lost) => {
-                    tracing::warn!(file = %room.file, "lease lost; closing the room");
-                    break Exit::LeaseLost;
+                    tracing::warn!(file = %room.core.file(), "lease lost; closing the room");
+                    Some(Exit::LeaseLost)
                 }
-            }
-            if let Some(e) = room.maybe_finish() {
+            };
+            room.carry_out();
+            if let Some(e) = exit.or_else(|| room.core.maybe_finish()) {
                 break e;
             }
         };
-        tracing::debug!(file = %room.file, ?exit, "room ends");
+        tracing::debug!(file = %room.core.file(), ?exit, "room ends");
         serving.store(false, Ordering::Release);
-        registry::remove(&room.rooms, &room.file, room.generation);
+        registry::remove(&room.rooms, room.core.file(), room.generation);
         metrics().rooms.dec();
         metrics()
             .room_exits
             .with_label_values(&[exit.reason()])
             .inc();
-        metrics().people.sub(room.participants.len() as i64);
-        let code = match exit {
-            Exit::Deleted => Some((CloseCode::NotFound, "file deleted")),
-            Exit::Fenced | Exit::LeaseLost | Exit::Moved => {
-                Some((CloseCode::Moved, "moved: this node no longer owns the file"))
-            }
-            Exit::Shutdown => Some((CloseCode::ServiceRestart, "server restarting")),
-            Exit::Idle => None,
-        };
         // The lease goes first: a client told to come back (4009, 1012) may reach
         // the successor at once, and must not find the file still held here.
         if let Some(keeper) = room.lease.take() {
             if let Err(e) = keeper.release().await {
-                tracing::debug!(file = %room.file, error = %e, "lease release failed; it will lapse");
+                tracing::debug!(file = %room.core.file(), error = %e, "lease release failed; it will lapse");
             }
         }
-        if let Some((code, reason)) = code {
-            for m in room.participants.values() {
-                m.outbox.close(code, reason);
-            }
-        }
-        room.participants.clear();
-        room.sync_counts();
-        if let Some(reply) = room.finishing.take().and_then(|f| f.reply) {
-            let _ = reply.send(());
-        }
+        room.core.close_everyone(exit);
         // Whoever raced the registry removal is told to ask again.
         rx.close();
         refuse_all(&mut rx, JoinError::Retry);
     }
 
-    fn handle(&mut self, cmd: RoomCmd) -> Option<Exit> {
-        match cmd {
-            RoomCmd::Join(req, reply) => {
-                let result = self.join(req);
-                let _ = reply.send(result);
-            }
-            RoomCmd::Leave(conn) => self.leave(conn),
-            RoomCmd::Patch(conn, patch, _ticket) => self.patch(conn, patch),
-            RoomCmd::Presence(conn, update) => self.board.update(conn, update),
-            RoomCmd::Appended(a) => return self.appended(a),
-            RoomCmd::SnapshotDone(result) => return self.snapshot_done(result),
-            RoomCmd::FileChanged(record) => self.file_changed(record),
-            RoomCmd::Deleted => return Some(Exit::Deleted),
-            RoomCmd::GetDoc(reply) => {
-                let doc = self.doc.to_json();
-                self.after_durable(Pending::Doc {
-                    v: self.version,
-                    doc,
-                    reply,
-                });
-            }
-            RoomCmd::Shutdown(reply) => {
-                self.finishing = Some(Finishing {
-                    exit: Exit::Shutdown,
-                    reply: Some(reply),
-                });
-            }
-            RoomCmd::Move => {
-                self.finishing.get_or_insert(Finishing {
-                    exit: Exit::Moved,
-                    reply: None,
-                });
+    /// One turn: the commands that arrived together, then their patches to the journal.
+    fn turn(&mut self, commands: &mut Vec<RoomCmd>) -> Option<Exit> {
+        let mut exit = None;
+        for cmd in commands.drain(..) {
+            exit = self.core.handle(cmd, Instant::now());
+            if exit.is_some() {
+                break;
             }
         }
-        None
-    }
-
-    /// Sends one encoded message to everyone in the room.
-    fn broadcast(&self, frame: Msg, kind: &str) {
-        debug_assert!(atrium_protocol::SERVER_MESSAGES.contains(&kind), "{kind}");
-        for m in self.participants.values() {
-            m.outbox.send(frame.clone());
+        if exit.is_none() {
+            self.core.end_turn(Instant::now());
         }
-        metrics()
-            .messages_sent
-            .with_label_values(&[kind])
-            .inc_by(self.participants.len() as u64);
+        exit
     }
 
-    fn housekeeping(&mut self) -> Option<Exit> {
-        self.maybe_snapshot();
-        self.check_store_stall();
-        let idle = self
-            .idle_since
-            .is_some_and(|since| since.elapsed() >= self.ctx.config.room_idle());
-        let saved = self.pending.is_empty() && self.in_flight.is_empty() && self.unsent.is_empty();
-        (idle && saved && self.participants.is_empty() && !self.snapshot.in_flight())
-            .then_some(Exit::Idle)
-    }
-
-    /// While the store cannot make patches durable, they wait (unacked): after
-    /// [`STALL_NOTICE`] everyone hears a 503 notice; after [`STALL_CLOSE`] sockets
-    /// close with 1013, so clients back off and resend what is unconfirmed. The
-    /// journal keeps retrying; nothing accepted is dropped.
-    fn check_store_stall(&mut self) {
-        let Some((_, since, _)) = self.in_flight.front() else {
-            self.stall_noticed = false;
-            return;
-        };
-        let waited = since.elapsed();
-        if waited >= STALL_CLOSE {
-            for m in self.participants.values() {
-                m.outbox.close(
-                    CloseCode::TryAgainLater,
-                    "the node cannot save edits right now; try again later",
-                );
+    /// Carries out what the core decided.
+    fn carry_out(&mut self) {
+        for effect in self.core.take_effects() {
+            match effect {
+                Effect::Append(append) => {
+                    let tx = self.tx.clone();
+                    let submitted = self.ctx.journal.submit(JournalEntry {
+                        append,
+                        done: Box::new(move |a| {
+                            let _ = tx.send(RoomCmd::Appended(a));
+                        }),
+                    });
+                    if !submitted {
+                        tracing::error!(file = %self.core.file(), "journal stopped; patches stay unacked");
+                    }
+                }
+                Effect::Snapshot(job) => {
+                    snapshot::spawn(job, self.ctx.store.clone(), self.tx.clone());
+                }
             }
-        } else if waited >= STALL_NOTICE && !self.stall_noticed {
-            self.stall_noticed = true;
-            let notice = protocol::notice(
-                503,
-                "saving is delayed: your edits wait and will be applied in order",
-            );
-            self.broadcast(shared(notice), "notice");
         }
-    }
-
-    /// A finishing room ends once everything accepted is durable and delivered.
-    fn maybe_finish(&mut self) -> Option<Exit> {
-        let done = self.pending.is_empty() && self.in_flight.is_empty() && self.unsent.is_empty();
-        self.finishing.as_ref().filter(|_| done).map(|f| f.exit)
     }
 }
 

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::access::{self, Access, Role};
+use super::core::{Exit, RoomCore};
 use super::edits::Pending;
-use super::{Exit, JoinError, JoinRequest, Joined, Room};
+use super::{JoinError, JoinRequest, Joined};
 use crate::ids::{AccountId, ClientKey, PersonId};
 use crate::metrics::metrics;
 use crate::outbox::{shared, ConnId, Outbox};
@@ -49,8 +50,8 @@ pub(super) struct ClientState {
     pub(super) highest_op: u64,
 }
 
-impl Room {
-    pub(super) fn join(&mut self, req: JoinRequest) -> Result<Joined, JoinError> {
+impl RoomCore {
+    pub(super) fn join(&mut self, req: JoinRequest, now: Instant) -> Result<Joined, JoinError> {
         if let Some(f) = &self.finishing {
             let code = if matches!(f.exit, Exit::Moved) {
                 CloseCode::Moved
@@ -84,7 +85,7 @@ impl Room {
             .filter(|(_, m)| m.client == req.client)
             .map(|(c, _)| *c)
             .collect();
-        if replaced.is_empty() && self.participants.len() >= self.ctx.config.room_people {
+        if replaced.is_empty() && self.participants.len() >= self.rules.config.room_people {
             return Err(JoinError::Full);
         }
         let mut page = None;
@@ -94,7 +95,7 @@ impl Room {
                     CloseCode::Replaced,
                     "replaced by a newer socket of the same client",
                 );
-                page = self.board.leave(*conn, false).flatten();
+                page = self.board.leave(*conn, false, now).flatten();
                 self.waiting.retain(|c| c != conn);
                 metrics().people.dec();
             }
@@ -129,7 +130,7 @@ impl Room {
             self.broadcast(shared(join.to_string()), "join");
         }
         self.board
-            .join(conn, req.outbox.clone(), person.clone(), page);
+            .join(conn, req.outbox.clone(), person.clone(), page, now);
         // Whatever the room sends this person before its welcome waits behind it.
         req.outbox.hold();
         self.participants.insert(conn, member);
@@ -154,7 +155,7 @@ impl Room {
         if size < LARGE_WELCOME {
             return Ok(());
         }
-        let Some(reservation) = self.ctx.memory.reserve(2 * size as u64) else {
+        let Some(reservation) = self.rules.memory.reserve(2 * size as u64) else {
             metrics().memory_refusals.inc();
             return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         };
@@ -210,10 +211,10 @@ impl Room {
         out
     }
 
-    pub(super) fn leave(&mut self, conn: ConnId) {
+    pub(super) fn leave(&mut self, conn: ConnId, now: Instant) {
         if let Some(m) = self.participants.remove(&conn) {
             metrics().people.dec();
-            self.board.leave(conn, true);
+            self.board.leave(conn, true, now);
             self.waiting.retain(|c| *c != conn);
             if m.role == Role::Editor {
                 self.settle_roles();
@@ -222,13 +223,13 @@ impl Room {
             self.update_presence_rate();
         }
         if self.participants.is_empty() {
-            self.idle_since = Some(Instant::now());
+            self.idle_since = Some(now);
         }
     }
 
     /// Busy rooms tick slower; clients are told whenever the rate changes.
     pub(super) fn update_presence_rate(&mut self) {
-        let config = &self.ctx.config;
+        let config = &self.rules.config;
         let hz = if self.participants.len() > config.busy_room {
             config.busy_presence_hz
         } else {
@@ -256,11 +257,11 @@ impl Room {
         self.editors_counted = editors;
     }
 
-    pub(super) fn tick_period(&self) -> Duration {
+    pub fn tick_period(&self) -> Duration {
         Duration::from_micros(1_000_000 / u64::from(self.presence_hz.max(1)))
     }
 
-    pub(super) fn file_changed(&mut self, record: FileRecord) {
+    pub(super) fn file_changed(&mut self, record: FileRecord, now: Instant) {
         self.record = record;
         let gone: Vec<ConnId> = self
             .participants
@@ -272,7 +273,7 @@ impl Room {
             if let Some(m) = self.participants.get(&conn) {
                 m.outbox.close(CloseCode::Forbidden, "no access any more");
             }
-            self.leave(conn);
+            self.leave(conn, now);
         }
         self.settle_roles();
     }

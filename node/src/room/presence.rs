@@ -13,6 +13,7 @@
 //! to handle patches between slices, so edits never wait behind a round of presence.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::json;
@@ -43,27 +44,26 @@ pub const RELAY_BURST: f64 = 16.0 * 1024.0;
 /// A person's relay credit, in bytes of entry.
 struct Credit {
     bytes: f64,
-    at: std::time::Instant,
+    at: Instant,
 }
 
 impl Credit {
-    fn new() -> Self {
+    fn new(now: Instant) -> Self {
         Self {
             bytes: RELAY_BURST,
-            at: std::time::Instant::now(),
+            at: now,
         }
     }
 
-    fn earn(&mut self, wire_bytes: usize) {
-        let now = std::time::Instant::now();
+    fn earn(&mut self, wire_bytes: usize, now: Instant) {
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
-        self.at = now;
+        self.at = self.at.max(now);
         self.bytes = (self.bytes + elapsed * RELAY_PER_SECOND + wire_bytes as f64 * RELAY_PER_BYTE)
             .min(RELAY_BURST);
     }
 
-    fn pay(&mut self, bytes: usize) -> bool {
-        self.earn(0);
+    fn pay(&mut self, bytes: usize, now: Instant) -> bool {
+        self.earn(0, now);
         let ok = self.bytes >= bytes as f64;
         if ok {
             self.bytes -= bytes as f64;
@@ -123,13 +123,13 @@ pub struct Board {
     leaving: Vec<PersonId>,
     /// When the first of them left: leaves wait a tick, so people dropped
     /// together are announced together and a quick reconnect is never seen.
-    leaving_since: Option<std::time::Instant>,
+    leaving_since: Option<Instant>,
     /// Receivers still to be served in the current tick.
     round: VecDeque<ConnId>,
     /// Something happened since the last round.
     dirty: bool,
     /// When the current round started (for the tick duration metric).
-    round_started: Option<std::time::Instant>,
+    round_started: Option<Instant>,
 }
 
 impl Board {
@@ -150,13 +150,13 @@ impl Board {
 
     /// Announces a person's change, if its credit pays for the entry; else the
     /// change waits (see [`RELAY_PER_BYTE`]).
-    fn bump(&mut self, conn: ConnId, page_too: bool) {
+    fn bump(&mut self, conn: ConnId, page_too: bool, now: Instant) {
         let Some(seat) = self.seats.get_mut(&conn) else {
             return;
         };
         seat.encode();
         let page_too = page_too || seat.deferred == Some(true);
-        if !seat.credit.pay(seat.full.len()) {
+        if !seat.credit.pay(seat.full.len(), now) {
             seat.deferred = Some(page_too);
             self.dirty = true;
             return;
@@ -174,19 +174,26 @@ impl Board {
     }
 
     /// Announces the changes that waited for credit and can now be paid for.
-    fn announce_deferred(&mut self) {
+    fn announce_deferred(&mut self, now: Instant) {
         let waiting: Vec<(ConnId, bool)> = self
             .seats
             .iter()
             .filter_map(|(c, s)| s.deferred.map(|page| (*c, page)))
             .collect();
         for (conn, page) in waiting {
-            self.bump(conn, page);
+            self.bump(conn, page, now);
         }
     }
 
     /// Seats a person; `page` carries over from a socket it replaces.
-    pub fn join(&mut self, conn: ConnId, outbox: Outbox, person: PersonId, page: Option<String>) {
+    pub fn join(
+        &mut self,
+        conn: ConnId,
+        outbox: Outbox,
+        person: PersonId,
+        page: Option<String>,
+        now: Instant,
+    ) {
         let mut seat = Seat {
             outbox,
             person,
@@ -201,22 +208,21 @@ impl Board {
             catch_up: Vec::new(),
             full: String::new(),
             short: String::new(),
-            credit: Credit::new(),
+            credit: Credit::new(now),
             deferred: None,
         };
         seat.catch_up = self.on_page(seat.page.as_deref(), conn);
         self.seats.insert(conn, seat);
-        self.bump(conn, true);
+        self.bump(conn, true, now);
     }
 
     /// Removes a seat; `announce` false when the same person carries on elsewhere.
-    pub fn leave(&mut self, conn: ConnId, announce: bool) -> Option<Option<String>> {
+    pub fn leave(&mut self, conn: ConnId, announce: bool, now: Instant) -> Option<Option<String>> {
         let seat = self.seats.remove(&conn)?;
         self.changes.remove(&seat.changed);
         if announce {
             self.leaving.push(seat.person);
-            self.leaving_since
-                .get_or_insert_with(std::time::Instant::now);
+            self.leaving_since.get_or_insert(now);
             self.dirty = true;
         }
         Some(seat.page)
@@ -231,7 +237,7 @@ impl Board {
     }
 
     /// Applies a person's update; fields left out keep their values.
-    pub fn update(&mut self, conn: ConnId, update: PresenceUpdate) {
+    pub fn update(&mut self, conn: ConnId, update: PresenceUpdate, now: Instant) {
         let Some(seat) = self.seats.get_mut(&conn) else {
             return;
         };
@@ -252,7 +258,7 @@ impl Board {
         if update.t.is_some() {
             seat.t = update.t;
         }
-        seat.credit.earn(update.wire_bytes);
+        seat.credit.earn(update.wire_bytes, now);
         if page_moved {
             let page = seat.page.clone();
             let catch_up = self.on_page(page.as_deref(), conn);
@@ -260,7 +266,7 @@ impl Board {
                 seat.catch_up = catch_up;
             }
         }
-        self.bump(conn, page_moved);
+        self.bump(conn, page_moved, now);
     }
 
     /// Whether a tick has anything to send.
@@ -274,10 +280,12 @@ impl Board {
 
     /// Starts a tick: announces leavers who left at least `grace` ago, then
     /// queues every receiver.
-    pub fn start_round(&mut self, grace: std::time::Duration) {
+    pub fn start_round(&mut self, grace: Duration, now: Instant) {
         self.dirty = false;
-        self.announce_deferred();
-        let due = self.leaving_since.is_some_and(|t| t.elapsed() >= grace);
+        self.announce_deferred(now);
+        let due = self
+            .leaving_since
+            .is_some_and(|t| now.saturating_duration_since(t) >= grace);
         if !self.leaving.is_empty() && !due {
             self.dirty = true;
         }
@@ -295,11 +303,11 @@ impl Board {
             self.leaving.clear();
         }
         self.round.extend(self.seats.keys().copied());
-        self.round_started = Some(std::time::Instant::now());
+        self.round_started = Some(now);
     }
 
     /// Serves the next slice of the round.
-    pub fn serve_slice(&mut self) {
+    pub fn serve_slice(&mut self, now: Instant) {
         let mut sent = 0u64;
         for _ in 0..SLICE {
             let Some(conn) = self.round.pop_front() else {
@@ -320,7 +328,7 @@ impl Board {
             if let Some(started) = self.round_started.take() {
                 metrics()
                     .presence_tick_seconds
-                    .observe(started.elapsed().as_secs_f64());
+                    .observe(now.saturating_duration_since(started).as_secs_f64());
             }
         }
     }

@@ -6,10 +6,10 @@
 use serde_json::json;
 
 use super::access::{self, Access, Role};
-use super::Room;
+use super::core::RoomCore;
 use crate::outbox::{shared, ConnId};
 
-impl Room {
+impl RoomCore {
     fn editors(&self) -> usize {
         self.participants
             .values()
@@ -27,7 +27,7 @@ impl Room {
         if allowed == Role::Viewer {
             return (Role::Viewer, None);
         }
-        if access == Access::Owner || self.editors() < self.ctx.config.room_editors {
+        if access == Access::Owner || self.editors() < self.rules.config.room_editors {
             return (Role::Editor, None);
         }
         self.waiting.push_back(conn);
@@ -57,7 +57,7 @@ impl Room {
             }
         }
         self.waiting.retain(|c| self.participants.contains_key(c));
-        let cap = self.ctx.config.room_editors;
+        let cap = self.rules.config.room_editors;
         let mut editors = self.editors();
         while editors < cap {
             let Some(conn) = self.waiting.pop_front() else {

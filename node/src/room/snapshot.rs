@@ -6,12 +6,18 @@
 //! stored snapshot and log (never touching the room's copy), writes it fenced by
 //! the room's epoch, and trims the log to the recent operations behind it.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Exit, Room, RoomCmd};
+use tokio::sync::mpsc;
+
+use super::core::{Effect, Exit, RoomCore};
+use super::RoomCmd;
 use crate::doc::{parse_ops, DocLimits, Document};
+use crate::ids::FileId;
+use crate::memory::Reservation;
 use crate::metrics::metrics;
-use crate::store::{LoggedPatch, StoreError};
+use crate::store::{LoggedPatch, Store, StoreError};
 
 #[derive(Default)]
 pub struct SnapshotState {
@@ -19,13 +25,16 @@ pub struct SnapshotState {
     log_bytes: usize,
     /// When the first of those was logged.
     dirty_since: Option<Instant>,
-    started: Option<Instant>,
+    /// When the snapshot under way started, and the log bytes it covers.
+    started: Option<(Instant, usize)>,
+    /// When the last snapshot failed: the next waits `ATRIUM_SNAPSHOT_MS` from then.
+    failed_at: Option<Instant>,
 }
 
 impl SnapshotState {
-    pub fn logged(&mut self, bytes: usize) {
+    pub fn logged(&mut self, bytes: usize, now: Instant) {
         self.log_bytes += bytes;
-        self.dirty_since.get_or_insert_with(Instant::now);
+        self.dirty_since.get_or_insert(now);
     }
 
     pub fn in_flight(&self) -> bool {
@@ -59,17 +68,34 @@ pub fn replay(doc: &mut Document, log: &[LoggedPatch], after: u64) -> u64 {
     version
 }
 
-impl Room {
-    pub(super) fn maybe_snapshot(&mut self) {
+/// A snapshot the core has decided on, for the shell to write.
+pub struct SnapshotJob {
+    pub file: FileId,
+    /// The room's epoch: the write is fenced by it.
+    pub epoch: u64,
+    /// Logged operations kept behind the snapshot (for resumes).
+    pub keep: u64,
+    /// The rebuild's memory, promised from the budget until the job ends.
+    pub reservation: Reservation,
+}
+
+impl RoomCore {
+    pub(super) fn maybe_snapshot(&mut self, now: Instant) {
         let s = &self.snapshot;
         if s.in_flight() || s.log_bytes == 0 || self.durable == 0 {
             return;
         }
-        let config = &self.ctx.config;
+        let config = &self.rules.config;
+        let since = |t: Instant| now.saturating_duration_since(t);
+        if s.failed_at
+            .is_some_and(|t| since(t) < config.snapshot_interval())
+        {
+            return;
+        }
         let by_size = s.log_bytes >= config.snapshot_bytes.max(self.doc.serialized_len() / 4);
         let by_time = s
             .dirty_since
-            .is_some_and(|t| t.elapsed() >= config.snapshot_interval());
+            .is_some_and(|t| since(t) >= config.snapshot_interval());
         if !(by_size || by_time) || self.in_flight.len() > 1 {
             return;
         }
@@ -77,67 +103,87 @@ impl Room {
         // relay path but in this process: promised from the memory budget first, or
         // put off to a later turn (the log keeps everything meanwhile).
         let cost = self.doc.serialized_len() as u64 * crate::doc::BUILD_BYTES_PER_JSON_BYTE as u64;
-        let Some(reservation) = self.ctx.memory.reserve(cost) else {
+        let Some(reservation) = self.rules.memory.reserve(cost) else {
             return;
         };
-        self.snapshot.started = Some(Instant::now());
+        self.snapshot.started = Some((now, self.snapshot.log_bytes));
         self.snapshot.log_bytes = 0;
         self.snapshot.dirty_since = None;
-        let store = self.ctx.store.clone();
-        let file = self.file.clone();
-        let epoch = self.epoch;
-        let keep = self.ctx.config.room_ops as u64;
-        let tx = self.tx.clone();
-        tokio::spawn(async move {
-            let result = async {
-                let (base, log) = store.snapshot_and_tail(&file).await?;
-                let size = base.as_ref().map_or(0, |(_, json)| json.len())
-                    + log.iter().map(|p| p.ops.len()).sum::<usize>();
-                let (version, doc) = crate::lane::run(size, move || {
-                    let limits = replay_limits();
-                    let (after, mut doc) = match base {
-                        Some((v, json)) => (
-                            v,
-                            Document::from_json(json.as_bytes(), &limits).unwrap_or_default(),
-                        ),
-                        None => (0, Document::new()),
-                    };
-                    let version = replay(&mut doc, &log, after);
-                    (version, doc.to_json())
-                })
-                .await;
-                store
-                    .write_snapshot(&file, epoch, version, &doc, keep)
-                    .await?;
-                Ok(version)
-            }
-            .await;
-            drop(reservation);
-            let _ = tx.send(RoomCmd::SnapshotDone(result));
-        });
+        self.effect(Effect::Snapshot(SnapshotJob {
+            file: self.file.clone(),
+            epoch: self.epoch,
+            keep: self.rules.config.room_ops as u64,
+            reservation,
+        }));
     }
 
-    pub(super) fn snapshot_done(&mut self, result: Result<u64, StoreError>) -> Option<Exit> {
-        let started = self.snapshot.started.take();
+    pub(super) fn snapshot_done(
+        &mut self,
+        result: Result<u64, StoreError>,
+        now: Instant,
+    ) -> Option<Exit> {
+        // A result with no snapshot under way (none is ever sent) changes nothing.
+        let (started, covered) = self.snapshot.started.take()?;
         match result {
             Ok(version) => {
+                self.snapshot.failed_at = None;
                 metrics().snapshots.inc();
-                if let Some(at) = started {
-                    metrics()
-                        .snapshot_seconds
-                        .observe(at.elapsed().as_secs_f64());
-                }
+                metrics()
+                    .snapshot_seconds
+                    .observe(now.saturating_duration_since(started).as_secs_f64());
                 tracing::debug!(file = %self.file, version, "snapshot written");
                 None
             }
             Err(StoreError::Fenced) => Some(Exit::Fenced),
             Err(StoreError::NotFound) => Some(Exit::Deleted),
             Err(e) => {
-                // Nothing is lost: the log still holds everything. Try again later.
+                // Nothing is lost: the log still holds everything. Try again once
+                // `ATRIUM_SNAPSHOT_MS` has passed, whether or not more is logged.
                 tracing::warn!(file = %self.file, error = %e, "snapshot failed");
-                self.snapshot.dirty_since.get_or_insert_with(Instant::now);
+                self.snapshot.log_bytes += covered;
+                self.snapshot.dirty_since.get_or_insert(now);
+                self.snapshot.failed_at = Some(now);
                 None
             }
         }
     }
+}
+
+/// Writes a snapshot in the background: the document is rebuilt from the store's
+/// snapshot and log (never from the room's copy), written fenced by the room's
+/// epoch, and the result goes back to the room as `SnapshotDone`.
+pub fn spawn(job: SnapshotJob, store: Arc<dyn Store>, room: mpsc::UnboundedSender<RoomCmd>) {
+    tokio::spawn(async move {
+        let SnapshotJob {
+            file,
+            epoch,
+            keep,
+            reservation,
+        } = job;
+        let result = async {
+            let (base, log) = store.snapshot_and_tail(&file).await?;
+            let size = base.as_ref().map_or(0, |(_, json)| json.len())
+                + log.iter().map(|p| p.ops.len()).sum::<usize>();
+            let (version, doc) = crate::lane::run(size, move || {
+                let limits = replay_limits();
+                let (after, mut doc) = match base {
+                    Some((v, json)) => (
+                        v,
+                        Document::from_json(json.as_bytes(), &limits).unwrap_or_default(),
+                    ),
+                    None => (0, Document::new()),
+                };
+                let version = replay(&mut doc, &log, after);
+                (version, doc.to_json())
+            })
+            .await;
+            store
+                .write_snapshot(&file, epoch, version, &doc, keep)
+                .await?;
+            Ok(version)
+        }
+        .await;
+        drop(reservation);
+        let _ = room.send(RoomCmd::SnapshotDone(result));
+    });
 }

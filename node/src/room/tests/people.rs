@@ -1,0 +1,241 @@
+//! Joining, leaving, seats and promotion, replaced sockets, and the file's settings.
+
+use super::*;
+use atrium_protocol::CloseCode;
+
+#[test]
+fn the_welcome_comes_first_with_the_document_and_the_people() {
+    let mut h = Harness::new();
+    let a = h.join(As::Owner);
+    h.patch(&a, 1, put("x", json!({"n": 1})));
+    h.commit();
+    let mut b = h.try_join(As::Editor, None).expect("join");
+    h.commit();
+    let got = b.frames();
+    let welcome = &got[0];
+    assert_eq!(welcome["type"], "welcome");
+    assert_eq!(welcome["you"], b.joined.person.as_str());
+    assert_eq!(welcome["role"], "editor");
+    assert_eq!(welcome["version"], 1);
+    assert_eq!(welcome["doc"]["x"]["n"], 1, "{welcome}");
+    assert_eq!(welcome["people"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn what_the_room_sends_a_joiner_waits_behind_its_welcome() {
+    let mut h = Harness::new();
+    let a = h.join(As::Owner);
+    h.patch(&a, 1, put("x", json!({})));
+    h.end_turn();
+    let mut b = h.try_join(As::Editor, None).expect("join");
+    // A broadcast while b's welcome waits for version 1 to be durable.
+    let _c = h.try_join(As::Viewer, None).expect("join");
+    assert!(b.frames().is_empty(), "nothing before the welcome");
+    h.durable(1);
+    let types: Vec<Value> = b.frames().iter().map(|m| m["type"].clone()).collect();
+    assert_eq!(types.first(), Some(&json!("welcome")), "{types:?}");
+    assert!(types.contains(&json!("join")), "{types:?}");
+}
+
+#[test]
+fn everyone_else_hears_a_join() {
+    let mut h = Harness::new();
+    let mut a = h.join(As::Owner);
+    a.frames();
+    let b = h.join(As::Viewer);
+    let joins = a.of_type("join");
+    assert_eq!(joins.len(), 1);
+    assert_eq!(joins[0]["people"][0]["id"], b.joined.person.as_str());
+    assert_eq!(joins[0]["people"][0]["role"], "viewer");
+}
+
+#[test]
+fn a_newer_socket_of_the_same_client_replaces_the_older_quietly() {
+    let mut h = Harness::new();
+    let mut a = h.join(As::Owner);
+    let first = h.try_join(As::Editor, None).expect("join");
+    h.commit();
+    a.frames();
+    let second = h
+        .try_join_as(As::Editor, first.client, None)
+        .expect("join again");
+    assert_eq!(first.closed(), Some(CloseCode::Replaced.code()));
+    assert_eq!(second.joined.person, first.joined.person, "the same person");
+    h.commit();
+    assert!(
+        a.of_type("join").is_empty(),
+        "nobody saw the person leave or come"
+    );
+    assert_eq!(h.core.participants.len(), 2);
+}
+
+#[test]
+fn a_full_room_refuses_the_next_person() {
+    let mut h = Harness::with(&[("room-people", "2")], u64::MAX / 4);
+    let first = h.join(As::Owner);
+    h.join(As::Viewer);
+    assert_eq!(h.try_join(As::Viewer, None).err(), Some(JoinError::Full));
+    // A replacing socket of someone already inside still gets in.
+    assert!(h.try_join_as(As::Owner, first.client, None).is_ok());
+}
+
+#[test]
+fn editors_past_the_cap_join_as_viewers_waiting_for_a_seat() {
+    let mut h = Harness::with(&[("room-editors", "1")], u64::MAX / 4);
+    let first = h.join(As::Editor);
+    assert_eq!(first.joined.role, super::super::access::Role::Editor);
+    let mut second = h.try_join(As::Editor, None).expect("join");
+    h.commit();
+    let welcome = &second.frames()[0];
+    assert_eq!(welcome["role"], "viewer");
+    assert_eq!(welcome["reason"], "editors-full");
+    h.patch(&second, 1, put("x", json!({})));
+    assert_eq!(second.of_type("reject")[0]["code"], "editors-full");
+    assert!(
+        second.seat.refusal().is_some(),
+        "the socket's reader refuses too"
+    );
+}
+
+#[test]
+fn the_owner_gets_a_seat_past_the_cap() {
+    let mut h = Harness::with(&[("room-editors", "1")], u64::MAX / 4);
+    h.join(As::Editor);
+    let owner = h.join(As::Owner);
+    assert_eq!(owner.joined.role, super::super::access::Role::Editor);
+}
+
+#[test]
+fn a_freed_seat_goes_to_the_first_waiting_in_arrival_order() {
+    let mut h = Harness::with(&[("room-editors", "1")], u64::MAX / 4);
+    let first = h.join(As::Editor);
+    let mut second = h.join(As::Editor);
+    let mut third = h.join(As::Editor);
+    second.frames();
+    third.frames();
+    h.leave(&first);
+    let roles = third.of_type("role");
+    assert_eq!(roles.len(), 1);
+    assert_eq!(roles[0]["id"], second.joined.person.as_str());
+    assert_eq!(roles[0]["role"], "editor");
+    assert!(second.seat.refusal().is_none());
+    assert!(third.seat.refusal().is_some());
+    h.patch(&second, 1, put("x", json!({})));
+    assert_eq!(h.version(), 1);
+}
+
+#[test]
+fn a_view_link_key_joins_as_viewer() {
+    let mut h = Harness::new();
+    let v = h.join(As::Viewer);
+    assert_eq!(v.joined.role, super::super::access::Role::Viewer);
+    assert!(v.seat.refusal().is_some());
+}
+
+#[test]
+fn turning_the_link_off_closes_key_holders_and_keeps_the_owner() {
+    let (mut h, owner, guest) = owner_and(As::Editor);
+    let mut record = h.core.record.clone();
+    record.link = LinkAccess::None;
+    h.send(RoomCmd::FileChanged(record));
+    assert_eq!(guest.closed(), Some(CloseCode::Forbidden.code()));
+    assert_eq!(owner.closed(), None);
+    assert_eq!(h.core.participants.len(), 1);
+    assert_eq!(
+        h.try_join(As::Editor, None).err(),
+        Some(JoinError::Denied(super::super::access::Denied::Forbidden))
+    );
+}
+
+#[test]
+fn a_view_only_link_demotes_key_editors_and_says_so() {
+    let (mut h, mut owner, mut guest) = owner_and(As::Editor);
+    owner.frames();
+    let mut record = h.core.record.clone();
+    record.link = LinkAccess::View;
+    h.send(RoomCmd::FileChanged(record));
+    let roles = owner.of_type("role");
+    assert_eq!(roles.len(), 1);
+    assert_eq!(roles[0]["role"], "viewer");
+    h.patch(&guest, 1, put("x", json!({})));
+    assert_eq!(guest.of_type("reject")[0]["code"], "viewer");
+}
+
+#[test]
+fn a_rotated_key_closes_those_who_joined_with_the_old_one() {
+    let mut h = Harness::new();
+    let guest = h.join(As::Viewer);
+    let mut record = h.core.record.clone();
+    record.key_generation += 1;
+    h.send(RoomCmd::FileChanged(record));
+    assert_eq!(guest.closed(), Some(CloseCode::Forbidden.code()));
+}
+
+#[test]
+fn a_resume_brings_the_missed_patches_instead_of_the_document() {
+    let mut h = Harness::new();
+    let a = h.join(As::Owner);
+    for id in 1..=3 {
+        h.patch(&a, id, put(&format!("s{id}"), json!({})));
+    }
+    h.commit();
+    let mut b = h.try_join(As::Editor, Some(1)).expect("join");
+    h.commit();
+    let welcome = &b.frames()[0];
+    assert!(welcome.get("doc").is_none(), "{welcome}");
+    let resume = welcome["resume"].as_array().expect("resume");
+    assert_eq!(versions(resume), vec![2, 3]);
+}
+
+#[test]
+fn a_finishing_room_turns_joiners_away() {
+    let mut h = Harness::new();
+    h.send(RoomCmd::Move);
+    assert_eq!(
+        h.try_join(As::Viewer, None).err(),
+        Some(JoinError::Unavailable(CloseCode::Moved))
+    );
+    let mut h = Harness::new();
+    let (tx, _rx) = oneshot::channel();
+    h.send(RoomCmd::Shutdown(tx));
+    assert_eq!(
+        h.try_join(As::Viewer, None).err(),
+        Some(JoinError::Unavailable(CloseCode::ServiceRestart))
+    );
+}
+
+#[test]
+fn a_busy_room_lowers_its_presence_rate_and_tells_everyone() {
+    let mut h = Harness::with(
+        &[
+            ("busy-room", "2"),
+            ("presence-hz", "20"),
+            ("busy-presence-hz", "5"),
+        ],
+        u64::MAX / 4,
+    );
+    let mut a = h.join(As::Owner);
+    h.join(As::Viewer);
+    a.frames();
+    let c = h.join(As::Viewer);
+    assert_eq!(
+        a.of_type("presence-rate"),
+        vec![json!({"type": "presence-rate", "hz": 5})]
+    );
+    assert_eq!(h.core.tick_period(), Duration::from_millis(200));
+    h.leave(&c);
+    assert_eq!(
+        a.of_type("presence-rate"),
+        vec![json!({"type": "presence-rate", "hz": 20})]
+    );
+}
+
+#[test]
+fn the_shared_people_count_follows_joins_and_leaves() {
+    let (mut h, a, b) = owner_and(As::Viewer);
+    let count = || h.core.people.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(count(), 2);
+    h.leave(&a);
+    h.leave(&b);
+    assert_eq!(h.core.people.load(std::sync::atomic::Ordering::Relaxed), 0);
+}

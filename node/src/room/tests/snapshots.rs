@@ -1,0 +1,130 @@
+//! When a snapshot is taken: by size, by time, one at a time, within the budget.
+
+use super::*;
+
+fn editor_room(settings: &[(&str, &str)], memory: u64) -> (Harness, Person) {
+    let mut h = Harness::with(settings, memory);
+    let a = h.join(As::Owner);
+    (h, a)
+}
+
+#[test]
+fn a_snapshot_starts_once_the_log_passes_snapshot_bytes() {
+    let (mut h, a) = editor_room(&[("snapshot-bytes", "1000")], u64::MAX / 4);
+    h.patch(&a, 1, put("x", json!({"t": "y".repeat(400)})));
+    h.commit();
+    assert!(h.snapshots.is_empty(), "under the threshold");
+    h.patch(&a, 2, put("y", json!({"t": "y".repeat(700)})));
+    h.commit();
+    assert_eq!(h.snapshots.len(), 1);
+    assert_eq!(h.snapshots[0].epoch, 7);
+}
+
+#[test]
+fn a_large_document_waits_for_a_quarter_of_its_size_in_log() {
+    let (mut h, a) = editor_room(&[("snapshot-bytes", "100")], u64::MAX / 4);
+    // A document of about 8 KB: its snapshot is due after about 2 KB of log.
+    h.core.doc = Document::from_json(
+        json!({"big": {"t": "z".repeat(8000)}})
+            .to_string()
+            .as_bytes(),
+        &DocLimits::default(),
+    )
+    .expect("document");
+    h.patch(&a, 1, put("x", json!({"t": "y".repeat(1000)})));
+    h.commit();
+    assert!(h.snapshots.is_empty(), "1 KB is under a quarter of 8 KB");
+    // With 2 KB more the log (3 KB) passes a quarter of the document (11 KB).
+    h.patch(&a, 2, put("y", json!({"t": "y".repeat(2000)})));
+    h.commit();
+    assert_eq!(h.snapshots.len(), 1);
+}
+
+#[test]
+fn a_snapshot_is_due_by_time_once_the_log_has_changed_for_snapshot_ms() {
+    let (mut h, a) = editor_room(&[("snapshot-ms", "60000")], u64::MAX / 4);
+    h.housekeeping();
+    assert!(
+        h.snapshots.is_empty(),
+        "nothing logged, nothing to snapshot"
+    );
+    h.patch(&a, 1, put("x", json!({})));
+    h.commit();
+    h.advance(Duration::from_secs(59));
+    h.housekeeping();
+    assert!(h.snapshots.is_empty());
+    h.advance(Duration::from_secs(1));
+    h.housekeeping();
+    assert_eq!(h.snapshots.len(), 1);
+}
+
+#[test]
+fn nothing_is_snapshotted_before_it_is_durable() {
+    let (mut h, a) = editor_room(&[("snapshot-bytes", "10")], u64::MAX / 4);
+    h.patch(&a, 1, put("x", json!({"t": "y".repeat(100)})));
+    h.end_turn();
+    h.advance(Duration::from_secs(120));
+    h.housekeeping();
+    assert!(h.snapshots.is_empty(), "version 1 is not durable yet");
+    h.durable(1);
+    assert_eq!(h.snapshots.len(), 1);
+}
+
+#[test]
+fn one_snapshot_at_a_time() {
+    let (mut h, a) = editor_room(&[("snapshot-bytes", "10")], u64::MAX / 4);
+    h.patch(&a, 1, put("x", json!({"t": "y".repeat(100)})));
+    h.commit();
+    h.patch(&a, 2, put("y", json!({"t": "y".repeat(100)})));
+    h.commit();
+    assert_eq!(h.snapshots.len(), 1, "the second waits for the first");
+    h.send(RoomCmd::SnapshotDone(Ok(1)));
+    h.patch(&a, 3, put("z", json!({"t": "y".repeat(100)})));
+    h.commit();
+    assert_eq!(h.snapshots.len(), 2);
+}
+
+#[test]
+fn a_failed_snapshot_is_tried_again_later() {
+    let (mut h, a) = editor_room(
+        &[("snapshot-bytes", "10"), ("snapshot-ms", "1000")],
+        u64::MAX / 4,
+    );
+    h.patch(&a, 1, put("x", json!({"t": "y".repeat(100)})));
+    h.commit();
+    assert_eq!(h.snapshots.len(), 1);
+    h.send(RoomCmd::SnapshotDone(Err(StoreError::Unavailable(
+        "disk".into(),
+    ))));
+    assert_eq!(
+        h.exit, None,
+        "a failed snapshot loses nothing: the log has it all"
+    );
+    h.housekeeping();
+    assert_eq!(h.snapshots.len(), 1, "not at once");
+    h.advance(Duration::from_secs(1));
+    h.housekeeping();
+    assert_eq!(
+        h.snapshots.len(),
+        2,
+        "again once snapshot-ms has passed, with no new edit"
+    );
+}
+
+#[test]
+fn a_fenced_snapshot_ends_the_room() {
+    let (mut h, a) = editor_room(&[("snapshot-bytes", "10")], u64::MAX / 4);
+    h.patch(&a, 1, put("x", json!({"t": "y".repeat(100)})));
+    h.commit();
+    h.send(RoomCmd::SnapshotDone(Err(StoreError::Fenced)));
+    assert_eq!(h.exit, Some(Exit::Fenced));
+}
+
+#[test]
+fn a_snapshot_the_memory_budget_cannot_cover_is_put_off() {
+    let (mut h, a) = editor_room(&[("snapshot-bytes", "10")], 1);
+    h.patch(&a, 1, put("x", json!({"t": "y".repeat(100)})));
+    h.patch(&a, 2, put("y", json!({})));
+    h.commit();
+    assert!(h.snapshots.is_empty());
+}
