@@ -3,6 +3,7 @@
 //! names none (a scratch Postgres from `initdb` and `nats-server -js`, on free loopback ports).
 //! Everything started here is stopped and removed by [`Cluster::stop`] (or on drop).
 
+use atrium_testkit::postgres::with_database;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -190,29 +191,9 @@ fn pg_start(pg: &OwnPostgres) -> Result<()> {
 }
 
 async fn pg_connect(url: &str) -> Result<tokio_postgres::Client> {
-    let (client, conn) = tokio::time::timeout(
-        Duration::from_secs(10),
-        tokio_postgres::connect(url, tokio_postgres::NoTls),
-    )
-    .await
-    .map_err(|_| anyhow!("connecting to Postgres at {url} timed out"))?
-    .with_context(|| format!("cannot connect to Postgres at {url}"))?;
-    tokio::spawn(conn);
-    Ok(client)
-}
-
-/// `postgres://u@h:p/db?q` with the database replaced by `name`.
-pub fn database_url_for(server: &str, name: &str) -> String {
-    let (base, query) = match server.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (server, String::new()),
-    };
-    let scheme = base.find("://").map_or(0, |i| i + 3);
-    let root = match base[scheme..].find('/') {
-        Some(i) => &base[..scheme + i],
-        None => base,
-    };
-    format!("{root}/{name}{query}")
+    atrium_testkit::postgres::try_connect(url)
+        .await
+        .map_err(|e| anyhow!("cannot connect to Postgres at {url}: {e}"))
 }
 
 /// A coordinator URL with its own namespace, so runs sharing a server never meet.
@@ -329,7 +310,7 @@ impl Cluster {
             .await
             .with_context(|| format!("CREATE DATABASE {name}"))?;
         c.db_name = Some(name.clone());
-        c.database_url = database_url_for(&c.admin_db, &name);
+        c.database_url = with_database(&c.admin_db, &name);
         c.coordinator = coordinator_with_namespace(&coord_server, &format!("lt{tag}"));
 
         for i in 0..nodes {
@@ -702,25 +683,7 @@ impl Drop for Cluster {
         }
         self.nodes.clear();
         if let Some(name) = self.db_name.take() {
-            let admin = self.admin_db.clone();
-            let _ = std::thread::spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                rt.block_on(async move {
-                    let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
-                    let _ = tokio::time::timeout(Duration::from_secs(10), async {
-                        if let Ok(c) = pg_connect(&admin).await {
-                            let _ = c.batch_execute(&sql).await;
-                        }
-                    })
-                    .await;
-                });
-            })
-            .join();
+            atrium_testkit::postgres::drop_database(&self.admin_db, &name);
         }
         self.stop_services();
     }
@@ -729,18 +692,6 @@ impl Drop for Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scratch_database_urls_keep_server_and_query() {
-        assert_eq!(
-            database_url_for("postgres://a@127.0.0.1:5/postgres?sslmode=disable", "x"),
-            "postgres://a@127.0.0.1:5/x?sslmode=disable"
-        );
-        assert_eq!(
-            database_url_for("postgres://a@h:5", "x"),
-            "postgres://a@h:5/x"
-        );
-    }
 
     #[test]
     fn coordinators_get_a_namespace_of_their_own() {

@@ -1229,106 +1229,11 @@ impl Store for PgStore {
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use tokio_postgres::NoTls;
-
     use super::*;
     use crate::ids::random_string;
 
-    /// A database of its own for one test, dropped (best effort) when the test ends,
-    /// however it ends.
-    pub(crate) struct TestDb {
-        admin_url: String,
-        name: String,
-        pub url: String,
-    }
-
-    /// The server tests use: `ATRIUM_TEST_DATABASE_URL`, which `scripts/services.sh`
-    /// provides. Without it the test fails: it must never pass unchecked.
-    fn admin_url() -> String {
-        match std::env::var("ATRIUM_TEST_DATABASE_URL") {
-            Ok(url) if !url.is_empty() => url,
-            _ => panic!(
-                "ATRIUM_TEST_DATABASE_URL is not set; the Postgres store's tests need a real \
-                 Postgres: run `scripts/services.sh start && source .services/env` first"
-            ),
-        }
-    }
-
-    /// `url` with its database name replaced by `name`.
-    fn with_database(url: &str, name: &str) -> String {
-        let (base, query) = match url.split_once('?') {
-            Some((base, query)) => (base, Some(query)),
-            None => (url, None),
-        };
-        let authority_starts = base.find("://").map_or(0, |i| i + 3);
-        let base = match base[authority_starts..].find('/') {
-            Some(slash) => &base[..authority_starts + slash],
-            None => base,
-        };
-        match query {
-            Some(query) => format!("{base}/{name}?{query}"),
-            None => format!("{base}/{name}"),
-        }
-    }
-
-    async fn admin() -> tokio_postgres::Client {
-        let url = admin_url();
-        let (client, connection) = tokio_postgres::connect(&url, NoTls)
-            .await
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot reach the test Postgres at {url} ({}); run \
-                     `scripts/services.sh start && source .services/env`",
-                    describe(&e)
-                )
-            });
-        tokio::spawn(connection);
-        client
-    }
-
-    impl TestDb {
-        pub(crate) async fn create() -> Self {
-            let admin_url = admin_url();
-            let name = format!("atrium_test_{}", random_string(16).to_lowercase());
-            admin()
-                .await
-                .batch_execute(&format!("CREATE DATABASE {name}"))
-                .await
-                .unwrap_or_else(|e| panic!("create database {name}: {}", describe(&e)));
-            let url = with_database(&admin_url, &name);
-            Self {
-                admin_url,
-                name,
-                url,
-            }
-        }
-    }
-
-    impl Drop for TestDb {
-        fn drop(&mut self) {
-            // On a thread of its own: this may run inside a runtime, or while a
-            // failed test unwinds.
-            let admin_url = self.admin_url.clone();
-            let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
-            let dropper = std::thread::spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                rt.block_on(async move {
-                    if let Ok((client, connection)) =
-                        tokio_postgres::connect(&admin_url, NoTls).await
-                    {
-                        tokio::spawn(connection);
-                        let _ = client.batch_execute(&sql).await;
-                    }
-                });
-            });
-            let _ = dropper.join();
-        }
-    }
+    /// A database of its own for one test, dropped when the test ends, however it ends.
+    pub(crate) use atrium_testkit::postgres::TestDatabase as TestDb;
 
     async fn open() -> (Arc<dyn Store>, TestDb) {
         let db = TestDb::create().await;
@@ -1687,11 +1592,8 @@ pub(crate) mod tests {
         let (_, file) = account_and_file(&store).await;
         let epoch = store.take_file(&file, 0).await.expect("take").epoch;
         assert!(store.ping().await);
-        admin()
-            .await
-            .batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", db.name))
-            .await
-            .expect("drop");
+        db.admin(&format!("DROP DATABASE {} WITH (FORCE)", db.name))
+            .await;
         assert!(!store.ping().await);
         assert!(matches!(
             store
@@ -1703,18 +1605,5 @@ pub(crate) mod tests {
             store.file(&file).await,
             Err(StoreError::Unavailable(_))
         ));
-    }
-
-    #[test]
-    fn database_names_swap_into_urls() {
-        assert_eq!(
-            with_database("postgres://atrium@127.0.0.1:55432/postgres", "x"),
-            "postgres://atrium@127.0.0.1:55432/x"
-        );
-        assert_eq!(
-            with_database("postgres://u:p@h:1/postgres?sslmode=disable", "x"),
-            "postgres://u:p@h:1/x?sslmode=disable"
-        );
-        assert_eq!(with_database("postgres://h:1", "x"), "postgres://h:1/x");
     }
 }

@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Full};
-use hyper::header::HeaderMap;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Map, Value};
 use tokio::net::TcpStream;
@@ -35,14 +34,7 @@ pub const PASSWORD: &str = "correct horse battery staple";
 // Random secrets
 // ---------------------------------------------------------------------------
 
-/// 128 random bits as 32 lowercase hex characters (a valid id, too).
-pub fn secret() -> String {
-    let mut buf = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .expect("read /dev/urandom");
-    buf.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use atrium_testkit::env::{secret, service_env};
 
 /// An email address no other test uses.
 pub fn unique_email(who: &str) -> String {
@@ -278,59 +270,9 @@ fn parse_port(line: &str) -> Option<u16> {
 // HTTP
 // ---------------------------------------------------------------------------
 
-/// One HTTP answer.
-#[derive(Debug)]
-pub struct Resp {
-    pub status: u16,
-    pub headers: HeaderMap,
-    /// The body parsed as JSON, when it is JSON.
-    pub json: Option<Value>,
-    pub text: String,
-}
+pub use atrium_testkit::http::Resp;
 
-impl Resp {
-    /// The JSON body, or a panic naming what came instead.
-    pub fn body(&self) -> &Value {
-        self.json
-            .as_ref()
-            .unwrap_or_else(|| panic!("expected a JSON body, got {:?}", self.text))
-    }
-
-    pub fn header(&self, name: &str) -> Option<String> {
-        self.headers
-            .get(name)
-            .map(|v| v.to_str().expect("header is text").to_string())
-    }
-
-    /// Asserts the status and the `{"error":{"code","message"}}` body.
-    pub fn assert_error(&self, status: u16, code: &str) {
-        assert_eq!(
-            self.status, status,
-            "expected {status} {code}, got {} {}",
-            self.status, self.text
-        );
-        let body = self.body();
-        let err = body
-            .get("error")
-            .unwrap_or_else(|| panic!("error body lacks `error`: {}", self.text));
-        assert_eq!(err["code"], json!(code), "error code in {}", self.text);
-        assert!(
-            err["message"].as_str().is_some_and(|m| !m.is_empty()),
-            "error message must be a non-empty string: {}",
-            self.text
-        );
-    }
-
-    pub fn assert_status(&self, status: u16) {
-        assert_eq!(
-            self.status, status,
-            "expected status {status}, got {} {}",
-            self.status, self.text
-        );
-    }
-}
-
-/// Sends one request on a fresh connection and reads the whole answer.
+/// Sends one request to the node on a fresh connection and reads the whole answer.
 pub async fn http(
     node: &Node,
     method: &str,
@@ -338,52 +280,7 @@ pub async fn http(
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
 ) -> Resp {
-    let port = node.port;
-    let fut = async move {
-        let stream = TcpStream::connect(("127.0.0.1", port))
-            .await
-            .expect("connect to node");
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .expect("http handshake");
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        let mut builder = hyper::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", format!("127.0.0.1:{port}"));
-        let has_type = headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
-        for (k, v) in headers {
-            builder = builder.header(*k, *v);
-        }
-        if body.is_some() && !has_type {
-            builder = builder.header("content-type", "application/json");
-        }
-        let req = builder
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .expect("build request");
-        let resp = sender.send_request(req).await.expect("send request");
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let bytes = resp
-            .into_body()
-            .collect()
-            .await
-            .expect("read body")
-            .to_bytes();
-        Resp {
-            status,
-            headers,
-            json: serde_json::from_slice(&bytes).ok(),
-            text: String::from_utf8_lossy(&bytes).into_owned(),
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), fut)
-        .await
-        .unwrap_or_else(|_| panic!("{method} {path} got no answer within 30 s"))
+    http_at(node.port, method, path, headers, body).await
 }
 
 pub fn bearer(token: &str) -> String {
@@ -882,56 +779,7 @@ impl Node {
 }
 
 /// Like [`http`], to any port of 127.0.0.1 (an admin address, say).
-pub async fn http_at(
-    port: u16,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<Vec<u8>>,
-) -> Resp {
-    let fut = async move {
-        let stream = TcpStream::connect(("127.0.0.1", port))
-            .await
-            .expect("connect to node");
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .expect("http handshake");
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        let mut builder = hyper::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", format!("127.0.0.1:{port}"));
-        for (k, v) in headers {
-            builder = builder.header(*k, *v);
-        }
-        if body.is_some() {
-            builder = builder.header("content-type", "application/json");
-        }
-        let req = builder
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .expect("build request");
-        let resp = sender.send_request(req).await.expect("send request");
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let bytes = resp
-            .into_body()
-            .collect()
-            .await
-            .expect("read body")
-            .to_bytes();
-        Resp {
-            status,
-            headers,
-            json: serde_json::from_slice(&bytes).ok(),
-            text: String::from_utf8_lossy(&bytes).into_owned(),
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), fut)
-        .await
-        .unwrap_or_else(|_| panic!("{method} {path} on port {port} got no answer within 30 s"))
-}
+pub use atrium_testkit::http::request as http_at;
 
 /// The node's `/metrics` text (asserting a 200), from its admin address.
 pub async fn metrics_text(node: &Node) -> String {
@@ -1386,19 +1234,6 @@ pub fn raise_fd_limit() -> libc::rlim_t {
 // router does and keep a model of the document.
 // ---------------------------------------------------------------------------
 
-/// A variable `scripts/services.sh` provides; a test without it fails (never
-/// skips) and says how to get it.
-pub fn service_env(name: &str) -> String {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => v,
-        _ => panic!(
-            "{name} is not set. The cluster tests need the test services: run \
-             `scripts/services.sh start && source .services/env` from the workspace root, \
-             then run the tests again"
-        ),
-    }
-}
-
 /// Generates `mod NAME { fn nats(); fn redis() }`, two tests running
 /// `NAME(Backend::...)`, so every cluster test runs against both coordinators.
 #[macro_export]
@@ -1447,119 +1282,7 @@ pub fn namespaced(server: &str) -> String {
     format!("{base}?namespace=ct{}", &secret()[..20])
 }
 
-/// Connects to Postgres (no TLS); the connection runs on a spawned task.
-pub async fn pg_connect(url: &str) -> tokio_postgres::Client {
-    let (client, conn) =
-        tokio::time::timeout(WAIT, tokio_postgres::connect(url, tokio_postgres::NoTls))
-            .await
-            .unwrap_or_else(|_| panic!("connecting to Postgres at {url} timed out"))
-            .unwrap_or_else(|e| panic!("cannot connect to Postgres at {url}: {e}"));
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    client
-}
-
-/// `url` with its database name replaced by `db`.
-fn with_database(url: &str, db: &str) -> String {
-    let (url, query) = match url.split_once('?') {
-        Some((u, q)) => (u, format!("?{q}")),
-        None => (url, String::new()),
-    };
-    let scheme_end = url.find("://").map(|i| i + 3).unwrap_or(0);
-    let base = match url[scheme_end..].find('/') {
-        Some(i) => &url[..scheme_end + i],
-        None => url,
-    };
-    format!("{base}/{db}{query}")
-}
-
-/// A database of its own on the suite's Postgres server, dropped (best
-/// effort) when the value goes.
-pub struct TestDatabase {
-    pub name: String,
-    /// What the nodes get as `ATRIUM_DATABASE_URL`.
-    pub url: String,
-    admin: String,
-}
-
-impl TestDatabase {
-    pub async fn create() -> TestDatabase {
-        let admin = service_env("ATRIUM_TEST_DATABASE_URL");
-        let name = format!("atrium_ct_{}", &secret()[..16]);
-        pg_connect(&admin)
-            .await
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
-        TestDatabase {
-            url: with_database(&admin, &name),
-            name,
-            admin,
-        }
-    }
-
-    /// Runs SQL on the server's maintenance database (not on this one).
-    pub async fn admin(&self, sql: &str) {
-        pg_connect(&self.admin)
-            .await
-            .batch_execute(sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    }
-
-    /// Cuts every node off this database: no new connections, and the
-    /// open ones terminated (a Postgres outage, as far as the nodes can tell).
-    pub async fn cut_off(&self) {
-        let name = &self.name;
-        self.admin(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"))
-            .await;
-        self.admin(&format!(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-             WHERE datname = '{name}' AND pid <> pg_backend_pid()"
-        ))
-        .await;
-    }
-
-    /// Lets the nodes connect again.
-    pub async fn restore(&self) {
-        self.admin(&format!(
-            "ALTER DATABASE {} ALLOW_CONNECTIONS true",
-            self.name
-        ))
-        .await;
-    }
-}
-
-impl Drop for TestDatabase {
-    fn drop(&mut self) {
-        let admin = self.admin.clone();
-        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
-        // Its own thread and runtime: this may run inside (or after) the test's runtime.
-        let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                let fut = async {
-                    if let Ok((client, conn)) =
-                        tokio_postgres::connect(&admin, tokio_postgres::NoTls).await
-                    {
-                        tokio::spawn(async move {
-                            let _ = conn.await;
-                        });
-                        let _ = client.batch_execute(&sql).await;
-                    }
-                };
-                let _ = tokio::time::timeout(Duration::from_secs(10), fut).await;
-            });
-        })
-        .join();
-    }
-}
+pub use atrium_testkit::postgres::TestDatabase;
 
 /// One node of a cluster as clients see it.
 #[derive(Clone, Debug)]

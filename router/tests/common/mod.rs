@@ -10,10 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -29,25 +26,7 @@ pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
     LOCK.lock().await
 }
 
-pub fn secret() -> String {
-    let mut buf = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .expect("read /dev/urandom");
-    buf.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A variable `scripts/services.sh` provides; without it the test fails and says why.
-pub fn service_env(name: &str) -> String {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => v,
-        _ => panic!(
-            "{name} is not set. The router tests need the test services: run \
-             `scripts/services.sh start && source .services/env` from the workspace root, \
-             then run the tests again"
-        ),
-    }
-}
+pub use atrium_testkit::env::{free_port, secret, service_env};
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -212,82 +191,7 @@ impl Drop for Proc {
 }
 
 /// A port nobody listens on right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind a free port")
-        .port()
-}
-
-/// A Postgres database of its own, dropped when the value goes.
-pub struct TestDatabase {
-    pub url: String,
-    name: String,
-    admin: String,
-}
-
-async fn pg(url: &str) -> tokio_postgres::Client {
-    let (client, conn) =
-        tokio::time::timeout(WAIT, tokio_postgres::connect(url, tokio_postgres::NoTls))
-            .await
-            .unwrap_or_else(|_| panic!("connecting to Postgres at {url} timed out"))
-            .unwrap_or_else(|e| panic!("cannot connect to Postgres at {url}: {e}"));
-    tokio::spawn(conn);
-    client
-}
-
-impl TestDatabase {
-    pub async fn create() -> TestDatabase {
-        let admin = service_env("ATRIUM_TEST_DATABASE_URL");
-        let name = format!("atrium_rt_{}", &secret()[..16]);
-        pg(&admin)
-            .await
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
-        let (base, query) = match admin.split_once('?') {
-            Some((b, q)) => (b.to_string(), format!("?{q}")),
-            None => (admin.clone(), String::new()),
-        };
-        let scheme = base.find("://").map(|i| i + 3).unwrap_or(0);
-        let root = match base[scheme..].find('/') {
-            Some(i) => base[..scheme + i].to_string(),
-            None => base.clone(),
-        };
-        TestDatabase {
-            url: format!("{root}/{name}{query}"),
-            name,
-            admin,
-        }
-    }
-}
-
-impl Drop for TestDatabase {
-    fn drop(&mut self) {
-        let admin = self.admin.clone();
-        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
-        let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                let _ = tokio::time::timeout(Duration::from_secs(10), async {
-                    if let Ok((c, conn)) =
-                        tokio_postgres::connect(&admin, tokio_postgres::NoTls).await
-                    {
-                        tokio::spawn(conn);
-                        let _ = c.batch_execute(&sql).await;
-                    }
-                })
-                .await;
-            });
-        })
-        .join();
-    }
-}
+pub use atrium_testkit::postgres::TestDatabase;
 
 /// One `atrium-node`.
 pub struct NodeProc {
@@ -502,30 +406,9 @@ impl Fleet {
 // HTTP
 // ---------------------------------------------------------------------------
 
-#[derive(Debug)]
-pub struct Resp {
-    pub status: u16,
-    pub json: Option<Value>,
-    pub text: String,
-}
+pub use atrium_testkit::http::Resp;
 
-impl Resp {
-    pub fn body(&self) -> &Value {
-        self.json
-            .as_ref()
-            .unwrap_or_else(|| panic!("expected a JSON body, got {} {:?}", self.status, self.text))
-    }
-
-    pub fn assert_status(&self, status: u16) {
-        assert_eq!(
-            self.status, status,
-            "expected {status}, got {} {}",
-            self.status, self.text
-        );
-    }
-}
-
-/// One request on a fresh connection; `None` when the connection fails.
+/// One request on a fresh connection, with a JSON body; `None` when the connection fails.
 pub async fn try_http(
     port: u16,
     method: &str,
@@ -533,37 +416,8 @@ pub async fn try_http(
     headers: &[(&str, &str)],
     body: Option<Value>,
 ) -> Option<Resp> {
-    let fut = async move {
-        let stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .ok()?;
-        tokio::spawn(conn);
-        let mut builder = hyper::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", format!("127.0.0.1:{port}"));
-        for (k, v) in headers {
-            builder = builder.header(*k, *v);
-        }
-        if body.is_some() {
-            builder = builder.header("content-type", "application/json");
-        }
-        let raw = body.map(|b| b.to_string()).unwrap_or_default();
-        let req = builder.body(Full::new(Bytes::from(raw))).ok()?;
-        let resp = sender.send_request(req).await.ok()?;
-        let status = resp.status().as_u16();
-        let bytes = resp.into_body().collect().await.ok()?.to_bytes();
-        Some(Resp {
-            status,
-            json: serde_json::from_slice(&bytes).ok(),
-            text: String::from_utf8_lossy(&bytes).into_owned(),
-        })
-    };
-    tokio::time::timeout(Duration::from_secs(30), fut)
-        .await
-        .ok()
-        .flatten()
+    let body = body.map(|b| b.to_string().into_bytes());
+    atrium_testkit::http::try_request(port, method, path, headers, body).await
 }
 
 pub async fn http_at(
@@ -573,9 +427,8 @@ pub async fn http_at(
     headers: &[(&str, &str)],
     body: Option<Value>,
 ) -> Resp {
-    try_http(port, method, path, headers, body)
-        .await
-        .unwrap_or_else(|| panic!("{method} {path} on port {port}: no answer"))
+    let body = body.map(|b| b.to_string().into_bytes());
+    atrium_testkit::http::request(port, method, path, headers, body).await
 }
 
 /// Signs up an account through `port`; its token.

@@ -1,0 +1,175 @@
+//! A Postgres database of a test's own on the suite's server, dropped when done.
+
+use std::time::Duration;
+
+use crate::env::{secret, service_env};
+
+/// How long connecting, creating or dropping may take before the test fails.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A client for `url` (no TLS: the suite's server is on loopback), or a panic
+/// naming the server that could not be reached.
+pub async fn connect(url: &str) -> tokio_postgres::Client {
+    try_connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to Postgres at {url}: {e}"))
+}
+
+/// Like [`connect`], for callers that report the error themselves.
+pub async fn try_connect(url: &str) -> Result<tokio_postgres::Client, String> {
+    let connecting = tokio_postgres::connect(url, tokio_postgres::NoTls);
+    let (client, connection) = tokio::time::timeout(WAIT, connecting)
+        .await
+        .map_err(|_| format!("connecting timed out after {WAIT:?}"))?
+        .map_err(|e| match e.as_db_error() {
+            Some(db) => format!("{e}: {}", db.message()),
+            None => e.to_string(),
+        })?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// `url` with its database name replaced by `name` (the query string is kept).
+pub fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[authority..].find('/') {
+        Some(slash) => &base[..authority + slash],
+        None => base,
+    };
+    match query {
+        Some(query) => format!("{base}/{name}?{query}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+/// Drops a database, forcing its sessions off, and waits (at most [`WAIT`]). On a
+/// thread and runtime of its own: callers may be inside a runtime, or unwinding.
+pub fn drop_database(admin_url: &str, name: &str) {
+    let admin = admin_url.to_string();
+    let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+    let _ = std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async move {
+            let _ = tokio::time::timeout(WAIT, async {
+                if let Ok(client) = try_connect(&admin).await {
+                    let _ = client.batch_execute(&sql).await;
+                }
+            })
+            .await;
+        });
+    })
+    .join();
+}
+
+/// A database of its own on the server `ATRIUM_TEST_DATABASE_URL` names.
+pub struct TestDatabase {
+    pub name: String,
+    /// Its URL, for `ATRIUM_DATABASE_URL` or a direct connection.
+    pub url: String,
+    admin: String,
+}
+
+impl TestDatabase {
+    pub async fn create() -> TestDatabase {
+        let admin = service_env("ATRIUM_TEST_DATABASE_URL");
+        let name = format!("atrium_t_{}", &secret()[..16]);
+        connect(&admin)
+            .await
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
+        TestDatabase {
+            url: with_database(&admin, &name),
+            name,
+            admin,
+        }
+    }
+
+    /// Runs SQL on the server's maintenance database (not on this one).
+    pub async fn admin(&self, sql: &str) {
+        connect(&self.admin)
+            .await
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// Cuts everyone off this database: no new connections, and the open ones
+    /// terminated (a Postgres outage, as far as its clients can tell).
+    pub async fn cut_off(&self) {
+        let name = &self.name;
+        self.admin(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"))
+            .await;
+        self.admin(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+        ))
+        .await;
+    }
+
+    /// Lets clients connect again.
+    pub async fn restore(&self) {
+        self.admin(&format!(
+            "ALTER DATABASE {} ALLOW_CONNECTIONS true",
+            self.name
+        ))
+        .await;
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        drop_database(&self.admin, &self.name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_database_name_is_replaced_and_the_rest_kept() {
+        assert_eq!(
+            with_database(
+                "postgres://u:p@127.0.0.1:5432/postgres?sslmode=disable",
+                "t1"
+            ),
+            "postgres://u:p@127.0.0.1:5432/t1?sslmode=disable"
+        );
+        assert_eq!(
+            with_database("postgres://127.0.0.1:5432", "t2"),
+            "postgres://127.0.0.1:5432/t2"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_test_database_exists_until_dropped() {
+        let db = TestDatabase::create().await;
+        let name = db.name.clone();
+        let client = connect(&db.url).await;
+        client
+            .batch_execute("CREATE TABLE t (x int)")
+            .await
+            .unwrap();
+        drop(client);
+        let admin = service_env("ATRIUM_TEST_DATABASE_URL");
+        drop(db);
+        let left = connect(&admin)
+            .await
+            .query("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "{name} is still there");
+    }
+}
