@@ -13,7 +13,7 @@ use std::time::Duration;
 use atrium_protocol::CloseCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::metrics::metrics;
+use crate::metrics::Metrics;
 
 /// The middle of the hint given to a deferred join; the hint is drawn between half and
 /// one and a half of it.
@@ -71,8 +71,8 @@ impl Outcome {
         }
     }
 
-    pub fn count(self) {
-        metrics().joins.with_label_values(&[self.label()]).inc();
+    pub fn count(self, metrics: &Metrics) {
+        metrics.joins.with_label_values(&[self.label()]).inc();
     }
 }
 

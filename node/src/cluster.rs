@@ -18,7 +18,6 @@ use atrium_coordinator::{CoordinatorEvent, Member, NodeId, Ring};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::ids::FileId;
-use crate::metrics::metrics;
 use crate::room::RoomCmd;
 use crate::state::AppState;
 
@@ -87,7 +86,7 @@ pub async fn run(state: Arc<AppState>) {
                     // Only a changed ring moves files: the periodic refresh must not
                     // move again a file a client brought back here.
                     if live != ring_members {
-                        metrics().ring_members.set(live.len() as i64);
+                        state.metrics.ring_members.set(live.len() as i64);
                         ring_members = live;
                         moves = misplaced(&state, &ring_members);
                         if !moves.is_empty() {

@@ -8,61 +8,70 @@ use async_trait::async_trait;
 use atrium_coordinator::{Coordinator, CoordinatorError, CoordinatorEvent, Lease, Member, NodeId};
 use tokio::sync::broadcast;
 
-use crate::metrics::metrics;
+use crate::metrics::Metrics;
 
-pub struct Counted(pub Arc<dyn Coordinator>);
+pub struct Counted {
+    inner: Arc<dyn Coordinator>,
+    metrics: Arc<Metrics>,
+}
 
-fn count(operation: &str) {
-    debug_assert!(
-        crate::metrics::COORDINATOR_OPERATIONS.contains(&operation),
-        "{operation} is not exported at zero"
-    );
-    metrics()
-        .coordinator_operations
-        .with_label_values(&[operation])
-        .inc();
+impl Counted {
+    pub fn new(inner: Arc<dyn Coordinator>, metrics: Arc<Metrics>) -> Self {
+        Self { inner, metrics }
+    }
+
+    fn count(&self, operation: &str) {
+        debug_assert!(
+            crate::metrics::COORDINATOR_OPERATIONS.contains(&operation),
+            "{operation} is not exported at zero"
+        );
+        self.metrics
+            .coordinator_operations
+            .with_label_values(&[operation])
+            .inc();
+    }
 }
 
 #[async_trait]
 impl Coordinator for Counted {
     async fn join(&self, member: Member) -> Result<(), CoordinatorError> {
-        count("join");
-        self.0.join(member).await
+        self.count("join");
+        self.inner.join(member).await
     }
 
     async fn heartbeat(&self, node: &NodeId, draining: bool) -> Result<(), CoordinatorError> {
-        count("heartbeat");
-        self.0.heartbeat(node, draining).await
+        self.count("heartbeat");
+        self.inner.heartbeat(node, draining).await
     }
 
     async fn leave(&self, node: &NodeId) -> Result<(), CoordinatorError> {
-        count("leave");
-        self.0.leave(node).await
+        self.count("leave");
+        self.inner.leave(node).await
     }
 
     async fn members(&self) -> Result<Vec<Member>, CoordinatorError> {
-        count("members");
-        self.0.members().await
+        self.count("members");
+        self.inner.members().await
     }
 
     async fn acquire(&self, file: &str, node: &NodeId) -> Result<Lease, CoordinatorError> {
-        count("acquire");
-        self.0.acquire(file, node).await
+        self.count("acquire");
+        self.inner.acquire(file, node).await
     }
 
     async fn renew(&self, lease: &Lease) -> Result<Lease, CoordinatorError> {
-        count("renew");
-        self.0.renew(lease).await
+        self.count("renew");
+        self.inner.renew(lease).await
     }
 
     async fn release(&self, lease: &Lease) -> Result<(), CoordinatorError> {
-        count("release");
-        self.0.release(lease).await
+        self.count("release");
+        self.inner.release(lease).await
     }
 
     async fn holder(&self, file: &str) -> Result<Option<NodeId>, CoordinatorError> {
-        count("holder");
-        self.0.holder(file).await
+        self.count("holder");
+        self.inner.holder(file).await
     }
 
     async fn count_up(
@@ -71,27 +80,27 @@ impl Coordinator for Counted {
         node: &NodeId,
         limit: u64,
     ) -> Result<bool, CoordinatorError> {
-        count("count_up");
-        self.0.count_up(counter, node, limit).await
+        self.count("count_up");
+        self.inner.count_up(counter, node, limit).await
     }
 
     async fn count_down(&self, counter: &str, node: &NodeId) -> Result<(), CoordinatorError> {
-        count("count_down");
-        self.0.count_down(counter, node).await
+        self.count("count_down");
+        self.inner.count_down(counter, node).await
     }
 
     async fn count(&self, counter: &str) -> Result<u64, CoordinatorError> {
-        count("count");
-        self.0.count(counter).await
+        self.count("count");
+        self.inner.count(counter).await
     }
 
     async fn watch(&self) -> Result<broadcast::Receiver<CoordinatorEvent>, CoordinatorError> {
-        count("watch");
-        self.0.watch().await
+        self.count("watch");
+        self.inner.watch().await
     }
 
     async fn publish(&self, topic: &str, payload: Vec<u8>) -> Result<(), CoordinatorError> {
-        count("publish");
-        self.0.publish(topic, payload).await
+        self.count("publish");
+        self.inner.publish(topic, payload).await
     }
 }

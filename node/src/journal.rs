@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::ids::FileId;
-use crate::metrics::metrics;
+use crate::metrics::Metrics;
 use crate::store::{FileAppend, Store, StoreError};
 
 /// What the journal reports back to a room.
@@ -57,9 +57,12 @@ const MAX_BATCH: usize = 4096;
 impl Journal {
     /// Starts the journal's task. It ends after [`finish`](Self::finish), or when every
     /// `Journal` handle is dropped, once what was queued is written.
-    pub fn start(store: Arc<dyn Store>) -> (Self, tokio::task::JoinHandle<()>) {
+    pub fn start(
+        store: Arc<dyn Store>,
+        metrics: Arc<Metrics>,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(store, rx));
+        let task = tokio::spawn(run(store, metrics, rx));
         (Self { tx }, task)
     }
 
@@ -93,7 +96,7 @@ fn bytes(append: &FileAppend) -> usize {
 /// large ones wait for the next turn, behind the small ones that arrive meanwhile.
 /// A file's turns never pass one another: once a file has a turn deferred, its later
 /// turns are deferred behind it.
-async fn run(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Job>) {
+async fn run(store: Arc<dyn Store>, metrics: Arc<Metrics>, mut rx: mpsc::UnboundedReceiver<Job>) {
     let mut jobs = Vec::new();
     let mut deferred: VecDeque<JournalEntry> = VecDeque::new();
     let mut finish = false;
@@ -138,7 +141,7 @@ async fn run(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Job>) {
             }
         }
         deferred.extend(later);
-        write(store.as_ref(), now).await;
+        write(store.as_ref(), &metrics, now).await;
         let mut turn = Vec::new();
         let mut size = 0;
         while let Some(next) = deferred.front() {
@@ -149,19 +152,19 @@ async fn run(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Job>) {
             size += n;
             turn.extend(deferred.pop_front());
         }
-        write(store.as_ref(), turn).await;
+        write(store.as_ref(), &metrics, turn).await;
     }
 }
 
 /// Commits `entries` in one transaction and tells each room how far it got.
-async fn write(store: &dyn Store, entries: Vec<JournalEntry>) {
+async fn write(store: &dyn Store, metrics: &Metrics, entries: Vec<JournalEntry>) {
     if entries.is_empty() {
         return;
     }
     let (appends, dones): (Vec<_>, Vec<_>) =
         entries.into_iter().map(|e| (e.append, e.done)).unzip();
     let batch: Arc<[FileAppend]> = appends.into();
-    let results = commit(store, &batch).await;
+    let results = commit(store, metrics, &batch).await;
     for ((append, done), result) in batch.iter().zip(dones).zip(results) {
         let upto = append.patches.last().map_or(0, |p| p.version);
         done(Appended { upto, result });
@@ -169,14 +172,18 @@ async fn write(store: &dyn Store, entries: Vec<JournalEntry>) {
 }
 
 /// Commits one batch, retrying while the store is unavailable.
-async fn commit(store: &dyn Store, batch: &Arc<[FileAppend]>) -> Vec<Result<(), StoreError>> {
+async fn commit(
+    store: &dyn Store,
+    metrics: &Metrics,
+    batch: &Arc<[FileAppend]>,
+) -> Vec<Result<(), StoreError>> {
     let mut backoff = Duration::from_millis(50);
     loop {
         let started = Instant::now();
         match store.append(batch.clone()).await {
             Ok(results) => {
-                metrics().journal_batches.inc();
-                metrics()
+                metrics.journal_batches.inc();
+                metrics
                     .journal_commit_seconds
                     .observe(started.elapsed().as_secs_f64());
                 return results;
@@ -219,7 +226,7 @@ mod tests {
         let (_, small) = new_file(store.as_ref()).await;
         let big_epoch = store.take_file(&big, 0).await.unwrap().epoch;
         let small_epoch = store.take_file(&small, 0).await.unwrap().epoch;
-        let (journal, task) = Journal::start(store.clone());
+        let (journal, task) = Journal::start(store.clone(), Metrics::new());
         let order = Arc::new(Mutex::new(Vec::new()));
         let submit = |file: &FileId, epoch: u64, patches: Vec<LoggedPatch>, name: &'static str| {
             let order = order.clone();

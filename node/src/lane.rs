@@ -52,21 +52,31 @@ pub fn width() -> usize {
 }
 
 /// Runs `work`, which handles about `bytes` of document, inline when it is small and
-/// otherwise on the lane, after the work queued before it.
-pub async fn run<T: Send + 'static>(bytes: usize, work: impl FnOnce() -> T + Send + 'static) -> T {
-    if bytes <= INLINE_BYTES {
-        return work();
+/// otherwise on the lane, after the work queued before it. A lane run is counted
+/// when asked for; the future borrows nothing, so it may be spawned.
+pub fn run<T: Send + 'static>(
+    bytes: usize,
+    metrics: &crate::metrics::Metrics,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> impl std::future::Future<Output = T> + Send + 'static {
+    let on_lane = bytes > INLINE_BYTES;
+    if on_lane {
+        metrics.lane_runs.inc();
     }
-    crate::metrics::metrics().lane_runs.inc();
-    let (done, result) = oneshot::channel();
-    let job: Job = Box::new(move || {
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
-        let _ = done.send(out);
-    });
-    lane().send(job).expect("the lane's threads never stop");
-    match result.await.expect("the lane answers every job") {
-        Ok(out) => out,
-        Err(panic) => std::panic::resume_unwind(panic),
+    async move {
+        if !on_lane {
+            return work();
+        }
+        let (done, result) = oneshot::channel();
+        let job: Job = Box::new(move || {
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            let _ = done.send(out);
+        });
+        lane().send(job).expect("the lane's threads never stop");
+        match result.await.expect("the lane answers every job") {
+            Ok(out) => out,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
     }
 }
 
@@ -96,11 +106,16 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn small_work_runs_inline_and_large_work_on_the_lane() {
         let here = std::thread::current().id();
-        let small = run(10, move || std::thread::current().id()).await;
-        assert_eq!(small, here);
-        let name = run(INLINE_BYTES + 1, || {
-            std::thread::current().name().map(str::to_owned)
+        let small = run(10, &crate::metrics::Metrics::unshared(), move || {
+            std::thread::current().id()
         })
+        .await;
+        assert_eq!(small, here);
+        let name = run(
+            INLINE_BYTES + 1,
+            &crate::metrics::Metrics::unshared(),
+            || std::thread::current().name().map(str::to_owned),
+        )
         .await;
         assert!(name.is_some_and(|n| n.starts_with("atrium-lane-")));
     }
@@ -111,12 +126,16 @@ mod tests {
         let mut tasks = Vec::new();
         for _ in 0..(width() * 3 + 2) {
             let (now, most) = (now.clone(), most.clone());
-            tasks.push(tokio::spawn(run(INLINE_BYTES * 2, move || {
-                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(n, Ordering::SeqCst);
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                now.fetch_sub(1, Ordering::SeqCst);
-            })));
+            tasks.push(tokio::spawn(run(
+                INLINE_BYTES * 2,
+                &crate::metrics::Metrics::unshared(),
+                move || {
+                    let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(n, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    now.fetch_sub(1, Ordering::SeqCst);
+                },
+            )));
         }
         for t in tasks {
             t.await.unwrap();
@@ -131,9 +150,17 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_panic_on_the_lane_reaches_the_caller_and_the_lane_goes_on() {
-        let caught = tokio::spawn(run(INLINE_BYTES + 1, || panic!("boom"))).await;
+        let caught = tokio::spawn(run(
+            INLINE_BYTES + 1,
+            &crate::metrics::Metrics::unshared(),
+            || panic!("boom"),
+        ))
+        .await;
         assert!(caught.unwrap_err().is_panic());
-        assert_eq!(run(INLINE_BYTES + 1, || 7).await, 7);
+        assert_eq!(
+            run(INLINE_BYTES + 1, &crate::metrics::Metrics::unshared(), || 7).await,
+            7
+        );
     }
 
     #[cfg(target_os = "linux")]
@@ -145,7 +172,7 @@ mod tests {
             unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
         }
         let here = nice();
-        let there = run(INLINE_BYTES + 1, nice).await;
+        let there = run(INLINE_BYTES + 1, &crate::metrics::Metrics::unshared(), nice).await;
         assert_eq!(there, (here + LANE_NICENESS).min(19));
     }
 }

@@ -108,7 +108,7 @@ impl MemoryGuard {
     /// Samples resident memory until the process ends. Over the high-water mark,
     /// it also asks the allocator to give freed memory back to the system, so
     /// memory a finished burst left free does not keep the node refusing work.
-    pub fn spawn_sampler(self: &Arc<Self>) {
+    pub fn spawn_sampler(self: &Arc<Self>, metrics: Arc<crate::metrics::Metrics>) {
         let guard = Arc::downgrade(self);
         tokio::spawn(async move {
             let mut every = tokio::time::interval(SAMPLE_EVERY);
@@ -119,7 +119,7 @@ impl MemoryGuard {
                 let Some(guard) = guard.upgrade() else { return };
                 let rss = crate::stats::rss_bytes();
                 guard.rss.store(rss, Ordering::Release);
-                crate::metrics::metrics().memory_rss.set(rss as i64);
+                metrics.memory_rss.set(rss as i64);
                 if rss >= guard.high_water() && trimmed.elapsed() >= Duration::from_secs(1) {
                     trimmed = tokio::time::Instant::now();
                     give_back_free_memory();

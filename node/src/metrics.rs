@@ -2,7 +2,7 @@
 //! the name (`_seconds`, `_bytes`), counters end in `_total`, and labels come only
 //! from small fixed sets (never a file or account id).
 
-use std::sync::LazyLock;
+use std::sync::Arc;
 
 use atrium_protocol::{CloseCode, CLIENT_MESSAGES, REJECT_CODES, SERVER_MESSAGES};
 use prometheus::{
@@ -115,7 +115,13 @@ const LATENCY: &[f64] = &[
 ];
 
 impl Metrics {
-    fn new() -> Self {
+    /// A node's own metrics, every fixed label exported at zero. Each node instance
+    /// has its own, so two nodes can live in one process (as tests run them).
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::unshared())
+    }
+
+    pub(crate) fn unshared() -> Self {
         let r = Registry::new();
         Metrics {
             connections: gauge(&r, "atrium_connections", "Open sockets."),
@@ -323,12 +329,6 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
-}
-
-static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
-
-pub fn metrics() -> &'static Metrics {
-    &METRICS
 }
 
 #[cfg(test)]

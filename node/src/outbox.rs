@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::{mpsc, Notify};
 
-use crate::metrics::metrics;
+use crate::metrics::Metrics;
 use crate::ws::Outgoing;
 
 /// Identifies one socket for the whole life of the process.
@@ -58,6 +58,8 @@ pub struct CloseRequest {
 
 /// What the queue and its writer share.
 struct Shared {
+    /// The node's metrics: overflows and closes are counted there.
+    metrics: Arc<Metrics>,
     close: Mutex<Option<CloseRequest>>,
     notify: Notify,
     /// Bytes queued and not yet taken by the writer.
@@ -120,9 +122,10 @@ pub struct OutboxReceiver {
 pub struct CloseWatch(Arc<Shared>);
 
 /// A queue of at most `frames` items and `bytes` bytes.
-pub fn outbox(frames: usize, bytes: usize) -> (Outbox, OutboxReceiver) {
+pub fn outbox(frames: usize, bytes: usize, metrics: Arc<Metrics>) -> (Outbox, OutboxReceiver) {
     let (tx, rx) = mpsc::channel(frames.max(1));
     let shared = Arc::new(Shared {
+        metrics,
         close: Mutex::new(None),
         notify: Notify::new(),
         bytes: AtomicUsize::new(0),
@@ -256,7 +259,7 @@ impl Outbox {
 
     fn overflow(&self) {
         if !self.is_closing() {
-            metrics().queue_overflows.inc();
+            self.shared.metrics.queue_overflows.inc();
         }
         self.close(CloseCode::TooSlow, "too slow: the send queue overflowed");
     }
@@ -265,7 +268,8 @@ impl Outbox {
     /// (except after an overflow). The first request wins.
     pub fn close(&self, code: CloseCode, reason: &str) {
         if self.request_close(code.code(), reason) {
-            metrics()
+            self.shared
+                .metrics
                 .closes
                 .with_label_values(&[&code.to_string()])
                 .inc();
@@ -354,7 +358,7 @@ mod tests {
 
     #[tokio::test]
     async fn overflow_closes_with_4008_and_first_close_wins() {
-        let (out, rx) = outbox(2, 1 << 20);
+        let (out, rx) = outbox(2, 1 << 20, Metrics::new());
         assert!(out.send_text("a".into()));
         assert!(out.send_text("b".into()));
         assert!(!out.send_text("c".into()));
@@ -364,7 +368,7 @@ mod tests {
 
     #[tokio::test]
     async fn bytes_are_bounded_and_given_back() {
-        let (out, mut rx) = outbox(100, 10);
+        let (out, mut rx) = outbox(100, 10, Metrics::new());
         assert!(out.send_text("12345678".into()));
         let mut got = Vec::new();
         assert_eq!(rx.recv_many(&mut got, 10).await, 1);
@@ -379,7 +383,7 @@ mod tests {
     #[tokio::test]
     async fn a_held_queue_sends_its_welcome_first() {
         let budget = Budget::new(1 << 20);
-        let (out, mut rx) = outbox(10, 1 << 20);
+        let (out, mut rx) = outbox(10, 1 << 20, Metrics::new());
         out.hold();
         assert!(out.send_text("presences".into()));
         assert!(out.send_text("join".into()));
@@ -399,13 +403,13 @@ mod tests {
     #[tokio::test]
     async fn large_messages_draw_on_the_budget() {
         let budget = Budget::new(100);
-        let (out, mut rx) = outbox(10, 10);
+        let (out, mut rx) = outbox(10, 10, Metrics::new());
         assert!(out.open_with(shared(vec![b'x'; 80]), &budget));
         assert!(!budget.take(30));
         rx.drain_now();
         assert!(budget.take(100));
         budget.give(100);
-        let (out2, rx2) = outbox(10, 10);
+        let (out2, rx2) = outbox(10, 10, Metrics::new());
         assert!(!out2.open_with(shared(vec![b'x'; 200]), &budget));
         assert_eq!(
             rx2.close.requested().unwrap().code,

@@ -17,7 +17,6 @@ use crate::auth::Hasher;
 use crate::config::NodeConfig;
 use crate::journal::Journal;
 use crate::limits::{AddressCounts, KeyedLimiter};
-use crate::metrics::metrics;
 use crate::outbox::Budget;
 use crate::room::registry::Rooms;
 use crate::room::RoomContext;
@@ -62,6 +61,7 @@ pub async fn start(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Running, StartError> {
     let config = Arc::new(config);
+    let metrics = crate::metrics::Metrics::new();
     let store: Arc<dyn Store> = match &config.database_url {
         Some(url) => Arc::new(PgStore::connect(url, config.database_pool).await?),
         None => Arc::new(SqliteStore::open(&config.data)?),
@@ -95,7 +95,8 @@ pub async fn start(
     let coordinator = atrium_coordinator::connect(&config.coordinator, settings)
         .await
         .map_err(|e| StartError::Setting(format!("ATRIUM_COORDINATOR: {e}")))?;
-    let coordinator: Arc<dyn Coordinator> = Arc::new(crate::counted::Counted(coordinator));
+    let coordinator: Arc<dyn Coordinator> =
+        Arc::new(crate::counted::Counted::new(coordinator, metrics.clone()));
     let member = Member {
         id: node.clone(),
         address: config.advertise.clone().unwrap_or_else(|| addr.to_string()),
@@ -105,13 +106,14 @@ pub async fn start(
         .join(member.clone())
         .await
         .map_err(|e| StartError::Setting(format!("joining the coordinator: {e}")))?;
-    let (journal, journal_task) = Journal::start(store.clone());
+    let (journal, journal_task) = Journal::start(store.clone(), metrics.clone());
     let journal_handle = journal.clone();
     let limits = config.doc_limits();
     let memory = crate::memory::MemoryGuard::new(config.memory_budget());
-    memory.spawn_sampler();
-    metrics().memory_budget.set(memory.budget() as i64);
+    memory.spawn_sampler(metrics.clone());
+    metrics.memory_budget.set(memory.budget() as i64);
     let ctx = Arc::new(RoomContext {
+        metrics: metrics.clone(),
         memory: memory.clone(),
         config: config.clone(),
         store: store.clone(),
@@ -130,6 +132,7 @@ pub async fn start(
     .map_err(|e| StartError::Setting(e.to_string()))?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let state = Arc::new(AppState {
+        metrics: metrics.clone(),
         config: config.clone(),
         store,
         rooms: Rooms::new(ctx),
@@ -169,7 +172,7 @@ pub async fn start(
 
     let accept = tokio::spawn(accept_loop(listener, state.clone(), stop_rx.clone()));
     if let Some(admin) = admin {
-        tokio::spawn(admin_loop(admin, stop_rx.clone()));
+        tokio::spawn(admin_loop(admin, metrics.clone(), stop_rx.clone()));
     }
     tokio::spawn(crate::cluster::run(state.clone()));
     tokio::spawn(crate::sessions::run(
@@ -193,7 +196,7 @@ pub async fn start(
         let drained = tokio::time::timeout(state.config.shutdown_timeout(), async {
             state.rooms.shutdown().await;
             // Sockets get their 1012 from their rooms; wait for them to go.
-            while metrics().connections.get() > 0 {
+            while state.metrics.connections.get() > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
         })
@@ -260,7 +263,7 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
             },
         };
         let Some(slot) = state.connections.take() else {
-            metrics().connections_refused.inc();
+            state.metrics.connections_refused.inc();
             refuse(stream, &refusing);
             continue;
         };
@@ -268,7 +271,8 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
         let _ = stream.set_nodelay(true);
         let state = state.clone();
         tokio::spawn(async move {
-            metrics().tcp_connections.inc();
+            let metrics = state.metrics.clone();
+            metrics.tcp_connections.inc();
             let conn_slot = slot.clone();
             let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 let state = state.clone();
@@ -286,7 +290,7 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
             let _ = conn.await;
             // An upgraded socket keeps its own clone of the slot.
             drop(slot);
-            metrics().tcp_connections.dec();
+            metrics.tcp_connections.dec();
         });
     }
 }
@@ -336,7 +340,11 @@ fn refuse(stream: tokio::net::TcpStream, refusing: &Arc<tokio::sync::Semaphore>)
 }
 
 /// Serves /metrics (and /health) on the admin address.
-async fn admin_loop(listener: TcpListener, mut stop: watch::Receiver<bool>) {
+async fn admin_loop(
+    listener: TcpListener,
+    metrics: Arc<crate::metrics::Metrics>,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         let stream = tokio::select! {
             _ = stop.changed() => return,
@@ -345,13 +353,17 @@ async fn admin_loop(listener: TcpListener, mut stop: watch::Receiver<bool>) {
                 Err(_) => continue,
             },
         };
+        let metrics = metrics.clone();
         tokio::spawn(async move {
-            let service = service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
-                let resp = match req.uri().path() {
-                    "/metrics" => crate::http::metrics_response(),
-                    _ => crate::http::empty(hyper::StatusCode::NOT_FOUND),
-                };
-                Ok::<_, std::convert::Infallible>(resp)
+            let service = service_fn(|req: hyper::Request<hyper::body::Incoming>| {
+                let metrics = metrics.clone();
+                async move {
+                    let resp = match req.uri().path() {
+                        "/metrics" => crate::http::metrics_response(&metrics),
+                        _ => crate::http::empty(hyper::StatusCode::NOT_FOUND),
+                    };
+                    Ok::<_, std::convert::Infallible>(resp)
+                }
             });
             let _ = http1::Builder::new()
                 .timer(TokioTimer::new())

@@ -16,6 +16,8 @@ use crate::store::Store;
 
 /// What every request and socket shares.
 pub struct AppState {
+    /// This node's metrics (each node instance has its own).
+    pub metrics: Arc<crate::metrics::Metrics>,
     pub config: Arc<NodeConfig>,
     pub store: Arc<dyn Store>,
     pub rooms: Rooms,

@@ -196,7 +196,7 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let _memory = match state.memory.reserve((declared * BODY_MEMORY_FACTOR) as u64) {
         Some(r) => r,
         None => {
-            crate::metrics::metrics().memory_refusals.inc();
+            state.metrics.memory_refusals.inc();
             return Err(super::busy(
                 "the node is at its memory budget; try again shortly",
             ));
@@ -205,7 +205,8 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     // Read, checked and rebuilt on the bulk lane when large (see `lane`).
     let body = read_body(req, limit).await?;
     let limits = state.limits.clone();
-    let (name, doc) = crate::lane::run(body.len(), move || new_file(&body, &limits)).await?;
+    let (name, doc) =
+        crate::lane::run(body.len(), &state.metrics, move || new_file(&body, &limits)).await?;
     let record = FileRecord {
         id: FileId::generate(),
         owner: account.id.clone(),

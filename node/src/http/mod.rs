@@ -20,7 +20,6 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::ids::{digest, FileId};
-use crate::metrics::metrics;
 use crate::state::AppState;
 use crate::store::{Account, StoreError};
 
@@ -146,7 +145,6 @@ pub fn busy(message: impl Into<String>) -> ApiError {
 
 /// 429 `rate-limited`, with `Retry-After` saying when to come back.
 pub fn rate_limited(message: &str, wait: std::time::Duration) -> ApiError {
-    metrics().rate_limited.inc();
     ApiError {
         retry_after: Some(wait.as_secs_f64().ceil().clamp(1.0, 3600.0) as u32),
         ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate-limited", message)
@@ -170,7 +168,6 @@ pub struct ConnSlot(pub Arc<crate::limits::ConnectionSlot>);
 
 /// 408 `timeout`: the body did not arrive in time (the connection is closed).
 fn body_timeout() -> ApiError {
-    metrics().body_timeouts.inc();
     ApiError::new(
         StatusCode::REQUEST_TIMEOUT,
         "timeout",
@@ -286,7 +283,14 @@ pub async fn handle(
     ));
     let mut resp = match route(&state, req).await {
         Ok(resp) => resp,
-        Err(e) => error_response(&e),
+        Err(e) => {
+            match e.code {
+                "rate-limited" => state.metrics.rate_limited.inc(),
+                "timeout" => state.metrics.body_timeouts.inc(),
+                _ => {}
+            }
+            error_response(&e)
+        }
     };
     if resp.status() == StatusCode::REQUEST_TIMEOUT {
         // What is left of a body that came too slowly is not read: close.
@@ -300,7 +304,11 @@ pub async fn handle(
         400..=499 => "4xx",
         _ => "5xx",
     };
-    metrics().http_requests.with_label_values(&[class]).inc();
+    state
+        .metrics
+        .http_requests
+        .with_label_values(&[class])
+        .inc();
     resp
 }
 
@@ -409,7 +417,7 @@ async fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId
         }
     }
     if !state.memory.admits() {
-        metrics().memory_refusals.inc();
+        state.metrics.memory_refusals.inc();
         return Err(busy("the node is at its memory budget; try again shortly"));
     }
     let accepted = match crate::ws::accept(&req, true) {
@@ -439,7 +447,7 @@ async fn upgrade(state: &Arc<AppState>, mut req: Request<Incoming>, file: FileId
         .reserve(&crate::limits::address_key(addr), MAX_UPGRADE_WAIT)
     {
         Ok(wait) if !wait.is_zero() => {
-            metrics().upgrades_paced.inc();
+            state.metrics.upgrades_paced.inc();
             tokio::time::sleep(wait).await;
             if !state.accepting() {
                 return Err(ApiError::unavailable("the node is shutting down"));

@@ -6,7 +6,6 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
 use super::{bearer_token, caller, json_response, signed_in, ApiError, ApiResult, Body};
-use crate::metrics::metrics;
 use crate::state::AppState;
 
 /// Liveness, always 200. Statistics come along with `ATRIUM_HEALTH_STATS=1`, or
@@ -36,7 +35,7 @@ fn total(counter: &prometheus::IntCounterVec) -> u64 {
 }
 
 fn stats(state: &AppState) -> serde_json::Value {
-    let m = metrics();
+    let m = &state.metrics;
     json!({
         "cpu_seconds": crate::stats::cpu_seconds(),
         "rss_bytes": crate::stats::rss_bytes(),
@@ -89,12 +88,12 @@ pub async fn admin_metrics(state: &AppState, req: &Request<Incoming>) -> ApiResu
             "metrics are for server admins (or set ATRIUM_ADMIN_BIND and scrape that address)",
         ));
     }
-    Ok(metrics_text())
+    Ok(metrics_text(&state.metrics))
 }
 
-pub fn metrics_text() -> Response<Body> {
+pub fn metrics_text(metrics: &crate::metrics::Metrics) -> Response<Body> {
     let mut resp = Response::new(http_body_util::Full::new(bytes::Bytes::from(
-        metrics().render(),
+        metrics.render(),
     )));
     resp.headers_mut().insert(
         CONTENT_TYPE,

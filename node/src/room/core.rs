@@ -29,7 +29,6 @@ use crate::config::NodeConfig;
 use crate::doc::{DocLimits, Document};
 use crate::ids::{ClientKey, FileId};
 use crate::memory::MemoryGuard;
-use crate::metrics::metrics;
 use crate::outbox::{shared, Budget, ConnId, Msg};
 use crate::protocol;
 use crate::store::{FileAppend, FileRecord, LoggedPatch};
@@ -42,6 +41,8 @@ pub const STALL_CLOSE: Duration = Duration::from_secs(5);
 /// What the core needs from its node: settings and the budgets rooms share.
 #[derive(Clone)]
 pub struct Rules {
+    /// The node's metrics.
+    pub metrics: Arc<crate::metrics::Metrics>,
     pub config: Arc<NodeConfig>,
     pub limits: DocLimits,
     /// The node's memory budget: large welcomes and snapshots are promised from it.
@@ -249,7 +250,8 @@ impl RoomCore {
         for m in self.participants.values() {
             m.outbox.send(frame.clone());
         }
-        metrics()
+        self.rules
+            .metrics
             .messages_sent
             .with_label_values(&[kind])
             .inc_by(self.participants.len() as u64);
@@ -309,13 +311,21 @@ impl RoomCore {
     /// The presence tick: starts a round when one is due.
     pub fn presence_tick(&mut self, now: Instant) {
         let period = self.tick_period();
-        self.board.start_round(period, now);
+        self.board.start_round(period, now, &self.rules.metrics);
+    }
+
+    /// Serves the next slice of a presence round.
+    pub fn serve_presence_slice(&mut self, now: Instant) {
+        self.board.serve_slice(now, &self.rules.metrics);
     }
 
     /// The room has ended with `exit`: everyone still in it is told, counts drop
     /// to zero, and whoever waited for the end hears of it.
     pub fn close_everyone(&mut self, exit: Exit) {
-        metrics().people.sub(self.participants.len() as i64);
+        self.rules
+            .metrics
+            .people
+            .sub(self.participants.len() as i64);
         if let Some((code, reason)) = exit.close() {
             for m in self.participants.values() {
                 m.outbox.close(code, reason);

@@ -9,7 +9,6 @@ use super::access::{self, Role};
 use super::core::{Exit, RoomCore};
 use super::recent::RecentOp;
 use crate::journal::Appended;
-use crate::metrics::metrics;
 use crate::outbox::{shared, ConnId, Msg};
 use crate::protocol::{self, Patch, Refusal};
 use crate::store::{LoggedPatch, StoreError};
@@ -57,7 +56,7 @@ impl RoomCore {
         let outbox = member.outbox.clone();
         let refuse = |code: &'static str, message: &str| {
             debug_assert!(atrium_protocol::REJECT_CODES.contains(&code), "{code}");
-            metrics().rejects.with_label_values(&[code]).inc();
+            self.rules.metrics.rejects.with_label_values(&[code]).inc();
             outbox.send_text(protocol::reject(&Refusal {
                 id: Some(patch.id),
                 code,
@@ -100,7 +99,7 @@ impl RoomCore {
             return;
         }
         if patch.ops_json.len() > GROWTH_UNDER_PRESSURE && !self.rules.memory.admits() {
-            metrics().memory_refusals.inc();
+            self.rules.metrics.memory_refusals.inc();
             refuse(
                 "too-large",
                 "the server is at its memory budget: only small changes are taken now",
@@ -151,7 +150,7 @@ impl RoomCore {
             self.deliver(p);
         } else {
             if matches!(p, Pending::Welcome { .. }) {
-                metrics().welcomes_waited.inc();
+                self.rules.metrics.welcomes_waited.inc();
             }
             self.pending.push_back(p);
         }
@@ -174,9 +173,14 @@ impl RoomCore {
                         relayed += 1;
                     }
                 }
-                metrics().patches_acked.inc();
-                metrics().messages_sent.with_label_values(&["ack"]).inc();
-                metrics()
+                self.rules.metrics.patches_acked.inc();
+                self.rules
+                    .metrics
+                    .messages_sent
+                    .with_label_values(&["ack"])
+                    .inc();
+                self.rules
+                    .metrics
                     .messages_sent
                     .with_label_values(&["patch"])
                     .inc_by(relayed);
@@ -189,7 +193,8 @@ impl RoomCore {
             Pending::Welcome { to, frame, .. } => {
                 if let Some(m) = self.participants.get(&to) {
                     m.outbox.open_with(frame, &self.rules.welcome_budget);
-                    metrics()
+                    self.rules
+                        .metrics
                         .messages_sent
                         .with_label_values(&["welcome"])
                         .inc();
@@ -224,7 +229,7 @@ impl RoomCore {
                     let (_, at, n) = self.in_flight.pop_front().expect("front exists");
                     let secs = now.saturating_duration_since(at).as_secs_f64();
                     for _ in 0..n {
-                        metrics().patch_durable_seconds.observe(secs);
+                        self.rules.metrics.patch_durable_seconds.observe(secs);
                     }
                 }
                 self.release();

@@ -13,7 +13,6 @@ use super::snapshot::{replay, replay_limits};
 use super::{JoinError, RoomContext};
 use crate::doc::Document;
 use crate::ids::FileId;
-use crate::metrics::metrics;
 use crate::outbox::shared;
 use crate::protocol;
 use crate::store::{StoreError, TakenFile};
@@ -30,7 +29,7 @@ pub async fn load(
     // lease is taken and its document read: joiners that retry it cost a lookup each.
     let known = ctx.load_costs.get(file).unwrap_or(0);
     if !ctx.memory.admits() || !ctx.memory.fits(known) {
-        metrics().memory_refusals.inc();
+        ctx.metrics.memory_refusals.inc();
         return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
     }
     let lease = match ctx.coordinator.acquire(file.as_str(), &ctx.node).await {
@@ -62,7 +61,7 @@ pub async fn load(
     let loading = match ctx.memory.reserve(cost) {
         Some(r) => r,
         None => {
-            metrics().memory_refusals.inc();
+            ctx.metrics.memory_refusals.inc();
             let _ = keeper.release().await;
             return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         }
@@ -80,7 +79,7 @@ pub async fn load(
     let log = Arc::new(taken.log);
     let size = snapshot.as_ref().map_or(0, |(_, json)| json.len())
         + log.iter().map(|p| p.ops.len()).sum::<usize>();
-    let built = crate::lane::run(size, {
+    let built = crate::lane::run(size, &ctx.metrics, {
         let log = log.clone();
         move || {
             let (base, mut doc) = match snapshot {
@@ -112,6 +111,7 @@ pub async fn load(
     }
     tracing::debug!(file = %file, epoch = taken.epoch, version, "room loaded");
     let rules = Rules {
+        metrics: ctx.metrics.clone(),
         config: ctx.config.clone(),
         limits: ctx.limits.clone(),
         memory: ctx.memory.clone(),

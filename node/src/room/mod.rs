@@ -45,7 +45,6 @@ use crate::config::NodeConfig;
 use crate::doc::DocLimits;
 use crate::ids::{AccountId, ClientKey, FileId, PersonId};
 use crate::journal::{Appended, Journal, JournalEntry};
-use crate::metrics::metrics;
 use crate::outbox::{Budget, ConnId, Outbox};
 use crate::protocol::{Patch, PresenceUpdate};
 use crate::store::{FileRecord, Store, StoreError};
@@ -54,6 +53,7 @@ use registry::RoomMap;
 
 /// What rooms share: settings, the store, the journal and the coordinator.
 pub struct RoomContext {
+    pub metrics: Arc<crate::metrics::Metrics>,
     pub config: Arc<NodeConfig>,
     pub store: Arc<dyn Store>,
     pub journal: Journal,
@@ -199,7 +199,7 @@ impl Room {
         };
         let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
         serving.store(true, Ordering::Release);
-        metrics().rooms.inc();
+        room.ctx.metrics.rooms.inc();
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut commands = Vec::with_capacity(64);
@@ -218,7 +218,7 @@ impl Room {
                     None
                 }
                 _ = std::future::ready(()), if room.core.board.in_round() => {
-                    room.core.board.serve_slice(Instant::now());
+                    room.core.serve_presence_slice(Instant::now());
                     None
                 }
                 _ = lost(&mut lease_lost) => {
@@ -234,8 +234,9 @@ impl Room {
         tracing::debug!(file = %room.core.file(), ?exit, "room ends");
         serving.store(false, Ordering::Release);
         registry::remove(&room.rooms, room.core.file(), room.generation);
-        metrics().rooms.dec();
-        metrics()
+        room.ctx.metrics.rooms.dec();
+        room.ctx
+            .metrics
             .room_exits
             .with_label_values(&[exit.reason()])
             .inc();
@@ -284,7 +285,12 @@ impl Room {
                     }
                 }
                 Effect::Snapshot(job) => {
-                    snapshot::spawn(job, self.ctx.store.clone(), self.tx.clone());
+                    snapshot::spawn(
+                        job,
+                        self.ctx.store.clone(),
+                        self.ctx.metrics.clone(),
+                        self.tx.clone(),
+                    );
                 }
             }
         }

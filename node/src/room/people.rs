@@ -11,7 +11,6 @@ use super::core::{Exit, RoomCore};
 use super::edits::Pending;
 use super::{JoinError, JoinRequest, Joined};
 use crate::ids::{AccountId, ClientKey, PersonId};
-use crate::metrics::metrics;
 use crate::outbox::{shared, ConnId, Outbox};
 use crate::store::FileRecord;
 
@@ -97,7 +96,7 @@ impl RoomCore {
                 );
                 page = self.board.leave(*conn, false, now).flatten();
                 self.waiting.retain(|c| c != conn);
-                metrics().people.dec();
+                self.rules.metrics.people.dec();
             }
         }
         let conn = req.outbox.id;
@@ -134,7 +133,7 @@ impl RoomCore {
         // Whatever the room sends this person before its welcome waits behind it.
         req.outbox.hold();
         self.participants.insert(conn, member);
-        metrics().people.inc();
+        self.rules.metrics.people.inc();
         self.sync_counts();
         self.update_presence_rate();
         self.idle_since = None;
@@ -156,7 +155,7 @@ impl RoomCore {
             return Ok(());
         }
         let Some(reservation) = self.rules.memory.reserve(2 * size as u64) else {
-            metrics().memory_refusals.inc();
+            self.rules.metrics.memory_refusals.inc();
             return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         };
         reservation.hold_until_sampled();
@@ -213,7 +212,7 @@ impl RoomCore {
 
     pub(super) fn leave(&mut self, conn: ConnId, now: Instant) {
         if let Some(m) = self.participants.remove(&conn) {
-            metrics().people.dec();
+            self.rules.metrics.people.dec();
             self.board.leave(conn, true, now);
             self.waiting.retain(|c| *c != conn);
             if m.role == Role::Editor {
@@ -253,7 +252,10 @@ impl RoomCore {
             .values()
             .filter(|m| m.role == Role::Editor)
             .count() as i64;
-        metrics().editors.add(editors - self.editors_counted);
+        self.rules
+            .metrics
+            .editors
+            .add(editors - self.editors_counted);
         self.editors_counted = editors;
     }
 

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use serde_json::json;
 
 use crate::ids::PersonId;
-use crate::metrics::metrics;
+use crate::metrics::Metrics;
 use crate::outbox::{shared, ConnId, Msg, Outbox};
 use crate::protocol::PresenceUpdate;
 use crate::ws::Outgoing;
@@ -280,7 +280,7 @@ impl Board {
 
     /// Starts a tick: announces leavers who left at least `grace` ago, then
     /// queues every receiver.
-    pub fn start_round(&mut self, grace: Duration, now: Instant) {
+    pub fn start_round(&mut self, grace: Duration, now: Instant, metrics: &Metrics) {
         self.dirty = false;
         self.announce_deferred(now);
         let due = self
@@ -296,7 +296,7 @@ impl Board {
             for seat in self.seats.values() {
                 seat.outbox.send(leave.clone());
             }
-            metrics()
+            metrics
                 .messages_sent
                 .with_label_values(&["leave"])
                 .inc_by(self.seats.len() as u64);
@@ -307,7 +307,7 @@ impl Board {
     }
 
     /// Serves the next slice of the round.
-    pub fn serve_slice(&mut self, now: Instant) {
+    pub fn serve_slice(&mut self, now: Instant, metrics: &Metrics) {
         let mut sent = 0u64;
         for _ in 0..SLICE {
             let Some(conn) = self.round.pop_front() else {
@@ -320,13 +320,13 @@ impl Board {
                 }
             }
         }
-        metrics()
+        metrics
             .messages_sent
             .with_label_values(&["presences"])
             .inc_by(sent);
         if self.round.is_empty() {
             if let Some(started) = self.round_started.take() {
-                metrics()
+                metrics
                     .presence_tick_seconds
                     .observe(now.saturating_duration_since(started).as_secs_f64());
             }

@@ -16,7 +16,6 @@ use super::RoomCmd;
 use crate::doc::{parse_ops, DocLimits, Document};
 use crate::ids::FileId;
 use crate::memory::Reservation;
-use crate::metrics::metrics;
 use crate::store::{LoggedPatch, Store, StoreError};
 
 #[derive(Default)]
@@ -127,8 +126,9 @@ impl RoomCore {
         match result {
             Ok(version) => {
                 self.snapshot.failed_at = None;
-                metrics().snapshots.inc();
-                metrics()
+                self.rules.metrics.snapshots.inc();
+                self.rules
+                    .metrics
                     .snapshot_seconds
                     .observe(now.saturating_duration_since(started).as_secs_f64());
                 tracing::debug!(file = %self.file, version, "snapshot written");
@@ -152,7 +152,12 @@ impl RoomCore {
 /// Writes a snapshot in the background: the document is rebuilt from the store's
 /// snapshot and log (never from the room's copy), written fenced by the room's
 /// epoch, and the result goes back to the room as `SnapshotDone`.
-pub fn spawn(job: SnapshotJob, store: Arc<dyn Store>, room: mpsc::UnboundedSender<RoomCmd>) {
+pub fn spawn(
+    job: SnapshotJob,
+    store: Arc<dyn Store>,
+    metrics: Arc<crate::metrics::Metrics>,
+    room: mpsc::UnboundedSender<RoomCmd>,
+) {
     tokio::spawn(async move {
         let SnapshotJob {
             file,
@@ -164,7 +169,7 @@ pub fn spawn(job: SnapshotJob, store: Arc<dyn Store>, room: mpsc::UnboundedSende
             let (base, log) = store.snapshot_and_tail(&file).await?;
             let size = base.as_ref().map_or(0, |(_, json)| json.len())
                 + log.iter().map(|p| p.ops.len()).sum::<usize>();
-            let (version, doc) = crate::lane::run(size, move || {
+            let (version, doc) = crate::lane::run(size, &metrics, move || {
                 let limits = replay_limits();
                 let (after, mut doc) = match base {
                     Some((v, json)) => (

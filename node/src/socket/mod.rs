@@ -22,7 +22,6 @@ use tokio::time::{timeout, Instant};
 
 use crate::ids::FileId;
 use crate::limits::AddressSlot;
-use crate::metrics::metrics;
 use crate::outbox::{outbox, Outbox};
 use crate::room::access::Seat;
 use crate::room::registry::RoomHandle;
@@ -109,9 +108,10 @@ pub async fn serve(
     state: Arc<AppState>,
     address_slot: Option<AddressSlot>,
 ) {
-    metrics().connections.inc();
+    let metrics = state.metrics.clone();
+    metrics.connections.inc();
     let config = state.config.clone();
-    let (out, mut rx) = outbox(config.send_queue, config.send_queue_bytes);
+    let (out, mut rx) = outbox(config.send_queue, config.send_queue_bytes, metrics.clone());
     if address_slot.is_none() {
         out.close(
             CloseCode::TooManySockets,
@@ -137,7 +137,13 @@ pub async fn serve(
     let liveness = Liveness::new();
     {
         let reading = reader::read(&mut frames, &mut session, &liveness);
-        let writing = writer::write(&mut write_io, &mut rx, deflate, config.ping_interval());
+        let writing = writer::write(
+            &mut write_io,
+            &mut rx,
+            deflate,
+            config.ping_interval(),
+            &metrics,
+        );
         tokio::pin!(reading, writing);
         tokio::select! {
             _ = &mut writing => {
@@ -160,7 +166,7 @@ pub async fn serve(
     }
     finish(&session).await;
     drop(address_slot);
-    metrics().connections.dec();
+    metrics.connections.dec();
 }
 
 /// Leaves the room and gives back what the socket held.

@@ -12,7 +12,6 @@ use super::{Liveness, ReadIo, Session};
 use crate::admission::{come_back_later, Outcome};
 use crate::ids::{digest, ClientKey};
 use crate::limits::Bucket;
-use crate::metrics::metrics;
 use crate::outbox::Outbox;
 use crate::protocol::{self, ClientMessage, Kind, Refusal};
 use crate::room::access;
@@ -34,12 +33,17 @@ enum Next {
 }
 
 /// Reads the next frame, answering pings and protocol errors on the way.
-async fn next_frame(frames: &mut Frames, outbox: &Outbox, liveness: &Liveness) -> Next {
+async fn next_frame(frames: &mut Frames, session: &Session, liveness: &Liveness) -> Next {
+    let outbox = &session.outbox;
     let next = frames.next().await;
     liveness.heard_now();
     match next {
         Ok(Incoming::Text(text)) => {
-            metrics().bytes_received.inc_by(text.len() as u64);
+            session
+                .state
+                .metrics
+                .bytes_received
+                .inc_by(text.len() as u64);
             Next::Text(text)
         }
         Ok(Incoming::Binary) => {
@@ -88,13 +92,19 @@ async fn stopped(mut stopping: tokio::sync::watch::Receiver<bool>) {
     }
 }
 
-fn refuse(outbox: &Outbox, refusal: Refusal) {
+fn refuse(session: &Session, refusal: Refusal) {
+    let outbox = &session.outbox;
     debug_assert!(
         atrium_protocol::REJECT_CODES.contains(&refusal.code),
         "{}",
         refusal.code
     );
-    metrics().rejects.with_label_values(&[refusal.code]).inc();
+    session
+        .state
+        .metrics
+        .rejects
+        .with_label_values(&[refusal.code])
+        .inc();
     outbox.send_text(protocol::reject(&refusal));
 }
 
@@ -116,7 +126,7 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
     let mut refusals = 0;
     let hello = loop {
         let next = tokio::select! {
-            next = timeout_at(deadline, next_frame(frames, &session.outbox, liveness)) => next,
+            next = timeout_at(deadline, next_frame(frames, session, liveness)) => next,
             _ = stopped(stopping.clone()) => {
                 session.outbox.close(CloseCode::ServiceRestart, "server restarting");
                 drain(frames).await;
@@ -144,15 +154,17 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
                 .close(CloseCode::NoHello, "the first message must be a hello");
             return drain(frames).await;
         }
-        refuse(&session.outbox, refusal);
+        refuse(session, refusal);
     };
     frames.set_max_message(config.max_message_bytes);
-    metrics()
+    session
+        .state
+        .metrics
         .messages_received
         .with_label_values(&["hello"])
         .inc();
     if let Err((code, reason)) = join(session, hello).await {
-        Outcome::of_close(code).count();
+        Outcome::of_close(code).count(&session.state.metrics);
         if code == CloseCode::TryAgainLater {
             session.outbox.close(code, &come_back_later(reason));
         } else {
@@ -160,7 +172,7 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
         }
         return drain(frames).await;
     }
-    Outcome::Admitted.count();
+    Outcome::Admitted.count(&session.state.metrics);
     let Some(room) = session.room.clone() else {
         return;
     };
@@ -263,7 +275,7 @@ async fn serve_messages(
         let now = std::time::Instant::now();
         let pause = intake.read_pause(now);
         if pause.is_some() && !paused {
-            metrics().inbound_paused.inc();
+            session.state.metrics.inbound_paused.inc();
         }
         paused = pause.is_some();
         let wait = match pause {
@@ -272,7 +284,7 @@ async fn serve_messages(
             None => intake.messages.wait(now),
         };
         let next = tokio::select! {
-            next = next_frame(frames, &session.outbox, liveness), if pause.is_none() => Some(next),
+            next = next_frame(frames, session, liveness), if pause.is_none() => Some(next),
             _ = tokio::time::sleep(wait), if pause.is_some() || !intake.backlog.is_empty() => None,
         };
         match next {
@@ -290,7 +302,7 @@ async fn serve_messages(
         while let Some(waiting) = intake.pop(std::time::Instant::now()) {
             match waiting {
                 Waiting::Text(text) => handle_text(session, room, text).await,
-                Waiting::Refused(r) => refuse(&session.outbox, r),
+                Waiting::Refused(r) => refuse(session, r),
             }
         }
         if intake.backlog.is_empty() {
@@ -304,7 +316,7 @@ async fn serve_messages(
             intake.backlog_bytes = 0;
         } else if !intake.told {
             intake.told = true;
-            metrics().rate_limited.inc();
+            session.state.metrics.rate_limited.inc();
             session.outbox.send_text(protocol::notice(
                 429,
                 "too many messages: they wait in order and are handled at the allowed rate",
@@ -329,12 +341,14 @@ async fn take_in(
     };
     match message.kind {
         Kind::Presence => {
-            metrics()
+            session
+                .state
+                .metrics
                 .messages_received
                 .with_label_values(&["presence"])
                 .inc();
             if !intake.presence.take(std::time::Instant::now()) {
-                metrics().presence_dropped.inc();
+                session.state.metrics.presence_dropped.inc();
                 return;
             }
             match message.parse(&session.state.limits) {
@@ -343,7 +357,7 @@ async fn take_in(
                     let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
                 }
                 Ok(_) => {}
-                Err(r) => refuse(&session.outbox, r),
+                Err(r) => refuse(session, r),
             }
         }
         Kind::Patch => {
@@ -374,7 +388,10 @@ async fn take_in(
 /// lane, so it never holds up the sockets that share this worker).
 async fn handle_text(session: &Session, room: &RoomHandle, text: String) {
     let limits = session.state.limits.clone();
-    let parsed = crate::lane::run(text.len(), move || protocol::parse(&text, &limits)).await;
+    let parsed = crate::lane::run(text.len(), &session.state.metrics, move || {
+        protocol::parse(&text, &limits)
+    })
+    .await;
     // Its role may have changed while it waited: the room has the last word.
     to_room(session, room, parsed).await;
 }
@@ -382,7 +399,9 @@ async fn handle_text(session: &Session, room: &RoomHandle, text: String) {
 async fn to_room(session: &Session, room: &RoomHandle, message: Result<ClientMessage, Refusal>) {
     match message {
         Ok(ClientMessage::Patch(patch)) => {
-            metrics()
+            session
+                .state
+                .metrics
                 .messages_received
                 .with_label_values(&["patch"])
                 .inc();
@@ -399,7 +418,7 @@ async fn to_room(session: &Session, room: &RoomHandle, message: Result<ClientMes
             }
         }
         Ok(_) => {}
-        Err(r) => refuse(&session.outbox, r),
+        Err(r) => refuse(session, r),
     }
 }
 
@@ -462,7 +481,7 @@ async fn join(
     let open = state.rooms.existing(&session.file).is_some();
     if !open {
         if !state.memory.admits() {
-            metrics().memory_refusals.inc();
+            session.state.metrics.memory_refusals.inc();
             return Err((
                 CloseCode::TryAgainLater,
                 "the node is at its memory budget; try again later",

@@ -8,7 +8,6 @@ use tokio::io::AsyncWriteExt;
 use tokio::time::{timeout, Instant};
 
 use super::{WriteIo, CLOSE_DEADLINE};
-use crate::metrics::metrics;
 use atrium_protocol::CloseCode;
 
 use crate::outbox::{Out, OutboxReceiver};
@@ -55,7 +54,13 @@ async fn write_all(
     Ok(total)
 }
 
-pub async fn write(io: &mut WriteIo, rx: &mut OutboxReceiver, deflate: bool, ping_every: Duration) {
+pub async fn write(
+    io: &mut WriteIo,
+    rx: &mut OutboxReceiver,
+    deflate: bool,
+    ping_every: Duration,
+    metrics: &crate::metrics::Metrics,
+) {
     let close = rx.close.clone();
     let mut batch = Vec::with_capacity(BATCH);
     let mut gather = Vec::new();
@@ -89,7 +94,7 @@ pub async fn write(io: &mut WriteIo, rx: &mut OutboxReceiver, deflate: bool, pin
                 // queue overflowing, say) ends the wait.
                 tokio::select! {
                     written = write_all(io, frames, &mut gather) => match written {
-                        Ok(bytes) => metrics().bytes_sent.inc_by(bytes as u64),
+                        Ok(bytes) => metrics.bytes_sent.inc_by(bytes as u64),
                         Err(_) => return,
                     },
                     _ = close.closed() => {}

@@ -123,6 +123,7 @@ impl Harness {
         let record = record(&owner, LinkAccess::Edit);
         let recent = RecentOps::new(config.room_ops, config.room_ops_bytes);
         let rules = Rules {
+            metrics: crate::metrics::Metrics::new(),
             config,
             limits: DocLimits::default(),
             memory: MemoryGuard::new(memory),
@@ -222,7 +223,7 @@ impl Harness {
         client: ClientKey,
         since: Option<u64>,
     ) -> Result<Person, JoinError> {
-        let (out, rx) = outbox(1024, 64 << 20);
+        let (out, rx) = outbox(1024, 64 << 20, self.core.rules.metrics.clone());
         let conn = out.id;
         let seat = Seat::default();
         let (account, key) = match who {
@@ -293,7 +294,7 @@ impl Harness {
     pub fn tick(&mut self) {
         self.core.presence_tick(self.now);
         while self.core.board.in_round() {
-            self.core.board.serve_slice(self.now);
+            self.core.serve_presence_slice(self.now);
         }
     }
 
