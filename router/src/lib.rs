@@ -32,7 +32,7 @@ use std::time::Duration;
 use atrium_coordinator::CoordinatorSettings;
 use pingora::apps::http_app::HttpServer;
 use pingora::server::configuration::ServerConf;
-use pingora::server::{RunArgs, Server};
+use pingora::server::{RunArgs, Server, ShutdownSignalWatch};
 use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
@@ -42,12 +42,18 @@ pub use fleet::Fleet;
 use crate::admin::Admin;
 use crate::metrics::Metrics;
 use crate::proxy::{Router, Timeouts};
-use crate::shutdown::{Drainer, Signals};
+use crate::shutdown::Drainer;
+pub use crate::shutdown::{Signals, When};
 use crate::sockets::Tracker;
 use crate::watcher::Watcher;
 
-/// Runs a router until it is told to stop; returns when the process should exit.
-pub fn run(config: RouterConfig) -> anyhow::Result<()> {
+/// Runs a router until `shutdown` says to stop ([`Signals`] in the binary, [`When`] inside
+/// another program), then drains it; returns once it is drained or stopped. Blocks the
+/// calling thread: pingora runs runtimes of its own.
+pub fn run(
+    config: RouterConfig,
+    shutdown: Box<dyn ShutdownSignalWatch + Send>,
+) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
     let grace = config.shutdown().as_secs() + 2;
     let conf = ServerConf {
@@ -65,6 +71,7 @@ pub fn run(config: RouterConfig) -> anyhow::Result<()> {
         ..ServerConf::default()
     };
     let mut server = Server::new_with_opt_and_conf(None, conf);
+    let (drained_tx, drained_rx) = std::sync::mpsc::channel();
     server.bootstrap();
 
     let metrics = Arc::new(Metrics::new());
@@ -115,14 +122,30 @@ pub fn run(config: RouterConfig) -> anyhow::Result<()> {
             tracker,
             drain: config.drain(),
             limit: config.shutdown(),
+            done: std::sync::Mutex::new(drained_tx),
         },
     ));
 
     tracing::info!(bind = %config.bind, admin = %config.admin_bind, "atrium-router starting");
     println!("listening on http://{}", config.bind);
     println!("admin on http://{}", config.admin_bind);
-    server.run(RunArgs {
-        shutdown_signal: Box::new(Signals),
-    });
-    Ok(())
+    let pingora = std::thread::Builder::new()
+        .name("atrium-router".into())
+        .spawn(move || {
+            server.run(RunArgs {
+                shutdown_signal: shutdown,
+            })
+        })?;
+    // Done when the drain is (a graceful stop), or when pingora returns by itself (a fast
+    // stop). After a drain, pingora's thread sleeps out its grace period on its own.
+    loop {
+        match drained_rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(()) => return Ok(()),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !pingora.is_finished() => {}
+            Err(_) => break,
+        }
+    }
+    pingora
+        .join()
+        .map_err(|_| anyhow::anyhow!("the router's pingora thread panicked"))
 }

@@ -12,5 +12,5 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    atrium_router::run(config)
+    atrium_router::run(config, Box::new(atrium_router::Signals))
 }

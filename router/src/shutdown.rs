@@ -1,13 +1,18 @@
-//! SIGTERM: stop accepting, let in-flight HTTP finish, close proxied sockets with 1012 after
-//! the drain period, exit.
+//! Stopping: stop accepting, let in-flight HTTP finish, close proxied sockets with 1012 after
+//! the drain period, return from [`run`](crate::run).
+//!
+//! What starts it is a [`ShutdownSignalWatch`]: [`Signals`] (SIGTERM, SIGQUIT, SIGINT) for the
+//! binary, [`When`] (a future) for a router run inside another program, such as a test.
 //!
 //! pingora stops its listeners as soon as its shutdown watch turns, but then sleeps its whole
 //! grace period before stopping the runtimes, and would cut sockets without a close frame. So
-//! the [`Drainer`] does the work on its own clock and exits the process once nothing is left;
-//! pingora's grace period (set a little longer than `ATRIUM_ROUTER_SHUTDOWN_MS`) is only the
-//! backstop.
+//! the [`Drainer`] does the work on its own clock and says when nothing is left, and `run`
+//! returns then; pingora's grace period (set a little longer than `ATRIUM_ROUTER_SHUTDOWN_MS`)
+//! is only the backstop.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -38,11 +43,36 @@ impl ShutdownSignalWatch for Signals {
     }
 }
 
+/// A graceful stop (as SIGTERM) once a future completes.
+pub struct When(Mutex<Option<Pin<Box<dyn Future<Output = ()> + Send>>>>);
+
+impl When {
+    pub fn new(signal: impl Future<Output = ()> + Send + 'static) -> Box<Self> {
+        Box::new(When(Mutex::new(Some(Box::pin(signal)))))
+    }
+}
+
+#[async_trait]
+impl ShutdownSignalWatch for When {
+    async fn recv(&self) -> ShutdownSignal {
+        let signal = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match signal {
+            Some(signal) => {
+                signal.await;
+                ShutdownSignal::GracefulTerminate
+            }
+            None => std::future::pending().await,
+        }
+    }
+}
+
 /// The background service that drains the router once shutdown starts.
 pub struct Drainer {
     pub tracker: Arc<Tracker>,
     pub drain: Duration,
     pub limit: Duration,
+    /// Told once the drain is over.
+    pub done: Mutex<mpsc::Sender<()>>,
 }
 
 #[async_trait]
@@ -76,6 +106,6 @@ impl BackgroundService for Drainer {
             after_ms = started.elapsed().as_millis() as u64,
             "shutdown complete"
         );
-        std::process::exit(0);
+        let _ = self.done.lock().unwrap_or_else(|p| p.into_inner()).send(());
     }
 }
