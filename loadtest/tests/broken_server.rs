@@ -8,6 +8,8 @@
 //! patch the file's next version, acks it to its sender and relays it to everyone else in the
 //! file. Presence is read and ignored.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
@@ -21,6 +23,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
+
+use common::run_to_end;
 
 /// The version the broken double never hands out (each file skips it once).
 const SKIPPED_VERSION: u64 = 10;
@@ -257,25 +261,22 @@ fn run_tool(url: &str, name: &str) -> Value {
         "atrium-loadtest-double-{name}-{}.json",
         std::process::id()
     ));
-    let out = Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
-        .args(["--url", url])
-        .args(["--users", "6", "--files", "1", "--editors", "0.5"])
-        .args([
-            "--edit-rate",
-            "10",
-            "--presence-rate",
-            "2",
-            "--accounts",
-            "0",
-        ])
-        .args(["--warmup", "0.5", "--duration", "1.5", "--workers", "1"])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .expect("run atrium-loadtest");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
+            .args(["--url", url])
+            .args(["--users", "6", "--files", "1", "--editors", "0.5"])
+            .args([
+                "--edit-rate",
+                "10",
+                "--presence-rate",
+                "2",
+                "--accounts",
+                "0",
+            ])
+            .args(["--warmup", "0.5", "--duration", "1.5", "--workers", "1"])
+            .arg("--json")
+            .arg(&json),
+    );
     let report = std::fs::read_to_string(&json).unwrap();
     let _ = std::fs::remove_file(&json);
     serde_json::from_str(&report).unwrap()

@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::node_binary;
+use common::{node_binary, run_to_end};
 
 /// Whether perf can count another process here (what `--profile` checks too).
 fn perf_works() -> bool {
@@ -83,29 +83,26 @@ fn a_spawned_run_leaves_a_flame_graph_and_the_raw_profile() {
     );
     let dir = std::env::temp_dir().join(format!("atrium-loadtest-profile-{}", std::process::id()));
     let json = dir.with_extension("json");
-    let out = Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
-        .arg("--spawn")
-        .arg("--server")
-        .arg(node_binary())
-        .args([
-            "--users",
-            "20",
-            "--files",
-            "2",
-            "--warmup",
-            "0.5",
-            "--duration",
-            "2",
-        ])
-        .arg("--profile")
-        .arg(&dir)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .expect("run atrium-loadtest");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let stdout = run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
+            .arg("--spawn")
+            .arg("--server")
+            .arg(node_binary())
+            .args([
+                "--users",
+                "20",
+                "--files",
+                "2",
+                "--warmup",
+                "0.5",
+                "--duration",
+                "2",
+            ])
+            .arg("--profile")
+            .arg(&dir)
+            .arg("--json")
+            .arg(&json),
+    );
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);

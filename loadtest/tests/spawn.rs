@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::node_binary;
+use common::{node_binary, run_to_end};
 
 use serde_json::Value;
 
@@ -13,29 +13,26 @@ use serde_json::Value;
 fn a_small_spawned_run_reports_every_measure() {
     let json = std::env::temp_dir().join(format!("atrium-loadtest-{}.json", std::process::id()));
     let html = json.with_extension("html");
-    let out = Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
-        .arg("--spawn")
-        .arg("--server")
-        .arg(node_binary())
-        .args([
-            "--users",
-            "40",
-            "--files",
-            "4",
-            "--duration",
-            "3",
-            "--warmup",
-            "1",
-        ])
-        .args(["--label", "integration", "--json"])
-        .arg(&json)
-        .arg("--html")
-        .arg(&html)
-        .output()
-        .expect("run atrium-loadtest");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let stdout = run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
+            .arg("--spawn")
+            .arg("--server")
+            .arg(node_binary())
+            .args([
+                "--users",
+                "40",
+                "--files",
+                "4",
+                "--duration",
+                "3",
+                "--warmup",
+                "1",
+            ])
+            .args(["--label", "integration", "--json"])
+            .arg(&json)
+            .arg("--html")
+            .arg(&html),
+    );
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);
     let page = std::fs::read_to_string(&html).unwrap();

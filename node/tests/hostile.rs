@@ -364,34 +364,11 @@ impl Raw {
             .await
             .expect("connect timed out")
             .expect("connect");
-        let req = format!(
-            "GET /files/{file}/ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n\
-             Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-             Sec-WebSocket-Version: 13\r\n{extra}\r\n"
-        );
-        stream
-            .write_all(req.as_bytes())
-            .await
-            .expect("send upgrade");
-        let mut buf = Vec::new();
-        let deadline = tokio::time::Instant::now() + WAIT;
-        let end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            let mut chunk = [0u8; 4096];
-            let n = tokio::time::timeout_at(deadline, stream.read(&mut chunk))
-                .await
-                .expect("upgrade answer timed out")
-                .expect("read upgrade answer");
-            assert!(n > 0, "connection closed during the upgrade");
-            buf.extend_from_slice(&chunk[..n]);
-        };
-        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        let path = format!("/files/{file}/ws");
+        let (head, buf) = atrium_testkit::ws::upgrade(&mut stream, port, &path, extra).await;
         if !head.starts_with("HTTP/1.1 101") {
             return Err(head);
         }
-        buf.drain(..end);
         Ok(Raw { stream, buf })
     }
 

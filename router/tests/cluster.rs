@@ -173,7 +173,8 @@ async fn meet_on_one_node(server_env: &str) {
     let code = fleet.routers[i]
         .proc
         .wait_exit(Duration::from_secs(10))
-        .await;
+        .await
+        .and_then(|status| status.code());
     assert_eq!(
         code,
         Some(0),

@@ -28,3 +28,14 @@ pub fn workspace_binary(package: &str, name: &str) -> PathBuf {
 pub fn node_binary() -> PathBuf {
     workspace_binary("atrium-node", "atrium-node")
 }
+
+/// Runs the tool to its end and fails the test, with everything it printed, unless it
+/// succeeded; its standard output.
+#[allow(dead_code)] // not every test file runs the tool to its end
+pub fn run_to_end(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("run atrium-loadtest");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    stdout
+}

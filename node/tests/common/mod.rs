@@ -8,17 +8,14 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, ExitStatus};
+
+pub use atrium_testkit::process::Proc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Map, Value};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -48,12 +45,10 @@ pub fn unique_email(who: &str) -> String {
 /// A running `atrium-node` child process. Killed (SIGKILL) when dropped; when
 /// the test is failing, its output is printed so the failure can be read.
 pub struct Node {
-    child: Child,
+    proc: Proc,
     pub port: u16,
     pub data: PathBuf,
-    log: Arc<Mutex<String>>,
     _tmp: Option<tempfile::TempDir>,
-    exited: Option<ExitStatus>,
 }
 
 impl Node {
@@ -84,10 +79,7 @@ impl Node {
             // /metrics on an admin address of its own, as deployments have it (on
             // the main address it needs a server admin's token); a test that wants
             // none passes ATRIUM_ADMIN_BIND as "".
-            .env("ATRIUM_ADMIN_BIND", "127.0.0.1:0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .env("ATRIUM_ADMIN_BIND", "127.0.0.1:0");
         for (k, v) in envs {
             if *k == "ATRIUM_ADMIN_BIND" && v.is_empty() {
                 cmd.env_remove(k);
@@ -95,81 +87,17 @@ impl Node {
                 cmd.env(k, v);
             }
         }
-        let mut child = cmd.spawn().expect("spawn atrium-node");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel::<u16>();
-
-        let stdout = child.stdout.take().expect("stdout");
-        let out_log = log.clone();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = Vec::new();
-            let mut sent = false;
-            loop {
-                line.clear();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                let text = String::from_utf8_lossy(&line).into_owned();
-                out_log.lock().unwrap().push_str(&text);
-                if !sent {
-                    if let Some(port) = parse_port(&text) {
-                        sent = true;
-                        let _ = tx.send(port);
-                    }
-                }
-            }
-        });
-        let stderr = child.stderr.take().expect("stderr");
-        let err_log = log.clone();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stderr);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                let text = String::from_utf8_lossy(&line).into_owned();
-                err_log.lock().unwrap().push_str(&text);
-            }
-        });
-
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let port = loop {
-            match rx.try_recv() {
-                Ok(port) => break port,
-                Err(mpsc::TryRecvError::Disconnected) | Err(mpsc::TryRecvError::Empty)
-                    if Instant::now() > deadline =>
-                {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!(
-                        "atrium-node did not print `listening on http://...` within 30 s; output:\n{}",
-                        log.lock().unwrap()
-                    );
-                }
-                Err(_) => {}
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                // Give the reader threads a moment to collect the last lines.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                panic!(
-                    "atrium-node exited ({status}) before listening; output:\n{}",
-                    log.lock().unwrap()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let mut proc = Proc::spawn("atrium-node", cmd);
+        let needle = "listening on http://";
+        let rest = proc.wait_line(needle, Duration::from_secs(30)).await;
+        let port = parse_port(&format!("{needle}{rest}"))
+            .unwrap_or_else(|| panic!("no port in {rest:?}:\n{}", proc.log()));
+        proc.name = format!("atrium-node (port {port})");
         Node {
-            child,
+            proc,
             port,
             data: data.to_path_buf(),
-            log,
             _tmp: None,
-            exited: None,
         }
     }
 
@@ -203,57 +131,26 @@ impl Node {
     }
 
     pub fn pid(&self) -> i32 {
-        self.child.id() as i32
+        self.proc.pid()
     }
 
     /// Everything the node printed so far.
     pub fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
+        self.proc.log()
     }
 
     /// SIGKILL, then reap.
     pub fn kill9(&mut self) {
-        if self.exited.is_none() {
-            let _ = self.child.kill();
-            self.exited = self.child.wait().ok();
-        }
+        self.proc.kill9();
     }
 
     pub fn sigterm(&self) {
-        // SAFETY: plain syscall on the pid of our own child.
-        let rc = unsafe { libc::kill(self.pid(), libc::SIGTERM) };
-        assert_eq!(rc, 0, "kill(SIGTERM) failed");
+        self.proc.sigterm();
     }
 
     /// Waits up to `dur` for the process to exit on its own.
     pub async fn wait_exit(&mut self, dur: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + dur;
-        loop {
-            if let Some(status) = self.exited {
-                return Some(status);
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                self.exited = Some(status);
-                return Some(status);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill9();
-        if std::thread::panicking() {
-            eprintln!(
-                "----- atrium-node output (port {}) -----\n{}\n----- end of node output -----",
-                self.port,
-                self.log()
-            );
-        }
+        self.proc.wait_exit(dur).await
     }
 }
 
@@ -748,17 +645,7 @@ pub fn assert_id(v: &Value) {
 impl Node {
     /// Whether the node process is still running.
     pub fn alive(&mut self) -> bool {
-        if self.exited.is_some() {
-            return false;
-        }
-        match self.child.try_wait() {
-            Ok(None) => true,
-            Ok(Some(status)) => {
-                self.exited = Some(status);
-                false
-            }
-            Err(_) => false,
-        }
+        self.proc.alive()
     }
 
     /// Waits until the node's output contains `needle`; returns the output.
@@ -1064,41 +951,16 @@ pub enum RawFrame {
 impl RawWs {
     /// Connects and completes the WebSocket handshake for a file's socket.
     pub async fn connect(node: &Node, file: &str) -> RawWs {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut stream = tokio::time::timeout(WAIT, TcpStream::connect(("127.0.0.1", node.port)))
             .await
             .expect("connect timed out")
             .expect("connect to node");
-        let req = format!(
-            "GET /files/{file}/ws HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nUpgrade: websocket\r\n\
-             Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-             Sec-WebSocket-Version: 13\r\n\r\n",
-            node.port
-        );
-        stream
-            .write_all(req.as_bytes())
-            .await
-            .expect("send upgrade");
-        let mut buf = Vec::new();
-        let deadline = tokio::time::Instant::now() + WAIT;
-        let end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            let mut chunk = [0u8; 4096];
-            let n = tokio::time::timeout_at(deadline, stream.read(&mut chunk))
-                .await
-                .expect("upgrade answer timed out")
-                .expect("read upgrade answer");
-            assert!(n > 0, "connection closed during the upgrade");
-            buf.extend_from_slice(&chunk[..n]);
-        };
-        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        let path = format!("/files/{file}/ws");
+        let (head, buf) = atrium_testkit::ws::upgrade(&mut stream, node.port, &path, "").await;
         assert!(
             head.starts_with("HTTP/1.1 101"),
             "expected 101 Switching Protocols, got {head}"
         );
-        buf.drain(..end);
         RawWs { stream, buf }
     }
 
@@ -1644,34 +1506,8 @@ pub async fn try_http_at(
     headers: &[(&str, &str)],
     patience: Duration,
 ) -> Option<Resp> {
-    let fut = async move {
-        let stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .ok()?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        let mut builder = hyper::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", format!("127.0.0.1:{port}"));
-        for (k, v) in headers {
-            builder = builder.header(*k, *v);
-        }
-        let req = builder.body(Full::new(Bytes::new())).ok()?;
-        let resp = sender.send_request(req).await.ok()?;
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let bytes = resp.into_body().collect().await.ok()?.to_bytes();
-        Some(Resp {
-            status,
-            headers,
-            json: serde_json::from_slice(&bytes).ok(),
-            text: String::from_utf8_lossy(&bytes).into_owned(),
-        })
-    };
-    tokio::time::timeout(patience, fut).await.ok().flatten()
+    let asking = atrium_testkit::http::try_request(port, method, path, headers, None);
+    tokio::time::timeout(patience, asking).await.ok().flatten()
 }
 
 /// Why a connection attempt gave no welcome.

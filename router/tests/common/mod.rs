@@ -4,10 +4,9 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::process::Command;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
@@ -69,128 +68,8 @@ pub fn node_bin() -> PathBuf {
 // Processes
 // ---------------------------------------------------------------------------
 
-/// A child process whose output is kept (and printed when a test fails).
-pub struct Proc {
-    pub name: String,
-    child: Child,
-    log: Arc<Mutex<String>>,
-    done: bool,
-}
+pub use atrium_testkit::process::Proc;
 
-impl Proc {
-    fn spawn(name: &str, mut cmd: Command) -> Proc {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-        let log = Arc::new(Mutex::new(String::new()));
-        for pipe in [
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(pipe);
-                let mut line = Vec::new();
-                while let Ok(n) = reader.read_until(b'\n', &mut line) {
-                    if n == 0 {
-                        break;
-                    }
-                    log.lock()
-                        .unwrap()
-                        .push_str(&String::from_utf8_lossy(&line));
-                    line.clear();
-                }
-            });
-        }
-        Proc {
-            name: name.to_string(),
-            child,
-            log,
-            done: false,
-        }
-    }
-
-    pub fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    pub fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    pub fn kill9(&mut self) {
-        if !self.done {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-            self.done = true;
-        }
-    }
-
-    pub fn sigterm(&self) {
-        // SAFETY: a plain syscall on our own child's pid.
-        let rc = unsafe { libc::kill(self.pid(), libc::SIGTERM) };
-        assert_eq!(rc, 0, "kill(SIGTERM)");
-    }
-
-    /// Waits for the process to exit; its exit code.
-    pub async fn wait_exit(&mut self, within: Duration) -> Option<i32> {
-        let deadline = Instant::now() + within;
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                self.done = true;
-                return status.code();
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        None
-    }
-
-    async fn wait_line(&self, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let log = self.log();
-            if let Some(i) = log.find(needle) {
-                return log[i + needle.len()..]
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .to_string();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} did not print {needle:?} within 30 s:\n{log}",
-                self.name
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill9();
-        if std::thread::panicking() {
-            eprintln!(
-                "----- {} -----\n{}\n----- end of {} -----",
-                self.name,
-                self.log(),
-                self.name
-            );
-        }
-    }
-}
-
-/// A port nobody listens on right now.
 pub use atrium_testkit::postgres::TestDatabase;
 
 /// One `atrium-node`.
@@ -285,8 +164,10 @@ impl Fleet {
             .env("ATRIUM_AUTH_PER_IP_PER_MINUTE", "1000")
             .env("ATRIUM_ARGON2_MEMORY_KIB", "1024")
             .env("ATRIUM_ARGON2_ITERATIONS", "1");
-        let proc = Proc::spawn(&format!("atrium-node {id}"), cmd);
-        let rest = proc.wait_line("listening on http://").await;
+        let mut proc = Proc::spawn(&format!("atrium-node {id}"), cmd);
+        let rest = proc
+            .wait_line("listening on http://", Duration::from_secs(30))
+            .await;
         let hostport: String = rest
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | ':'))
@@ -372,7 +253,7 @@ impl Fleet {
     /// (the others answer 409 `moved`).
     pub async fn serving(&self, token: &str, file: &str) -> Option<String> {
         for n in &self.nodes {
-            if n.proc.done {
+            if n.proc.exited().is_some() {
                 continue;
             }
             let r = try_http(

@@ -1,0 +1,193 @@
+//! Spawned binaries whose output is kept per test, and printed when the test fails.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A child process with its stdout and stderr collected into one log. Dropped, it
+/// is killed; dropped while the test panics, its log is printed first.
+pub struct Proc {
+    pub name: String,
+    child: Child,
+    log: Arc<Mutex<String>>,
+    exited: Option<ExitStatus>,
+}
+
+impl Proc {
+    /// Spawns `cmd` (stdin closed, output kept); panics naming `name` if it cannot start.
+    pub fn spawn(name: &str, mut cmd: Command) -> Proc {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        let log = Arc::new(Mutex::new(String::new()));
+        let stdout = child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        for pipe in [stdout, stderr].into_iter().flatten() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(pipe);
+                let mut line = Vec::new();
+                while let Ok(n) = reader.read_until(b'\n', &mut line) {
+                    if n == 0 {
+                        break;
+                    }
+                    let text = String::from_utf8_lossy(&line);
+                    log.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push_str(&text);
+                    line.clear();
+                }
+            });
+        }
+        Proc {
+            name: name.to_string(),
+            child,
+            log,
+            exited: None,
+        }
+    }
+
+    /// Everything the process printed so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// How it ended, once it was killed or seen to exit.
+    pub fn exited(&self) -> Option<ExitStatus> {
+        self.exited
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        self.exited.is_none() && self.try_exit().is_none()
+    }
+
+    fn try_exit(&mut self) -> Option<ExitStatus> {
+        if self.exited.is_none() {
+            self.exited = self.child.try_wait().ok().flatten();
+        }
+        self.exited
+    }
+
+    /// SIGKILL, then reap.
+    pub fn kill9(&mut self) {
+        if self.exited.is_none() {
+            let _ = self.child.kill();
+            self.exited = self.child.wait().ok();
+        }
+    }
+
+    pub fn sigterm(&self) {
+        // SAFETY: a plain syscall on the pid of our own child.
+        let rc = unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+        assert_eq!(rc, 0, "kill({}, SIGTERM)", self.pid());
+    }
+
+    /// Waits up to `within` for the process to exit on its own.
+    pub async fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.try_exit() {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits (at most `within`) until the output contains `needle`; the rest of that
+    /// line. Fails the test, with the output, if it never comes or the process exits.
+    pub async fn wait_line(&mut self, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        let line = |log: &str| {
+            let i = log.find(needle)?;
+            Some(
+                log[i + needle.len()..]
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        };
+        loop {
+            let log = self.log();
+            if let Some(found) = line(&log) {
+                return found;
+            }
+            if let Some(status) = self.try_exit() {
+                // The reader threads may still hold the last lines.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let log = self.log();
+                if let Some(found) = line(&log) {
+                    return found;
+                }
+                panic!(
+                    "{} exited ({status}) before printing {needle:?}:\n{log}",
+                    self.name
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not print {needle:?} within {within:?}:\n{log}",
+                self.name
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill9();
+        if std::thread::panicking() {
+            eprintln!(
+                "----- {} -----\n{}\n----- end of {} -----",
+                self.name,
+                self.log(),
+                self.name
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn output_is_kept_and_the_exit_seen() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo ready on 42; echo oops >&2; exit 3"]);
+        let mut p = Proc::spawn("sh", cmd);
+        assert_eq!(
+            p.wait_line("ready on ", Duration::from_secs(10)).await,
+            "42"
+        );
+        let status = p.wait_exit(Duration::from_secs(10)).await.expect("exits");
+        assert_eq!(status.code(), Some(3));
+        assert!(!p.alive());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(p.log().contains("oops"), "{}", p.log());
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "exited")]
+    async fn a_process_that_exits_before_its_line_fails_the_wait() {
+        let mut p = Proc::spawn("true", Command::new("true"));
+        p.wait_line("never", Duration::from_secs(10)).await;
+    }
+}
