@@ -88,6 +88,23 @@ impl Versions {
     }
 }
 
+/// What one connection knows and schedules, from its welcome to its end.
+struct Connection {
+    /// Our person id in the file.
+    me: String,
+    asked_edit: bool,
+    /// Whether we hold an editor seat now.
+    editing: bool,
+    versions: Versions,
+    /// Where in its period this client's presence falls.
+    phase: f64,
+    presence: Option<Schedule>,
+    patches: Option<Schedule>,
+    /// Cursor moves sent.
+    step: u64,
+    presence_seen: u64,
+}
+
 #[derive(Deserialize)]
 struct Welcome {
     #[serde(rename = "type")]
@@ -121,8 +138,6 @@ struct Incoming {
     code: Option<serde_json::Value>,
     #[serde(default)]
     hz: Option<f64>,
-    #[serde(default)]
-    ops: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -374,18 +389,10 @@ impl Client {
     /// One connection, from its welcome until the run or the server ends it.
     async fn session(&mut self, ws: &mut Socket, welcome: Welcome, st: &mut State) -> Ended {
         let m = self.measures.clone();
-        let asked_edit = self.plan.editor;
-        let mut editing = asked_edit && welcome.role == "editor";
-        if asked_edit && !editing {
-            add(&m.counters.joined_as_viewer, 1);
-        }
-        let me = welcome.you;
-        let mut versions = Versions {
-            last: welcome.version,
-        };
+        let mut c = self.connection(welcome);
         // Unconfirmed patches go again, with their original ids (the node acks one it already
         // has without applying it twice).
-        if editing {
+        if c.editing {
             for (id, ops) in &st.pending {
                 let msg = format!(r#"{{"type":"patch","id":{id},"ops":{ops}}}"#);
                 if ws.send(Message::Text(msg.into())).await.is_ok() {
@@ -394,12 +401,6 @@ impl Client {
                 }
             }
         }
-        let phase = schedule::phase(self.plan.index, 0.0);
-        let now = m.elapsed();
-        let mut presence_hz = schedule::presence_rate(self.presence_rate, welcome.presence_hz);
-        let mut presence = Schedule::new(now, presence_hz, phase);
-        let mut patches = Schedule::new(now, self.edit_rate, schedule::phase(self.plan.index, 0.5));
-        let (mut step, mut presence_seen) = (0u64, 0u64);
         let mut sending = true;
         let origin = Instant::from_std(m.origin());
         let never = origin + Duration::from_secs(86_400 * 365);
@@ -416,8 +417,10 @@ impl Client {
         tokio::pin!(timer);
         let mut end_wait = Box::pin(next_end(self.end.clone()));
         loop {
-            let (presence_due, patch_due) =
-                (due(&presence, sending), due(&patches, editing && sending));
+            let (presence_due, patch_due) = (
+                due(&c.presence, sending),
+                due(&c.patches, c.editing && sending),
+            );
             let next = presence_due.min(patch_due);
             if next != armed {
                 timer.as_mut().reset(next);
@@ -436,8 +439,8 @@ impl Client {
                     }
                 }
                 frame = ws.next() => {
-                    let text = match frame {
-                        Some(Ok(Message::Text(text))) => text,
+                    match frame {
+                        Some(Ok(Message::Text(text))) => self.received(&mut c, text.as_str(), st),
                         Some(Ok(Message::Close(close))) => {
                             let code = close.map_or(1005, |c| u16::from(c.code));
                             self.count_close(&code.to_string());
@@ -446,80 +449,13 @@ impl Client {
                             let _ = ws.flush().await;
                             return Ended::Lost;
                         }
-                        Some(Ok(_)) => continue,
+                        Some(Ok(_)) => {}
                         Some(Err(_)) | None => {
                             if self.run_going() {
                                 self.count_close("1006");
                             }
                             return Ended::Lost;
                         }
-                    };
-                    let text = text.as_str();
-                    add(&m.counters.messages_received, 1);
-                    add(&m.counters.bytes_received, text.len() as u64);
-                    if leading_type(text) == Some("presences") {
-                        add(&m.counters.presence_received, 1);
-                        presence_seen += 1;
-                        if presence_seen % PRESENCE_SAMPLE == 0 {
-                            record_presences(&m, text);
-                        }
-                        continue;
-                    }
-                    let Ok(msg) = serde_json::from_str::<Incoming>(text) else { continue };
-                    match msg.kind.as_str() {
-                        "ack" | "patch" => {
-                            if let Some(v) = msg.v {
-                                let (gap, out_of_order) = versions.see(v);
-                                add(&m.counters.dropped_patches, gap);
-                                add(&m.counters.out_of_order, u64::from(out_of_order));
-                            }
-                            if msg.kind == "ack" {
-                                add(&m.counters.acks_received, 1);
-                                st.acked_count += 1;
-                                if let Some(t) = msg.t { m.record_since(&m.ack, t); }
-                                if self.track {
-                                    let id = msg.id.as_ref().and_then(Value::as_u64).unwrap_or(0);
-                                    st.ack(id, msg.v);
-                                }
-                            } else if msg.by.as_deref() != Some(me.as_str()) {
-                                add(&m.counters.patches_received, 1);
-                                if let Some(t) = msg.t { m.record_since(&m.relay, t); }
-                                if self.track {
-                                    if let Ok(full) = serde_json::from_str::<Value>(text) {
-                                        st.patch(msg.v, full.get("ops"));
-                                    }
-                                }
-                            }
-                            let _ = msg.ops;
-                        }
-                        "presence" => add(&m.counters.presence_received, 1),
-                        "presence-rate" => {
-                            if let Some(hz) = msg.hz {
-                                presence_hz = schedule::presence_rate(self.presence_rate, Some(hz));
-                                presence = Schedule::new(m.elapsed(), presence_hz, phase);
-                            }
-                        }
-                        "role" => {
-                            let mine = msg.id.as_ref().and_then(|v| v.as_str()) == Some(me.as_str());
-                            if mine && asked_edit {
-                                editing = msg.role.as_deref() == Some("editor");
-                            }
-                        }
-                        "reject" => {
-                            add(&m.counters.rejected, 1);
-                            let code = msg.code.as_ref().and_then(|c| c.as_str()).unwrap_or("?");
-                            Measures::count(&m.rejects, code);
-                            // A rejected patch will never be acked.
-                            if let Some(id) = msg.id.as_ref().and_then(Value::as_u64) {
-                                st.pending.remove(&id);
-                            }
-                        }
-                        "notice" => {
-                            let code = msg.code.map(|c| c.to_string()).unwrap_or_default();
-                            if code == "429" { add(&m.counters.rate_limited, 1); }
-                            Measures::count(&m.notices, &code);
-                        }
-                        _ => {}
                     }
                 }
                 _ = &mut timer => {
@@ -527,50 +463,169 @@ impl Client {
                     armed = never;
                     let fired = Instant::now();
                     if presence_due <= fired {
-                        if let Some(s) = presence.as_mut() {
-                            add(&m.counters.sends_skipped, s.advance(m.elapsed()));
-                            step += 1;
-                            let (x, y) = cursor_at(self.plan.index, step);
-                            let msg = format!(
-                                r#"{{"type":"presence","page":"{}","cursor":[{x},{y}],"t":{}}}"#,
-                                page_id(self.plan.page), m.now_ms()
-                            );
-                            if ws.send(Message::Text(msg.into())).await.is_ok() {
-                                add(&m.counters.presence_sent, 1);
-                                add(&m.counters.messages_sent, 1);
-                            }
-                        }
+                        self.send_presence(&mut c, ws).await;
                     }
                     if patch_due <= fired {
-                        if let Some(s) = patches.as_mut() {
-                            add(&m.counters.sends_skipped, s.advance(m.elapsed()));
-                            st.op_id += 1;
-                            let op_id = st.op_id;
-                            let (x, y) = cursor_at(self.plan.index + 7, op_id * 4);
-                            let extra = if self.track {
-                                format!(r#","{}":1"#, mark(self.plan.index, op_id))
-                            } else {
-                                String::new()
-                            };
-                            let ops = format!(
-                                r#"[{{"op":"set","id":"{}","props":{{"x":{x},"y":{y}{extra}}}}}]"#,
-                                self.plan.rect
-                            );
-                            let msg = format!(
-                                r#"{{"type":"patch","id":{op_id},"ops":{ops},"t":{}}}"#,
-                                m.now_ms()
-                            );
-                            if self.track {
-                                st.pending.insert(op_id, ops);
-                            }
-                            if ws.send(Message::Text(msg.into())).await.is_ok() {
-                                add(&m.counters.patches_sent, 1);
-                                add(&m.counters.messages_sent, 1);
-                            }
-                        }
+                        self.send_patch(&mut c, ws, st).await;
                     }
                 }
             }
+        }
+    }
+
+    /// A connection's own state, from its welcome.
+    fn connection(&self, welcome: Welcome) -> Connection {
+        let m = &self.measures;
+        let asked_edit = self.plan.editor;
+        let editing = asked_edit && welcome.role == "editor";
+        if asked_edit && !editing {
+            add(&m.counters.joined_as_viewer, 1);
+        }
+        let phase = schedule::phase(self.plan.index, 0.0);
+        let now = m.elapsed();
+        let presence_hz = schedule::presence_rate(self.presence_rate, welcome.presence_hz);
+        Connection {
+            me: welcome.you,
+            asked_edit,
+            editing,
+            versions: Versions {
+                last: welcome.version,
+            },
+            phase,
+            presence: Schedule::new(now, presence_hz, phase),
+            patches: Schedule::new(now, self.edit_rate, schedule::phase(self.plan.index, 0.5)),
+            step: 0,
+            presence_seen: 0,
+        }
+    }
+
+    /// One text message from the node: counted, timed, and (tracking) applied.
+    fn received(&self, c: &mut Connection, text: &str, st: &mut State) {
+        let m = &self.measures;
+        add(&m.counters.messages_received, 1);
+        add(&m.counters.bytes_received, text.len() as u64);
+        if leading_type(text) == Some("presences") {
+            add(&m.counters.presence_received, 1);
+            c.presence_seen += 1;
+            if c.presence_seen % PRESENCE_SAMPLE == 0 {
+                record_presences(m, text);
+            }
+            return;
+        }
+        let Ok(msg) = serde_json::from_str::<Incoming>(text) else {
+            return;
+        };
+        match msg.kind.as_str() {
+            "ack" | "patch" => self.received_patch(c, &msg, text, st),
+            "presence" => add(&m.counters.presence_received, 1),
+            "presence-rate" => {
+                if let Some(hz) = msg.hz {
+                    let presence_hz = schedule::presence_rate(self.presence_rate, Some(hz));
+                    c.presence = Schedule::new(m.elapsed(), presence_hz, c.phase);
+                }
+            }
+            "role" => {
+                let mine = msg.id.as_ref().and_then(|v| v.as_str()) == Some(c.me.as_str());
+                if mine && c.asked_edit {
+                    c.editing = msg.role.as_deref() == Some("editor");
+                }
+            }
+            "reject" => {
+                add(&m.counters.rejected, 1);
+                let code = msg.code.as_ref().and_then(|c| c.as_str()).unwrap_or("?");
+                Measures::count(&m.rejects, code);
+                // A rejected patch will never be acked.
+                if let Some(id) = msg.id.as_ref().and_then(Value::as_u64) {
+                    st.pending.remove(&id);
+                }
+            }
+            "notice" => {
+                let code = msg.code.map(|c| c.to_string()).unwrap_or_default();
+                if code == "429" {
+                    add(&m.counters.rate_limited, 1);
+                }
+                Measures::count(&m.notices, &code);
+            }
+            _ => {}
+        }
+    }
+
+    /// An ack of one of ours, or someone else's patch: versions checked, latency recorded.
+    fn received_patch(&self, c: &mut Connection, msg: &Incoming, text: &str, st: &mut State) {
+        let m = &self.measures;
+        if let Some(v) = msg.v {
+            let (gap, out_of_order) = c.versions.see(v);
+            add(&m.counters.dropped_patches, gap);
+            add(&m.counters.out_of_order, u64::from(out_of_order));
+        }
+        if msg.kind == "ack" {
+            add(&m.counters.acks_received, 1);
+            st.acked_count += 1;
+            if let Some(t) = msg.t {
+                m.record_since(&m.ack, t);
+            }
+            if self.track {
+                let id = msg.id.as_ref().and_then(Value::as_u64).unwrap_or(0);
+                st.ack(id, msg.v);
+            }
+        } else if msg.by.as_deref() != Some(c.me.as_str()) {
+            add(&m.counters.patches_received, 1);
+            if let Some(t) = msg.t {
+                m.record_since(&m.relay, t);
+            }
+            if self.track {
+                if let Ok(full) = serde_json::from_str::<Value>(text) {
+                    st.patch(msg.v, full.get("ops"));
+                }
+            }
+        }
+    }
+
+    /// The next cursor move of the presence schedule.
+    async fn send_presence(&self, c: &mut Connection, ws: &mut Socket) {
+        let m = &self.measures;
+        let Some(s) = c.presence.as_mut() else { return };
+        add(&m.counters.sends_skipped, s.advance(m.elapsed()));
+        c.step += 1;
+        let (x, y) = cursor_at(self.plan.index, c.step);
+        let msg = format!(
+            r#"{{"type":"presence","page":"{}","cursor":[{x},{y}],"t":{}}}"#,
+            page_id(self.plan.page),
+            m.now_ms()
+        );
+        if ws.send(Message::Text(msg.into())).await.is_ok() {
+            add(&m.counters.presence_sent, 1);
+            add(&m.counters.messages_sent, 1);
+        }
+    }
+
+    /// The next patch of the edit schedule: a move of this client's rectangle.
+    async fn send_patch(&self, c: &mut Connection, ws: &mut Socket, st: &mut State) {
+        let m = &self.measures;
+        let Some(s) = c.patches.as_mut() else { return };
+        add(&m.counters.sends_skipped, s.advance(m.elapsed()));
+        st.op_id += 1;
+        let op_id = st.op_id;
+        let (x, y) = cursor_at(self.plan.index + 7, op_id * 4);
+        let extra = if self.track {
+            format!(r#","{}":1"#, mark(self.plan.index, op_id))
+        } else {
+            String::new()
+        };
+        let ops = format!(
+            r#"[{{"op":"set","id":"{}","props":{{"x":{x},"y":{y}{extra}}}}}]"#,
+            self.plan.rect
+        );
+        let msg = format!(
+            r#"{{"type":"patch","id":{op_id},"ops":{ops},"t":{}}}"#,
+            m.now_ms()
+        );
+        if self.track {
+            st.pending.insert(op_id, ops);
+        }
+        if ws.send(Message::Text(msg.into())).await.is_ok() {
+            add(&m.counters.patches_sent, 1);
+            add(&m.counters.messages_sent, 1);
         }
     }
 
