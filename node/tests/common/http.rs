@@ -1,0 +1,128 @@
+//! HTTP to a node: requests, accounts, files and documents.
+
+use super::*;
+
+pub use atrium_testkit::http::Resp;
+
+/// Sends one request to the node on a fresh connection and reads the whole answer.
+pub async fn http(
+    node: &Node,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> Resp {
+    http_at(node.port, method, path, headers, body).await
+}
+
+pub fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+/// GET with an optional session token.
+pub async fn get(node: &Node, path: &str, token: Option<&str>) -> Resp {
+    match token {
+        Some(t) => http(node, "GET", path, &[("authorization", &bearer(t))], None).await,
+        None => http(node, "GET", path, &[], None).await,
+    }
+}
+
+/// GET with a link key (and no token).
+pub async fn get_with_key(node: &Node, path: &str, key: &str) -> Resp {
+    http(node, "GET", path, &[("x-atrium-key", key)], None).await
+}
+
+/// A request with a JSON body and an optional session token.
+pub async fn send_json(
+    node: &Node,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> Resp {
+    let raw = body.to_string().into_bytes();
+    match token {
+        Some(t) => {
+            http(
+                node,
+                method,
+                path,
+                &[("authorization", &bearer(t))],
+                Some(raw),
+            )
+            .await
+        }
+        None => http(node, method, path, &[], Some(raw)).await,
+    }
+}
+
+/// A request without a body and an optional session token.
+pub async fn send_empty(node: &Node, method: &str, path: &str, token: Option<&str>) -> Resp {
+    match token {
+        Some(t) => http(node, method, path, &[("authorization", &bearer(t))], None).await,
+        None => http(node, method, path, &[], None).await,
+    }
+}
+
+/// Signs up a new account; returns (token, account).
+pub async fn signup(node: &Node, email: &str) -> (String, Value) {
+    let r = send_json(
+        node,
+        "POST",
+        "/api/signup",
+        None,
+        &json!({"email": email, "password": PASSWORD, "name": "Test Person"}),
+    )
+    .await;
+    r.assert_status(201);
+    let token = r.body()["token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("sign-up answer lacks a token: {}", r.text))
+        .to_string();
+    (token, r.body()["account"].clone())
+}
+
+/// Signs up an account with a unique email; returns its token.
+pub async fn new_account(node: &Node, who: &str) -> String {
+    signup(node, &unique_email(who)).await.0
+}
+
+/// Creates a file; returns the creation answer (id, name, link, keys, version).
+pub async fn create_file(node: &Node, token: &str, name: &str, doc: Option<Value>) -> Value {
+    let mut body = json!({ "name": name });
+    if let Some(doc) = doc {
+        body["doc"] = doc;
+    }
+    let r = send_json(node, "POST", "/api/files", Some(token), &body).await;
+    r.assert_status(201);
+    r.body().clone()
+}
+
+/// Sets a file's `link` setting as its owner.
+pub async fn set_link(node: &Node, token: &str, file: &str, link: &str) {
+    let r = send_json(
+        node,
+        "PATCH",
+        &format!("/api/files/{file}"),
+        Some(token),
+        &json!({ "link": link }),
+    )
+    .await;
+    r.assert_status(200);
+    assert_eq!(r.body()["link"], json!(link), "PATCH answer: {}", r.text);
+}
+
+/// `GET /api/files/{id}/doc` as the owner: (version, doc).
+pub async fn get_doc(node: &Node, token: &str, file: &str) -> (u64, Value) {
+    let r = get(node, &format!("/api/files/{file}/doc"), Some(token)).await;
+    r.assert_status(200);
+    let v = r.body()["version"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("doc answer lacks a numeric version: {}", r.text));
+    (v, r.body()["doc"].clone())
+}
+
+pub fn s(v: &Value) -> &str {
+    v.as_str()
+        .unwrap_or_else(|| panic!("expected a string, got {v}"))
+}
