@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 source .services/env
 cargo build --release -q -p atrium-node -p atrium-loadtest
 bin=target/release
-sizes=("${@:-100 1000 5000}")
+sizes=("$@")
 [ $# -eq 0 ] && sizes=(100 1000 5000)
 
 cpu_ms() { # CPU time of a process so far, in ms
