@@ -20,8 +20,8 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::edits::Pending;
-use super::people::{ClientState, Participant};
+use super::participant::{ClientState, Participant};
+use super::pending::Pending;
 use super::recent::RecentOps;
 use super::snapshot::{SnapshotJob, SnapshotState};
 use super::{presence, RoomCmd};

@@ -3,50 +3,18 @@
 
 use std::time::Instant;
 
-use tokio::sync::oneshot;
-
 use super::access::{self, Role};
 use super::core::{Exit, RoomCore};
+use super::pending::Pending;
 use super::recent::RecentOp;
 use crate::journal::Appended;
-use crate::outbox::{shared, ConnId, Msg};
+use crate::outbox::{shared, ConnId};
 use crate::protocol::{self, Patch, Refusal};
 use crate::store::{LoggedPatch, StoreError};
 
 /// At the memory budget, patches larger than this are refused (`too-large`) so
 /// documents stop growing; everyday edits (a move, a color) are far smaller.
 const GROWTH_UNDER_PRESSURE: usize = 4096;
-
-/// Something waiting for a version to become durable.
-pub(super) enum Pending {
-    /// An accepted patch: its ack for the sender, its relay for everyone else.
-    Patch {
-        v: u64,
-        from: ConnId,
-        ack: Msg,
-        relay: Msg,
-    },
-    /// A frame for one socket (the ack of a resent patch).
-    Direct { v: u64, to: ConnId, frame: Msg },
-    /// A welcome: it may be larger than a send queue (see [`Budget`]).
-    Welcome { v: u64, to: ConnId, frame: Msg },
-    Doc {
-        v: u64,
-        doc: String,
-        reply: oneshot::Sender<(u64, String)>,
-    },
-}
-
-impl Pending {
-    pub(super) fn version(&self) -> u64 {
-        match self {
-            Pending::Patch { v, .. }
-            | Pending::Direct { v, .. }
-            | Pending::Welcome { v, .. }
-            | Pending::Doc { v, .. } => *v,
-        }
-    }
-}
 
 impl RoomCore {
     pub(super) fn patch(&mut self, conn: ConnId, patch: Patch, now: Instant) {

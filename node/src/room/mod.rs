@@ -19,9 +19,12 @@
 //! unit-tested without a socket or a store (`room/tests/`).
 
 pub mod access;
+mod compaction;
 pub mod core;
 mod edits;
 mod load;
+mod participant;
+mod pending;
 mod people;
 mod presence;
 pub mod recent;

@@ -6,48 +6,18 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::access::{self, Access, Role};
+use super::access::{self, Role};
 use super::core::{Exit, RoomCore};
-use super::edits::Pending;
+use super::participant::{ClientState, Participant};
+use super::pending::Pending;
 use super::{JoinError, JoinRequest, Joined};
-use crate::ids::{AccountId, ClientKey, PersonId};
-use crate::outbox::{shared, ConnId, Outbox};
+use crate::ids::{ClientKey, PersonId};
+use crate::outbox::{shared, ConnId};
 use crate::store::FileRecord;
 
 /// Documents from this size on are reserved from the memory budget before a
 /// welcome carries them.
 const LARGE_WELCOME: usize = 1 << 20;
-
-pub(super) struct Participant {
-    pub(super) outbox: Outbox,
-    pub(super) person: PersonId,
-    pub(super) client: ClientKey,
-    pub(super) name: String,
-    pub(super) account: Option<AccountId>,
-    pub(super) role: Role,
-    /// The role as the socket's reader sees it.
-    pub(super) seat: access::Seat,
-    pub(super) access: Access,
-    /// The version its welcome brought it to: it gets relays only above it.
-    pub(super) from_version: u64,
-}
-
-impl Participant {
-    pub(super) fn person_json(&self, page: Option<&str>) -> serde_json::Value {
-        json!({
-            "id": self.person.as_str(),
-            "name": self.name,
-            "account": self.account.as_ref().map(|a| a.as_str()),
-            "role": self.role.as_str(),
-            "page": page,
-        })
-    }
-}
-
-pub(super) struct ClientState {
-    pub(super) person: PersonId,
-    pub(super) highest_op: u64,
-}
 
 impl RoomCore {
     pub(super) fn join(&mut self, req: JoinRequest, now: Instant) -> Result<Joined, JoinError> {

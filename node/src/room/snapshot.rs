@@ -1,33 +1,31 @@
 //! Snapshots, written off the relay path (invariant 5 in docs/architecture.md).
 //!
-//! The room only decides when: once the log behind the last snapshot passes
-//! max(`ATRIUM_SNAPSHOT_BYTES`, a quarter of the document), or it has changed for
-//! `ATRIUM_SNAPSHOT_MS`. A background task then rebuilds the document from the
-//! stored snapshot and log (never touching the room's copy), writes it fenced by
-//! the room's epoch, and trims the log to the recent operations behind it.
+//! The room's core decides when (`compaction.rs`). A background task then
+//! rebuilds the document from the stored snapshot and log (never touching the
+//! room's copy), writes it fenced by the room's epoch, and trims the log to the
+//! recent operations behind it.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::mpsc;
 
-use super::core::{Effect, Exit, RoomCore};
 use super::RoomCmd;
 use crate::doc::{parse_ops, DocLimits, Document};
 use crate::ids::FileId;
 use crate::memory::Reservation;
-use crate::store::{LoggedPatch, Store, StoreError};
+use crate::store::{LoggedPatch, Store};
 
 #[derive(Default)]
 pub struct SnapshotState {
     /// Bytes of ops logged since the last snapshot.
-    log_bytes: usize,
+    pub(super) log_bytes: usize,
     /// When the first of those was logged.
-    dirty_since: Option<Instant>,
+    pub(super) dirty_since: Option<Instant>,
     /// When the snapshot under way started, and the log bytes it covers.
-    started: Option<(Instant, usize)>,
+    pub(super) started: Option<(Instant, usize)>,
     /// When the last snapshot failed: the next waits `ATRIUM_SNAPSHOT_MS` from then.
-    failed_at: Option<Instant>,
+    pub(super) failed_at: Option<Instant>,
 }
 
 impl SnapshotState {
@@ -76,77 +74,6 @@ pub struct SnapshotJob {
     pub keep: u64,
     /// The rebuild's memory, promised from the budget until the job ends.
     pub reservation: Reservation,
-}
-
-impl RoomCore {
-    pub(super) fn maybe_snapshot(&mut self, now: Instant) {
-        let s = &self.snapshot;
-        if s.in_flight() || s.log_bytes == 0 || self.durable == 0 {
-            return;
-        }
-        let config = &self.rules.config;
-        let since = |t: Instant| now.saturating_duration_since(t);
-        if s.failed_at
-            .is_some_and(|t| since(t) < config.snapshot_interval())
-        {
-            return;
-        }
-        let by_size = s.log_bytes >= config.snapshot_bytes.max(self.doc.serialized_len() / 4);
-        let by_time = s
-            .dirty_since
-            .is_some_and(|t| since(t) >= config.snapshot_interval());
-        if !(by_size || by_time) || self.in_flight.len() > 1 {
-            return;
-        }
-        // A snapshot rebuilds the document from the store and serializes it, off the
-        // relay path but in this process: promised from the memory budget first, or
-        // put off to a later turn (the log keeps everything meanwhile).
-        let cost = self.doc.serialized_len() as u64 * crate::doc::BUILD_BYTES_PER_JSON_BYTE as u64;
-        let Some(reservation) = self.rules.memory.reserve(cost) else {
-            return;
-        };
-        self.snapshot.started = Some((now, self.snapshot.log_bytes));
-        self.snapshot.log_bytes = 0;
-        self.snapshot.dirty_since = None;
-        self.effect(Effect::Snapshot(SnapshotJob {
-            file: self.file.clone(),
-            epoch: self.epoch,
-            keep: self.rules.config.room_ops as u64,
-            reservation,
-        }));
-    }
-
-    pub(super) fn snapshot_done(
-        &mut self,
-        result: Result<u64, StoreError>,
-        now: Instant,
-    ) -> Option<Exit> {
-        // A result with no snapshot under way (none is ever sent) changes nothing.
-        let (started, covered) = self.snapshot.started.take()?;
-        match result {
-            Ok(version) => {
-                self.snapshot.failed_at = None;
-                self.rules.metrics.snapshots.inc();
-                self.rules
-                    .metrics
-                    .snapshot_seconds
-                    .observe(now.saturating_duration_since(started).as_secs_f64());
-                tracing::debug!(file = %self.file, version, "snapshot written");
-                None
-            }
-            Err(StoreError::Fenced) => Some(Exit::Fenced),
-            Err(StoreError::NotFound) => Some(Exit::Deleted),
-            Err(e) => {
-                // Nothing is lost: the log still holds everything. Try again once
-                // `ATRIUM_SNAPSHOT_MS` has passed, whether or not more is logged.
-                tracing::warn!(file = %self.file, error = %e, "snapshot failed");
-                self.snapshot.log_bytes += covered;
-                self.snapshot.dirty_since.get_or_insert(now);
-                self.snapshot.failed_at = Some(now);
-                None
-            }
-        }
-    }
 }
 
 /// Writes a snapshot in the background: the document is rebuilt from the store's

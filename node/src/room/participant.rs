@@ -1,0 +1,38 @@
+//! A person in a room (one socket), and what the room remembers of each client.
+
+use serde_json::json;
+
+use super::access::{self, Access, Role};
+use crate::ids::{AccountId, ClientKey, PersonId};
+use crate::outbox::Outbox;
+
+pub(super) struct Participant {
+    pub(super) outbox: Outbox,
+    pub(super) person: PersonId,
+    pub(super) client: ClientKey,
+    pub(super) name: String,
+    pub(super) account: Option<AccountId>,
+    pub(super) role: Role,
+    /// The role as the socket's reader sees it.
+    pub(super) seat: access::Seat,
+    pub(super) access: Access,
+    /// The version its welcome brought it to: it gets relays only above it.
+    pub(super) from_version: u64,
+}
+
+impl Participant {
+    pub(super) fn person_json(&self, page: Option<&str>) -> serde_json::Value {
+        json!({
+            "id": self.person.as_str(),
+            "name": self.name,
+            "account": self.account.as_ref().map(|a| a.as_str()),
+            "role": self.role.as_str(),
+            "page": page,
+        })
+    }
+}
+
+pub(super) struct ClientState {
+    pub(super) person: PersonId,
+    pub(super) highest_op: u64,
+}

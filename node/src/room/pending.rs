@@ -1,0 +1,36 @@
+//! What waits in a room for a version to become durable before it may leave.
+
+use tokio::sync::oneshot;
+
+use crate::outbox::{ConnId, Msg};
+
+/// Something waiting for a version to become durable.
+pub(super) enum Pending {
+    /// An accepted patch: its ack for the sender, its relay for everyone else.
+    Patch {
+        v: u64,
+        from: ConnId,
+        ack: Msg,
+        relay: Msg,
+    },
+    /// A frame for one socket (the ack of a resent patch).
+    Direct { v: u64, to: ConnId, frame: Msg },
+    /// A welcome: it may be larger than a send queue (see [`Budget`]).
+    Welcome { v: u64, to: ConnId, frame: Msg },
+    Doc {
+        v: u64,
+        doc: String,
+        reply: oneshot::Sender<(u64, String)>,
+    },
+}
+
+impl Pending {
+    pub(super) fn version(&self) -> u64 {
+        match self {
+            Pending::Patch { v, .. }
+            | Pending::Direct { v, .. }
+            | Pending::Welcome { v, .. }
+            | Pending::Doc { v, .. } => *v,
+        }
+    }
+}
