@@ -112,22 +112,12 @@ fn nats_binary() -> PathBuf {
 
 /// The folder holding Postgres's `initdb` and `pg_ctl`.
 fn postgres_bin() -> Result<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .map(|rd| rd.flatten().map(|e| e.path().join("bin")).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    dirs.reverse();
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    dirs.into_iter()
-        .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
-        .ok_or_else(|| {
-            anyhow!(
-                "no Postgres binaries (initdb, pg_ctl) found: install postgresql, or set \
+    atrium_testkit::postgres::server_binaries().ok_or_else(|| {
+        anyhow!(
+            "no Postgres binaries (initdb, pg_ctl) found: install postgresql, or set \
                  ATRIUM_DATABASE_URL to a server where a scratch database may be created"
-            )
-        })
+        )
+    })
 }
 
 fn is_root() -> bool {

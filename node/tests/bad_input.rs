@@ -14,9 +14,7 @@ use tokio_tungstenite::tungstenite::Message;
 /// A node, an owner, a file, and the owner joined to it.
 async fn room() -> (Node, String, String, Client) {
     let node = Node::start(&[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (owner, id) = owned_file(&node).await;
     let (c, w) = Client::join(&node, &id, &Hello::token(&owner)).await;
     assert_eq!(w["role"], "editor");
     (node, owner, id, c)
@@ -73,9 +71,7 @@ async fn message_just_under_1_mib_is_fine() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_hello_in_time_closes_4000() {
     let node = Node::start(&[("ATRIUM_HELLO_TIMEOUT_MS", "300")]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (owner, id) = owned_file(&node).await;
     let start = std::time::Instant::now();
     let mut c = Client::connect(&node, &id).await;
     c.expect_close_within(4000, Duration::from_secs(5)).await;

@@ -137,15 +137,8 @@ async fn kill9_of_a_busy_holder(backend: Backend) {
     let owner = cluster.account("owner").await;
     let files = cluster.files_owned_by(&owner, "n0", &THREE, 20).await;
     let crowd = Crowd::spawn(&cluster.dir, guests(&files, 3), Duration::from_millis(300));
-    crowd
-        .all_welcomed_after(
-            Instant::now() - Duration::from_secs(3600),
-            Duration::from_secs(30),
-        )
-        .await;
-    for (file, node) in crowd.last_nodes() {
-        assert_eq!(node.as_deref(), Some("n0"), "{file} is not on n0");
-    }
+    crowd.all_welcomed(Duration::from_secs(30)).await;
+    crowd.assert_all_on("n0");
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
     let killed = Instant::now();
@@ -214,15 +207,8 @@ async fn sigterm_hands_files_over_at_once(backend: Backend) {
     let owner = cluster.account("owner").await;
     let files = cluster.files_owned_by(&owner, "n0", &THREE, 6).await;
     let crowd = Crowd::spawn(&cluster.dir, guests(&files, 2), Duration::from_millis(150));
-    crowd
-        .all_welcomed_after(
-            Instant::now() - Duration::from_secs(3600),
-            Duration::from_secs(30),
-        )
-        .await;
-    for (file, node) in crowd.last_nodes() {
-        assert_eq!(node.as_deref(), Some("n0"), "{file} is not on n0");
-    }
+    crowd.all_welcomed(Duration::from_secs(30)).await;
+    crowd.assert_all_on("n0");
     tokio::time::sleep(Duration::from_millis(1000)).await;
 
     let termed = Instant::now();
@@ -310,12 +296,7 @@ async fn a_joining_node_takes_its_files(backend: Backend) {
         .map(|(f, _)| f.clone())
         .collect();
     let crowd = Crowd::spawn(&cluster.dir, guests(&files, 2), Duration::from_millis(250));
-    crowd
-        .all_welcomed_after(
-            Instant::now() - Duration::from_secs(3600),
-            Duration::from_secs(30),
-        )
-        .await;
+    crowd.all_welcomed(Duration::from_secs(30)).await;
     for (file, node) in crowd.last_nodes() {
         assert_eq!(node.unwrap(), ring_owner(&THREE, &file), "{file}");
     }

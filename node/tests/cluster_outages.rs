@@ -151,12 +151,7 @@ async fn busy_cluster(cluster: &Cluster, owner: &str) -> (Vec<(String, String)>,
         }
     }
     let crowd = Crowd::spawn(&cluster.dir, peers, Duration::from_millis(200));
-    crowd
-        .all_welcomed_after(
-            Instant::now() - Duration::from_secs(3600),
-            Duration::from_secs(30),
-        )
-        .await;
+    crowd.all_welcomed(Duration::from_secs(30)).await;
     (files, crowd)
 }
 

@@ -11,11 +11,7 @@ use serde_json::{json, Map, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acked_patch_survives_kill_9() {
-    let data = tempfile::tempdir().expect("temp dir");
-    let mut node = Node::start_in(data.path(), &[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (data, mut node, owner, id) = node_with_file().await;
     let (mut c, w) = Client::join(&node, &id, &Hello::token(&owner)).await;
     assert_eq!(w["version"], 0);
 
@@ -79,11 +75,7 @@ async fn every_acked_patch_survives_kill_9() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dedupe_state_survives_kill_9() {
-    let data = tempfile::tempdir().expect("temp dir");
-    let mut node = Node::start_in(data.path(), &[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (data, mut node, owner, id) = node_with_file().await;
     let hello = Hello::token(&owner);
     let (mut c, _) = Client::join(&node, &id, &hello).await;
     for i in 1..=3 {
@@ -114,11 +106,7 @@ async fn dedupe_state_survives_kill_9() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_closes_with_1012_exits_0_and_keeps_data() {
-    let data = tempfile::tempdir().expect("temp dir");
-    let mut node = Node::start_in(data.path(), &[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (data, mut node, owner, id) = node_with_file().await;
     let (mut a, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
     let (mut b, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
     let mut model = Map::new();
@@ -151,11 +139,7 @@ async fn sigterm_closes_with_1012_exits_0_and_keeps_data() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_burst_keeps_a_consistent_prefix() {
-    let data = tempfile::tempdir().expect("temp dir");
-    let mut node = Node::start_in(data.path(), &[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (data, mut node, owner, id) = node_with_file().await;
     let hello = Hello::token(&owner);
     let (mut c, _) = Client::join(&node, &id, &hello).await;
 
@@ -219,4 +203,13 @@ async fn kill_9_mid_burst_keeps_a_consistent_prefix() {
     let (version, doc) = get_doc(&node, &owner, &id).await;
     assert_eq!(version, N);
     assert_eq!(doc, Value::Object(model));
+}
+
+/// A node on a data folder of its own (kept for a restart), a new account and its
+/// file: (folder, node, owner's token, file id).
+async fn node_with_file() -> (tempfile::TempDir, Node, String, String) {
+    let data = tempfile::tempdir().expect("temp dir");
+    let node = Node::start_in(data.path(), &[]).await;
+    let (owner, id) = owned_file(&node).await;
+    (data, node, owner, id)
 }

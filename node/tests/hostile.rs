@@ -100,15 +100,20 @@ async fn room(envs: &[(&str, &str)]) -> Room {
     all.extend_from_slice(envs);
     let node = Node::start(&all).await;
     let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Under fire", None).await;
-    let id = s(&file["id"]).to_string();
-    set_link(&node, &owner, &id, "edit").await;
-    Room {
-        owner,
-        edit_key: s(&file["edit_key"]).to_string(),
-        view_key: s(&file["view_key"]).to_string(),
-        id,
-        node,
+    Room::of(node, owner).await
+}
+
+impl Room {
+    /// A room of a new file of `owner`'s with an edit link, on `node`.
+    async fn of(node: Node, owner: String) -> Room {
+        let f = file_of(&node, owner, "Under fire", "edit").await;
+        Room {
+            owner: f.owner,
+            edit_key: f.edit_key,
+            view_key: f.view_key,
+            id: f.id,
+            node,
+        }
     }
 }
 
@@ -2011,18 +2016,7 @@ async fn stale_op_ids_are_acked_and_never_applied() {
 // ---------------------------------------------------------------------------
 
 async fn signin_at(port: u16, email: &str, password: &str, from: &str) -> (u16, String) {
-    let r = http_at(
-        port,
-        "POST",
-        "/api/signin",
-        &[("x-forwarded-for", from)],
-        Some(
-            json!({"email": email, "password": password})
-                .to_string()
-                .into_bytes(),
-        ),
-    )
-    .await;
+    let r = signin_from(port, email, password, from).await;
     let code = r
         .json
         .as_ref()
@@ -2040,16 +2034,7 @@ async fn sign_in_floods_are_limited_and_never_slow_the_node() {
     let node = Node::start(&[("ATRIUM_TRUST_PROXY", "127.0.0.1")]).await;
     let email = unique_email("owner");
     let (owner, _) = signup(&node, &email).await;
-    let file = create_file(&node, &owner, "Under fire", None).await;
-    let id = s(&file["id"]).to_string();
-    set_link(&node, &owner, &id, "edit").await;
-    let r = Room {
-        owner,
-        edit_key: s(&file["edit_key"]).to_string(),
-        view_key: s(&file["view_key"]).to_string(),
-        id,
-        node,
-    };
+    let r = Room::of(node, owner).await;
     let port = r.node.port;
     let mut probe = Probe::join(&r).await;
     let base = probe.sample(30).await;
@@ -2509,10 +2494,9 @@ async fn patches_and_joins_never_amplify_what_their_sender_sent() {
         got <= 2 * sent,
         "joins: {got} bytes sent to others for {sent} sent"
     );
-    eprintln!(
-        "FIGURE {}",
+    figure(
         json!({"case": "patch and join amplification", "patch_close": code,
-               "joins_sent": sent, "joins_relayed": got})
+               "joins_sent": sent, "joins_relayed": got}),
     );
     assert!(
         watcher.ended.lock().unwrap().is_none(),

@@ -265,14 +265,11 @@ async fn files_create_list_get_doc() {
     let r = get(&node, "/api/files", Some(&owner)).await;
     let etag = r.header("etag").expect("GET /api/files has an ETag");
     let auth = bearer(&owner);
-    let r = http(
-        &node,
-        "GET",
-        "/api/files",
-        &[("authorization", &auth), ("if-none-match", &etag)],
-        None,
-    )
-    .await;
+    let conditional = [
+        ("authorization", auth.as_str()),
+        ("if-none-match", etag.as_str()),
+    ];
+    let r = http(&node, "GET", "/api/files", &conditional, None).await;
     r.assert_status(304);
     // A change makes the old tag stale.
     send_json(
@@ -284,14 +281,7 @@ async fn files_create_list_get_doc() {
     )
     .await
     .assert_status(200);
-    let r = http(
-        &node,
-        "GET",
-        "/api/files",
-        &[("authorization", &auth), ("if-none-match", &etag)],
-        None,
-    )
-    .await;
+    let r = http(&node, "GET", "/api/files", &conditional, None).await;
     r.assert_status(200);
     assert_ne!(
         r.header("etag"),

@@ -15,27 +15,6 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
-/// A file with `link: "edit"`, its owner and its keys.
-struct Shared {
-    owner: String,
-    id: String,
-    edit_key: String,
-    view_key: String,
-}
-
-async fn shared_file(node: &Node) -> Shared {
-    let owner = new_account(node, "owner").await;
-    let file = create_file(node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
-    set_link(node, &owner, &id, "edit").await;
-    Shared {
-        owner,
-        id,
-        edit_key: s(&file["edit_key"]).to_string(),
-        view_key: s(&file["view_key"]).to_string(),
-    }
-}
-
 /// Cheap password hashing, for tests that sign in many times.
 const CHEAP_HASH: [(&str, &str); 2] = [
     ("ATRIUM_ARGON2_MEMORY_KIB", "1024"),
@@ -53,7 +32,7 @@ fn counter(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editors_over_the_cap_wait_as_viewers_and_are_promoted_in_order() {
     let node = Node::start(&[("ATRIUM_ROOM_EDITORS", "2")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, wa) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (b, wb) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
     assert_eq!(wa["role"], "editor", "{wa}");
@@ -123,7 +102,7 @@ async fn editors_over_the_cap_wait_as_viewers_and_are_promoted_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_owner_always_gets_an_editor_seat() {
     let node = Node::start(&[("ATRIUM_ROOM_EDITORS", "2")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (_b, wb) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
     let (_c, wc) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
     let (_d, wd) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
@@ -143,7 +122,7 @@ async fn the_owner_always_gets_an_editor_seat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_file_refuses_the_next_person_with_4031() {
     let node = Node::start(&[("ATRIUM_ROOM_PEOPLE", "3")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (_a, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (b, _) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
     let (_c, _) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;
@@ -169,7 +148,7 @@ async fn a_full_file_refuses_the_next_person_with_4031() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_over_the_rate_wait_in_order_with_a_429_notice() {
     let node = Node::start(&[("ATRIUM_WS_PER_SECOND", "5")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (mut o, _) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;
 
@@ -228,7 +207,7 @@ async fn messages_over_the_rate_wait_in_order_with_a_429_notice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flooding_socket_is_closed_with_4013() {
     let node = Node::start(&[("ATRIUM_WS_PER_SECOND", "5")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let hello = Hello::token(&f.owner);
     let (mut a, _) = Client::join(&node, &f.id, &hello).await;
     // 80 at once: far more than five seconds' worth (25).
@@ -275,7 +254,7 @@ async fn a_flooding_socket_is_closed_with_4013() {
 async fn a_presence_flood_is_dropped_quietly() {
     // The message rate is low, but presence does not count against it.
     let node = Node::start(&[("ATRIUM_WS_PER_SECOND", "5")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, wa) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (mut b, _) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;
     b.send_presence(json!({"page": "p1"})).await;
@@ -335,16 +314,7 @@ async fn an_account_holds_a_limited_number_of_sockets() {
     let node = Node::start(&[("ATRIUM_WS_PER_ACCOUNT", "2")]).await;
     let email = unique_email("many");
     let (t1, _) = signup(&node, &email).await;
-    let r = send_json(
-        &node,
-        "POST",
-        "/api/signin",
-        None,
-        &json!({"email": email, "password": PASSWORD}),
-    )
-    .await;
-    r.assert_status(200);
-    let t2 = s(&r.body()["token"]).to_string();
+    let t2 = signin(&node, &email).await;
     let f1 = s(&create_file(&node, &t1, "One", None).await["id"]).to_string();
     let f2 = s(&create_file(&node, &t1, "Two", None).await["id"]).to_string();
     set_link(&node, &t1, &f1, "edit").await;
@@ -371,7 +341,7 @@ async fn an_account_holds_a_limited_number_of_sockets() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_address_holds_a_limited_number_of_sockets_counted_from_the_upgrade() {
     let node = Node::start(&[("ATRIUM_WS_PER_IP", "3")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (_g1, _) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;
     let (_g2, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     // Upgraded, no hello yet: it counts.
@@ -396,79 +366,40 @@ async fn behind_a_trusted_proxy_sockets_count_against_the_forwarded_address() {
         ("ATRIUM_TRUST_PROXY", "127.0.0.1"),
     ])
     .await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let mut held = Vec::new();
     for addr in ["10.0.0.1", "10.0.0.2"] {
         for _ in 0..3 {
-            let (c, _) = Client::join_with(
-                &node,
-                &f.id,
-                &Hello::key(&f.view_key),
-                &[("x-forwarded-for", addr)],
-            )
-            .await;
+            let (c, _) = viewer_from(&node, &f, addr).await;
             held.push(c);
         }
     }
-    Client::join_refused_with(
-        &node,
-        &f.id,
-        &Hello::key(&f.view_key),
-        &[("x-forwarded-for", "10.0.0.1")],
-        4029,
-    )
-    .await;
-    Client::join_refused_with(
-        &node,
-        &f.id,
-        &Hello::key(&f.view_key),
-        &[("x-forwarded-for", "10.0.0.2")],
-        4029,
-    )
-    .await;
+    viewer_refused_from(&node, &f, "10.0.0.1", 4029).await;
+    viewer_refused_from(&node, &f, "10.0.0.2", 4029).await;
     // The proxy's own address has used nothing.
     let (_direct, w) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     assert_eq!(w["type"], "welcome");
-    let (_other, w) = Client::join_with(
-        &node,
-        &f.id,
-        &Hello::key(&f.view_key),
-        &[("x-forwarded-for", "10.0.0.3")],
-    )
-    .await;
+    let (_other, w) = viewer_from(&node, &f, "10.0.0.3").await;
     assert_eq!(w["type"], "welcome");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarded_addresses_are_ignored_without_a_trusted_proxy() {
     let node = Node::start(&[("ATRIUM_WS_PER_IP", "3")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let mut held = Vec::new();
     for addr in ["10.0.0.1", "10.0.0.2", "10.0.0.3"] {
-        let (c, _) = Client::join_with(
-            &node,
-            &f.id,
-            &Hello::key(&f.view_key),
-            &[("x-forwarded-for", addr)],
-        )
-        .await;
+        let (c, _) = viewer_from(&node, &f, addr).await;
         held.push(c);
     }
-    Client::join_refused_with(
-        &node,
-        &f.id,
-        &Hello::key(&f.view_key),
-        &[("x-forwarded-for", "10.0.0.4")],
-        4029,
-    )
-    .await;
+    viewer_refused_from(&node, &f, "10.0.0.4", 4029).await;
 }
 
 // ---------------------------------------------------------------------------
 // Sign-in and sign-up rates
 // ---------------------------------------------------------------------------
 
-async fn signin(node: &Node, email: &str, password: &str) -> Resp {
+async fn signin_answer(node: &Node, email: &str, password: &str) -> Resp {
     send_json(
         node,
         "POST",
@@ -487,18 +418,18 @@ async fn sign_ins_are_limited_per_email() {
     // counted per address and per email, not against sign-ins).
     signup(&node, &email).await;
     for _ in 0..10 {
-        signin(&node, &email, "wrong password!")
+        signin_answer(&node, &email, "wrong password!")
             .await
             .assert_error(401, "bad-credentials");
     }
-    signin(&node, &email, PASSWORD)
+    signin_answer(&node, &email, PASSWORD)
         .await
         .assert_error(429, "rate-limited");
-    signin(&node, &email, "wrong password!")
+    signin_answer(&node, &email, "wrong password!")
         .await
         .assert_error(429, "rate-limited");
     // Another email from the same address is still heard.
-    signin(&node, &unique_email("other"), PASSWORD)
+    signin_answer(&node, &unique_email("other"), PASSWORD)
         .await
         .assert_error(401, "bad-credentials");
 }
@@ -508,11 +439,11 @@ async fn sign_ins_and_sign_ups_are_limited_per_address() {
     let node = Node::start(&CHEAP_HASH).await;
     // 20 a minute from one address, each for a different email.
     for i in 0..20 {
-        signin(&node, &unique_email(&format!("nobody{i}")), PASSWORD)
+        signin_answer(&node, &unique_email(&format!("nobody{i}")), PASSWORD)
             .await
             .assert_error(401, "bad-credentials");
     }
-    signin(&node, &unique_email("late"), PASSWORD)
+    signin_answer(&node, &unique_email("late"), PASSWORD)
         .await
         .assert_error(429, "rate-limited");
     send_json(
@@ -564,7 +495,7 @@ async fn a_socket_that_stops_reading_is_closed_without_slowing_its_room() {
         ("ATRIUM_SEND_QUEUE_BYTES", "65536"),
     ])
     .await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut w, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
 
     // The slow one joins, then is not read again until the end.
@@ -715,7 +646,7 @@ async fn a_socket_that_never_answers_pings_is_closed_and_frees_its_seat_and_slot
     let mut envs = FAST_PINGS.to_vec();
     envs.extend([("ATRIUM_ROOM_EDITORS", "1"), ("ATRIUM_WS_PER_ACCOUNT", "1")]);
     let node = Node::start(&envs).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let member = new_account(&node, "member").await;
 
     // A signed-in member with the edit key, on a hand-made socket that says
@@ -794,7 +725,7 @@ async fn a_socket_that_never_answers_pings_is_closed_and_frees_its_seat_and_slot
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_answers_pings_stays_connected() {
     let node = Node::start(&FAST_PINGS).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     // Read for 3 s (three ping timeouts), sending nothing but the pongs the
     // library answers with while it reads.
@@ -839,7 +770,7 @@ fn assert_stats(stats: &Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_has_statistics_when_enabled() {
     let node = Node::start(&[("ATRIUM_HEALTH_STATS", "1")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (_b, _) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;
     a.patch_acked(1, vec![put("n", json!({}))]).await;
@@ -893,7 +824,7 @@ async fn metrics_cover_the_room_node() {
         ("ATRIUM_SNAPSHOT_BYTES", "1"),
     ])
     .await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (mut b, _) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;
     // Some presence (a flood: some is dropped), patches over the rate.
@@ -1087,4 +1018,16 @@ async fn a_storm_of_joins_waits_its_turn_and_the_rest_are_told_when_to_come_back
     assert_eq!(joins("admitted"), welcomed as f64);
     assert_eq!(joins("deferred"), hints.len() as f64);
     assert_eq!(joins("refused"), 1.0);
+}
+
+/// Joins `f` with its view key, as if from `addr` (behind a trusted proxy).
+async fn viewer_from(node: &Node, f: &SharedFile, addr: &str) -> (Client, Value) {
+    let forwarded = [("x-forwarded-for", addr)];
+    Client::join_with(node, &f.id, &Hello::key(&f.view_key), &forwarded).await
+}
+
+/// A join of `f` with its view key, as if from `addr`, is closed with `code`.
+async fn viewer_refused_from(node: &Node, f: &SharedFile, addr: &str, code: u16) {
+    let forwarded = [("x-forwarded-for", addr)];
+    Client::join_refused_with(node, &f.id, &Hello::key(&f.view_key), &forwarded, code).await;
 }

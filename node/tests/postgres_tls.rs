@@ -14,20 +14,10 @@ use rcgen::{BasicConstraints, Certificate, CertificateParams, DnType, IsCa, KeyP
 
 /// The folder holding `initdb` and `pg_ctl`: the newest under /usr/lib/postgresql, else PATH.
 fn postgres_bin() -> PathBuf {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .map(|rd| rd.flatten().map(|e| e.path().join("bin")).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    dirs.reverse();
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    dirs.into_iter()
-        .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
-        .expect(
-            "no Postgres binaries (initdb, pg_ctl): run `scripts/services.sh start`, which \
+    atrium_testkit::postgres::server_binaries().expect(
+        "no Postgres binaries (initdb, pg_ctl): run `scripts/services.sh start`, which \
              installs them",
-        )
+    )
 }
 
 fn is_root() -> bool {

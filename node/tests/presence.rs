@@ -11,27 +11,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::{json, Value};
 
-/// A file with `link: "edit"`, its owner and its keys.
-struct Shared {
-    owner: String,
-    id: String,
-    edit_key: String,
-    view_key: String,
-}
-
-async fn shared_file(node: &Node) -> Shared {
-    let owner = new_account(node, "owner").await;
-    let file = create_file(node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
-    set_link(node, &owner, &id, "edit").await;
-    Shared {
-        owner,
-        id,
-        edit_key: s(&file["edit_key"]).to_string(),
-        view_key: s(&file["view_key"]).to_string(),
-    }
-}
-
 /// The entries of a `presences` message, checked against the message rules.
 fn people(msg: &Value) -> Vec<Value> {
     assert_eq!(msg["type"], "presences", "not a presences message: {msg}");
@@ -179,7 +158,7 @@ async fn move_and_listen(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_presences_per_tick_and_never_ones_own_state() {
     let node = Node::start(&[("ATRIUM_PRESENCE_HZ", "10")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, wa) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (mut b, wb) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
     let (mut v, wv) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;
@@ -240,7 +219,7 @@ async fn one_presences_per_tick_and_never_ones_own_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_state_on_ones_page_and_only_page_changes_elsewhere() {
     let node = Node::start(&[]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, wa) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (mut b, wb) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
     let (mut c, wc) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;
@@ -330,7 +309,7 @@ async fn full_state_on_ones_page_and_only_page_changes_elsewhere() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn presence_t_is_echoed_as_the_sender_wrote_it() {
     let node = Node::start(&[]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, wa) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (mut b, wb) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
     let (ya, yb) = (you(&wa), you(&wb));
@@ -369,7 +348,7 @@ async fn presence_t_is_echoed_as_the_sender_wrote_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn joiners_and_page_switchers_are_caught_up() {
     let node = Node::start(&[]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, wa) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (mut b, wb) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
     let (ya, yb) = (you(&wa), you(&wb));
@@ -451,7 +430,7 @@ async fn seventy_movers_reach_a_receiver_within_two_ticks() {
     // Slow ticks (500 ms) so that 70 sends land within one tick, and no busy
     // rate to get in the way.
     let node = Node::start(&[("ATRIUM_PRESENCE_HZ", "2"), ("ATRIUM_BUSY_ROOM", "1000")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut r, wr) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let yr = you(&wr);
     r.send_presence(json!({"page": "p1"})).await;
@@ -526,7 +505,7 @@ async fn seventy_movers_reach_a_receiver_within_two_ticks() {
 async fn drop_two_at_once(active: bool) {
     // 500 ms ticks: two sockets dropped at the same instant fall in one tick.
     let node = Node::start(&[("ATRIUM_PRESENCE_HZ", "2")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut r, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (x, wx) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
     let (y, wy) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;
@@ -591,7 +570,7 @@ async fn people_dropped_together_from_a_quiet_room_are_announced_in_one_leave() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_rooms_tick_slower_and_tell_their_clients() {
     let node = Node::start(&[("ATRIUM_BUSY_ROOM", "3")]).await;
-    let f = shared_file(&node).await;
+    let f = shared_file(&node, "edit").await;
     let (mut a, wa) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let (mut b, wb) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
     let (mut c, wc) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;

@@ -21,28 +21,6 @@ async fn node(extra: &[(&str, &str)]) -> Node {
     Node::start(&envs).await
 }
 
-struct Shared {
-    owner: String,
-    id: String,
-    view_key: String,
-    edit_key: String,
-}
-
-async fn shared(node: &Node, link: &str) -> Shared {
-    let owner = new_account(node, "owner").await;
-    let f = create_file(node, &owner, "Private", None).await;
-    let id = s(&f["id"]).to_string();
-    if link != "none" {
-        set_link(node, &owner, &id, link).await;
-    }
-    Shared {
-        owner,
-        id,
-        view_key: s(&f["view_key"]).to_string(),
-        edit_key: s(&f["edit_key"]).to_string(),
-    }
-}
-
 /// Sends a patch and returns the answer (skipping presence traffic, role
 /// changes and other people's relayed patches).
 async fn answer(c: &mut Client, id: u64, ops: Vec<Value>) -> Value {
@@ -68,7 +46,7 @@ fn assert_reject(m: &Value, id: u64, code: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_viewer_cannot_edit_by_any_message() {
     let node = node(&[]).await;
-    let f = shared(&node, "view").await;
+    let f = shared_file(&node, "view").await;
     let (mut owner, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     assert_eq!(
         owner.patch_acked(1, vec![put("a", json!({"x": 1}))]).await,
@@ -189,16 +167,13 @@ async fn a_viewer_cannot_edit_by_any_message() {
     );
     let file = get(&node, &format!("/api/files/{}", f.id), Some(&f.owner)).await;
     assert_eq!(file.body()["link"], "view", "a key holder changed the link");
-    eprintln!(
-        "FIGURE {}",
-        json!({"case": "a viewer cannot edit", "attempts": tried, "changed": 0})
-    );
+    figure(json!({"case": "a viewer cannot edit", "attempts": tried, "changed": 0}));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_view_key_never_yields_edit_nor_the_edit_key() {
     let node = node(&[]).await;
-    let f = shared(&node, "edit").await;
+    let f = shared_file(&node, "edit").await;
     let stranger = new_account(&node, "stranger").await;
     let mut checked = 0;
     for link in ["view", "edit"] {
@@ -246,10 +221,7 @@ async fn a_view_key_never_yields_edit_nor_the_edit_key() {
             checked += 1;
         }
     }
-    eprintln!(
-        "FIGURE {}",
-        json!({"case": "a view key never yields edit", "checks": checked})
-    );
+    figure(json!({"case": "a view key never yields edit", "checks": checked}));
 }
 
 // ---------------------------------------------------------------------------
@@ -259,7 +231,7 @@ async fn a_view_key_never_yields_edit_nor_the_edit_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_without_a_key_cannot_read_a_private_file() {
     let node = node(&[]).await;
-    let f = shared(&node, "none").await;
+    let f = shared_file(&node, "none").await;
     let (mut owner, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     owner
         .patch_acked(1, vec![put("secret", json!({"text": "the plan"}))])
@@ -271,7 +243,7 @@ async fn a_guest_without_a_key_cannot_read_a_private_file() {
     let mut checked = 0;
 
     // No key, an empty key, a made-up key, a key of another file.
-    let other = shared(&node, "edit").await;
+    let other = shared_file(&node, "edit").await;
     for link in ["none", "view", "edit"] {
         set_link(&node, &f.owner, &f.id, link).await;
         for path in &paths {
@@ -299,16 +271,8 @@ async fn a_guest_without_a_key_cannot_read_a_private_file() {
     }
     // The file's own keys while the link is `none`: 403 and 4003.
     set_link(&node, &f.owner, &f.id, "none").await;
-    for key in [&f.view_key, &f.edit_key] {
-        for path in &paths {
-            get_with_key(&node, path, key)
-                .await
-                .assert_error(403, "forbidden");
-            checked += 1;
-        }
-        Client::join_expect_close(&node, &f.id, &Hello::key(key), 4003).await;
-        checked += 1;
-    }
+    let keys = [f.view_key.as_str(), f.edit_key.as_str()];
+    checked += refused_everywhere(&node, &f.id, &paths, &keys, (403, "forbidden"), 4003).await;
     // Rotated-out keys: 401 and 4001.
     set_link(&node, &f.owner, &f.id, "edit").await;
     let r = send_empty(
@@ -319,20 +283,32 @@ async fn a_guest_without_a_key_cannot_read_a_private_file() {
     )
     .await;
     r.assert_status(200);
-    for key in [&f.view_key, &f.edit_key] {
-        for path in &paths {
-            get_with_key(&node, path, key)
+    checked += refused_everywhere(&node, &f.id, &paths, &keys, (401, "unauthorized"), 4001).await;
+    figure(json!({"case": "a guest without a key cannot read", "checks": checked}));
+}
+
+/// Each key is refused on every path with `error` and at the socket with `close`;
+/// how many checks that made.
+async fn refused_everywhere(
+    node: &Node,
+    file: &str,
+    paths: &[String],
+    keys: &[&str],
+    error: (u16, &str),
+    close: u16,
+) -> usize {
+    let mut checked = 0;
+    for key in keys {
+        for path in paths {
+            get_with_key(node, path, key)
                 .await
-                .assert_error(401, "unauthorized");
+                .assert_error(error.0, error.1);
             checked += 1;
         }
-        Client::join_expect_close(&node, &f.id, &Hello::key(key), 4001).await;
+        Client::join_expect_close(node, file, &Hello::key(key), close).await;
         checked += 1;
     }
-    eprintln!(
-        "FIGURE {}",
-        json!({"case": "a guest without a key cannot read", "checks": checked})
-    );
+    checked
 }
 
 // ---------------------------------------------------------------------------
@@ -345,16 +321,7 @@ async fn a_signed_out_token_is_refused_everywhere_at_once() {
     let email = unique_email("leaver");
     let (token, _) = signup(&node, &email).await;
     // A second session of the same account, which must survive.
-    let r = send_json(
-        &node,
-        "POST",
-        "/api/signin",
-        None,
-        &json!({"email": email, "password": PASSWORD}),
-    )
-    .await;
-    r.assert_status(200);
-    let other_session = s(&r.body()["token"]).to_string();
+    let other_session = signin(&node, &email).await;
     let a = create_file(&node, &token, "A", None).await;
     let b = create_file(&node, &token, "B", None).await;
     let (a, b) = (s(&a["id"]).to_string(), s(&b["id"]).to_string());
@@ -404,7 +371,7 @@ async fn a_signed_out_token_is_refused_everywhere_at_once() {
     }
     Client::join_expect_close(&node, &a, &Hello::token(&token), 4001).await;
     // A bad token with a valid key is still refused (the client should learn).
-    let shared_file = shared(&node, "edit").await;
+    let shared_file = shared_file(&node, "edit").await;
     let mut with_key = Hello::token(&token);
     with_key.key = Some(shared_file.edit_key.clone());
     Client::join_expect_close(&node, &shared_file.id, &with_key, 4001).await;
@@ -418,10 +385,9 @@ async fn a_signed_out_token_is_refused_everywhere_at_once() {
     get(&node, "/api/me", Some(&other_session))
         .await
         .assert_status(200);
-    eprintln!(
-        "FIGURE {}",
+    figure(
         json!({"case": "a signed-out token", "sockets_closed_4001": 3,
-               "slowest_close_ms": slowest.as_millis(), "http_routes_401": routes.len()})
+               "slowest_close_ms": slowest.as_millis(), "http_routes_401": routes.len()}),
     );
 }
 
@@ -490,10 +456,7 @@ async fn another_accounts_files_are_invisible() {
         r.assert_status(200);
         assert!(r.body()["name"].as_str().unwrap().starts_with("Alice"));
     }
-    eprintln!(
-        "FIGURE {}",
-        json!({"case": "another account's files", "checks": checked})
-    );
+    figure(json!({"case": "another account's files", "checks": checked}));
 }
 
 // ---------------------------------------------------------------------------
@@ -503,7 +466,7 @@ async fn another_accounts_files_are_invisible() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_account_cannot_exhaust_the_socket_capacity_of_others() {
     let node = node(&[]).await;
-    let f = shared(&node, "edit").await;
+    let f = shared_file(&node, "edit").await;
     let hog = new_account(&node, "hog").await;
     let mut hog_hello = Hello::token(&hog);
     hog_hello.key = Some(f.edit_key.clone());
@@ -549,22 +512,9 @@ async fn one_email_or_address_cannot_exhaust_sign_in_for_others() {
     signup(&node, &victim).await;
     let bystander = unique_email("bystander");
     signup(&node, &bystander).await;
-    let sign_in = |email: String, password: &'static str, from: &'static str| {
-        let node = &node;
-        async move {
-            http(
-                node,
-                "POST",
-                "/api/signin",
-                &[("x-forwarded-for", from)],
-                Some(
-                    json!({"email": email, "password": password})
-                        .to_string()
-                        .into_bytes(),
-                ),
-            )
-            .await
-        }
+    let port = node.port;
+    let sign_in = |email: String, password: &'static str, from: &'static str| async move {
+        signin_from(port, &email, password, from).await
     };
     // Guessing one email's password, from many addresses: its limit on wrong
     // passwords (10 a minute) answers 429 past it ...
@@ -728,9 +678,8 @@ async fn passwords_tokens_and_keys_never_reach_the_logs() {
                 "the {what} appears in the {level} log:\n{log}"
             );
         }
-        eprintln!(
-            "FIGURE {}",
-            json!({"case": "secrets in logs", "level": level, "log_lines": log.lines().count(), "secrets_checked": secrets.len(), "found": 0})
+        figure(
+            json!({"case": "secrets in logs", "level": level, "log_lines": log.lines().count(), "secrets_checked": secrets.len(), "found": 0}),
         );
     }
 }
@@ -789,10 +738,7 @@ async fn api_errors_never_echo_the_json_parser() {
         }
         checked += 1;
     }
-    eprintln!(
-        "FIGURE {}",
-        json!({"case": "parser text in errors", "bodies": checked, "leaks": 0})
-    );
+    figure(json!({"case": "parser text in errors", "bodies": checked, "leaks": 0}));
 }
 
 /// The review's lockout: wrong passwords for someone's email, from one address
@@ -858,10 +804,9 @@ async fn nobody_can_lock_a_person_out_of_sign_in() {
     sign_in(PASSWORD, "10.88.0.3".into())
         .await
         .assert_status(200);
-    eprintln!(
-        "FIGURE {}",
+    figure(
         json!({"case": "sign-in lockout", "wrong_from_one": 15, "wrong_from_many": 20,
-               "owner_answers": [200, 200, 200], "owner_ms": started.elapsed().as_millis()})
+               "owner_answers": [200, 200, 200], "owner_ms": started.elapsed().as_millis()}),
     );
 }
 
@@ -994,9 +939,8 @@ async fn one_account_cannot_make_files_without_bound() {
         .assert_status(204);
     tokio::time::sleep(Duration::from_millis(2100)).await;
     create("Room again".into()).await.assert_status(201);
-    eprintln!(
-        "FIGURE {}",
-        json!({"case": "files per account", "burst_created": 30, "burst_limited": 30, "cap": 40})
+    figure(
+        json!({"case": "files per account", "burst_created": 30, "burst_limited": 30, "cap": 40}),
     );
 }
 
@@ -1015,9 +959,9 @@ async fn rooms_open(node: &Node) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_hello_never_opens_a_room() {
     let n = node(&[("ATRIUM_HEALTH_STATS", "1")]).await;
-    let private = shared(&n, "none").await;
+    let private = shared_file(&n, "none").await;
     let stranger = new_account(&n, "stranger").await;
-    let viewable = shared(&n, "view").await;
+    let viewable = shared_file(&n, "view").await;
     assert_eq!(rooms_open(&n).await, 0);
 
     let cases: Vec<(&str, Hello, u16)> = vec![
@@ -1060,16 +1004,7 @@ async fn a_sign_out_while_a_socket_waits_for_a_slot_closes_it() {
     let (first_token, _) = signup(&n, &email).await;
     let f = create_file(&n, &first_token, "Mine", None).await;
     let file = s(&f["id"]).to_string();
-    let r = send_json(
-        &n,
-        "POST",
-        "/api/signin",
-        None,
-        &json!({"email": email, "password": PASSWORD}),
-    )
-    .await;
-    r.assert_status(200);
-    let second_token = s(&r.body()["token"]).to_string();
+    let second_token = signin(&n, &email).await;
 
     // The account's one slot is taken by the first session's socket.
     let (holder, _) = Client::join(&n, &file, &Hello::token(&first_token)).await;
@@ -1156,10 +1091,9 @@ async fn a_body_that_never_finishes_is_answered_408_and_closed() {
         &[],
     );
     assert_eq!(timeouts, Some(SLOW as f64));
-    eprintln!(
-        "FIGURE {}",
+    figure(
         json!({"case": "unfinished bodies", "connections": SLOW, "answered_408_and_closed": SLOW,
-               "slowest_close_ms": slowest.as_millis()})
+               "slowest_close_ms": slowest.as_millis()}),
     );
 }
 
@@ -1211,10 +1145,7 @@ async fn connections_past_the_node_cap_are_answered_503_and_closed() {
         Some(refused as f64)
     );
     drop(sockets);
-    eprintln!(
-        "FIGURE {}",
-        json!({"case": "connection cap", "cap": 20, "held": 20, "refused_503": refused})
-    );
+    figure(json!({"case": "connection cap", "cap": 20, "held": 20, "refused_503": refused}));
 }
 
 /// Without an admin address, /metrics on the main (public) address is for
@@ -1288,9 +1219,8 @@ async fn sessions_expire_and_their_sockets_close_at_expiry() {
     get(&node, "/api/me", Some(s(&r.body()["token"])))
         .await
         .assert_status(200);
-    eprintln!(
-        "FIGURE {}",
-        json!({"case": "session expiry", "ttl_ms": 3000, "socket_closed_after_ms": closed_after.as_millis()})
+    figure(
+        json!({"case": "session expiry", "ttl_ms": 3000, "socket_closed_after_ms": closed_after.as_millis()}),
     );
 }
 
@@ -1351,8 +1281,7 @@ async fn signing_out_everywhere_ends_every_session_of_the_account() {
         .await
         .assert_status(200);
     survivor.expect_quiet(Duration::from_millis(300)).await;
-    eprintln!(
-        "FIGURE {}",
-        json!({"case": "sign out everywhere", "sessions": 3, "sockets": 3, "slowest_close_ms": slowest.as_millis()})
+    figure(
+        json!({"case": "sign out everywhere", "sessions": 3, "sockets": 3, "slowest_close_ms": slowest.as_millis()}),
     );
 }

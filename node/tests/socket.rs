@@ -156,16 +156,14 @@ async fn two_people_see_the_same_gapless_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn viewer_receives_but_cannot_edit() {
     let node = Node::start(&[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
-    set_link(&node, &owner, &id, "view").await;
+    let f = shared_file(&node, "view").await;
+    let (owner, id) = (f.owner.clone(), f.id.clone());
 
     let (mut a, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
-    let (mut viewer, wv) = Client::join(&node, &id, &Hello::key(s(&file["view_key"]))).await;
+    let (mut viewer, wv) = Client::join(&node, &id, &Hello::key(&f.view_key)).await;
     assert_eq!(wv["role"], "viewer", "view key: {wv}");
     // An edit key while link is `view` only gives view access.
-    let (mut viewer2, wv2) = Client::join(&node, &id, &Hello::key(s(&file["edit_key"]))).await;
+    let (mut viewer2, wv2) = Client::join(&node, &id, &Hello::key(&f.edit_key)).await;
     assert_eq!(wv2["role"], "viewer", "edit key with link view: {wv2}");
 
     let v1 = a.patch_acked(1, vec![put("r1", json!({"w": 10}))]).await;
@@ -198,9 +196,7 @@ async fn viewer_receives_but_cannot_edit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resent_op_ids_are_acked_not_applied() {
     let node = Node::start(&[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (owner, id) = owned_file(&node).await;
 
     let hello_a = Hello::token(&owner);
     let (mut a, _) = Client::join(&node, &id, &hello_a).await;
@@ -263,9 +259,7 @@ async fn resent_op_ids_are_acked_not_applied() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_never_resurrects_a_deleted_node() {
     let node = Node::start(&[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (owner, id) = owned_file(&node).await;
     let (mut a, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
     let (mut b, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
 
@@ -299,9 +293,7 @@ async fn set_never_resurrects_a_deleted_node() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_removes_props_with_null_and_keeps_others() {
     let node = Node::start(&[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (owner, id) = owned_file(&node).await;
     let (mut a, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
     a.patch_acked(
         1,
@@ -343,14 +335,12 @@ async fn make_patches(c: &mut Client, first_id: u64, n: u64, tag: &str) -> Vec<(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_gets_exactly_the_missed_patches() {
     let node = Node::start(&[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
-    set_link(&node, &owner, &id, "edit").await;
+    let f = shared_file(&node, "edit").await;
+    let (owner, id) = (f.owner.clone(), f.id.clone());
 
     let hello_a = Hello::token(&owner);
     let (mut a, wa) = Client::join(&node, &id, &hello_a).await;
-    let (mut b, _) = Client::join(&node, &id, &Hello::key(s(&file["edit_key"]))).await;
+    let (mut b, _) = Client::join(&node, &id, &Hello::key(&f.edit_key)).await;
     let you_b = {
         // B's person id, as A sees it in relays.
         let mine = make_patches(&mut a, 1, 2, "a").await;
@@ -438,9 +428,7 @@ async fn resume_gets_exactly_the_missed_patches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_since_beyond_the_ring_gets_the_doc() {
     let node = Node::start(&[("ATRIUM_ROOM_OPS", "5")]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (owner, id) = owned_file(&node).await;
     let (mut a, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
     let mut model = Map::new();
     for i in 1..=20u64 {
@@ -484,9 +472,7 @@ async fn old_since_beyond_the_ring_gets_the_doc() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn person_id_is_stable_and_newer_socket_replaces_older() {
     let node = Node::start(&[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
+    let (owner, id) = owned_file(&node).await;
 
     let hello = Hello::token(&owner);
     let (mut first, w1) = Client::join(&node, &id, &hello).await;
@@ -581,12 +567,10 @@ async fn hello_credentials_decide_the_close_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn link_changes_reach_live_sockets() {
     let node = Node::start(&[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Board", None).await;
-    let id = s(&file["id"]).to_string();
-    set_link(&node, &owner, &id, "edit").await;
+    let f = shared_file(&node, "edit").await;
+    let (owner, id) = (f.owner.clone(), f.id.clone());
 
-    let (mut guest, w) = Client::join(&node, &id, &Hello::key(s(&file["edit_key"]))).await;
+    let (mut guest, w) = Client::join(&node, &id, &Hello::key(&f.edit_key)).await;
     assert_eq!(w["role"], "editor");
     let guest_you = you(&w);
     assert_eq!(guest.patch_acked(1, vec![put("g", json!({}))]).await, 1);

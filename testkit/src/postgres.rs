@@ -31,6 +31,21 @@ pub async fn try_connect(url: &str) -> Result<tokio_postgres::Client, String> {
     Ok(client)
 }
 
+/// The folder holding Postgres's `initdb` and `pg_ctl`: the newest under
+/// /usr/lib/postgresql (Debian's layout), else the first on PATH; `None` if neither has them.
+pub fn server_binaries() -> Option<std::path::PathBuf> {
+    let mut dirs: Vec<std::path::PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|rd| rd.flatten().map(|e| e.path().join("bin")).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs.reverse();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs.into_iter()
+        .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
+}
+
 /// `url` with its database name replaced by `name` (the query string is kept).
 pub fn with_database(url: &str, name: &str) -> String {
     let (base, query) = match url.split_once('?') {

@@ -12,6 +12,8 @@ pub struct Proc {
     child: Child,
     log: Arc<Mutex<String>>,
     exited: Option<ExitStatus>,
+    /// The threads copying its stdout and stderr into `log`.
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Proc {
@@ -30,9 +32,10 @@ impl Proc {
             .stderr
             .take()
             .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        let mut readers = Vec::new();
         for pipe in [stdout, stderr].into_iter().flatten() {
             let log = log.clone();
-            std::thread::spawn(move || {
+            readers.push(std::thread::spawn(move || {
                 let mut reader = BufReader::new(pipe);
                 let mut line = Vec::new();
                 while let Ok(n) = reader.read_until(b'\n', &mut line) {
@@ -45,13 +48,14 @@ impl Proc {
                         .push_str(&text);
                     line.clear();
                 }
-            });
+            }));
         }
         Proc {
             name: name.to_string(),
             child,
             log,
             exited: None,
+            readers,
         }
     }
 
@@ -154,6 +158,10 @@ impl Drop for Proc {
     fn drop(&mut self) {
         self.kill9();
         if std::thread::panicking() {
+            // Its last lines may still be in the pipes: the readers end at their close.
+            for reader in self.readers.drain(..) {
+                let _ = reader.join();
+            }
             eprintln!(
                 "----- {} -----\n{}\n----- end of {} -----",
                 self.name,

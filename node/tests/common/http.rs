@@ -82,6 +82,29 @@ pub async fn signup(node: &Node, email: &str) -> (String, Value) {
     (token, r.body()["account"].clone())
 }
 
+/// Signs in with the test password; the new session's token.
+pub async fn signin(node: &Node, email: &str) -> String {
+    let body = json!({"email": email, "password": PASSWORD});
+    let r = send_json(node, "POST", "/api/signin", None, &body).await;
+    r.assert_status(200);
+    s(&r.body()["token"]).to_string()
+}
+
+/// A sign-in attempt on `port` as if from `from` (`X-Forwarded-For`, for a node that
+/// trusts the test as its proxy); the answer, whatever it is.
+pub async fn signin_from(port: u16, email: &str, password: &str, from: &str) -> Resp {
+    let body = json!({"email": email, "password": password}).to_string();
+    let headers = [("x-forwarded-for", from)];
+    http_at(
+        port,
+        "POST",
+        "/api/signin",
+        &headers,
+        Some(body.into_bytes()),
+    )
+    .await
+}
+
 /// Signs up an account with a unique email; returns its token.
 pub async fn new_account(node: &Node, who: &str) -> String {
     signup(node, &unique_email(who)).await.0
@@ -96,6 +119,42 @@ pub async fn create_file(node: &Node, token: &str, name: &str, doc: Option<Value
     let r = send_json(node, "POST", "/api/files", Some(token), &body).await;
     r.assert_status(201);
     r.body().clone()
+}
+
+/// A new account and a private file of its own: (owner's token, file id).
+pub async fn owned_file(node: &Node) -> (String, String) {
+    let owner = new_account(node, "owner").await;
+    let file = create_file(node, &owner, "Board", None).await;
+    (owner, s(&file["id"]).to_string())
+}
+
+/// A file with its owner's token and its two keys.
+pub struct SharedFile {
+    pub owner: String,
+    pub id: String,
+    pub edit_key: String,
+    pub view_key: String,
+}
+
+/// A new account's file named "Board", its link set to `link` ("none" keeps it private).
+pub async fn shared_file(node: &Node, link: &str) -> SharedFile {
+    let owner = new_account(node, "owner").await;
+    file_of(node, owner, "Board", link).await
+}
+
+/// A new file of `owner`'s, its link set to `link` ("none" keeps it private).
+pub async fn file_of(node: &Node, owner: String, name: &str, link: &str) -> SharedFile {
+    let file = create_file(node, &owner, name, None).await;
+    let id = s(&file["id"]).to_string();
+    if link != "none" {
+        set_link(node, &owner, &id, link).await;
+    }
+    SharedFile {
+        owner,
+        id,
+        edit_key: s(&file["edit_key"]).to_string(),
+        view_key: s(&file["view_key"]).to_string(),
+    }
 }
 
 /// Sets a file's `link` setting as its owner.

@@ -86,3 +86,8 @@ pub async fn wait_metric(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Prints a measured figure as one `FIGURE {json}` line, for the docs' tables.
+pub fn figure(value: Value) {
+    eprintln!("FIGURE {value}");
+}

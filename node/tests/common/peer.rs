@@ -446,6 +446,19 @@ impl Crowd {
     }
 
     /// Waits until every peer has been welcomed after `t`; panics after `dur`.
+    /// Waits (at most `dur`) until every peer has been welcomed at least once.
+    pub async fn all_welcomed(&self, dur: Duration) {
+        self.all_welcomed_after(Instant::now() - Duration::from_secs(3600), dur)
+            .await;
+    }
+
+    /// Asserts that every file's peers were last welcomed on `node`.
+    pub fn assert_all_on(&self, node: &str) {
+        for (file, on) in self.last_nodes() {
+            assert_eq!(on.as_deref(), Some(node), "{file} is not on {node}");
+        }
+    }
+
     pub async fn all_welcomed_after(&self, t: Instant, dur: Duration) {
         let deadline = Instant::now() + dur;
         loop {

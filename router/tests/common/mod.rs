@@ -392,10 +392,14 @@ impl Client {
         since: Option<u64>,
     ) -> Option<Client> {
         let url = format!("ws://127.0.0.1:{port}/files/{file}/ws");
-        let (ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(url))
-            .await
-            .ok()?
-            .ok()?;
+        let (ws, _) = match tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(url)).await
+        {
+            Ok(Ok(ok)) => ok,
+            other => {
+                eprintln!("upgrade of {file} through port {port} failed: {other:?}");
+                return None;
+            }
+        };
         let mut c = Client {
             ws,
             client: client.to_string(),
@@ -415,7 +419,12 @@ impl Client {
                     return Some(c);
                 }
                 Event::Json(_) => continue,
-                _ => return None,
+                other => {
+                    eprintln!(
+                        "join of {file} through port {port} ended before a welcome: {other:?}"
+                    );
+                    return None;
+                }
             }
         }
     }
