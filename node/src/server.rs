@@ -18,6 +18,7 @@ use crate::config::NodeConfig;
 use crate::journal::Journal;
 use crate::limits::{AddressCounts, KeyedLimiter};
 use crate::outbox::Budget;
+use crate::room::core::Rules;
 use crate::room::registry::Rooms;
 use crate::room::RoomContext;
 use crate::sessions::SessionSockets;
@@ -113,15 +114,17 @@ pub async fn start(
     memory.spawn_sampler(metrics.clone());
     metrics.memory_budget.set(memory.budget() as i64);
     let ctx = Arc::new(RoomContext {
-        metrics: metrics.clone(),
-        memory: memory.clone(),
-        config: config.clone(),
+        rules: Rules {
+            metrics: metrics.clone(),
+            memory: memory.clone(),
+            config: config.clone(),
+            limits: limits.clone(),
+            welcome_budget: Budget::new(config.welcome_budget_bytes),
+        },
         store: store.clone(),
         journal,
-        limits: limits.clone(),
         coordinator: coordinator.clone(),
         node: node.clone(),
-        welcome_budget: Budget::new(config.welcome_budget_bytes),
         load_costs: Default::default(),
     });
     let hasher = Hasher::new(

@@ -220,9 +220,9 @@ impl RoomCore {
         None
     }
 
-    /// What the shell must carry out, oldest first.
-    pub fn take_effects(&mut self) -> Vec<Effect> {
-        std::mem::take(&mut self.effects)
+    /// What the shell must carry out, oldest first (the buffer is kept for the next turn).
+    pub fn effects(&mut self) -> std::vec::Drain<'_, Effect> {
+        self.effects.drain(..)
     }
 
     pub(super) fn effect(&mut self, effect: Effect) {

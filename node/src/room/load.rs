@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::core::{Opened, RoomCore, Rules};
+use super::core::{Opened, RoomCore};
 use super::recent::{RecentOp, RecentOps};
 use super::snapshot::{replay, replay_limits};
 use super::{JoinError, RoomContext};
@@ -24,12 +24,12 @@ pub async fn load(
     ctx: Arc<RoomContext>,
     people: Arc<AtomicUsize>,
 ) -> Result<(RoomCore, LeaseKeeper), JoinError> {
-    let config = &ctx.config;
+    let (config, memory, metrics) = (&ctx.rules.config, &ctx.rules.memory, &ctx.rules.metrics);
     // A file last seen too large for what the budget has left is refused before its
     // lease is taken and its document read: joiners that retry it cost a lookup each.
     let known = ctx.load_costs.get(file).unwrap_or(0);
-    if !ctx.memory.admits() || !ctx.memory.fits(known) {
-        ctx.metrics.memory_refusals.inc();
+    if !memory.admits() || !memory.fits(known) {
+        metrics.memory_refusals.inc();
         return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
     }
     let lease = match ctx.coordinator.acquire(file.as_str(), &ctx.node).await {
@@ -58,10 +58,10 @@ pub async fn load(
     // burst of loads cannot take the node past its budget before a sample shows it.
     let cost = load_cost(&taken);
     ctx.load_costs.note(file, cost);
-    let loading = match ctx.memory.reserve(cost) {
+    let loading = match memory.reserve(cost) {
         Some(r) => r,
         None => {
-            ctx.metrics.memory_refusals.inc();
+            metrics.memory_refusals.inc();
             let _ = keeper.release().await;
             return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         }
@@ -79,7 +79,7 @@ pub async fn load(
     let log = Arc::new(taken.log);
     let size = snapshot.as_ref().map_or(0, |(_, json)| json.len())
         + log.iter().map(|p| p.ops.len()).sum::<usize>();
-    let built = crate::lane::run(size, &ctx.metrics, {
+    let built = crate::lane::run(size, metrics, {
         let log = log.clone();
         move || {
             let (base, mut doc) = match snapshot {
@@ -110,13 +110,6 @@ pub async fn load(
         });
     }
     tracing::debug!(file = %file, epoch = taken.epoch, version, "room loaded");
-    let rules = Rules {
-        metrics: ctx.metrics.clone(),
-        config: ctx.config.clone(),
-        limits: ctx.limits.clone(),
-        memory: ctx.memory.clone(),
-        welcome_budget: ctx.welcome_budget.clone(),
-    };
     let opened = Opened {
         file: file.clone(),
         record: taken.record,
@@ -125,6 +118,7 @@ pub async fn load(
         version,
         recent,
     };
+    let rules = ctx.rules.clone();
     Ok((RoomCore::new(opened, rules, people, Instant::now()), keeper))
 }
 

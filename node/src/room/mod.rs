@@ -43,12 +43,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use atrium_coordinator::{Coordinator, LeaseKeeper, NodeId};
 
-use self::core::{Effect, Exit, RoomCore};
-use crate::config::NodeConfig;
-use crate::doc::DocLimits;
+use self::core::{Effect, Exit, RoomCore, Rules};
 use crate::ids::{AccountId, ClientKey, FileId, PersonId};
 use crate::journal::{Appended, Journal, JournalEntry};
-use crate::outbox::{Budget, ConnId, Outbox};
+use crate::outbox::{ConnId, Outbox};
 use crate::protocol::{Patch, PresenceUpdate};
 use crate::store::{FileRecord, Store, StoreError};
 use access::{Denied, Role};
@@ -56,17 +54,12 @@ use registry::RoomMap;
 
 /// What rooms share: settings, the store, the journal and the coordinator.
 pub struct RoomContext {
-    pub metrics: Arc<crate::metrics::Metrics>,
-    pub config: Arc<NodeConfig>,
+    /// What every room's core decides by: settings, limits, budgets, metrics.
+    pub rules: Rules,
     pub store: Arc<dyn Store>,
     pub journal: Journal,
-    pub limits: DocLimits,
     pub coordinator: Arc<dyn Coordinator>,
     pub node: NodeId,
-    /// Node-wide allowance for welcomes bigger than a send queue.
-    pub welcome_budget: Arc<Budget>,
-    /// The node's memory budget: a room is not loaded where it has no room.
-    pub memory: Arc<crate::memory::MemoryGuard>,
     /// What loading each recent file cost, to refuse one too large without reading it.
     pub load_costs: load::LoadCosts,
 }
@@ -202,7 +195,7 @@ impl Room {
         };
         let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
         serving.store(true, Ordering::Release);
-        room.ctx.metrics.rooms.inc();
+        room.ctx.rules.metrics.rooms.inc();
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut commands = Vec::with_capacity(64);
@@ -237,8 +230,9 @@ impl Room {
         tracing::debug!(file = %room.core.file(), ?exit, "room ends");
         serving.store(false, Ordering::Release);
         registry::remove(&room.rooms, room.core.file(), room.generation);
-        room.ctx.metrics.rooms.dec();
+        room.ctx.rules.metrics.rooms.dec();
         room.ctx
+            .rules
             .metrics
             .room_exits
             .with_label_values(&[exit.reason()])
@@ -258,22 +252,24 @@ impl Room {
 
     /// One turn: the commands that arrived together, then their patches to the journal.
     fn turn(&mut self, commands: &mut Vec<RoomCmd>) -> Option<Exit> {
+        // One reading of the clock for the turn: its commands arrived together.
+        let now = Instant::now();
         let mut exit = None;
         for cmd in commands.drain(..) {
-            exit = self.core.handle(cmd, Instant::now());
+            exit = self.core.handle(cmd, now);
             if exit.is_some() {
                 break;
             }
         }
         if exit.is_none() {
-            self.core.end_turn(Instant::now());
+            self.core.end_turn(now);
         }
         exit
     }
 
     /// Carries out what the core decided.
     fn carry_out(&mut self) {
-        for effect in self.core.take_effects() {
+        for effect in self.core.effects() {
             match effect {
                 Effect::Append(append) => {
                     let tx = self.tx.clone();
@@ -284,14 +280,15 @@ impl Room {
                         }),
                     });
                     if !submitted {
-                        tracing::error!(file = %self.core.file(), "journal stopped; patches stay unacked");
+                        // The journal only stops with the node: every room is in the same place.
+                        tracing::error!("journal stopped; patches stay unacked");
                     }
                 }
                 Effect::Snapshot(job) => {
                     snapshot::spawn(
                         job,
                         self.ctx.store.clone(),
-                        self.ctx.metrics.clone(),
+                        self.ctx.rules.metrics.clone(),
                         self.tx.clone(),
                     );
                 }

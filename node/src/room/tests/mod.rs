@@ -162,7 +162,7 @@ impl Harness {
     }
 
     fn collect(&mut self) {
-        for effect in self.core.take_effects() {
+        for effect in self.core.effects() {
             match effect {
                 Effect::Append(a) => self.appends.push(a),
                 Effect::Snapshot(job) => self.snapshots.push(job),
