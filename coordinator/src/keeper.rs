@@ -1,49 +1,60 @@
-//! Keeps one lease alive in the background for as long as the node serves the file.
+//! Follows one lease in the background for as long as the node serves the file.
 
 use std::future::Future;
+use std::hash::BuildHasher;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio::time::{interval_at, Instant, MissedTickBehavior};
+use tokio::time::{sleep_until, Instant};
 
-use crate::{Coordinator, CoordinatorError, Lease};
+use crate::{Coordinator, CoordinatorError, CoordinatorSettings, Lease};
 
 /// Asked after a lapsed lease was taken back: whether the holder's claim still stands in the
 /// document store (no other node raised the file's epoch since the holder took it).
 pub type StillMine = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
 
-/// Renews a lease every `every` (the heartbeat interval) in a spawned task.
+/// Watches over a lease in a spawned task.
 ///
-/// Only `Lost` ends the renewals and flips [`lost`](Self::lost): a coordinator that is merely
-/// unavailable is retried at the next tick, because the holder may keep writing under its
-/// store epoch meanwhile (the fence, not the lease, keeps the data safe). A lease that lapsed
-/// while nobody else took it (the coordinator was down for longer than the lease, or restarted
-/// without it) is taken back when a [`StillMine`] check was given and says the store agrees, so
-/// a coordinator outage does not close every room. Dropping the keeper stops renewing and lets
-/// the lease lapse; [`release`](Self::release) hands it over at once.
+/// A lease hangs on its holder's membership, so keeping it costs nothing per file: the keeper
+/// rewrites the lease's record every [`lease_refresh`](CoordinatorSettings::lease_refresh)
+/// (so it never reaches the record lifetime) and checks it at once when the coordinator
+/// reports a [rejoin](Coordinator::rejoins), the one moment a live node's leases can have
+/// lapsed. Only `Lost` ends the keeper and flips [`lost`](Self::lost): a coordinator that is
+/// merely unavailable is asked again every heartbeat interval, because the holder may keep
+/// writing under its store epoch meanwhile (the fence, not the lease, keeps the data safe). A
+/// lease that lapsed while nobody else took it (the node's membership lapsed in a coordinator
+/// outage and it joined again) is taken back when a [`StillMine`] check was given and says the
+/// store agrees, so a coordinator outage does not close every room.
+/// [`release`](Self::release) hands the lease over at once; dropping the keeper releases it
+/// in the background.
 pub struct LeaseKeeper {
     coordinator: Arc<dyn Coordinator>,
     current: Arc<Mutex<Lease>>,
     still_mine: Arc<Mutex<Option<StillMine>>>,
     lost: watch::Receiver<bool>,
     task: JoinHandle<()>,
+    released: bool,
 }
 
 impl LeaseKeeper {
-    /// Starts renewing `lease`, first one interval from now. Needs a Tokio runtime.
-    pub fn start(coordinator: Arc<dyn Coordinator>, lease: Lease, every: Duration) -> Self {
+    /// Starts watching over `lease` with the fleet's timing. Needs a Tokio runtime.
+    pub fn start(
+        coordinator: Arc<dyn Coordinator>,
+        lease: Lease,
+        settings: CoordinatorSettings,
+    ) -> Self {
         let current = Arc::new(Mutex::new(lease));
         let still_mine = Arc::new(Mutex::new(None));
         let (lost_tx, lost) = watch::channel(false);
-        let task = tokio::spawn(renew_loop(
+        let task = tokio::spawn(keep(
             coordinator.clone(),
             current.clone(),
             still_mine.clone(),
             lost_tx,
-            every,
+            settings,
         ));
         Self {
             coordinator,
@@ -51,6 +62,7 @@ impl LeaseKeeper {
             still_mine,
             lost,
             task,
+            released: false,
         }
     }
 
@@ -68,7 +80,7 @@ impl LeaseKeeper {
         self.lost.clone()
     }
 
-    /// The lease as last renewed.
+    /// The lease as last confirmed.
     pub fn lease(&self) -> Lease {
         self.current
             .lock()
@@ -76,10 +88,11 @@ impl LeaseKeeper {
             .clone()
     }
 
-    /// Stops renewing and releases the lease so a successor can take the file at once.
-    pub async fn release(self) -> Result<(), CoordinatorError> {
-        // A renewal cut short here is harmless: release matches on the epoch, not the expiry.
+    /// Stops watching and releases the lease so a successor can take the file at once.
+    pub async fn release(mut self) -> Result<(), CoordinatorError> {
+        // A renewal cut short here is harmless: release matches on the epoch.
         self.task.abort();
+        self.released = true;
         let lease = self.lease();
         self.coordinator.release(&lease).await
     }
@@ -88,26 +101,49 @@ impl LeaseKeeper {
 impl Drop for LeaseKeeper {
     fn drop(&mut self) {
         self.task.abort();
+        if self.released {
+            return;
+        }
+        // The lease would stay held for as long as this node lives: give it up.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (coordinator, lease) = (self.coordinator.clone(), self.lease());
+            runtime.spawn(async move { coordinator.release(&lease).await });
+        }
     }
 }
 
-async fn renew_loop(
+/// The keeper's task: a check every `lease_refresh`, after every rejoin, and every heartbeat
+/// interval while the coordinator does not answer.
+async fn keep(
     coordinator: Arc<dyn Coordinator>,
     current: Arc<Mutex<Lease>>,
     still_mine: Arc<Mutex<Option<StillMine>>>,
     lost: watch::Sender<bool>,
-    every: Duration,
+    settings: CoordinatorSettings,
 ) {
-    let mut ticks = interval_at(Instant::now() + every, every);
-    // After a stall, renew once and carry on from there rather than in a burst.
-    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut rejoins = Some(coordinator.rejoins());
+    let file = current
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .file
+        .clone();
+    let mut next = Instant::now() + first_refresh(&file, settings.lease_refresh);
     loop {
-        ticks.tick().await;
+        tokio::select! {
+            _ = sleep_until(next) => {}
+            changed = rejoined(&mut rejoins) => {
+                if !changed {
+                    // The coordinator is gone; the periodic check remains.
+                    rejoins = None;
+                    continue;
+                }
+            }
+        }
         let lease = current
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let renewed = match coordinator.renew(&lease).await {
+        let checked = match coordinator.renew(&lease).await {
             Err(CoordinatorError::Lost) => {
                 let check = still_mine
                     .lock()
@@ -115,17 +151,20 @@ async fn renew_loop(
                     .clone();
                 match check {
                     Some(check) => retake(&*coordinator, &lease, &check).await,
-                    None => Renewal::Lost,
+                    None => Check::Lost,
                 }
             }
-            Ok(renewed) => Renewal::Kept(renewed),
-            // Unavailable (or anything else): try again next tick.
-            Err(_) => Renewal::Later,
+            Ok(renewed) => Check::Kept(renewed),
+            // Unavailable (or anything else): ask again soon.
+            Err(_) => Check::Later,
         };
-        match renewed {
-            Renewal::Kept(l) => *current.lock().unwrap_or_else(PoisonError::into_inner) = l,
-            Renewal::Later => {}
-            Renewal::Lost => {
+        match checked {
+            Check::Kept(l) => {
+                *current.lock().unwrap_or_else(PoisonError::into_inner) = l;
+                next = Instant::now() + settings.lease_refresh;
+            }
+            Check::Later => next = Instant::now() + settings.heartbeat,
+            Check::Lost => {
                 lost.send_replace(true);
                 return;
             }
@@ -133,28 +172,64 @@ async fn renew_loop(
     }
 }
 
-/// What one renewal came to.
-enum Renewal {
-    /// Renewed, or taken back after it lapsed.
+/// Resolves when the coordinator reports a rejoin (`true`) or is gone (`false`); never while
+/// there is nothing to watch.
+async fn rejoined(rejoins: &mut Option<watch::Receiver<u64>>) -> bool {
+    match rejoins {
+        Some(rx) => rx.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
+/// The first rewrite comes after between half of and the whole refresh interval, picked by
+/// the file, so leases taken together (a failover) are not rewritten together.
+fn first_refresh(file: &str, refresh: Duration) -> Duration {
+    let spread = std::collections::hash_map::RandomState::new().hash_one(file) % 1024;
+    refresh / 2 + refresh / 2 * spread as u32 / 1024
+}
+
+/// What one check came to.
+enum Check {
+    /// Confirmed, or taken back after it lapsed.
     Kept(Lease),
-    /// The coordinator did not answer: try again next tick.
+    /// The coordinator did not answer: ask again soon.
     Later,
     Lost,
 }
 
 /// Takes a lapsed lease back: only while nobody else holds it, and only if the store says no
 /// other node took the file meanwhile (else it is given back at once).
-async fn retake(coordinator: &dyn Coordinator, lapsed: &Lease, still_mine: &StillMine) -> Renewal {
+async fn retake(coordinator: &dyn Coordinator, lapsed: &Lease, still_mine: &StillMine) -> Check {
     match coordinator.acquire(&lapsed.file, &lapsed.node).await {
         Ok(lease) => {
             if still_mine().await {
-                Renewal::Kept(lease)
+                Check::Kept(lease)
             } else {
                 let _ = coordinator.release(&lease).await;
-                Renewal::Lost
+                Check::Lost
             }
         }
-        Err(CoordinatorError::Unavailable(_)) => Renewal::Later,
-        Err(_) => Renewal::Lost,
+        // Not a member this moment (its heartbeat is joining again), or no answer.
+        Err(CoordinatorError::Unavailable(_) | CoordinatorError::Lost) => Check::Later,
+        Err(_) => Check::Lost,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_rewrites_spread_over_the_second_half_of_the_interval() {
+        let refresh = Duration::from_secs(3600);
+        let firsts: Vec<Duration> = (0..200)
+            .map(|i| first_refresh(&format!("file-{i}"), refresh))
+            .collect();
+        assert!(firsts.iter().all(|d| *d >= refresh / 2 && *d <= refresh));
+        let early = firsts.iter().filter(|d| **d < refresh * 3 / 4).count();
+        assert!(
+            (40..160).contains(&early),
+            "{early} of 200 in the first quarter"
+        );
     }
 }

@@ -9,7 +9,7 @@
 //! - `types`: [`NodeId`], [`Member`], [`Lease`], [`CoordinatorSettings`], [`Invalid`];
 //! - `error`: [`CoordinatorError`];
 //! - `memory`: [`MemoryCoordinator`], everything in one process;
-//! - `keeper`: [`LeaseKeeper`], renews one lease in the background and reports its loss;
+//! - `keeper`: [`LeaseKeeper`], follows one lease in the background and reports its loss;
 //! - `events`: [`CoordinatorEvent`], what [`Coordinator::watch`] reports;
 //! - `nats`: [`NatsCoordinator`], JetStream KV buckets plus core NATS subjects;
 //! - `redis`: [`RedisCoordinator`], keys with PX TTLs, Lua scripts and pub/sub;
@@ -41,7 +41,7 @@ pub use redis::RedisCoordinator;
 pub use ring::{Ring, SIP_KEYS, VNODES};
 pub use types::{
     CoordinatorSettings, Invalid, Lease, Member, NodeId, DEFAULT_HEARTBEAT, DEFAULT_LEASE,
-    MAX_ADDRESS_LEN, MAX_KEY_LEN,
+    DEFAULT_LEASE_REFRESH, LEASE_RECORD_LIFETIME, MAX_ADDRESS_LEN, MAX_KEY_LEN,
 };
 
 /// Membership, file leases and per-node counters, shared by every node of a fleet.
@@ -52,35 +52,48 @@ pub use types::{
 pub trait Coordinator: Send + Sync + 'static {
     /// Announces this node (id, address the router can reach, draining flag) and keeps it
     /// alive: membership records carry these and lapse `lease` after the last heartbeat.
-    /// Joining again replaces the record; a join after a lapse starts with no counter slots.
+    /// Joining again while live replaces the record; a join after a lapse begins a new
+    /// incarnation, with no counter slots and no leases.
     async fn join(&self, member: Member) -> Result<(), CoordinatorError>;
 
     /// Keeps the membership alive and updates its draining flag. `Err(Lost)` when the record
     /// has lapsed or was never made: the node must `join` again (its slots are gone).
     async fn heartbeat(&self, node: &NodeId, draining: bool) -> Result<(), CoordinatorError>;
 
-    /// Ends the membership at once and frees the node's counter slots. Leases are not
-    /// touched: their holders release them (or they lapse).
+    /// Ends the membership at once and frees the node's counter slots and, with them, every
+    /// lease it held (its holders should still release them, which tells watchers).
     async fn leave(&self, node: &NodeId) -> Result<(), CoordinatorError>;
 
     /// The live members, in no particular order.
     async fn members(&self) -> Result<Vec<Member>, CoordinatorError>;
 
-    /// Takes the lease on a file for `node` when nobody holds a live one (or `node` already
-    /// does, in which case it is extended and keeps its epoch). The epoch only grows across
-    /// holders; it is a hint, the document store is the judge.
-    /// `Err(Held { holder })` when another node holds a live lease.
+    /// Takes the lease on a file for `node`, which must be a live member (`Err(Lost)`
+    /// otherwise). A lease hangs on the membership of its holder: it is free when nobody took
+    /// it, when it was released, or when its holder's membership (the incarnation that took
+    /// it) has lapsed or left. A lease `node` already holds is returned with its epoch. The
+    /// epoch only grows across holders; it is a hint, the document store is the judge.
+    /// `Err(Held { holder })` when another live node holds it.
     async fn acquire(&self, file: &str, node: &NodeId) -> Result<Lease, CoordinatorError>;
 
-    /// Extends a lease by the lease time. `Err(Lost)` if it lapsed or someone else took it.
+    /// Confirms a lease is still held and rewrites its record, so that a live holder's
+    /// record never reaches [`LEASE_RECORD_LIFETIME`]. Nothing needs it to keep a lease
+    /// (the membership does): [`LeaseKeeper`] calls it every
+    /// [`lease_refresh`](CoordinatorSettings::lease_refresh) and after a
+    /// [rejoin](Self::rejoins). `Err(Lost)` if the holder's membership lapsed or someone else
+    /// took the file.
     async fn renew(&self, lease: &Lease) -> Result<Lease, CoordinatorError>;
 
     /// Gives a lease up so a successor can take the file at once. Only acts while the lease
     /// is still ours; releasing a lapsed or taken-over lease is `Ok`.
     async fn release(&self, lease: &Lease) -> Result<(), CoordinatorError>;
 
-    /// The node holding a live lease on the file, if any.
+    /// The node holding the file's lease, if it is a live member that still holds it.
     async fn holder(&self, file: &str) -> Result<Option<NodeId>, CoordinatorError>;
+
+    /// Counts, for this instance, the joins that began a new incarnation of a node (it had
+    /// lapsed, left or never joined): the leases of its earlier incarnation are no longer
+    /// held, so [`LeaseKeeper`]s check theirs when it changes.
+    fn rejoins(&self) -> tokio::sync::watch::Receiver<u64>;
 
     /// Takes one slot of a fleet-wide counter (e.g. sockets per account) for `node`:
     /// `Ok(true)` if the total across live nodes was below `limit`, `Ok(false)` at the limit.

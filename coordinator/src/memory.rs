@@ -5,15 +5,19 @@
 //! liveness against the clock, drops what it finds dead on its way, and the maps get an
 //! occasional sweep whose cost is paid for by the growth that triggered it.
 //!
+//! A lease records the incarnation of the member that took it, and is held while that
+//! incarnation is live: when a node lapses or leaves, all its leases are free at once.
+//!
 //! Watchers are told through an in-process broadcast: membership changes and lease
 //! hand-overs at once, lapses at the next periodic listing (every heartbeat interval, started
-//! by the first `watch`). A lease that lapses unnoticed is not announced; its successor's
-//! acquire is.
+//! by the first `watch`). Leases freed by their holder's lapse are not announced; their
+//! successors' acquires are.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::events::{spawn_members_ticker, Hub};
@@ -31,6 +35,7 @@ pub struct MemoryCoordinator {
     state: Arc<Mutex<State>>,
     hub: Arc<Hub>,
     ticking: AtomicBool,
+    rejoins: watch::Sender<u64>,
 }
 
 struct State {
@@ -41,6 +46,8 @@ struct State {
     /// One sequence for all files: epochs then grow across holders without remembering
     /// released files, so the lease map only holds files that are being served.
     last_epoch: u64,
+    /// The last incarnation given to a joining node.
+    last_incarnation: u64,
     lease_sweep_at: usize,
     counter_sweep_at: usize,
 }
@@ -49,19 +56,34 @@ struct MemberRecord {
     address: String,
     draining: bool,
     expires: Instant,
+    incarnation: u64,
 }
 
 struct LeaseRecord {
     node: NodeId,
+    /// The holder's incarnation when it took the lease: held while that one lives.
+    incarnation: u64,
     epoch: u64,
-    expires: Instant,
 }
 
-fn is_live(members: &HashMap<NodeId, MemberRecord>, node: &NodeId, now: Instant) -> bool {
+type Members = HashMap<NodeId, MemberRecord>;
+
+fn is_live(members: &Members, node: &NodeId, now: Instant) -> bool {
     members.get(node).is_some_and(|m| m.expires > now)
 }
 
-fn live_members(members: &HashMap<NodeId, MemberRecord>, now: Instant) -> Vec<Member> {
+/// The live member holding `lease`, if its incarnation is the one that took it.
+fn holding<'a>(
+    members: &'a Members,
+    lease: &LeaseRecord,
+    now: Instant,
+) -> Option<&'a MemberRecord> {
+    members
+        .get(&lease.node)
+        .filter(|m| m.expires > now && m.incarnation == lease.incarnation)
+}
+
+fn live_members(members: &Members, now: Instant) -> Vec<Member> {
     members
         .iter()
         .filter(|(_, m)| m.expires > now)
@@ -84,7 +106,9 @@ impl State {
 
     fn sweep_leases(&mut self, now: Instant) {
         if self.leases.len() >= self.lease_sweep_at {
-            self.leases.retain(|_, l| l.expires > now);
+            let members = &self.members;
+            self.leases
+                .retain(|_, l| holding(members, l, now).is_some());
             self.lease_sweep_at = (self.leases.len() * 2).max(MIN_SWEEP);
         }
     }
@@ -109,11 +133,13 @@ impl MemoryCoordinator {
             settings,
             hub: Hub::new(),
             ticking: AtomicBool::new(false),
+            rejoins: watch::Sender::new(0),
             state: Arc::new(Mutex::new(State {
                 members: HashMap::new(),
                 leases: HashMap::new(),
                 counters: HashMap::new(),
                 last_epoch: 0,
+                last_incarnation: 0,
                 lease_sweep_at: MIN_SWEEP,
                 counter_sweep_at: MIN_SWEEP,
             })),
@@ -173,16 +199,24 @@ impl Coordinator for MemoryCoordinator {
         }
         let now = Instant::now();
         let mut st = self.lock();
-        // Slots left by an earlier, lapsed incarnation of this node must not come back.
-        if !is_live(&st.members, &member.id, now) {
-            st.purge_slots(&member.id);
-        }
+        let incarnation = match st.members.get(&member.id) {
+            // Joining again while live keeps the incarnation, its slots and its leases.
+            Some(m) if m.expires > now => m.incarnation,
+            // Slots and leases of an earlier, lapsed incarnation must not come back.
+            _ => {
+                st.purge_slots(&member.id);
+                st.last_incarnation += 1;
+                self.rejoins.send_modify(|n| *n += 1);
+                st.last_incarnation
+            }
+        };
         st.members.insert(
             member.id,
             MemberRecord {
                 address: member.address,
                 draining: member.draining,
                 expires: now + self.settings.lease,
+                incarnation,
             },
         );
         self.announce_members(&st);
@@ -234,17 +268,19 @@ impl Coordinator for MemoryCoordinator {
     async fn acquire(&self, file: &str, node: &NodeId) -> Result<Lease, CoordinatorError> {
         check_key("file id", file)?;
         let now = Instant::now();
-        let expires = now + self.settings.lease;
         let mut st = self.lock();
-        if let Some(held) = st.leases.get_mut(file) {
-            if held.expires > now {
-                if held.node != *node {
+        let me = match st.members.get(node) {
+            Some(m) if m.expires > now => (m.incarnation, m.expires),
+            _ => return Err(CoordinatorError::Lost),
+        };
+        if let Some(held) = st.leases.get(file) {
+            if holding(&st.members, held, now).is_some() {
+                if held.node != *node || held.incarnation != me.0 {
                     return Err(CoordinatorError::Held {
                         holder: held.node.clone(),
                     });
                 }
-                held.expires = expires;
-                return Ok(self.lease_of(file, node, held.epoch, expires));
+                return Ok(self.lease_of(file, node, held.epoch, me.1));
             }
         }
         st.last_epoch += 1;
@@ -253,30 +289,31 @@ impl Coordinator for MemoryCoordinator {
             file.to_owned(),
             LeaseRecord {
                 node: node.clone(),
+                incarnation: me.0,
                 epoch,
-                expires,
             },
         );
         st.sweep_leases(now);
         drop(st);
         self.announce_lease(file, Some(node));
-        Ok(self.lease_of(file, node, epoch, expires))
+        Ok(self.lease_of(file, node, epoch, me.1))
     }
 
     async fn renew(&self, lease: &Lease) -> Result<Lease, CoordinatorError> {
         let now = Instant::now();
-        let expires = now + self.settings.lease;
         let mut st = self.lock();
-        match st.leases.get_mut(&lease.file) {
-            Some(held) if held.expires <= now => {
+        let Some(held) = st.leases.get(&lease.file) else {
+            return Err(CoordinatorError::Lost);
+        };
+        match holding(&st.members, held, now) {
+            Some(m) if held.node == lease.node && held.epoch == lease.epoch => {
+                Ok(self.lease_of(&lease.file, &lease.node, lease.epoch, m.expires))
+            }
+            Some(_) => Err(CoordinatorError::Lost),
+            None => {
                 st.leases.remove(&lease.file);
                 Err(CoordinatorError::Lost)
             }
-            Some(held) if held.node == lease.node && held.epoch == lease.epoch => {
-                held.expires = expires;
-                Ok(self.lease_of(&lease.file, &lease.node, lease.epoch, expires))
-            }
-            _ => Err(CoordinatorError::Lost),
         }
     }
 
@@ -301,8 +338,12 @@ impl Coordinator for MemoryCoordinator {
         Ok(st
             .leases
             .get(file)
-            .filter(|held| held.expires > now)
+            .filter(|held| holding(&st.members, held, now).is_some())
             .map(|held| held.node.clone()))
+    }
+
+    fn rejoins(&self) -> watch::Receiver<u64> {
+        self.rejoins.subscribe()
     }
 
     async fn count_up(
@@ -408,13 +449,26 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn lapsed_leases_are_swept_as_the_map_grows() {
         let c = MemoryCoordinator::default();
-        let a = NodeId::parse("a").unwrap();
+        let (a, b) = (NodeId::parse("a").unwrap(), NodeId::parse("b").unwrap());
+        for id in [&a, &b] {
+            let address = "127.0.0.1:1".to_owned();
+            c.join(Member {
+                id: id.clone(),
+                address,
+                draining: false,
+            })
+            .await
+            .unwrap();
+        }
         for i in 0..MIN_SWEEP - 1 {
             c.acquire(&format!("old{i}"), &a).await.unwrap();
         }
-        tokio::time::advance(c.settings().lease).await;
+        // a dies; b lives on and takes new files.
+        tokio::time::advance(c.settings().heartbeat).await;
+        c.heartbeat(&b, false).await.unwrap();
+        tokio::time::advance(c.settings().lease - c.settings().heartbeat).await;
         for i in 0..10 {
-            c.acquire(&format!("new{i}"), &a).await.unwrap();
+            c.acquire(&format!("new{i}"), &b).await.unwrap();
         }
         let st = c.lock();
         assert_eq!(st.leases.len(), 10);

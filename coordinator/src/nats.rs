@@ -3,9 +3,13 @@
 //! Three buckets per namespace `ns` (history 1 each):
 //! - `{ns}-members`: key = node id, value = [`MemberRecord`] JSON; `max_age` = the lease time,
 //!   so a record lapses unless heartbeats rewrite it;
-//! - `{ns}-leases`: key = encoded file id, value = `{node, epoch}` JSON; `max_age` = the lease
-//!   time. Taking a free lease is a write expecting the key's last revision (0 or the revision
-//!   of its delete marker); renewing and releasing expect the revision we last wrote, so they
+//! - `{ns}-leases`: key = encoded file id, value = `{node, epoch, inc}` JSON, where `inc` is
+//!   the holder's incarnation: the lease is held while that incarnation's membership lives, so
+//!   a dead node's leases are all free when its membership lapses, and a live holder writes
+//!   nothing per file to keep them. `max_age` = [`LEASE_RECORD_LIFETIME`] (hours), which only
+//!   clears records nobody will take again; holders rewrite theirs well within it (`renew`).
+//!   Taking a lease is a write expecting the key's last revision (0, a delete marker's, or a
+//!   dead holder's record's); renewing and releasing expect the revision we last wrote, so they
 //!   only succeed while the lease is still ours (compare-and-set on the revision);
 //!   A file's epoch is one above the bucket's last revision when the lease is taken (the
 //!   bucket's revisions are one sequence for all its keys, so a file's epochs only grow, and no
@@ -24,8 +28,10 @@
 //! `join` 2 (read, write); `heartbeat` 1 (a write expecting the revision this instance last
 //! wrote; 2 when another instance joined the node); `leave` 1; `members` 0 (the watched view);
 //! `acquire` of a free file 3 (read the lease, read the bucket's last revision, write the
-//! lease; only a race for the same file costs a retry), of a lease already ours 2; `renew` 1
-//! (2 after another instance renewed it); `release` 1; `holder` 1;
+//! lease; only a race for the same file costs a retry), of a dead holder's file 4 (its
+//! membership is read once more in case this instance's view is behind), of a lease already
+//! ours 1; `renew` 1 (2 after another instance renewed it); `release` 1; `holder` 1 (2 when
+//! the holder is not in this instance's view);
 //! `count_up` 2 (read, compare-and-set; none to refuse at the limit after the read);
 //! `count_down` 2; `count` 1; `publish` 1 (publish and flush); `watch` 2 once per instance
 //! (subscriptions), then none.
@@ -40,7 +46,7 @@ use std::time::Duration;
 use async_nats::jetstream::context::ContextBuilder;
 use async_nats::jetstream::kv::{self, Operation, UpdateErrorKind};
 use bytes::Bytes;
-use tokio::sync::{broadcast, oneshot, OnceCell};
+use tokio::sync::{broadcast, oneshot, watch, OnceCell};
 
 use crate::events::Hub;
 use crate::keys::{check_namespace, encode};
@@ -49,6 +55,7 @@ use crate::record::{check_member, new_incarnation, unavailable, LeaseRecord, Mem
 use crate::types::check_key;
 use crate::{
     Coordinator, CoordinatorError, CoordinatorEvent, CoordinatorSettings, Lease, Member, NodeId,
+    LEASE_RECORD_LIFETIME,
 };
 
 /// How often a compare-and-set is retried when other writers keep winning.
@@ -71,9 +78,11 @@ pub(crate) struct Inner {
     state: kv::Store,
     hub: Arc<Hub>,
     view: Arc<View>,
-    /// Revisions this instance last wrote, so renewals are one compare-and-set.
+    /// Revisions this instance last wrote, so renewals are one compare-and-set: members by
+    /// node, leases by file as (epoch, holder incarnation, revision).
     own_members: Mutex<HashMap<NodeId, (u64, MemberRecord)>>,
-    own_leases: Mutex<HashMap<String, (u64, u64)>>,
+    own_leases: Mutex<HashMap<String, (u64, String, u64)>>,
+    rejoins: watch::Sender<u64>,
     watching: OnceCell<()>,
     /// Dropping it stops the background tasks.
     _stop: oneshot::Sender<()>,
@@ -116,7 +125,7 @@ impl NatsCoordinator {
         let mut stores = Vec::new();
         for (name, age) in [
             ("members", settings.lease),
-            ("leases", settings.lease),
+            ("leases", LEASE_RECORD_LIFETIME),
             ("state", Duration::ZERO),
         ] {
             admin
@@ -143,6 +152,7 @@ impl NatsCoordinator {
             view: View::new(),
             own_members: Mutex::default(),
             own_leases: Mutex::default(),
+            rejoins: watch::Sender::new(0),
             watching: OnceCell::new(),
             _stop: stop,
         });
@@ -213,6 +223,35 @@ impl Inner {
         Ok(info.state.last_sequence + 1)
     }
 
+    /// The incarnation `node` is live with: this instance's view first, else its record in
+    /// the members bucket (the view may not have seen a node that joined a moment ago), so a
+    /// live holder is never taken for a dead one. `None` when it is not a member.
+    async fn live_incarnation(&self, node: &str) -> Result<Option<String>, CoordinatorError> {
+        let Ok(id) = NodeId::parse(node) else {
+            return Ok(None);
+        };
+        if let Some(inc) = self.view.incarnation(&id) {
+            return Ok(Some(inc));
+        }
+        let entry = self
+            .members
+            .entry(member_key(&id))
+            .await
+            .map_err(|e| unavailable("nats membership", e))?;
+        Ok(entry
+            .filter(|e| e.operation == Operation::Put)
+            .and_then(|e| MemberRecord::parse(&e.value))
+            .map(|record| {
+                self.view.seen(&record);
+                record.inc
+            }))
+    }
+
+    /// Whether a lease record's holder still holds it: live with the incarnation that took it.
+    async fn holds(&self, record: &LeaseRecord) -> Result<bool, CoordinatorError> {
+        Ok(self.live_incarnation(&record.node).await?.as_deref() == Some(record.inc.as_str()))
+    }
+
     /// The current slots of a counter and the revision to expect when writing them.
     async fn slots(&self, key: &str) -> Result<(Slots, u64), CoordinatorError> {
         match self
@@ -272,11 +311,17 @@ impl Coordinator for NatsCoordinator {
             .entry(key.as_str())
             .await
             .map_err(|e| unavailable("nats join", e))?;
-        // Joining again while live keeps the incarnation (and so the node's slots).
-        let inc = old
+        // Joining again while live keeps the incarnation (and so the node's slots and leases).
+        let inc = match old
             .filter(|e| e.operation == Operation::Put)
             .and_then(|e| MemberRecord::parse(&e.value))
-            .map_or_else(new_incarnation, |r| r.inc);
+        {
+            Some(live) => live.inc,
+            None => {
+                me.rejoins.send_modify(|n| *n += 1);
+                new_incarnation()
+            }
+        };
         let record = MemberRecord::new(&member, inc);
         let rev = me
             .members
@@ -354,6 +399,10 @@ impl Coordinator for NatsCoordinator {
     async fn acquire(&self, file: &str, node: &NodeId) -> Result<Lease, CoordinatorError> {
         check_key("file id", file)?;
         let me = &self.inner;
+        let mine = me
+            .live_incarnation(node.as_str())
+            .await?
+            .ok_or(CoordinatorError::Lost)?;
         let key = lease_key(file);
         for _ in 0..CAS_TRIES {
             let entry = me
@@ -361,27 +410,36 @@ impl Coordinator for NatsCoordinator {
                 .entry(key.as_str())
                 .await
                 .map_err(|e| unavailable("nats acquire", e))?;
-            let (epoch, rev) = match entry {
+            let rev = match entry {
                 Some(e) if e.operation == Operation::Put => {
                     let held: LeaseRecord = serde_json::from_slice(&e.value)
                         .map_err(|e| unavailable("nats lease record", e))?;
-                    if held.node != node.as_str() {
+                    if held.node == node.as_str() && held.inc == mine {
+                        let cached = (held.epoch, mine, e.revision);
+                        lock(&me.own_leases).insert(file.to_owned(), cached);
+                        return Ok(me.lease(file, node, held.epoch));
+                    }
+                    if me.holds(&held).await? {
                         let holder = NodeId::parse(&held.node)?;
                         return Err(CoordinatorError::Held { holder });
                     }
-                    (held.epoch, e.revision)
+                    // Its holder is gone (or it is ours from an earlier incarnation).
+                    e.revision
                 }
-                Some(e) => (me.next_epoch().await?, e.revision),
-                None => (me.next_epoch().await?, 0),
+                Some(e) => e.revision,
+                None => 0,
             };
+            let epoch = me.next_epoch().await?;
             let value = LeaseRecord {
                 node: node.as_str().to_owned(),
                 epoch,
+                inc: mine.clone(),
             };
             let json = serde_json::to_vec(&value).expect("lease serializes");
             match me.leases.update(key.as_str(), json.into(), rev).await {
                 Ok(new_rev) => {
-                    lock(&me.own_leases).insert(file.to_owned(), (epoch, new_rev));
+                    let cached = (epoch, value.inc, new_rev);
+                    lock(&me.own_leases).insert(file.to_owned(), cached);
                     return Ok(me.lease(file, node, epoch));
                 }
                 // Someone else wrote first: look again (probably Held now).
@@ -395,15 +453,21 @@ impl Coordinator for NatsCoordinator {
     async fn renew(&self, lease: &Lease) -> Result<Lease, CoordinatorError> {
         let me = &self.inner;
         let key = lease_key(&lease.file);
+        // Held only while the holder's membership lives with the incarnation that took it.
+        let Some(inc) = me.live_incarnation(lease.node.as_str()).await? else {
+            lock(&me.own_leases).remove(&lease.file);
+            return Err(CoordinatorError::Lost);
+        };
         let value = LeaseRecord {
             node: lease.node.as_str().to_owned(),
             epoch: lease.epoch,
+            inc,
         };
         let json: Bytes = serde_json::to_vec(&value).expect("lease serializes").into();
         let cached = lock(&me.own_leases)
             .get(&lease.file)
-            .filter(|(epoch, _)| *epoch == lease.epoch)
-            .map(|(_, rev)| *rev);
+            .filter(|(epoch, inc, _)| *epoch == lease.epoch && *inc == value.inc)
+            .map(|(_, _, rev)| *rev);
         let rev = match cached {
             Some(rev) => rev,
             None => match me
@@ -426,7 +490,8 @@ impl Coordinator for NatsCoordinator {
         };
         match me.leases.update(key.as_str(), json, rev).await {
             Ok(new_rev) => {
-                lock(&me.own_leases).insert(lease.file.clone(), (lease.epoch, new_rev));
+                let cached = (lease.epoch, value.inc, new_rev);
+                lock(&me.own_leases).insert(lease.file.clone(), cached);
                 Ok(me.lease(&lease.file, &lease.node, lease.epoch))
             }
             Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
@@ -446,8 +511,8 @@ impl Coordinator for NatsCoordinator {
         let key = lease_key(&lease.file);
         let cached = lock(&me.own_leases)
             .remove(&lease.file)
-            .filter(|(epoch, _)| *epoch == lease.epoch);
-        if let Some((_, rev)) = cached {
+            .filter(|(epoch, _, _)| *epoch == lease.epoch);
+        if let Some((_, _, rev)) = cached {
             if me
                 .leases
                 .delete_expect_revision(key.as_str(), Some(rev))
@@ -477,16 +542,23 @@ impl Coordinator for NatsCoordinator {
     }
 
     async fn holder(&self, file: &str) -> Result<Option<NodeId>, CoordinatorError> {
-        let entry = self
-            .inner
+        let me = &self.inner;
+        let entry = me
             .leases
             .entry(lease_key(file))
             .await
             .map_err(|e| unavailable("nats holder", e))?;
-        Ok(entry
+        let record = entry
             .filter(|e| e.operation == Operation::Put)
-            .and_then(|e| serde_json::from_slice::<LeaseRecord>(&e.value).ok())
-            .and_then(|r| NodeId::parse(&r.node).ok()))
+            .and_then(|e| serde_json::from_slice::<LeaseRecord>(&e.value).ok());
+        match record {
+            Some(r) if me.holds(&r).await? => Ok(NodeId::parse(&r.node).ok()),
+            _ => Ok(None),
+        }
+    }
+
+    fn rejoins(&self) -> watch::Receiver<u64> {
+        self.inner.rejoins.subscribe()
     }
 
     async fn count_up(

@@ -46,11 +46,14 @@ impl MemberRecord {
     }
 }
 
-/// A lease as NATS stores it.
+/// A lease as NATS stores it: held while `node` is live with incarnation `inc`. Records
+/// written before leases hung on membership have no `inc` and so are never held.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct LeaseRecord {
     pub node: String,
     pub epoch: u64,
+    #[serde(default)]
+    pub inc: String,
 }
 
 /// A fresh incarnation: the wall clock in nanoseconds plus a per-process sequence, unique

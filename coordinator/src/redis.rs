@@ -3,12 +3,16 @@
 //! Keys under the namespace `ns`:
 //! - `{ns}:m:{node}`: the membership record (JSON with an incarnation), PX = lease time;
 //!   `{ns}:members` is a set of node ids, cleaned lazily when a listing finds a record gone;
-//! - `{ns}:l:{file}`: the lease, `"node epoch"`, PX = lease time; `{ns}:e:{file}` is the
-//!   file's epoch counter (INCR, so it only grows). It is one small key per file ever opened
-//!   (files are only opened after the store found them), kept so that a file's epochs never
-//!   repeat, and no key is one that every acquire of the fleet updates. Acquire takes the
-//!   lease only when the key is absent;
-//!   renew extends and release deletes only while the value is still exactly ours;
+//! - `{ns}:l:{file}`: the lease, `"node epoch incarnation"`: held while that node's
+//!   membership lives with that incarnation, so a dead node's leases are all free when its
+//!   record lapses and a live holder writes nothing per file to keep them. PX =
+//!   [`LEASE_RECORD_LIFETIME`] (hours), which only clears records nobody takes again; holders
+//!   extend theirs well within it (`renew`). `{ns}:e:{file}` is the file's epoch counter
+//!   (INCR, so it only grows). It is one small key per file ever opened (files are only
+//!   opened after the store found them), kept so that a file's epochs never repeat, and no key
+//!   is one that every acquire of the fleet updates. Acquire takes the lease when the key is
+//!   absent or its holder is gone; renew extends and release deletes only while the lease is
+//!   still ours;
 //! - `{ns}:c:{counter}`: a hash of `"node incarnation"` → slots; scripts sum only the fields
 //!   whose node is live with that incarnation, dropping the others as they pass.
 //!
@@ -32,7 +36,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Script};
-use tokio::sync::{broadcast, OnceCell};
+use tokio::sync::{broadcast, watch, OnceCell};
 
 use crate::events::{spawn_members_ticker, Hub};
 use crate::keys::check_namespace;
@@ -40,6 +44,7 @@ use crate::record::{check_member, new_incarnation, unavailable, MemberRecord};
 use crate::types::check_key;
 use crate::{
     Coordinator, CoordinatorError, CoordinatorEvent, CoordinatorSettings, Lease, Member, NodeId,
+    LEASE_RECORD_LIFETIME,
 };
 
 struct Scripts {
@@ -50,6 +55,7 @@ struct Scripts {
     acquire: Script,
     renew: Script,
     release: Script,
+    holder: Script,
     count: Script,
 }
 
@@ -63,6 +69,7 @@ impl Scripts {
             acquire: Script::new(include_str!("lua/acquire.lua")),
             renew: Script::new(include_str!("lua/renew.lua")),
             release: Script::new(include_str!("lua/release.lua")),
+            holder: Script::new(include_str!("lua/holder.lua")),
             count: Script::new(include_str!("lua/count.lua")),
         }
     }
@@ -82,6 +89,7 @@ struct Inner {
     hub: Arc<Hub>,
     watching: OnceCell<()>,
     listing: tokio::sync::Mutex<()>,
+    rejoins: watch::Sender<u64>,
 }
 
 impl RedisCoordinator {
@@ -108,6 +116,7 @@ impl RedisCoordinator {
             hub: Hub::new(),
             watching: OnceCell::new(),
             listing: tokio::sync::Mutex::new(()),
+            rejoins: watch::Sender::new(0),
         });
         inner.conn().await?;
         Ok(Self { inner })
@@ -163,6 +172,10 @@ impl Inner {
         format!("{}:{kind}:{name}", self.ns)
     }
 
+    fn member_prefix(&self) -> String {
+        format!("{}:m:", self.ns)
+    }
+
     fn channel(&self, name: &str) -> String {
         format!("{}:ev:{name}", self.ns)
     }
@@ -182,7 +195,7 @@ impl Inner {
             .scripts
             .members
             .key(format!("{}:members", self.ns))
-            .arg(format!("{}:m:", self.ns))
+            .arg(self.member_prefix())
             .invoke_async(&mut conn)
             .await
             .map_err(|e| self.failed("redis members", e))?;
@@ -288,7 +301,8 @@ impl Coordinator for RedisCoordinator {
         check_member(&member)?;
         let me = &self.inner;
         let mut conn = me.conn().await?;
-        me.scripts
+        let began: i64 = me
+            .scripts
             .join
             .key(me.key("m", member.id.as_str()))
             .key(format!("{}:members", me.ns))
@@ -298,9 +312,12 @@ impl Coordinator for RedisCoordinator {
             .arg(me.settings.lease.as_millis() as u64)
             .arg(new_incarnation())
             .arg(me.channel("members"))
-            .invoke_async::<i64>(&mut conn)
+            .invoke_async(&mut conn)
             .await
             .map_err(|e| me.failed("redis join", e))?;
+        if began == 1 {
+            me.rejoins.send_modify(|n| *n += 1);
+        }
         Ok(())
     }
 
@@ -353,12 +370,16 @@ impl Coordinator for RedisCoordinator {
             .key(me.key("l", file))
             .key(me.key("e", file))
             .arg(node.as_str())
-            .arg(me.settings.lease.as_millis() as u64)
+            .arg(LEASE_RECORD_LIFETIME.as_millis() as u64)
             .arg(me.channel("leases"))
             .arg(file)
+            .arg(me.member_prefix())
             .invoke_async(&mut conn)
             .await
             .map_err(|e| me.failed("redis acquire", e))?;
+        if ok == -1 {
+            return Err(CoordinatorError::Lost);
+        }
         if ok == 0 {
             return Err(CoordinatorError::Held {
                 holder: NodeId::parse(&value)?,
@@ -383,7 +404,8 @@ impl Coordinator for RedisCoordinator {
             .renew
             .key(me.key("l", &lease.file))
             .arg(lease_value(lease))
-            .arg(me.settings.lease.as_millis() as u64)
+            .arg(LEASE_RECORD_LIFETIME.as_millis() as u64)
+            .arg(me.member_prefix())
             .invoke_async(&mut conn)
             .await
             .map_err(|e| me.failed("redis renew", e))?;
@@ -414,15 +436,19 @@ impl Coordinator for RedisCoordinator {
     async fn holder(&self, file: &str) -> Result<Option<NodeId>, CoordinatorError> {
         let me = &self.inner;
         let mut conn = me.conn().await?;
-        let value: Option<String> = redis::cmd("GET")
-            .arg(me.key("l", file))
-            .query_async(&mut conn)
+        let holder: Option<String> = me
+            .scripts
+            .holder
+            .key(me.key("l", file))
+            .arg(me.member_prefix())
+            .invoke_async(&mut conn)
             .await
             .map_err(|e| me.failed("redis holder", e))?;
-        Ok(value
-            .as_deref()
-            .and_then(|v| v.split_once(' '))
-            .and_then(|(node, _)| NodeId::parse(node).ok()))
+        Ok(holder.and_then(|node| NodeId::parse(&node).ok()))
+    }
+
+    fn rejoins(&self) -> watch::Receiver<u64> {
+        self.inner.rejoins.subscribe()
     }
 
     async fn count_up(
@@ -487,7 +513,7 @@ impl Inner {
         self.scripts
             .count
             .key(self.key("c", counter))
-            .arg(format!("{}:m:", self.ns))
+            .arg(self.member_prefix())
             .arg(mode)
             .arg(node)
             .arg(limit)

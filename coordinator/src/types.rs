@@ -56,11 +56,13 @@ pub struct Member {
     pub draining: bool,
 }
 
-/// The right to serve one file, for `node`, until `expires_at` unless renewed.
+/// The right to serve one file, for `node`, for as long as `node`'s membership lives.
 ///
-/// `expires_at` is the coordinator's view and only a hint for the holder: a paused process
-/// can overshoot it, which is why the document store's fenced epoch, not this lease, decides
-/// whose writes count. The in-memory backend reads its clock from `tokio::time`, so compare
+/// A lease hangs on its holder's membership (the incarnation that took it): it needs no
+/// renewal of its own, and every lease of a node that dies is free the moment its membership
+/// lapses. `expires_at` is the earliest the holder's membership could lapse as last seen, and
+/// only a hint for the holder: a paused process can overshoot it, which is why the document
+/// store's fenced epoch, not this lease, decides whose writes count. The in-memory backend reads its clock from `tokio::time`, so compare
 /// against `tokio::time::Instant::now().into_std()` when time may be paused in tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
@@ -75,9 +77,20 @@ pub struct Lease {
 /// enough that a dead node's files are served again within the 5 s target.
 pub const DEFAULT_LEASE: Duration = Duration::from_millis(DEFAULT_LEASE_MS);
 const DEFAULT_LEASE_MS: u64 = 3_000;
-/// Default heartbeat (and lease renewal) interval: a third of the lease, so two renewals in
-/// a row can fail before the lease lapses.
+/// Default heartbeat interval: a third of the lease, so two heartbeats in a row can fail
+/// before the membership (and every lease hanging on it) lapses.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(DEFAULT_LEASE_MS / 3);
+
+/// How long a networked backend keeps a lease record after its last write. Whether a lease is
+/// held is judged by its holder's membership, not by this: the lifetime only clears away the
+/// records of holders that died and files nobody opened again, so it is long, and holders
+/// rewrite their records every [`DEFAULT_LEASE_REFRESH`].
+pub const LEASE_RECORD_LIFETIME: Duration = Duration::from_secs(6 * 3600);
+/// Default interval between a holder's rewrites of its lease records ([`LeaseKeeper`]): a
+/// sixth of their lifetime, so a few failed rewrites in a row cost nothing.
+///
+/// [`LeaseKeeper`]: crate::LeaseKeeper
+pub const DEFAULT_LEASE_REFRESH: Duration = Duration::from_secs(3600);
 
 // The defaults must satisfy the rule `validate` enforces on configured values.
 const _: () = assert!(DEFAULT_LEASE.as_millis() > 2 * DEFAULT_HEARTBEAT.as_millis());
@@ -85,18 +98,19 @@ const _: () = assert!(DEFAULT_LEASE.as_millis() > 2 * DEFAULT_HEARTBEAT.as_milli
 /// Timing shared by every backend and by [`LeaseKeeper`](crate::LeaseKeeper).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CoordinatorSettings {
-    /// How long a lease or a membership record lives without renewal (`ATRIUM_LEASE_MS`).
+    /// How long a membership record (and so every lease hanging on it) lives without a
+    /// heartbeat (`ATRIUM_LEASE_MS`).
     pub lease: Duration,
-    /// How often a node heartbeats and renews its leases.
+    /// How often a node heartbeats.
     pub heartbeat: Duration,
+    /// How often a holder rewrites each lease record it holds, so the records of live
+    /// holders never reach [`LEASE_RECORD_LIFETIME`].
+    pub lease_refresh: Duration,
 }
 
 impl Default for CoordinatorSettings {
     fn default() -> Self {
-        Self {
-            lease: DEFAULT_LEASE,
-            heartbeat: DEFAULT_HEARTBEAT,
-        }
+        Self::from_lease(DEFAULT_LEASE)
     }
 }
 
@@ -106,6 +120,7 @@ impl CoordinatorSettings {
         Self {
             lease,
             heartbeat: lease / 3,
+            lease_refresh: DEFAULT_LEASE_REFRESH,
         }
     }
 
@@ -119,6 +134,12 @@ impl CoordinatorSettings {
             return Err(Invalid(format!(
                 "lease ({:?}) must be more than twice the heartbeat interval ({:?})",
                 self.lease, self.heartbeat
+            )));
+        }
+        if self.lease_refresh.is_zero() || self.lease_refresh > LEASE_RECORD_LIFETIME / 3 {
+            return Err(Invalid(format!(
+                "lease refresh ({:?}) must be above zero and at most a third of {:?}",
+                self.lease_refresh, LEASE_RECORD_LIFETIME
             )));
         }
         Ok(())
@@ -161,12 +182,21 @@ mod tests {
         let too_short = CoordinatorSettings {
             lease: Duration::from_secs(2),
             heartbeat: Duration::from_secs(1),
+            ..default
         };
         assert!(too_short.validate().is_err());
         let zero = CoordinatorSettings {
             lease: Duration::from_secs(2),
             heartbeat: Duration::ZERO,
+            ..default
         };
         assert!(zero.validate().is_err());
+        for refresh in [Duration::ZERO, LEASE_RECORD_LIFETIME / 2] {
+            let bad = CoordinatorSettings {
+                lease_refresh: refresh,
+                ..default
+            };
+            assert!(bad.validate().is_err(), "{refresh:?}");
+        }
     }
 }

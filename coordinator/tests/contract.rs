@@ -177,28 +177,34 @@ async fn next_event<T>(
     }
 }
 
-async fn leases_hold_lapse_and_pass_on(backend: Backend) {
+/// Joins `id` through `c` and keeps it alive until the returned guard is dropped.
+async fn live(c: &Arc<dyn Coordinator>, id: &str) -> Beating {
+    c.join(member(id, false)).await.unwrap();
+    beat(c, id)
+}
+
+async fn leases_hang_on_their_holders_membership(backend: Backend) {
     let mut fleet = Fleet::new(backend);
     let (c1, c2) = (fleet.instance().await, fleet.instance().await);
     let (a, b) = (node("a"), node("b"));
+    let (a_beats, _b) = (live(&c1, "a").await, live(&c2, "b").await);
     let file = "docs/plan v1.txt";
 
-    let mut la = c1.acquire(file, &a).await.unwrap();
+    let la = c1.acquire(file, &a).await.unwrap();
     assert_eq!(
         c2.acquire(file, &b).await.unwrap_err(),
         CoordinatorError::Held { holder: a.clone() }
     );
     assert_eq!(c2.holder(file).await.unwrap(), Some(a.clone()));
-    // Renewing keeps it across several lease times.
-    for _ in 0..6 {
-        tokio::time::sleep(settings().heartbeat).await;
-        la = c1.renew(&la).await.unwrap();
-    }
-    assert!(c2.acquire(file, &b).await.is_err(), "renewed lease is held");
-    // Acquiring again while ours extends it and keeps the epoch.
+    // Held across many lease times with no renewal: the holder's heartbeats keep it.
+    tokio::time::sleep(LEASE * 3).await;
+    assert!(c2.acquire(file, &b).await.is_err(), "held while a lives");
+    // Renewing confirms it, and acquiring again while ours keeps the epoch.
+    assert_eq!(c1.renew(&la).await.unwrap().epoch, la.epoch);
     assert_eq!(c1.acquire(file, &a).await.unwrap().epoch, la.epoch);
 
-    eventually(LAPSE, "the lease lapsed", || async {
+    drop(a_beats);
+    eventually(LAPSE, "the lease lapsed with its holder", || async {
         c2.holder(file).await.unwrap().is_none()
     })
     .await;
@@ -212,10 +218,61 @@ async fn leases_hold_lapse_and_pass_on(backend: Backend) {
     fleet.cleanup().await;
 }
 
+/// A node that dies holding many files frees them all when its membership lapses; when it
+/// comes back it is told it began again, and holds none of them.
+async fn a_dead_holders_files_are_all_free_when_it_lapses(backend: Backend) {
+    let mut fleet = Fleet::new(backend);
+    let (c1, c2) = (fleet.instance().await, fleet.instance().await);
+    let (a, b) = (node("a"), node("b"));
+    let (a_beats, _b) = (live(&c1, "a").await, live(&c2, "b").await);
+    let mut taken = Vec::new();
+    for i in 0..40 {
+        taken.push(c1.acquire(&format!("dead-{i}"), &a).await.unwrap());
+    }
+    drop(a_beats);
+    eventually(LAPSE, "a's leases lapsed", || async {
+        c2.holder("dead-0").await.unwrap().is_none()
+    })
+    .await;
+    for held in &taken {
+        let lb = c2
+            .acquire(&held.file, &b)
+            .await
+            .unwrap_or_else(|e| panic!("{} still held after a lapsed: {e:?}", held.file));
+        assert!(lb.epoch > held.epoch);
+    }
+    let mut rejoins = c1.rejoins();
+    rejoins.mark_unchanged();
+    assert_eq!(
+        c1.heartbeat(&a, false).await.unwrap_err(),
+        CoordinatorError::Lost
+    );
+    c1.join(member("a", false)).await.unwrap();
+    assert!(
+        rejoins.has_changed().unwrap(),
+        "a new incarnation is reported"
+    );
+    assert_eq!(
+        c1.renew(&taken[0]).await.unwrap_err(),
+        CoordinatorError::Lost
+    );
+    assert_eq!(
+        c1.acquire("dead-0", &a).await.unwrap_err(),
+        CoordinatorError::Held { holder: b }
+    );
+    fleet.cleanup().await;
+}
+
 async fn release_lets_others_in_at_once(backend: Backend) {
     let mut fleet = Fleet::new(backend);
     let (c1, c2) = (fleet.instance().await, fleet.instance().await);
     let (a, b) = (node("a"), node("b"));
+    let (_a, _b) = (live(&c1, "a").await, live(&c2, "b").await);
+    assert_eq!(
+        c1.acquire("f", &node("stranger")).await.unwrap_err(),
+        CoordinatorError::Lost,
+        "only members take leases"
+    );
     let la = c1.acquire("f", &a).await.unwrap();
     c1.release(&la).await.unwrap();
     let lb = c2.acquire("f", &b).await.unwrap();
@@ -241,6 +298,10 @@ async fn files_opening_together_never_contend(backend: Backend) {
         fleet.instance().await,
     ];
     let nodes = [node("a"), node("b"), node("c")];
+    let mut beats = Vec::new();
+    for (c, n) in instances.iter().zip(&nodes) {
+        beats.push(live(c, n.as_str()).await);
+    }
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..600usize {
         let (c, n) = (instances[i % 3].clone(), nodes[i % 3].clone());
@@ -402,6 +463,7 @@ async fn watchers_see_leases_and_messages(backend: Backend) {
     let mut fleet = Fleet::new(backend);
     let (c1, c2) = (fleet.instance().await, fleet.instance().await);
     let mut rx = c2.watch().await.unwrap();
+    let _a = live(&c1, "a").await;
     let la = c1.acquire("doc.1", &node("a")).await.unwrap();
     let holder = next_event(&mut rx, Duration::from_secs(1), |e| match e {
         CoordinatorEvent::LeaseChanged { file, holder } if file == "doc.1" => Some(holder.clone()),
@@ -439,8 +501,13 @@ macro_rules! contract {
             use super::*;
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn leases_hold_lapse_and_pass_on() {
-                super::leases_hold_lapse_and_pass_on(Backend::$backend).await
+            async fn leases_hang_on_their_holders_membership() {
+                super::leases_hang_on_their_holders_membership(Backend::$backend).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_dead_holders_files_are_all_free_when_it_lapses() {
+                super::a_dead_holders_files_are_all_free_when_it_lapses(Backend::$backend).await
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,10 +26,18 @@ fn member(id: &str, draining: bool) -> Member {
     }
 }
 
+/// Joins every node of `ids`.
+async fn joined(c: &MemoryCoordinator, ids: &[&str]) {
+    for id in ids {
+        c.join(member(id, false)).await.unwrap();
+    }
+}
+
 #[tokio::test(start_paused = true)]
-async fn a_live_lease_is_held_and_a_lapsed_one_passes_on() {
+async fn a_lease_is_held_while_its_holder_lives_and_free_when_it_lapses() {
     let (c, s) = coordinator();
     let (a, b) = (node("a"), node("b"));
+    joined(&c, &["a", "b"]).await;
     let la = c.acquire("f1", &a).await.unwrap();
     assert_eq!(la.node, a);
     assert_eq!(
@@ -38,10 +46,24 @@ async fn a_live_lease_is_held_and_a_lapsed_one_passes_on() {
     );
     assert_eq!(c.holder("f1").await.unwrap(), Some(a.clone()));
 
-    advance(s.lease - MS).await;
+    // Both heartbeat for many lease times, with no renewal: a keeps the file.
+    for _ in 0..30 {
+        advance(s.heartbeat).await;
+        c.heartbeat(&a, false).await.unwrap();
+        c.heartbeat(&b, false).await.unwrap();
+    }
     assert!(
         c.acquire("f1", &b).await.is_err(),
-        "still live just before expiry"
+        "still held by its live holder"
+    );
+
+    // a falls silent: just before its membership lapses the lease is held, then it is free.
+    advance(s.heartbeat).await;
+    c.heartbeat(&b, false).await.unwrap();
+    advance(s.lease - s.heartbeat - MS).await;
+    assert!(
+        c.acquire("f1", &b).await.is_err(),
+        "held just before the lapse"
     );
     advance(MS).await;
     assert_eq!(c.holder("f1").await.unwrap(), None);
@@ -52,12 +74,60 @@ async fn a_live_lease_is_held_and_a_lapsed_one_passes_on() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn renewing_keeps_a_lease_past_many_lease_times() {
+async fn a_node_that_joins_again_after_a_lapse_holds_nothing_from_before() {
+    let (c, s) = coordinator();
+    let a = node("a");
+    joined(&c, &["a"]).await;
+    let first = c.acquire("f1", &a).await.unwrap();
+    advance(s.lease).await;
+    assert_eq!(
+        c.heartbeat(&a, false).await.unwrap_err(),
+        CoordinatorError::Lost
+    );
+    let mut rejoins = c.rejoins();
+    joined(&c, &["a"]).await;
+    assert!(
+        rejoins.has_changed().unwrap(),
+        "a new incarnation is reported"
+    );
+    assert_eq!(c.holder("f1").await.unwrap(), None);
+    assert_eq!(c.renew(&first).await.unwrap_err(), CoordinatorError::Lost);
+    let again = c.acquire("f1", &a).await.unwrap();
+    assert!(again.epoch > first.epoch, "taken afresh");
+    // Joining again while live keeps the incarnation and its leases.
+    rejoins.mark_unchanged();
+    joined(&c, &["a"]).await;
+    assert!(!rejoins.has_changed().unwrap());
+    assert_eq!(c.acquire("f1", &a).await.unwrap().epoch, again.epoch);
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_live_members_take_leases() {
+    let (c, _) = coordinator();
+    assert_eq!(
+        c.acquire("f1", &node("a")).await.unwrap_err(),
+        CoordinatorError::Lost
+    );
+    joined(&c, &["a"]).await;
+    c.acquire("f1", &node("a")).await.unwrap();
+    c.leave(&node("a")).await.unwrap();
+    assert_eq!(
+        c.holder("f1").await.unwrap(),
+        None,
+        "leaving frees every lease"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn renewing_confirms_a_lease_and_keeps_its_epoch() {
     let (c, s) = coordinator();
     let (a, b) = (node("a"), node("b"));
+    joined(&c, &["a", "b"]).await;
     let mut lease = c.acquire("f1", &a).await.unwrap();
     for _ in 0..10 {
         advance(s.heartbeat).await;
+        c.heartbeat(&a, false).await.unwrap();
+        c.heartbeat(&b, false).await.unwrap();
         let renewed = c.renew(&lease).await.unwrap();
         assert_eq!(renewed.epoch, lease.epoch);
         assert!(renewed.expires_at > lease.expires_at);
@@ -67,15 +137,17 @@ async fn renewing_keeps_a_lease_past_many_lease_times() {
         c.acquire("f1", &b).await,
         Err(CoordinatorError::Held { .. })
     ));
-    // A renewal that arrives after the lapse is refused even though nobody took the file.
+    // A renewal after the holder's membership lapsed is refused even though nobody took
+    // the file.
     advance(s.lease).await;
     assert_eq!(c.renew(&lease).await.unwrap_err(), CoordinatorError::Lost);
 }
 
 #[tokio::test(start_paused = true)]
 async fn release_lets_a_successor_in_at_once() {
-    let (c, s) = coordinator();
+    let (c, _) = coordinator();
     let (a, b) = (node("a"), node("b"));
+    joined(&c, &["a", "b"]).await;
     let la = c.acquire("f1", &a).await.unwrap();
     c.release(&la).await.unwrap();
     assert_eq!(c.holder("f1").await.unwrap(), None);
@@ -85,9 +157,7 @@ async fn release_lets_a_successor_in_at_once() {
     // Releasing a stale lease again is Ok and must not touch the successor's.
     c.release(&la).await.unwrap();
     assert_eq!(c.holder("f1").await.unwrap(), Some(b.clone()));
-
-    // Nor does releasing a lapsed lease that someone else has since taken.
-    advance(s.lease).await;
+    c.release(&lb).await.unwrap();
     let la2 = c.acquire("f1", &a).await.unwrap();
     c.release(&lb).await.unwrap();
     assert_eq!(c.holder("f1").await.unwrap(), Some(a));
@@ -100,7 +170,9 @@ async fn epochs_only_grow() {
     let (a, b) = (node("a"), node("b"));
     let mut last = 0;
     for round in 0..6 {
+        // One of the two is alive each round; the other's leases lapsed with it.
         let who = if round % 2 == 0 { &a } else { &b };
+        c.join(member(who.as_str(), false)).await.unwrap();
         for file in ["f1", "f2"] {
             let lease = c.acquire(file, who).await.unwrap();
             assert!(lease.epoch > last, "round {round} {file}");
@@ -111,9 +183,11 @@ async fn epochs_only_grow() {
         }
         advance(s.lease).await;
     }
-    // Taking again a lease one already holds extends it and keeps its epoch.
+    // Taking again a lease one already holds keeps its epoch.
+    c.join(member("a", false)).await.unwrap();
     let first = c.acquire("f3", &a).await.unwrap();
     advance(s.heartbeat).await;
+    c.heartbeat(&a, false).await.unwrap();
     let again = c.acquire("f3", &a).await.unwrap();
     assert_eq!(again.epoch, first.epoch);
     assert!(again.expires_at > first.expires_at);

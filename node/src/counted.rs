@@ -74,6 +74,11 @@ impl Coordinator for Counted {
         self.inner.holder(file).await
     }
 
+    /// Not a call to the coordinator: a signal this process keeps.
+    fn rejoins(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.rejoins()
+    }
+
     async fn count_up(
         &self,
         counter: &str,

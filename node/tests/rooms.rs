@@ -106,13 +106,47 @@ fn delta(
         .collect()
 }
 
+/// The coordinator calls made since `before`, leaving out the node's own heartbeats.
+async fn calls_since(
+    node: &Node,
+    before: &std::collections::BTreeMap<String, f64>,
+) -> std::collections::BTreeMap<String, f64> {
+    let mut d = delta(&coordinator_ops(node).await, before);
+    d.remove("heartbeat");
+    d
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn coordinator_traffic_per_socket_and_per_patch() {
-    // A long lease, so no renewal falls inside the measured windows.
-    let node = Node::start(&[("ATRIUM_LEASE_MS", "60000")]).await;
+    // A short lease, so that an open room would have to renew many times in the windows.
+    const LEASE_MS: u64 = 600;
+    let node = Node::start(&[("ATRIUM_LEASE_MS", &LEASE_MS.to_string())]).await;
     let owner = new_account(&node, "owner").await;
     let id = s(&create_file(&node, &owner, "Board", None).await["id"]).to_string();
     let (mut first, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
+
+    // Open rooms cost nothing while they stay open: their leases hang on the node's
+    // membership, whose heartbeat is the only call, whatever the number of rooms.
+    let mut open = Vec::new();
+    for i in 0..9 {
+        let other = file_of(&node, owner.clone(), &format!("Open {i}"), "view").await;
+        open.push(
+            Client::join(&node, &other.id, &Hello::key(&other.view_key))
+                .await
+                .0,
+        );
+    }
+    let before = coordinator_ops(&node).await;
+    let window = Duration::from_millis(LEASE_MS * 5);
+    tokio::time::sleep(window).await;
+    let idle = delta(&coordinator_ops(&node).await, &before);
+    let heartbeats = idle.get("heartbeat").copied().unwrap_or(0.0);
+    let most = (window.as_millis() as f64 / (LEASE_MS as f64 / 3.0)).ceil() + 2.0;
+    assert!(
+        heartbeats >= 1.0 && heartbeats <= most,
+        "{heartbeats} heartbeats in {window:?}: {idle:?}"
+    );
+    assert_eq!(idle.len(), 1, "ten open rooms, only heartbeats: {idle:?}");
 
     // Sockets of a signed-in person: a slot of the account's counter each, taken
     // at hello and given back at close; nothing else.
@@ -127,7 +161,7 @@ async fn coordinator_traffic_per_socket_and_per_patch() {
     // The slots come back as the node sees each close: poll for all four.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let per_sockets = loop {
-        let d = delta(&coordinator_ops(&node).await, &before);
+        let d = calls_since(&node, &before).await;
         if d.get("count_down") >= Some(&4.0) || tokio::time::Instant::now() > deadline {
             break d;
         }
@@ -148,7 +182,7 @@ async fn coordinator_traffic_per_socket_and_per_patch() {
             .patch_acked(i, vec![put(&format!("n{i}"), json!({"i": i}))])
             .await;
     }
-    let per_patches = delta(&coordinator_ops(&node).await, &before);
+    let per_patches = calls_since(&node, &before).await;
     assert!(
         per_patches.is_empty(),
         "patches called the coordinator: {per_patches:?}"

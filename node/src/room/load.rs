@@ -41,8 +41,11 @@ pub async fn load(
             return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         }
     };
-    let heartbeat = config.coordinator_settings().heartbeat;
-    let keeper = LeaseKeeper::start(ctx.coordinator.clone(), lease, heartbeat);
+    let keeper = LeaseKeeper::start(
+        ctx.coordinator.clone(),
+        lease,
+        config.coordinator_settings(),
+    );
     let taken = match ctx.store.take_file(file, config.room_ops as u64).await {
         Ok(taken) => taken,
         Err(e) => {
@@ -67,8 +70,9 @@ pub async fn load(
         }
     };
     loading.hold_until_sampled();
-    // A lease that lapses while nobody else takes the file (a coordinator outage longer than
-    // the lease) is taken back, as long as the store says the epoch is still ours.
+    // A lease that lapsed while nobody else took the file (the node's membership lapsed in a
+    // coordinator outage longer than the lease) is taken back, as long as the store says
+    // the epoch is still ours.
     let (store, id, epoch) = (ctx.store.clone(), file.clone(), taken.epoch);
     keeper.retake_when(Arc::new(move || {
         let (store, id) = (store.clone(), id.clone());

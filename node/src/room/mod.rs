@@ -154,7 +154,7 @@ pub struct Room {
     ctx: Arc<RoomContext>,
     rooms: RoomMap,
     tx: mpsc::UnboundedSender<RoomCmd>,
-    /// The file's lease, renewed in the background while the room lives.
+    /// The file's lease, watched over in the background while the room lives.
     lease: Option<LeaseKeeper>,
     /// When the next presence tick may start.
     next_tick: tokio::time::Instant,
@@ -241,7 +241,8 @@ impl Room {
         // the successor at once, and must not find the file still held here.
         if let Some(keeper) = room.lease.take() {
             if let Err(e) = keeper.release().await {
-                tracing::debug!(file = %room.core.file(), error = %e, "lease release failed; it will lapse");
+                tracing::debug!(file = %room.core.file(), error = %e,
+                    "lease release failed; it stays ours until the room opens again or the node's membership ends");
             }
         }
         room.core.close_everyone(exit);
