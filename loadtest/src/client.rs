@@ -307,7 +307,14 @@ impl Client {
             let since = (!first && self.track).then_some(st.version);
             let (mut ws, welcome, full) = match self.join(&client_id, since).await {
                 Ok(joined) => joined,
-                Err(JoinFailed { code, retry: hint }) => {
+                Err(JoinFailed {
+                    code,
+                    retry: hint,
+                    reset,
+                }) => {
+                    if reset {
+                        add(&m.counters.handshake_resets, 1);
+                    }
                     // Tracking clients behave as the contract asks of a real one: a close they can
                     // act on by coming back (4009 while rooms settle, 1012, 1013, a lost
                     // connection) is retried with backoff, the first join included, or after
@@ -655,7 +662,11 @@ impl Client {
                 Some(ws_config()),
             )
             .await
-            .map_err(|_| JoinFailed::default())?;
+            .map_err(|e| match e {
+                // A status other than 101 is an answer, not a reset.
+                tokio_tungstenite::tungstenite::Error::Http(_) => JoinFailed::default(),
+                _ => JoinFailed::reset(),
+            })?;
             let hello = serde_json::json!({
                 "type": "hello", "token": self.token, "key": self.key,
                 "client": client_id, "since": since,
@@ -663,7 +674,7 @@ impl Client {
             });
             ws.send(Message::Text(hello.to_string().into()))
                 .await
-                .map_err(|_| JoinFailed::default())?;
+                .map_err(|_| JoinFailed::reset())?;
             while let Some(frame) = ws.next().await {
                 match frame {
                     Ok(Message::Text(text)) => {
@@ -682,13 +693,14 @@ impl Client {
                         return Err(JoinFailed {
                             code: Some(close.as_ref().map_or(1005, |c| u16::from(c.code))),
                             retry: close.as_ref().and_then(|c| retry_hint(&c.reason)),
+                            reset: false,
                         });
                     }
                     Ok(_) => {}
-                    Err(_) => return Err(JoinFailed::default()),
+                    Err(_) => return Err(JoinFailed::reset()),
                 }
             }
-            Err(JoinFailed::default())
+            Err(JoinFailed::reset())
         };
         timeout(CONNECT_TIMEOUT, attempt)
             .await
@@ -702,6 +714,17 @@ impl Client {
 struct JoinFailed {
     code: Option<u16>,
     retry: Option<Duration>,
+    /// The connection was reset (or ended without a close frame) after the TCP connect.
+    reset: bool,
+}
+
+impl JoinFailed {
+    fn reset() -> Self {
+        Self {
+            reset: true,
+            ..Self::default()
+        }
+    }
 }
 
 /// The `retry-ms=N` hint at the end of a close reason, if any (capped at 30 s).

@@ -82,6 +82,9 @@ pub struct Counters {
     pub dropped_patches: AtomicU64,
     pub out_of_order: AtomicU64,
     pub connection_errors: AtomicU64,
+    /// Joins whose connection was reset, or ended without a close frame, between the TCP
+    /// connect and the welcome (a refused upgrade answers with a status and is not one).
+    pub handshake_resets: AtomicU64,
     pub rate_limited: AtomicU64,
     pub rejected: AtomicU64,
     pub joined_as_viewer: AtomicU64,

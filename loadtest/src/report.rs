@@ -83,6 +83,8 @@ pub struct Problems {
     pub unacked_patches: u64,
     pub unexpected_closes: BTreeMap<String, u64>,
     pub connection_errors: u64,
+    /// Joins reset, or ended with no close frame, between the TCP connect and the welcome.
+    pub handshake_resets: u64,
     pub rate_limited: u64,
     pub rejected: u64,
     pub rejects: BTreeMap<String, u64>,
@@ -379,9 +381,10 @@ impl Report {
         );
         let _ = writeln!(
             w,
-            "  unexpected closes: {} | connection errors {}",
+            "  unexpected closes: {} | connection errors {} | handshakes reset {}",
             codes(&p.unexpected_closes),
-            p.connection_errors
+            p.connection_errors,
+            p.handshake_resets
         );
         let _ = writeln!(
             w,
@@ -619,6 +622,7 @@ mod tests {
             "dropped_patches",
             "unexpected_closes",
             "connection_errors",
+            "handshake_resets",
             "rate_limited",
             "rejected",
             "joined_as_viewer",

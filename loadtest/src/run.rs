@@ -652,6 +652,7 @@ fn problems(m: &Measures) -> Problems {
         unacked_patches: g(&c.unacked_patches),
         unexpected_closes: map(&m.unexpected_closes),
         connection_errors: g(&c.connection_errors),
+        handshake_resets: g(&c.handshake_resets),
         rate_limited: g(&c.rate_limited),
         rejected: g(&c.rejected),
         rejects: map(&m.rejects),

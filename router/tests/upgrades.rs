@@ -1,0 +1,151 @@
+//! Socket upgrades through an in-process router to a stand-in node that answers `101` before
+//! it has even read the request: the ordering under which pingora 0.9.1 closed a fresh tunnel
+//! right after its `101` (third_party/pingora-proxy/PATCHED.md). Every upgrade must stay open
+//! and carry bytes both ways.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use atrium_coordinator::{Coordinator, Member, NodeId};
+use clap::Parser;
+use common::*;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Upgrades tried; with the bug each one had about even odds of being torn down.
+const UPGRADES: usize = 40;
+
+/// A stand-in node: writes its `101` as soon as a connection is accepted, then reads the
+/// request head and echoes every byte after it.
+async fn eager_node() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let head = "HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n\
+                            upgrade: websocket\r\n\r\n";
+                if tcp.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let rest = read_head(&mut tcp).await;
+                let (mut r, mut w) = tcp.into_split();
+                if w.write_all(&rest).await.is_ok() {
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Reads up to the end of an HTTP head; returns what came after it.
+async fn read_head(tcp: &mut TcpStream) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = tcp.read(&mut chunk).await.unwrap_or(0);
+        if n == 0 {
+            return Vec::new();
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            return buf.split_off(at + 4);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_answered_at_once_stays_open_both_ways() {
+    let _serial = serial().await;
+    let node = eager_node().await;
+    let coordinator_url = format!(
+        "{}?namespace=up{}",
+        service_env("ATRIUM_TEST_NATS_URL").trim_end_matches('/'),
+        &secret()[..20]
+    );
+    let settings =
+        atrium_coordinator::CoordinatorSettings::from_lease(Duration::from_millis(LEASE_MS));
+    let coordinator: Arc<dyn Coordinator> = atrium_coordinator::connect(&coordinator_url, settings)
+        .await
+        .expect("the suite's NATS");
+    let id = NodeId::parse("eager").unwrap();
+    coordinator
+        .join(Member {
+            id: id.clone(),
+            address: format!("127.0.0.1:{node}"),
+            draining: false,
+        })
+        .await
+        .unwrap();
+    let beating = coordinator.clone();
+    let heartbeats = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(settings.heartbeat).await;
+            let _ = beating.heartbeat(&id, false).await;
+        }
+    });
+
+    let (port, admin) = (free_port(), free_port());
+    let config = atrium_router::RouterConfig::parse_from([
+        "atrium-router".to_string(),
+        format!("--bind=127.0.0.1:{port}"),
+        format!("--admin-bind=127.0.0.1:{admin}"),
+        format!("--coordinator={coordinator_url}"),
+        format!("--lease-ms={LEASE_MS}"),
+        "--drain-ms=100".into(),
+        "--shutdown-ms=2000".into(),
+    ]);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let router = std::thread::spawn(move || {
+        let when = atrium_router::When::new(async move {
+            let _ = stopped.await;
+        });
+        atrium_router::run(config, when).map_err(|e| e.to_string())
+    });
+    let deadline = Instant::now() + Duration::from_millis(LEASE_MS * 4);
+    loop {
+        let health = try_http(admin, "GET", "/health", &[], None).await;
+        if health.is_some_and(|h| h.status == 200 && h.body()["ring"] == json!(1)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the router never saw the node");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let mut torn_down = Vec::new();
+    for i in 0..UPGRADES {
+        let mut tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        let request = format!(
+            "GET /files/file{i}/ws HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\n\
+             connection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+             sec-websocket-version: 13\r\n\r\n"
+        );
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let early = read_head(&mut tcp).await;
+        assert!(
+            early.is_empty(),
+            "bytes before anything was sent: {early:?}"
+        );
+        let ping = format!("ping {i}");
+        tcp.write_all(ping.as_bytes()).await.unwrap();
+        let mut echo = vec![0u8; ping.len()];
+        let read = tokio::time::timeout(Duration::from_secs(5), tcp.read_exact(&mut echo)).await;
+        match read {
+            Ok(Ok(_)) => assert_eq!(echo, ping.as_bytes()),
+            Ok(Err(e)) => torn_down.push(format!("upgrade {i}: {e}")),
+            Err(_) => torn_down.push(format!("upgrade {i}: no echo within 5 s")),
+        }
+    }
+    let _ = stop.send(());
+    heartbeats.abort();
+    assert_eq!(router.join().unwrap(), Ok(()));
+    assert!(
+        torn_down.is_empty(),
+        "{} of {UPGRADES} upgrades were closed after their 101: {torn_down:?}",
+        torn_down.len()
+    );
+}
