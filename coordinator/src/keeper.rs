@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
 
@@ -35,6 +35,7 @@ pub struct LeaseKeeper {
     current: Arc<Mutex<Lease>>,
     still_mine: Arc<Mutex<Option<StillMine>>>,
     lost: watch::Receiver<bool>,
+    check: Arc<Notify>,
     task: JoinHandle<()>,
     released: bool,
 }
@@ -49,18 +50,20 @@ impl LeaseKeeper {
         let current = Arc::new(Mutex::new(lease));
         let still_mine = Arc::new(Mutex::new(None));
         let (lost_tx, lost) = watch::channel(false);
+        let check = Arc::new(Notify::new());
         let task = tokio::spawn(keep(
             coordinator.clone(),
             current.clone(),
             still_mine.clone(),
             lost_tx,
-            settings,
+            (settings, check.clone()),
         ));
         Self {
             coordinator,
             current,
             still_mine,
             lost,
+            check,
             task,
             released: false,
         }
@@ -73,6 +76,12 @@ impl LeaseKeeper {
             .still_mine
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(check);
+    }
+
+    /// Checks the lease at once (the node heard that the file changed hands): a lease another
+    /// node took is then reported lost without waiting for the next refresh.
+    pub fn check_now(&self) {
+        self.check.notify_one();
     }
 
     /// Turns `true` once the lease is known to be lost; the node should then close the room.
@@ -112,14 +121,15 @@ impl Drop for LeaseKeeper {
     }
 }
 
-/// The keeper's task: a check every `lease_refresh`, after every rejoin, and every heartbeat
-/// interval while the coordinator does not answer.
+/// The keeper's task: a check every `lease_refresh`, after every rejoin, when asked
+/// ([`LeaseKeeper::check_now`]), and every heartbeat interval while the coordinator does not
+/// answer.
 async fn keep(
     coordinator: Arc<dyn Coordinator>,
     current: Arc<Mutex<Lease>>,
     still_mine: Arc<Mutex<Option<StillMine>>>,
     lost: watch::Sender<bool>,
-    settings: CoordinatorSettings,
+    (settings, asked): (CoordinatorSettings, Arc<Notify>),
 ) {
     let mut rejoins = Some(coordinator.rejoins());
     let file = current
@@ -131,6 +141,7 @@ async fn keep(
     loop {
         tokio::select! {
             _ = sleep_until(next) => {}
+            _ = asked.notified() => {}
             changed = rejoined(&mut rejoins) => {
                 if !changed {
                     // The coordinator is gone; the periodic check remains.

@@ -29,9 +29,9 @@
 //! wrote; 2 when another instance joined the node); `leave` 1; `members` 0 (the watched view);
 //! `acquire` of a free file 3 (read the lease, read the bucket's last revision, write the
 //! lease; only a race for the same file costs a retry), of a dead holder's file 4 (its
-//! membership is read once more in case this instance's view is behind), of a lease already
-//! ours 1; `renew` 1 (2 after another instance renewed it); `release` 1; `holder` 1 (2 when
-//! the holder is not in this instance's view);
+//! membership is read from the server: a view that is behind must not make a live holder look
+//! dead), of a lease already ours 1; `renew` 1 (2 after another instance renewed it);
+//! `release` 1; `holder` 1 (2 when this instance's view does not show the holder holding);
 //! `count_up` 2 (read, compare-and-set; none to refuse at the limit after the read);
 //! `count_down` 2; `count` 1; `publish` 1 (publish and flush); `watch` 2 once per instance
 //! (subscriptions), then none.
@@ -233,9 +233,15 @@ impl Inner {
         if let Some(inc) = self.view.incarnation(&id) {
             return Ok(Some(inc));
         }
+        self.read_incarnation(&id).await
+    }
+
+    /// The incarnation of `node`'s membership record as the server has it now (and into the
+    /// view with it).
+    async fn read_incarnation(&self, id: &NodeId) -> Result<Option<String>, CoordinatorError> {
         let entry = self
             .members
-            .entry(member_key(&id))
+            .entry(member_key(id))
             .await
             .map_err(|e| unavailable("nats membership", e))?;
         Ok(entry
@@ -248,8 +254,17 @@ impl Inner {
     }
 
     /// Whether a lease record's holder still holds it: live with the incarnation that took it.
+    /// Only a yes is taken from the view: a view that is behind (the holder joined again a
+    /// moment ago and took the file under its new incarnation) must not make a live holder
+    /// look dead, so a no is asked of the server before a file is taken over.
     async fn holds(&self, record: &LeaseRecord) -> Result<bool, CoordinatorError> {
-        Ok(self.live_incarnation(&record.node).await?.as_deref() == Some(record.inc.as_str()))
+        let Ok(id) = NodeId::parse(&record.node) else {
+            return Ok(false);
+        };
+        if self.view.incarnation(&id).as_deref() == Some(record.inc.as_str()) {
+            return Ok(true);
+        }
+        Ok(self.read_incarnation(&id).await?.as_deref() == Some(record.inc.as_str()))
     }
 
     /// The current slots of a counter and the revision to expect when writing them.

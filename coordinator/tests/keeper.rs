@@ -382,3 +382,28 @@ async fn a_lapsed_lease_another_node_holds_is_lost_without_asking_the_store() {
     assert_eq!(asked.load(Ordering::SeqCst), 0);
     assert_eq!(b.holder("f1").await.unwrap(), Some(node("b")));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_taken_from_under_a_live_holder_is_lost_once_checked() {
+    let settings = CoordinatorSettings::default();
+    let mut fleet = Fleet::new(settings);
+    let (a, b) = (fleet.node("a").await, fleet.node("b").await);
+    let lease = a.acquire("f1", &node("a")).await.unwrap();
+    let keeper = keeper(&a, lease.clone(), settings);
+    let mut lost = keeper.lost();
+    let (still_mine, _) = check(true);
+    keeper.retake_when(still_mine);
+    // A stale release frees the lease while a lives (a room of a's that ended raced a new
+    // one); b takes the file.
+    a.release(&lease).await.unwrap();
+    b.acquire("f1", &node("b")).await.unwrap();
+    // Nothing tells the keeper on its own before the next refresh...
+    sleep(settings.lease * 3).await;
+    assert!(!*lost.borrow());
+    // ...but a check (the node heard the file changed hands) finds it at once.
+    keeper.check_now();
+    timeout(Duration::from_millis(10), lost.wait_for(|l| *l))
+        .await
+        .expect("loss reported at once")
+        .unwrap();
+}

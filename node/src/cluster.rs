@@ -1,6 +1,9 @@
 //! The node's part in a fleet, driven by the coordinator's events:
 //!
 //! - fleet-wide sign-outs: a sign-out on any node closes the token's sockets here;
+//! - lease hand-overs: a file served here whose lease another node took has its lease
+//!   checked at once (leases hang on membership and are not renewed, so this is how a
+//!   room learns quickly that it lost its file);
 //! - rebalancing: when the ring of live, non-draining nodes changes, rooms whose
 //!   ring owner is now another node are moved there (finish what is in flight,
 //!   release the lease, close with 4009 so clients come back through the router),
@@ -92,6 +95,12 @@ pub async fn run(state: Arc<AppState>) {
                         if !moves.is_empty() {
                             tracing::info!(files = moves.len(), "ring changed; moving files to their owners");
                         }
+                    }
+                }
+                Ok(CoordinatorEvent::LeaseChanged { file, holder: Some(holder) }) if holder != state.node => {
+                    let room = FileId::parse(&file).and_then(|f| state.rooms.existing(&f));
+                    if let Some(room) = room {
+                        let _ = room.tx.send(RoomCmd::CheckLease);
                     }
                 }
                 Ok(_) => {}

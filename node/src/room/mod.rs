@@ -141,6 +141,9 @@ pub enum RoomCmd {
     /// The file belongs to another node now (the ring changed): finish what is
     /// in flight, release the lease, close every socket with 4009, and stop.
     Move,
+    /// Another node was seen taking the file's lease: the shell has its lease checked
+    /// at once (a lost lease ends the room with 4009).
+    CheckLease,
 }
 
 /// Housekeeping cadence: idle checks, time-based snapshots, store stalls.
@@ -229,7 +232,6 @@ impl Room {
         };
         tracing::debug!(file = %room.core.file(), ?exit, "room ends");
         serving.store(false, Ordering::Release);
-        registry::remove(&room.rooms, room.core.file(), room.generation);
         room.ctx.rules.metrics.rooms.dec();
         room.ctx
             .rules
@@ -245,6 +247,10 @@ impl Room {
                     "lease release failed; it stays ours until the room opens again or the node's membership ends");
             }
         }
+        // Only then may this node open the file again: a room opened while the release was
+        // on its way would take the lease as already its own (same epoch), and the release
+        // would then free it from under the new room.
+        registry::remove(&room.rooms, room.core.file(), room.generation);
         room.core.close_everyone(exit);
         // Whoever raced the registry removal is told to ask again.
         rx.close();
@@ -257,6 +263,12 @@ impl Room {
         let now = Instant::now();
         let mut exit = None;
         for cmd in commands.drain(..) {
+            if let RoomCmd::CheckLease = cmd {
+                if let Some(keeper) = &self.lease {
+                    keeper.check_now();
+                }
+                continue;
+            }
             exit = self.core.handle(cmd, now);
             if exit.is_some() {
                 break;
