@@ -97,6 +97,7 @@ pub fn run(
             connect: Duration::from_millis(config.connect_timeout_ms),
             read: Duration::from_millis(config.read_timeout_ms),
             socket_write: Duration::from_millis(config.socket_write_timeout_ms),
+            lapse: Duration::from_millis(config.lease_ms) + Duration::from_secs(1),
         },
     };
     let mut proxy = pingora::proxy::http_proxy_service_with_name(

@@ -26,6 +26,8 @@ use crate::watcher::SharedCoordinator;
 const MOVED_BODY_MAX: usize = 4096;
 /// How long a retry after `409 moved` may wait for the coordinator's answer.
 const HOLDER_LOOKUP: Duration = Duration::from_millis(500);
+/// How often a request held for a node's lapse looks at the fleet again.
+const LAPSE_POLL: Duration = Duration::from_millis(25);
 
 /// Timeouts of the proxy.
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +35,9 @@ pub struct Timeouts {
     pub connect: Duration,
     pub read: Duration,
     pub socket_write: Duration,
+    /// The longest a file's request waits for a node that cannot be reached to leave the
+    /// membership (the fleet's lease time and a second).
+    pub lapse: Duration,
 }
 
 /// The router's [`ProxyHttp`].
@@ -54,6 +59,10 @@ pub struct Ctx {
     chosen: Option<Choice>,
     /// A `409 moved` answer caused one retry already.
     moved_retry: bool,
+    /// A file's node could not be reached while still a member: wait, until the deadline,
+    /// for its membership to lapse before choosing again (once per request).
+    lapse_wait: Option<(NodeId, Instant)>,
+    lapse_waited: bool,
     /// The upstream connection of an upgrade: (fd, local, peer).
     upstream: Option<(RawFd, SocketAddr, SocketAddr)>,
     /// Collecting a `409 moved` body to learn the holder from it.
@@ -141,6 +150,8 @@ impl ProxyHttp for Router {
             avoid: Vec::new(),
             chosen: None,
             moved_retry: false,
+            lapse_wait: None,
+            lapse_waited: false,
             upstream: None,
             moved_body: None,
             timed: false,
@@ -193,6 +204,18 @@ impl ProxyHttp for Router {
     }
 
     async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
+        if let Some((node, until)) = ctx.lapse_wait.take() {
+            ctx.lapse_waited = true;
+            while self.fleet.is_live(&node) && Instant::now() < until {
+                tokio::time::sleep(LAPSE_POLL).await;
+            }
+            if self.fleet.is_live(&node) {
+                return Err(Error::explain(
+                    ErrorType::HTTPStatus(502),
+                    "the file's node cannot be reached and is still a member",
+                ));
+            }
+        }
         let choice = match &ctx.route {
             Route::File(file) => {
                 if ctx.moved_retry {
@@ -240,9 +263,19 @@ impl ProxyHttp for Router {
             .with_label_values(&[chosen.node.as_str(), "connect"])
             .inc();
         let retry = match ctx.route {
-            // A file's node is only skipped when it is known gone; otherwise the client
-            // retries (and by then the router knows better).
-            Route::File(_) => !self.fleet.is_live(&chosen.node),
+            // A file's node is only skipped when it is known gone: while it is a member, the
+            // file's lease is its and no other node may take the file. A node that cannot be
+            // reached is probably dead with its membership not lapsed yet, so the request
+            // waits here for the lapse (up to the lease time) and then goes to the successor
+            // at once, instead of going back to the client to retry after its backoff.
+            Route::File(_) if self.fleet.is_live(&chosen.node) => {
+                let wait = !ctx.lapse_waited;
+                if wait {
+                    ctx.lapse_wait =
+                        Some((chosen.node.clone(), Instant::now() + self.timeouts.lapse));
+                }
+                wait
+            }
             _ => true,
         };
         if retry && !ctx.avoid.contains(&chosen.node) {

@@ -89,32 +89,7 @@ async fn an_upgrade_answered_at_once_stays_open_both_ways() {
         }
     });
 
-    let (port, admin) = (free_port(), free_port());
-    let config = atrium_router::RouterConfig::parse_from([
-        "atrium-router".to_string(),
-        format!("--bind=127.0.0.1:{port}"),
-        format!("--admin-bind=127.0.0.1:{admin}"),
-        format!("--coordinator={coordinator_url}"),
-        format!("--lease-ms={LEASE_MS}"),
-        "--drain-ms=100".into(),
-        "--shutdown-ms=2000".into(),
-    ]);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let router = std::thread::spawn(move || {
-        let when = atrium_router::When::new(async move {
-            let _ = stopped.await;
-        });
-        atrium_router::run(config, when).map_err(|e| e.to_string())
-    });
-    let deadline = Instant::now() + Duration::from_millis(LEASE_MS * 4);
-    loop {
-        let health = try_http(admin, "GET", "/health", &[], None).await;
-        if health.is_some_and(|h| h.status == 200 && h.body()["ring"] == json!(1)) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the router never saw the node");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (port, admin, stop, router) = in_process_router(&coordinator_url, 1).await;
 
     let mut torn_down = Vec::new();
     for i in 0..UPGRADES {
@@ -143,9 +118,134 @@ async fn an_upgrade_answered_at_once_stays_open_both_ways() {
     let _ = stop.send(());
     heartbeats.abort();
     assert_eq!(router.join().unwrap(), Ok(()));
+    let _ = admin;
     assert!(
         torn_down.is_empty(),
         "{} of {UPGRADES} upgrades were closed after their 101: {torn_down:?}",
         torn_down.len()
+    );
+}
+
+type RouterThread = std::thread::JoinHandle<Result<(), String>>;
+
+/// A router in this process on the coordinator `url`, once it sees `members` nodes on its
+/// ring: (port, admin port, its stop, its thread).
+async fn in_process_router(
+    url: &str,
+    members: usize,
+) -> (u16, u16, tokio::sync::oneshot::Sender<()>, RouterThread) {
+    let (port, admin) = (free_port(), free_port());
+    let config = atrium_router::RouterConfig::parse_from([
+        "atrium-router".to_string(),
+        format!("--bind=127.0.0.1:{port}"),
+        format!("--admin-bind=127.0.0.1:{admin}"),
+        format!("--coordinator={url}"),
+        format!("--lease-ms={LEASE_MS}"),
+        "--drain-ms=100".into(),
+        "--shutdown-ms=2000".into(),
+    ]);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let router = std::thread::spawn(move || {
+        let when = atrium_router::When::new(async move {
+            let _ = stopped.await;
+        });
+        atrium_router::run(config, when).map_err(|e| e.to_string())
+    });
+    let deadline = Instant::now() + Duration::from_millis(LEASE_MS * 4);
+    loop {
+        let health = try_http(admin, "GET", "/health", &[], None).await;
+        if health.is_some_and(|h| h.status == 200 && h.body()["ring"] == json!(members)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the router never saw {members} nodes"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (port, admin, stop, router)
+}
+
+/// A node that died (nothing listens on its address any more) is still a member until its
+/// membership lapses: a socket for one of its files waits in the router for that lapse and
+/// then goes to the successor, instead of being answered 502 to come back after a backoff.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_for_a_dead_members_file_waits_for_the_lapse_and_reaches_the_successor() {
+    let _serial = serial().await;
+    let alive_port = eager_node().await;
+    let dead_port = free_port();
+    let url = format!(
+        "{}?namespace=up{}",
+        service_env("ATRIUM_TEST_NATS_URL").trim_end_matches('/'),
+        &secret()[..20]
+    );
+    let settings =
+        atrium_coordinator::CoordinatorSettings::from_lease(Duration::from_millis(LEASE_MS));
+    let coordinator: Arc<dyn Coordinator> = atrium_coordinator::connect(&url, settings)
+        .await
+        .expect("the suite's NATS");
+    let (alive, dead) = (
+        NodeId::parse("alive").unwrap(),
+        NodeId::parse("dead").unwrap(),
+    );
+    for (id, port) in [(&alive, alive_port), (&dead, dead_port)] {
+        let address = format!("127.0.0.1:{port}");
+        let member = Member {
+            id: id.clone(),
+            address,
+            draining: false,
+        };
+        coordinator.join(member).await.unwrap();
+    }
+    // Only the live one heartbeats: the dead one lapses one lease time after its join.
+    let joined = Instant::now();
+    let beating = coordinator.clone();
+    let heartbeats = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(settings.heartbeat).await;
+            let _ = beating.heartbeat(&alive, false).await;
+        }
+    });
+    let (port, _admin, stop, router) = in_process_router(&url, 2).await;
+    let ring =
+        atrium_coordinator::Ring::new([NodeId::parse("alive").unwrap(), dead.clone()].iter());
+    let file = (0..)
+        .map(|i| format!("f{i}"))
+        .find(|f| ring.owner(f) == Some(dead.clone()))
+        .unwrap();
+
+    let mut tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let request = format!(
+        "GET /files/{file}/ws HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\n\
+         connection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         sec-websocket-version: 13\r\n\r\n"
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut byte))
+            .await
+            .expect("an answer within 10 s")
+            .unwrap();
+        assert!(n > 0, "closed without an answer");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_string();
+    let answered = joined.elapsed();
+    let _ = stop.send(());
+    heartbeats.abort();
+    assert_eq!(router.join().unwrap(), Ok(()));
+    assert!(
+        head.starts_with("HTTP/1.1 101"),
+        "the join was not carried to the successor: {head}"
+    );
+    // It went out only once the dead node's membership could have lapsed.
+    assert!(
+        answered >= Duration::from_millis(LEASE_MS),
+        "answered after {answered:?}"
+    );
+    eprintln!(
+        "a dead member's file reached the successor {answered:?} after the member's last join"
     );
 }
