@@ -8,7 +8,9 @@
 //!   a dead node's leases are all free when its membership lapses, and a live holder writes
 //!   nothing per file to keep them. `max_age` = [`LEASE_RECORD_LIFETIME`] (hours), which only
 //!   clears records nobody will take again; holders rewrite theirs well within it (`renew`).
-//!   Taking a lease is a write expecting the key's last revision (0, a delete marker's, or a
+//!   Releasing purges the record, leaving a marker that expires within a second (a delete
+//!   marker would stay for the records' whole lifetime, one per file opened). Taking a lease
+//!   is a write expecting the key's last revision (0, a marker's, or a
 //!   dead holder's record's); renewing and releasing expect the revision we last wrote, so they
 //!   only succeed while the lease is still ours (compare-and-set on the revision);
 //!   A file's epoch is one above the bucket's last revision when the lease is taken (the
@@ -166,6 +168,19 @@ impl NatsCoordinator {
         Ok(Self { inner })
     }
 
+    /// Messages the leases bucket holds (records and markers not yet expired): what an
+    /// operator sizing the server, and the tests, look at.
+    pub async fn lease_bucket_messages(&self) -> Result<u64, CoordinatorError> {
+        let info = self
+            .inner
+            .leases
+            .stream
+            .get_info()
+            .await
+            .map_err(|e| unavailable("nats leases bucket", e))?;
+        Ok(info.state.messages)
+    }
+
     /// Deletes the namespace's buckets (tests clean up with it).
     pub async fn destroy(&self) -> Result<(), CoordinatorError> {
         let admin = ContextBuilder::new()
@@ -265,6 +280,17 @@ impl Inner {
             return Ok(true);
         }
         Ok(self.read_incarnation(&id).await?.as_deref() == Some(record.inc.as_str()))
+    }
+
+    /// Removes a lease record still at revision `rev`; `false` when it changed (or the server
+    /// did not answer). What is left is a marker that expires within a second, not one per
+    /// file for the records' whole lifetime (hours), so a fleet opening and closing many rooms
+    /// does not fill the bucket with markers.
+    async fn free_lease(&self, key: &str, rev: u64) -> bool {
+        self.leases
+            .purge_expect_revision_with_ttl(key, rev, MARKER_TTL)
+            .await
+            .is_ok()
     }
 
     /// The current slots of a counter and the revision to expect when writing them.
@@ -528,12 +554,7 @@ impl Coordinator for NatsCoordinator {
             .remove(&lease.file)
             .filter(|(epoch, _, _)| *epoch == lease.epoch);
         if let Some((_, _, rev)) = cached {
-            if me
-                .leases
-                .delete_expect_revision(key.as_str(), Some(rev))
-                .await
-                .is_ok()
-            {
+            if me.free_lease(&key, rev).await {
                 return Ok(());
             }
         }
@@ -547,10 +568,7 @@ impl Coordinator for NatsCoordinator {
             let held: Option<LeaseRecord> = serde_json::from_slice(&e.value).ok();
             if held.is_some_and(|h| h.node == lease.node.as_str() && h.epoch == lease.epoch) {
                 // A failure here means it changed meanwhile, so it is no longer ours.
-                let _ = me
-                    .leases
-                    .delete_expect_revision(key.as_str(), Some(e.revision))
-                    .await;
+                me.free_lease(&key, e.revision).await;
             }
         }
         Ok(())

@@ -546,3 +546,28 @@ macro_rules! contract {
 contract!(Memory, memory);
 contract!(Nats, nats);
 contract!(Redis, redis);
+
+/// Lease records live for hours (leases hang on membership, the record's lifetime only clears
+/// dead holders' files), so a released lease must not leave a marker for that long: rooms that
+/// open and close all day would fill the bucket. What release leaves expires within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_released_leases_leave_nothing_behind() {
+    let url = env_url("ATRIUM_TEST_NATS_URL");
+    let ns = format!("t{:016x}", rand::random::<u64>());
+    let c = Arc::new(
+        NatsCoordinator::connect(&url, &ns, settings())
+            .await
+            .expect("connect to NATS"),
+    );
+    let dynamic: Arc<dyn Coordinator> = c.clone();
+    let _a = live(&dynamic, "a").await;
+    for i in 0..50 {
+        let lease = c.acquire(&format!("brief-{i}"), &node("a")).await.unwrap();
+        c.release(&lease).await.unwrap();
+    }
+    eventually(Duration::from_secs(10), "the markers expired", || async {
+        c.lease_bucket_messages().await.unwrap() == 0
+    })
+    .await;
+    c.destroy().await.unwrap();
+}
