@@ -153,6 +153,17 @@ fn keeper(link: &Arc<Link>, lease: Lease, settings: CoordinatorSettings) -> Leas
     LeaseKeeper::start(link.clone(), lease, settings)
 }
 
+/// A fleet of `a` and `b`, with `a` holding "f1" and a keeper watching over it.
+async fn a_holds_f1(
+    settings: CoordinatorSettings,
+) -> (Fleet, Arc<Link>, Arc<Link>, Lease, LeaseKeeper) {
+    let mut fleet = Fleet::new(settings);
+    let (a, b) = (fleet.node("a").await, fleet.node("b").await);
+    let lease = a.acquire("f1", &node("a")).await.unwrap();
+    let keeper = keeper(&a, lease.clone(), settings);
+    (fleet, a, b, lease, keeper)
+}
+
 /// A `StillMine` check that answers `mine` and counts how often it was asked.
 fn check(mine: bool) -> (StillMine, Arc<AtomicUsize>) {
     let asked = Arc::new(AtomicUsize::new(0));
@@ -167,10 +178,7 @@ fn check(mine: bool) -> (StillMine, Arc<AtomicUsize>) {
 #[tokio::test(start_paused = true)]
 async fn a_lease_is_kept_by_the_membership_alone_and_released_at_once() {
     let settings = CoordinatorSettings::default();
-    let mut fleet = Fleet::new(settings);
-    let (a, b) = (fleet.node("a").await, fleet.node("b").await);
-    let lease = a.acquire("f1", &node("a")).await.unwrap();
-    let keeper = keeper(&a, lease.clone(), settings);
+    let (_fleet, a, b, lease, keeper) = a_holds_f1(settings).await;
 
     sleep(settings.lease * 20).await;
     assert!(matches!(
@@ -226,10 +234,7 @@ async fn a_dead_holders_leases_are_all_free_when_its_membership_lapses() {
 #[tokio::test(start_paused = true)]
 async fn reports_loss_when_another_node_took_the_file_while_it_was_cut_off() {
     let settings = CoordinatorSettings::default();
-    let mut fleet = Fleet::new(settings);
-    let (a, b) = (fleet.node("a").await, fleet.node("b").await);
-    let lease = a.acquire("f1", &node("a")).await.unwrap();
-    let keeper = keeper(&a, lease.clone(), settings);
+    let (_fleet, a, b, lease, keeper) = a_holds_f1(settings).await;
     let mut lost = keeper.lost();
 
     a.cut_off.store(true, Ordering::SeqCst);
@@ -311,10 +316,7 @@ async fn dropping_the_keeper_releases_the_lease() {
 #[tokio::test(start_paused = true)]
 async fn a_lease_that_lapsed_in_an_outage_is_taken_back_when_the_store_agrees() {
     let settings = CoordinatorSettings::default();
-    let mut fleet = Fleet::new(settings);
-    let (a, b) = (fleet.node("a").await, fleet.node("b").await);
-    let lease = a.acquire("f1", &node("a")).await.unwrap();
-    let keeper = keeper(&a, lease.clone(), settings);
+    let (_fleet, a, b, lease, keeper) = a_holds_f1(settings).await;
     let (still_mine, asked) = check(true);
     keeper.retake_when(still_mine);
 
@@ -363,10 +365,7 @@ async fn a_lapsed_lease_is_lost_when_the_store_says_another_node_took_the_file()
 #[tokio::test(start_paused = true)]
 async fn a_lapsed_lease_another_node_holds_is_lost_without_asking_the_store() {
     let settings = CoordinatorSettings::default();
-    let mut fleet = Fleet::new(settings);
-    let (a, b) = (fleet.node("a").await, fleet.node("b").await);
-    let lease = a.acquire("f1", &node("a")).await.unwrap();
-    let keeper = keeper(&a, lease, settings);
+    let (_fleet, a, b, _, keeper) = a_holds_f1(settings).await;
     let mut lost = keeper.lost();
     let (still_mine, asked) = check(true);
     keeper.retake_when(still_mine);
@@ -386,10 +385,7 @@ async fn a_lapsed_lease_another_node_holds_is_lost_without_asking_the_store() {
 #[tokio::test(start_paused = true)]
 async fn a_lease_taken_from_under_a_live_holder_is_lost_once_checked() {
     let settings = CoordinatorSettings::default();
-    let mut fleet = Fleet::new(settings);
-    let (a, b) = (fleet.node("a").await, fleet.node("b").await);
-    let lease = a.acquire("f1", &node("a")).await.unwrap();
-    let keeper = keeper(&a, lease.clone(), settings);
+    let (_fleet, a, b, lease, keeper) = a_holds_f1(settings).await;
     let mut lost = keeper.lost();
     let (still_mine, _) = check(true);
     keeper.retake_when(still_mine);

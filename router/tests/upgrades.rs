@@ -42,6 +42,26 @@ async fn eager_node() -> u16 {
     port
 }
 
+/// A coordinator namespace of the test's own on the suite's NATS: its URL, the timing and a
+/// connection to it.
+async fn coordinator() -> (
+    String,
+    atrium_coordinator::CoordinatorSettings,
+    Arc<dyn Coordinator>,
+) {
+    let url = format!(
+        "{}?namespace=up{}",
+        service_env("ATRIUM_TEST_NATS_URL").trim_end_matches('/'),
+        &secret()[..20]
+    );
+    let settings =
+        atrium_coordinator::CoordinatorSettings::from_lease(Duration::from_millis(LEASE_MS));
+    let connection = atrium_coordinator::connect(&url, settings)
+        .await
+        .expect("the suite's NATS");
+    (url, settings, connection)
+}
+
 /// Reads up to the end of an HTTP head; returns what came after it.
 async fn read_head(tcp: &mut TcpStream) -> Vec<u8> {
     let mut buf = Vec::new();
@@ -62,16 +82,7 @@ async fn read_head(tcp: &mut TcpStream) -> Vec<u8> {
 async fn an_upgrade_answered_at_once_stays_open_both_ways() {
     let _serial = serial().await;
     let node = eager_node().await;
-    let coordinator_url = format!(
-        "{}?namespace=up{}",
-        service_env("ATRIUM_TEST_NATS_URL").trim_end_matches('/'),
-        &secret()[..20]
-    );
-    let settings =
-        atrium_coordinator::CoordinatorSettings::from_lease(Duration::from_millis(LEASE_MS));
-    let coordinator: Arc<dyn Coordinator> = atrium_coordinator::connect(&coordinator_url, settings)
-        .await
-        .expect("the suite's NATS");
+    let (coordinator_url, settings, coordinator) = coordinator().await;
     let id = NodeId::parse("eager").unwrap();
     coordinator
         .join(Member {
@@ -174,16 +185,7 @@ async fn a_join_for_a_dead_members_file_waits_for_the_lapse_and_reaches_the_succ
     let _serial = serial().await;
     let alive_port = eager_node().await;
     let dead_port = free_port();
-    let url = format!(
-        "{}?namespace=up{}",
-        service_env("ATRIUM_TEST_NATS_URL").trim_end_matches('/'),
-        &secret()[..20]
-    );
-    let settings =
-        atrium_coordinator::CoordinatorSettings::from_lease(Duration::from_millis(LEASE_MS));
-    let coordinator: Arc<dyn Coordinator> = atrium_coordinator::connect(&url, settings)
-        .await
-        .expect("the suite's NATS");
+    let (url, settings, coordinator) = coordinator().await;
     let (alive, dead) = (
         NodeId::parse("alive").unwrap(),
         NodeId::parse("dead").unwrap(),
