@@ -192,8 +192,9 @@ async fn rejoined(rejoins: &mut Option<watch::Receiver<u64>>) -> bool {
     }
 }
 
-/// The first rewrite comes after between half of and the whole refresh interval, picked by
-/// the file, so leases taken together (a failover) are not rewritten together.
+/// The first rewrite comes after between half of and the whole refresh interval, at a moment
+/// drawn at random (a freshly keyed hash of the file), so leases taken together (a failover)
+/// are not rewritten together.
 fn first_refresh(file: &str, refresh: Duration) -> Duration {
     let spread = std::collections::hash_map::RandomState::new().hash_one(file) % 1024;
     refresh / 2 + refresh / 2 * spread as u32 / 1024

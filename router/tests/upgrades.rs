@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use atrium_coordinator::{Coordinator, Member, NodeId};
+use atrium_testkit::ws;
 use clap::Parser;
 use common::*;
 use serde_json::json;
@@ -62,6 +63,32 @@ async fn coordinator() -> (
     (url, settings, connection)
 }
 
+/// Announces a node at `127.0.0.1:port`.
+async fn join(coordinator: &Arc<dyn Coordinator>, id: &NodeId, port: u16) {
+    let address = format!("127.0.0.1:{port}");
+    let member = Member {
+        id: id.clone(),
+        address,
+        draining: false,
+    };
+    coordinator.join(member).await.unwrap();
+}
+
+/// Keeps `id`'s membership alive until the task is aborted.
+fn heartbeat(
+    coordinator: &Arc<dyn Coordinator>,
+    settings: atrium_coordinator::CoordinatorSettings,
+    id: NodeId,
+) -> tokio::task::JoinHandle<()> {
+    let coordinator = coordinator.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(settings.heartbeat).await;
+            let _ = coordinator.heartbeat(&id, false).await;
+        }
+    })
+}
+
 /// Reads up to the end of an HTTP head; returns what came after it.
 async fn read_head(tcp: &mut TcpStream) -> Vec<u8> {
     let mut buf = Vec::new();
@@ -84,34 +111,16 @@ async fn an_upgrade_answered_at_once_stays_open_both_ways() {
     let node = eager_node().await;
     let (coordinator_url, settings, coordinator) = coordinator().await;
     let id = NodeId::parse("eager").unwrap();
-    coordinator
-        .join(Member {
-            id: id.clone(),
-            address: format!("127.0.0.1:{node}"),
-            draining: false,
-        })
-        .await
-        .unwrap();
-    let beating = coordinator.clone();
-    let heartbeats = tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(settings.heartbeat).await;
-            let _ = beating.heartbeat(&id, false).await;
-        }
-    });
+    join(&coordinator, &id, node).await;
+    let heartbeats = heartbeat(&coordinator, settings, id);
 
     let (port, admin, stop, router) = in_process_router(&coordinator_url, 1).await;
 
     let mut torn_down = Vec::new();
     for i in 0..UPGRADES {
         let mut tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-        let request = format!(
-            "GET /files/file{i}/ws HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\n\
-             connection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-             sec-websocket-version: 13\r\n\r\n"
-        );
-        tcp.write_all(request.as_bytes()).await.unwrap();
-        let early = read_head(&mut tcp).await;
+        let (head, early) = ws::upgrade(&mut tcp, port, &format!("/files/file{i}/ws"), "").await;
+        assert!(head.starts_with("HTTP/1.1 101"), "{head}");
         assert!(
             early.is_empty(),
             "bytes before anything was sent: {early:?}"
@@ -190,50 +199,20 @@ async fn a_join_for_a_dead_members_file_waits_for_the_lapse_and_reaches_the_succ
         NodeId::parse("alive").unwrap(),
         NodeId::parse("dead").unwrap(),
     );
-    for (id, port) in [(&alive, alive_port), (&dead, dead_port)] {
-        let address = format!("127.0.0.1:{port}");
-        let member = Member {
-            id: id.clone(),
-            address,
-            draining: false,
-        };
-        coordinator.join(member).await.unwrap();
-    }
+    join(&coordinator, &alive, alive_port).await;
+    join(&coordinator, &dead, dead_port).await;
     // Only the live one heartbeats: the dead one lapses one lease time after its join.
     let joined = Instant::now();
-    let beating = coordinator.clone();
-    let heartbeats = tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(settings.heartbeat).await;
-            let _ = beating.heartbeat(&alive, false).await;
-        }
-    });
+    let heartbeats = heartbeat(&coordinator, settings, alive.clone());
     let (port, _admin, stop, router) = in_process_router(&url, 2).await;
-    let ring =
-        atrium_coordinator::Ring::new([NodeId::parse("alive").unwrap(), dead.clone()].iter());
+    let ring = atrium_coordinator::Ring::new([alive, dead.clone()].iter());
     let file = (0..)
         .map(|i| format!("f{i}"))
         .find(|f| ring.owner(f) == Some(dead.clone()))
         .unwrap();
 
     let mut tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    let request = format!(
-        "GET /files/{file}/ws HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\n\
-         connection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-         sec-websocket-version: 13\r\n\r\n"
-    );
-    tcp.write_all(request.as_bytes()).await.unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut byte))
-            .await
-            .expect("an answer within 10 s")
-            .unwrap();
-        assert!(n > 0, "closed without an answer");
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).to_string();
+    let (head, _) = ws::upgrade(&mut tcp, port, &format!("/files/{file}/ws"), "").await;
     let answered = joined.elapsed();
     let _ = stop.send(());
     heartbeats.abort();
