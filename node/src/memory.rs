@@ -187,31 +187,4 @@ fn give_back_free_memory() {
 fn give_back_free_memory() {}
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_read_as_operators_write_them() {
-        assert_eq!(parse_size("1073741824"), Ok(1 << 30));
-        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
-        assert_eq!(parse_size("512M"), Ok(512 << 20));
-        assert_eq!(parse_size("1.5g"), Ok(3 << 29));
-        assert_eq!(parse_size("auto"), Ok(0));
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("5 parsecs").is_err());
-    }
-
-    #[test]
-    fn reservations_stop_at_the_high_water_mark_and_come_back() {
-        let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
-        let room = guard.high_water() - guard.rss();
-        let first = guard.reserve(room / 2).expect("half the room fits");
-        assert!(guard.reserve(room).is_none(), "more than what is left");
-        assert!(guard.admits());
-        let second = guard.reserve(room - room / 2).expect("the rest fits");
-        assert!(!guard.admits(), "full up to the high-water mark");
-        drop((first, second));
-        assert!(guard.admits());
-        assert!(default_budget() > 64 << 20);
-    }
-}
+mod tests;

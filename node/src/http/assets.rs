@@ -168,31 +168,4 @@ pub fn serve(req: &Request<Incoming>, segments: &[&str]) -> ApiResult {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_client_module_is_embedded() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/src");
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let name = entry.unwrap().file_name().into_string().unwrap();
-            if name.ends_with(".js") {
-                let path = format!("src/{name}");
-                assert!(
-                    FILES.iter().any(|(p, _, _)| *p == path),
-                    "{path} is missing from FILES in node/src/http/assets.rs"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn the_page_points_at_this_build() {
-        let a = assets();
-        let page = std::str::from_utf8(&a.index.bytes).unwrap();
-        assert!(page.contains(&format!("\"/assets/{}/src/app.js\"", a.build)));
-        assert!(page.contains(&format!("\"/assets/{}/style.css\"", a.build)));
-        assert!(!page.contains("\"/assets/src/"));
-        assert_eq!(a.build.len(), 16);
-    }
-}
+mod tests;

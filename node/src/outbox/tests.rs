@@ -1,0 +1,62 @@
+use super::*;
+
+#[tokio::test]
+async fn overflow_closes_with_4008_and_first_close_wins() {
+    let (out, rx) = outbox(2, 1 << 20, Metrics::new());
+    assert!(out.send_text("a".into()));
+    assert!(out.send_text("b".into()));
+    assert!(!out.send_text("c".into()));
+    out.close(CloseCode::ServiceRestart, "later request loses");
+    assert_eq!(rx.close.closed().await.code, CloseCode::TooSlow.code());
+}
+
+#[tokio::test]
+async fn bytes_are_bounded_and_given_back() {
+    let (out, mut rx) = outbox(100, 10, Metrics::new());
+    assert!(out.send_text("12345678".into()));
+    let mut got = Vec::new();
+    assert_eq!(rx.recv_many(&mut got, 10).await, 1);
+    assert!(out.send_text("12345678".into()));
+    assert!(!out.send_text("123".into()));
+    assert_eq!(
+        rx.close.requested().unwrap().code,
+        CloseCode::TooSlow.code()
+    );
+}
+
+#[tokio::test]
+async fn a_held_queue_sends_its_welcome_first() {
+    let budget = Budget::new(1 << 20);
+    let (out, mut rx) = outbox(10, 1 << 20, Metrics::new());
+    out.hold();
+    assert!(out.send_text("presences".into()));
+    assert!(out.send_text("join".into()));
+    assert!(out.open_with(shared("welcome"), &budget));
+    assert!(out.send_text("after".into()));
+    let got: Vec<Vec<u8>> = rx
+        .drain_now()
+        .into_iter()
+        .map(|o| match o {
+            Out::Message(m) => m.payload().to_vec(),
+            Out::Control(b) => b.to_vec(),
+        })
+        .collect();
+    assert_eq!(got, [&b"welcome"[..], b"presences", b"join", b"after"]);
+}
+
+#[tokio::test]
+async fn large_messages_draw_on_the_budget() {
+    let budget = Budget::new(100);
+    let (out, mut rx) = outbox(10, 10, Metrics::new());
+    assert!(out.open_with(shared(vec![b'x'; 80]), &budget));
+    assert!(!budget.take(30));
+    rx.drain_now();
+    assert!(budget.take(100));
+    budget.give(100);
+    let (out2, rx2) = outbox(10, 10, Metrics::new());
+    assert!(!out2.open_with(shared(vec![b'x'; 200]), &budget));
+    assert_eq!(
+        rx2.close.requested().unwrap().code,
+        CloseCode::TryAgainLater.code()
+    );
+}

@@ -1,0 +1,110 @@
+use super::*;
+
+fn limits() -> DocLimits {
+    DocLimits::default()
+}
+
+#[test]
+fn hello_parses_and_checks_the_client_id() {
+    let m = parse(
+        r#"{"type":"hello","token":null,"key":"k","client":"c1","since":4,"name":"Ann\u0007"}"#,
+        &limits(),
+    )
+    .unwrap();
+    let ClientMessage::Hello(h) = m else {
+        panic!("not a hello")
+    };
+    assert_eq!(h.key.as_deref(), Some("k"));
+    assert_eq!(h.since, Some(4));
+    assert_eq!(h.name.as_deref(), Some("Ann"));
+    assert!(parse(r#"{"type":"hello","client":"../x"}"#, &limits()).is_err());
+    assert!(parse(r#"{"type":"hello","client":"c","since":-1}"#, &limits()).is_err());
+}
+
+#[test]
+fn patch_keeps_t_verbatim_and_reports_its_id() {
+    let m = parse(r#"{"type":"patch","id":7,"ops":[],"t":12.50}"#, &limits()).unwrap();
+    let ClientMessage::Patch(p) = m else {
+        panic!("not a patch")
+    };
+    assert_eq!(p.t.as_deref(), Some("12.50"));
+    assert_eq!(
+        ack(7, 3, p.t.as_deref()),
+        r#"{"type":"ack","id":7,"v":3,"t":12.50}"#
+    );
+    let r = parse(r#"{"type":"patch","id":8,"ops":[{"op":"zap"}]}"#, &limits()).unwrap_err();
+    assert_eq!((r.id, r.code), (Some(8), "invalid"));
+    let r = parse(r#"{"type":"patch","id":0,"ops":[]}"#, &limits()).unwrap_err();
+    assert_eq!(r.id, None);
+    let r = parse(r#"{"type":"patch","id":9,"ops":[],"t":"1"}"#, &limits()).unwrap_err();
+    assert_eq!(r.code, "invalid");
+}
+
+#[test]
+fn guest_names_cannot_hide_or_reorder_text() {
+    assert_eq!(clean_name("\u{202E}renwO"), "renwO");
+    assert_eq!(clean_name("Ow\u{200B}ner\u{2066}"), "Owner");
+    assert_eq!(clean_name("  Ann \u{3000}\t Lee  "), "Ann Lee");
+    assert_eq!(clean_name("\u{FEFF}\u{2067}\u{E0041}"), "");
+    assert_eq!(clean_name("名前 é"), "名前 é");
+    assert_eq!(clean_name(&"x".repeat(100)).chars().count(), 64);
+}
+
+#[test]
+fn relayed_numbers_are_bounded() {
+    let long = format!("1{}", "0".repeat(40));
+    let text = format!(r#"{{"type":"presence","t":{long}}}"#);
+    assert_eq!(parse(&text, &limits()).unwrap_err().code, "invalid");
+    let text = format!(r#"{{"type":"patch","id":3,"ops":[],"t":{long}}}"#);
+    assert_eq!(parse(&text, &limits()).unwrap_err().id, Some(3));
+    let ok = r#"{"type":"presence","t":-1.7976931348623157e+308}"#;
+    assert!(parse(ok, &limits()).is_ok());
+}
+
+#[test]
+fn a_patch_is_known_by_its_type_before_its_ops_are_read() {
+    let text = r#"{"type":"patch","id":9,"ops":[{"op":"zap"}]}"#;
+    let m = read(text).unwrap();
+    assert_eq!(m.kind, Kind::Patch);
+    let r = m.refuse("viewer", "no");
+    assert_eq!((r.id, r.code), (Some(9), "viewer"));
+    assert_eq!(read(r#"{"type":"presence"}"#).unwrap().kind, Kind::Presence);
+}
+
+#[test]
+fn garbage_is_invalid_not_a_panic() {
+    for text in [
+        "",
+        "nul",
+        "[]",
+        "{}",
+        r#"{"type":5}"#,
+        r#"{"type":"nope"}"#,
+        "{\"type\":\"patch\"",
+    ] {
+        let r = parse(text, &limits()).unwrap_err();
+        assert_eq!(r.code, "invalid", "{text}");
+    }
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let text = format!(r#"{{"type":"patch","id":1,"ops":{deep}}}"#);
+    assert!(parse(&text, &limits()).is_err());
+}
+
+#[test]
+fn presence_fields_keep_missing_apart_from_null() {
+    let m = parse(
+        r#"{"type":"presence","cursor":[1,2],"sel":null}"#,
+        &limits(),
+    )
+    .unwrap();
+    let ClientMessage::Presence(p) = m else {
+        panic!("not presence")
+    };
+    assert_eq!(p.cursor, Some(Some([1.0, 2.0])));
+    assert_eq!(p.sel, Some(None));
+    assert!(p.page.is_none());
+    assert!(parse(r#"{"type":"presence","cursor":[1]}"#, &limits()).is_err());
+    let many: Vec<String> = (0..101).map(|i| format!("\"n{i}\"")).collect();
+    let text = format!(r#"{{"type":"presence","sel":[{}]}}"#, many.join(","));
+    assert!(parse(&text, &limits()).is_err());
+}

@@ -1,0 +1,107 @@
+//! What a socket may have read and not yet handled, and how fast it may read.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use atrium_protocol::CloseCode;
+
+use super::Session;
+use crate::limits::Bucket;
+use crate::protocol;
+use crate::protocol::Refusal;
+
+/// A message waiting for the socket's message rate. It is kept as the text that
+/// came (parsed only when its turn comes), or, when it is already refused (a
+/// viewer's patch, a malformed message), as the small refusal alone.
+pub(super) enum Waiting {
+    Text(String),
+    Refused(Refusal),
+}
+
+/// What a socket may have read and not yet handled, and how fast it may read.
+///
+/// Everything a socket makes the node hold is bounded here: messages over the
+/// rate wait in order (one 429 notice), up to five seconds' worth (then 4013) and
+/// at most `ATRIUM_WS_BACKLOG_BYTES` of text. At that bound, and while the socket
+/// is over its byte rate (`ATRIUM_WS_BYTES_PER_SECOND`), the node stops reading it:
+/// the rest waits in the client's own buffers, costing the node nothing.
+pub(super) struct Intake {
+    pub(super) messages: Bucket,
+    pub(super) bytes: Bucket,
+    pub(super) presence: Bucket,
+    pub(super) backlog: VecDeque<Waiting>,
+    pub(super) backlog_bytes: usize,
+    pub(super) max_backlog: usize,
+    pub(super) max_backlog_bytes: usize,
+    pub(super) told: bool,
+}
+
+impl Intake {
+    pub(super) fn new(config: &crate::config::NodeConfig) -> Self {
+        let now = std::time::Instant::now();
+        let rate = f64::from(config.ws_per_second.max(1));
+        let presence_rate = f64::from(config.presence_per_second);
+        let byte_rate = config.ws_bytes_per_second.max(1) as f64;
+        let byte_burst = byte_rate.max(config.max_message_bytes as f64);
+        Self {
+            messages: Bucket::new(rate, rate, now),
+            bytes: Bucket::new(byte_rate, byte_burst, now),
+            presence: Bucket::new(presence_rate, presence_rate, now),
+            backlog: VecDeque::new(),
+            backlog_bytes: 0,
+            max_backlog: 5 * config.ws_per_second.max(1) as usize,
+            max_backlog_bytes: config.ws_backlog_bytes.max(1),
+            told: false,
+        }
+    }
+
+    /// How long before the socket may be read again (zero: now).
+    pub(super) fn read_pause(&self, now: std::time::Instant) -> Option<Duration> {
+        if self.backlog_bytes >= self.max_backlog_bytes {
+            return Some(self.messages.wait(now));
+        }
+        let debt = self.bytes.debt(now);
+        (!debt.is_zero()).then_some(debt)
+    }
+
+    pub(super) fn push(&mut self, waiting: Waiting) {
+        if let Waiting::Text(text) = &waiting {
+            self.backlog_bytes += text.len();
+        }
+        self.backlog.push_back(waiting);
+    }
+
+    /// The next waiting message the rate lets through.
+    pub(super) fn pop(&mut self, now: std::time::Instant) -> Option<Waiting> {
+        if self.backlog.is_empty() || !self.messages.take(now) {
+            return None;
+        }
+        let waiting = self.backlog.pop_front()?;
+        if let Waiting::Text(text) = &waiting {
+            self.backlog_bytes -= text.len();
+        }
+        Some(waiting)
+    }
+
+    /// Tells the socket once that its messages wait (429), and closes it (4013)
+    /// once more than five seconds' worth wait.
+    pub(super) fn check_backlog(&mut self, session: &Session) {
+        if self.backlog.is_empty() {
+            self.told = false;
+        } else if self.backlog.len() > self.max_backlog {
+            session.outbox.close(
+                CloseCode::Flooding,
+                "flooding: more than five seconds of messages waiting",
+            );
+            self.backlog.clear();
+            self.backlog_bytes = 0;
+        } else if !self.told {
+            self.told = true;
+            session.state.metrics.rate_limited.inc();
+            session.outbox.send_text(protocol::notice(
+                429,
+                "too many messages: they wait in order and are handled at the allowed rate",
+            ));
+        }
+    }
+}

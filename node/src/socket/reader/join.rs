@@ -1,0 +1,146 @@
+//! The join: signing the socket in, checking its access, taking its account's
+//! slot and a turn, then entering the file's room.
+
+use std::time::Duration;
+
+use atrium_coordinator::CoordinatorError;
+use atrium_protocol::CloseCode;
+use tokio::time::Instant;
+
+use super::Session;
+use crate::ids::{digest, ClientKey};
+use crate::protocol;
+use crate::room::access;
+use crate::room::{JoinError, JoinRequest};
+use crate::state::AppState;
+use crate::store::StoreError;
+
+/// How long a socket over its account's cap waits for a slot before 4029. A person's
+/// reconnecting tab (after a 1012 or a 4009) can arrive before the socket it replaces has given
+/// its slot back, on this node or on the one it left; that must not look like an eleventh tab.
+/// The old socket gives its slot back once its close handshake is over, which may take up to
+/// `CLOSE_DEADLINE` (2 s), so the grace outlasts it.
+const SLOT_GRACE: Duration = Duration::from_secs(3);
+
+/// The longest pause between two asks for a slot.
+const SLOT_ASK_EVERY: Duration = Duration::from_millis(500);
+
+/// Takes one of the account's fleet-wide socket slots, asking again with backoff within
+/// [`SLOT_GRACE`] while they are all held.
+async fn account_slot(state: &AppState, counter: &str) -> Result<bool, CoordinatorError> {
+    let limit = state.config.ws_per_account;
+    let deadline = Instant::now() + SLOT_GRACE;
+    let mut wait = Duration::from_millis(50);
+    loop {
+        match state
+            .coordinator
+            .count_up(counter, &state.node, limit)
+            .await
+        {
+            Ok(false) if limit > 0 && Instant::now() + wait < deadline => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(SLOT_ASK_EVERY);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Signs the socket in and joins it to the file's room. The error is a close.
+pub(super) async fn join(
+    session: &mut Session,
+    hello: protocol::Hello,
+) -> Result<(), (CloseCode, &'static str)> {
+    let state = session.state.clone();
+    let account = match &hello.token {
+        Some(token) => {
+            let d = digest(token);
+            // Registered for sign-out before the token is checked: a sign-out at any
+            // moment after this either fails the check or closes this socket.
+            state.sockets.add(d, session.outbox.clone());
+            session.token = Some(d);
+            match state.store.session_account(d).await {
+                Ok(a) => Some(a),
+                Err(StoreError::NotFound) => {
+                    return Err((CloseCode::Unauthorized, "bad or signed-out token"))
+                }
+                Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
+            }
+        }
+        None => None,
+    };
+    // A refused joiner costs a lookup, never a room: the file and the access it
+    // gives are checked before a room is opened, a lease taken or a document read.
+    let open = state.rooms.existing(&session.file).is_some();
+    if !open {
+        if !state.memory.admits() {
+            session.state.metrics.memory_refusals.inc();
+            return Err((
+                CloseCode::TryAgainLater,
+                "the node is at its memory budget; try again later",
+            ));
+        }
+        match state.store.file(&session.file).await {
+            Ok(record) => {
+                let account_id = account.as_ref().map(|a| &a.id);
+                access::access(&record, account_id, hello.key.as_deref())
+                    .and_then(|a| access::role(&record, a))
+                    .map_err(|d| {
+                        let e = JoinError::Denied(d);
+                        (e.close_code(), e.reason())
+                    })?;
+            }
+            Err(StoreError::NotFound) => return Err((CloseCode::NotFound, "file not found")),
+            Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
+        }
+    }
+    if let Some(a) = &account {
+        let counter = format!("sockets:{}", a.id);
+        match account_slot(&state, &counter).await {
+            Ok(true) => session.account_slot = Some(counter),
+            Ok(false) => {
+                return Err((
+                    CloseCode::TooManySockets,
+                    "too many sockets for this account",
+                ))
+            }
+            // A coordinator outage must not lock everyone out: fail open, loudly.
+            Err(e) => tracing::warn!(error = %e, "socket count unavailable; not enforced"),
+        }
+    }
+    // A turn bounds the work of joining (the client's op id, the room's load), so a
+    // storm is taken at the pace the node carries; it is taken only now, so a hello
+    // waiting for its account's slot above never holds one. The next waiting join goes
+    // once this one is in its room.
+    let _turn = state.admission.admit().await.ok_or((
+        CloseCode::TryAgainLater,
+        "the node is busy with other joins",
+    ))?;
+    let client = ClientKey::of(&hello.client);
+    let stored_op = match state.store.client_op(&session.file, client).await {
+        Ok(op) => op.map_or(0, |(id, _)| id),
+        Err(StoreError::NotFound) => 0,
+        Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
+    };
+    let req = JoinRequest {
+        outbox: session.outbox.clone(),
+        client,
+        account: account.map(|a| (a.id, a.name)),
+        key: hello.key,
+        name: hello.name,
+        since: hello.since,
+        stored_op,
+        seat: session.seat.clone(),
+    };
+    if session.outbox.is_closing() {
+        // Signed out (or replaced) while waiting for a slot: never welcomed.
+        return Err((CloseCode::Unauthorized, "signed out"));
+    }
+    match state.rooms.join(&session.file, req).await {
+        Ok((room, _joined)) => {
+            session.room = Some(room);
+            Ok(())
+        }
+        Err(e) => Err((e.close_code(), e.reason())),
+    }
+}

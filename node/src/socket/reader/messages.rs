@@ -1,0 +1,157 @@
+//! After the join: every message to the room, within the socket's rate limits.
+
+use atrium_protocol::CloseCode;
+
+use super::frames::{drain_if_closing, next_frame, Next};
+use super::intake::{Intake, Waiting};
+use super::{refuse, Frames, Liveness, Session};
+use crate::protocol::{self, ClientMessage, Kind, Refusal};
+use crate::room::registry::RoomHandle;
+use crate::room::RoomCmd;
+
+/// After the join: every message to the room, within the socket's limits (see
+/// [`Intake`]). Presence over its own rate is dropped.
+pub(super) async fn serve_messages(
+    frames: &mut Frames,
+    session: &Session,
+    liveness: &Liveness,
+    room: &RoomHandle,
+) {
+    let config = &session.state.config;
+    let mut intake = Intake::new(config);
+    let mut paused = false;
+    let mut received = frames.received();
+    loop {
+        let now = std::time::Instant::now();
+        let pause = intake.read_pause(now);
+        if pause.is_some() && !paused {
+            session.state.metrics.inbound_paused.inc();
+        }
+        paused = pause.is_some();
+        let wait = match pause {
+            Some(p) if intake.backlog.is_empty() => p,
+            Some(p) => p.min(intake.messages.wait(now)),
+            None => intake.messages.wait(now),
+        };
+        let next = tokio::select! {
+            next = next_frame(frames, session, liveness), if pause.is_none() => Some(next),
+            _ = tokio::time::sleep(wait), if pause.is_some() || !intake.backlog.is_empty() => None,
+        };
+        match next {
+            Some(Next::Text(text)) if !session.outbox.is_closing() => {
+                intake
+                    .bytes
+                    .charge(std::time::Instant::now(), text.len() as f64);
+                let wire = frames.received() - received;
+                received = frames.received();
+                take_in(session, room, &mut intake, text, wire).await;
+            }
+            Some(Next::Text(_) | Next::Skip) | None => {}
+            Some(Next::End) => return drain_if_closing(frames, &session.outbox).await,
+        }
+        while let Some(waiting) = intake.pop(std::time::Instant::now()) {
+            match waiting {
+                Waiting::Text(text) => handle_text(session, room, text).await,
+                Waiting::Refused(r) => refuse(session, r),
+            }
+        }
+        intake.check_backlog(session);
+    }
+}
+
+/// One message just read: presence goes to the room at once (or is dropped over
+/// its rate); anything else is handled now if the rate allows and nothing waits
+/// before it, else it waits. A viewer's patch is refused from its id alone.
+async fn take_in(
+    session: &Session,
+    room: &RoomHandle,
+    intake: &mut Intake,
+    text: String,
+    wire: usize,
+) {
+    let message = match protocol::read(&text) {
+        Ok(m) => m,
+        Err(r) => return intake.push(Waiting::Refused(r)),
+    };
+    match message.kind {
+        Kind::Presence => {
+            session
+                .state
+                .metrics
+                .messages_received
+                .with_label_values(&["presence"])
+                .inc();
+            if !intake.presence.take(std::time::Instant::now()) {
+                session.state.metrics.presence_dropped.inc();
+                return;
+            }
+            match message.parse(&session.state.limits) {
+                Ok(ClientMessage::Presence(mut update)) => {
+                    update.wire_bytes = wire;
+                    let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
+                }
+                Ok(_) => {}
+                Err(r) => refuse(session, r),
+            }
+        }
+        Kind::Patch => {
+            if let Some((code, why)) = session.seat.refusal() {
+                return intake.push(Waiting::Refused(message.refuse(code, why)));
+            }
+            if intake.backlog.is_empty() && intake.messages.take(std::time::Instant::now()) {
+                // Nothing waits before it and the rate allows it: no queueing, one parse.
+                if text.len() <= crate::lane::INLINE_BYTES {
+                    let parsed = message.parse(&session.state.limits);
+                    return to_room(session, room, parsed).await;
+                }
+                drop(message);
+                return handle_text(session, room, text).await;
+            }
+            drop(message);
+            intake.push(Waiting::Text(text));
+        }
+        Kind::Hello => intake.push(Waiting::Refused(Refusal {
+            id: None,
+            code: "invalid",
+            message: "hello was already said on this socket".into(),
+        })),
+    }
+}
+
+/// Handles one message once the rate let it through (a large one parsed on the bulk
+/// lane, so it never holds up the sockets that share this worker).
+async fn handle_text(session: &Session, room: &RoomHandle, text: String) {
+    let limits = session.state.limits.clone();
+    let parsed = crate::lane::run(text.len(), &session.state.metrics, move || {
+        protocol::parse(&text, &limits)
+    })
+    .await;
+    // Its role may have changed while it waited: the room has the last word.
+    to_room(session, room, parsed).await;
+}
+
+async fn to_room(session: &Session, room: &RoomHandle, message: Result<ClientMessage, Refusal>) {
+    match message {
+        Ok(ClientMessage::Patch(patch)) => {
+            session
+                .state
+                .metrics
+                .messages_received
+                .with_label_values(&["patch"])
+                .inc();
+            // While the room is behind, this socket waits here and reads nothing.
+            let ticket = room.inbound.admit(patch.ops_json.len()).await;
+            if room
+                .tx
+                .send(RoomCmd::Patch(session.outbox.id, patch, ticket))
+                .is_err()
+            {
+                session
+                    .outbox
+                    .close(CloseCode::ServiceRestart, "the room closed");
+            }
+        }
+        Ok(_) => {}
+        Err(r) => refuse(session, r),
+    }
+}
