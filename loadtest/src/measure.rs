@@ -141,6 +141,19 @@ impl Snapshot {
     }
 }
 
+/// Builds a `$ty` whose count fields are read from the counters of the same names, plus any
+/// other fields given as `name: value`.
+macro_rules! from_counters {
+    ($ty:ident, $counters:expr, [$($count:ident),+ $(,)?] $(, $field:ident: $value:expr)* $(,)?) => {{
+        let c = &$counters;
+        $ty {
+            $($count: c.$count.load(std::sync::atomic::Ordering::Relaxed),)+
+            $($field: $value,)*
+        }
+    }};
+}
+pub(crate) use from_counters;
+
 /// Everything the clients and the probe record into, shared by all of them.
 pub struct Measures {
     origin: Instant,
@@ -213,19 +226,21 @@ impl Measures {
     }
 
     pub fn snapshot(&self) -> Snapshot {
-        let c = &self.counters;
-        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        Snapshot {
-            patches_sent: g(&c.patches_sent),
-            acks_received: g(&c.acks_received),
-            patches_received: g(&c.patches_received),
-            presence_sent: g(&c.presence_sent),
-            presence_received: g(&c.presence_received),
-            messages_sent: g(&c.messages_sent),
-            messages_received: g(&c.messages_received),
-            bytes_received: g(&c.bytes_received),
-            sends_skipped: g(&c.sends_skipped),
-        }
+        from_counters!(
+            Snapshot,
+            self.counters,
+            [
+                patches_sent,
+                acks_received,
+                patches_received,
+                presence_sent,
+                presence_received,
+                messages_sent,
+                messages_received,
+                bytes_received,
+                sends_skipped,
+            ],
+        )
     }
 
     /// The summary of the whole window.

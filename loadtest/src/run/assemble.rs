@@ -1,0 +1,122 @@
+//! The report, assembled from what the run saw.
+
+use super::measures::{expected, problems, rates, server_measures};
+use super::sampler::Collected;
+use super::window::Window;
+use crate::measure::{round3, Measures, Summary};
+use crate::node::Sample;
+use crate::options::Options;
+use crate::profile::{self, ProfileReport};
+use crate::report::{self, ClusterInfo, DropResult, Failover, Report};
+use crate::setup::ClientPlan;
+
+/// Everything the run saw, for its report.
+pub struct Ran {
+    pub target: String,
+    pub plans: Vec<ClientPlan>,
+    pub connected: u64,
+    pub connect_s: f64,
+    /// The server before any socket opened.
+    pub before: Sample,
+    pub window: Window,
+    pub collected: Collected,
+    pub drop: Option<DropResult>,
+    pub failover: Option<Failover>,
+    pub cluster: Option<ClusterInfo>,
+    pub pid: Option<u32>,
+}
+
+impl Ran {
+    pub fn report(self, o: &Options, m: &Measures) -> Report {
+        let w = &self.window;
+        let window_s = w.seconds;
+        let (c0, c1) = &w.counters;
+        let mut r = Report {
+            label: o.label.clone(),
+            date_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            target: self.target,
+            users: o.users,
+            files: o.files,
+            pages: o.pages,
+            editors: self.plans.iter().filter(|p| p.editor).count(),
+            edit_rate: o.edit_rate,
+            presence_rate: o.presence_rate,
+            warmup_s: o.warmup,
+            duration_s: round3(window_s),
+            connected: self.connected,
+            connect_s: round3(self.connect_s),
+            storm: o.storm,
+            patch_relay_ms: Measures::total(&m.relay),
+            patch_ack_ms: Measures::total(&m.ack),
+            presence_ms: Measures::total(&m.presence),
+            expected: expected(&self.plans, o),
+            problems: problems(m),
+            memory: self.collected.memory,
+            seconds: self.collected.seconds,
+            drop: self.drop,
+            failover: self.failover,
+            cluster: self.cluster,
+            rates: rates(&c0.rates(c1, window_s)),
+            ..Default::default()
+        };
+        if let (Some(dir), Some(recorded)) = (&o.profile, &w.recorded) {
+            r.profile = Some(ProfileReport {
+                dir: dir.clone(),
+                frequency_hz: profile::FREQUENCY_HZ,
+                call_graph: o.profile_call_graph.clone(),
+                recorded_s: *recorded.as_ref().unwrap_or(&0.0),
+                error: recorded.as_ref().err().map(|e| format!("{e:#}")),
+                ..Default::default()
+            });
+        }
+        let own_messages = (c1.messages_sent + c1.messages_received)
+            .saturating_sub(c0.messages_sent + c0.messages_received);
+        let (s0, s1) = &w.server;
+        server_measures(
+            &mut r,
+            &self.before,
+            s0,
+            s1,
+            window_s,
+            own_messages,
+            w.open_at_end,
+        );
+        r.server.pid = self.pid;
+        r.server.sched_delay_p99_ms = self.collected.window_sched_p99;
+        r.server.max_rss_mb = self
+            .collected
+            .max_rss
+            .max(s1.peak_rss_bytes)
+            .map(report::mb);
+        generator_and_machine(&mut r, o, m, w, own_messages);
+        r
+    }
+}
+
+/// The generator's own measures and the machine's: was the measure itself sound?
+fn generator_and_machine(r: &mut Report, o: &Options, m: &Measures, w: &Window, own_messages: u64) {
+    let window_s = w.seconds;
+    let (c0, c1) = &w.counters;
+    let delay: Summary = Measures::total(&m.generator_delay);
+    r.generator.workers = o.workers;
+    r.generator.sched_delay_ms = delay;
+    r.generator.sched_delay_p99_ms = delay.p99;
+    r.generator.sched_delay_max_ms = delay.max;
+    if let (Some(a), Some(b)) = w.own_cpu {
+        r.generator.cpu_cores = Some(round3((b - a) / window_s));
+        r.generator.cpu_us_per_message = report::cpu_us_per_message(b - a, own_messages);
+    }
+    r.machine.cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    if let (Some(a), Some(b)) = w.machine_cpu {
+        let busy = (b - a) / window_s;
+        r.machine.busy_cores = Some(round3(busy));
+        if let (Some(srv), Some(generator)) = (r.server.cpu_cores, r.generator.cpu_cores) {
+            r.machine.other_cores = Some(round3((busy - srv - generator).max(0.0)));
+        }
+    }
+    let sent = c1.messages_sent - c0.messages_sent;
+    r.generator.busy_reason = report::busy(delay.p99, c1.sends_skipped - c0.sends_skipped, sent);
+    r.generator.busy_warning = r.generator.busy_reason.is_some();
+}

@@ -1,0 +1,137 @@
+//! The run's course: setup, ramp, warm-up, the measured window, the end, the failover check.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use tokio::sync::watch;
+
+use super::assemble::Ran;
+use super::clients::{connect_all, end_clients, wait_until_joined};
+use super::failover::converge;
+use super::sampler::{sampler, set_phase, Collected};
+use super::window::{self, Target};
+use super::{look, progress};
+use crate::client::End;
+use crate::cluster::Cluster;
+use crate::fault;
+use crate::http::Endpoint;
+use crate::measure::{self, Measures};
+use crate::node::Spawned;
+use crate::options::Options;
+use crate::report::{ClusterInfo, Report};
+use crate::setup;
+
+pub async fn drive(
+    o: &Options,
+    endpoint: &Endpoint,
+    pid: Option<u32>,
+    spawned: &mut Option<Spawned>,
+    cluster: &mut Option<Cluster>,
+    target: String,
+) -> Result<Report> {
+    let in_cluster = cluster.is_some();
+    progress(o, "setting up accounts and files");
+    let made = setup::run(endpoint, o).await?;
+    let plans = setup::plan(o);
+    let m = Measures::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let collected = Arc::new(Mutex::new(Collected {
+        phase: "connect",
+        ..Default::default()
+    }));
+    let before = look(endpoint, pid, in_cluster).await;
+    let probe = tokio::spawn(measure::probe(m.clone(), stop.clone()));
+    let sampler = tokio::spawn(sampler(
+        m.clone(),
+        endpoint.clone(),
+        pid,
+        collected.clone(),
+        stop.clone(),
+        o.clone(),
+    ));
+
+    // Ramp: connection i opens at i / ramp seconds (all at once in a storm).
+    let (end_tx, end_rx) = watch::channel(End::Running);
+    let start = tokio::time::Instant::now();
+    let handles = connect_all(o, endpoint, &made, &plans, &m, &end_rx, in_cluster).await;
+    wait_until_joined(o, &m).await;
+    let connect_s = start.elapsed().as_secs_f64();
+    let connected = m.counters.connected.load(Ordering::Relaxed);
+    if connected == 0 {
+        stop.store(true, Ordering::Relaxed);
+        let _ = end_tx.send(End::Close);
+        bail!("no client could join; is the node refusing sockets? (check its limits)");
+    }
+
+    set_phase(&collected, "warmup");
+    progress(
+        o,
+        &format!("{connected} connected; warming up {} s", o.warmup),
+    );
+    tokio::time::sleep(Duration::from_secs_f64(o.warmup)).await;
+
+    set_phase(&collected, "measure");
+    let mut t = Target {
+        endpoint,
+        pid,
+        cluster,
+    };
+    let mut window = window::measure(o, &mut t, &m, &made.files).await?;
+
+    // The end: a clean close, or everyone dropping at once.
+    let (drop_result, ends) =
+        end_clients(o, &end_tx, endpoint, spawned, &collected, handles, &m).await;
+    let rooms_at_end = match cluster.as_ref() {
+        Some(c) => fault::rooms_by_node(c).await,
+        None => BTreeMap::new(),
+    };
+    let failover = match window.fault.take() {
+        Some(struck) => {
+            progress(o, "checking the final documents");
+            let mut f = struck.report(&m).await;
+            converge(&mut f, endpoint, &made.files, &ends).await;
+            f.clients_unfinished = (o.users - ends.len()) as u64;
+            Some(f)
+        }
+        None => None,
+    };
+    stop.store(true, Ordering::Relaxed);
+    let _ = sampler.await;
+    let _ = probe.await;
+    progress(o, "");
+    if !o.verbose {
+        eprintln!();
+    }
+
+    let collected = Arc::try_unwrap(collected)
+        .map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .unwrap_or_default();
+    let ran = Ran {
+        target,
+        plans,
+        connected,
+        connect_s,
+        before,
+        window,
+        collected,
+        drop: drop_result,
+        failover,
+        cluster: cluster.as_ref().map(|c| ClusterInfo {
+            nodes: c
+                .nodes
+                .iter()
+                .map(|n| (n.id.clone(), n.url.clone()))
+                .collect(),
+            router: c.router_url.clone(),
+            router_pid: c.router_pid(),
+            services: c.services.clone(),
+            coordinator: c.coordinator.clone(),
+            rooms_at_end,
+        }),
+        pid,
+    };
+    Ok(ran.report(o, &m))
+}
