@@ -1,17 +1,20 @@
 //! The node as a whole: starting it, its listeners, and an orderly shutdown.
 
+mod heartbeat;
+mod listeners;
+mod refusal;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use atrium_coordinator::{Coordinator, CoordinatorError, Member, NodeId};
+use atrium_coordinator::{Coordinator, Member, NodeId};
+
+use self::heartbeat::heartbeat_loop;
+use self::listeners::{accept_loop, admin_loop, Listeners};
 
 use crate::auth::Hasher;
 use crate::config::NodeConfig;
@@ -67,24 +70,11 @@ pub async fn start(
         Some(url) => Arc::new(PgStore::connect(url, config.database_pool).await?),
         None => Arc::new(SqliteStore::open(&config.data)?),
     };
-    let listener = TcpListener::bind(config.bind)
-        .await
-        .map_err(|source| StartError::Bind {
-            addr: config.bind,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| StartError::Bind {
-        addr: config.bind,
-        source,
-    })?;
-    let admin = match config.admin_bind {
-        Some(a) => Some(
-            TcpListener::bind(a)
-                .await
-                .map_err(|source| StartError::Bind { addr: a, source })?,
-        ),
-        None => None,
-    };
+    let Listeners {
+        main: listener,
+        addr,
+        admin,
+    } = Listeners::bind(&config).await?;
     let admin_addr = admin.as_ref().and_then(|l| l.local_addr().ok());
 
     let settings = config.coordinator_settings();
@@ -219,160 +209,4 @@ pub async fn start(
         admin_addr,
         done,
     })
-}
-
-/// Keeps this node's membership alive; on shutdown, marks it draining.
-async fn heartbeat_loop(
-    coordinator: Arc<dyn Coordinator>,
-    member: Member,
-    every: std::time::Duration,
-    mut stop: watch::Receiver<bool>,
-) {
-    let mut ticks = tokio::time::interval(every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = stop.changed() => {
-                let _ = coordinator.heartbeat(&member.id, true).await;
-                return;
-            }
-            _ = ticks.tick() => {
-                match coordinator.heartbeat(&member.id, false).await {
-                    Ok(()) => {}
-                    Err(CoordinatorError::Lost) => {
-                        tracing::warn!("membership lapsed; joining again");
-                        let _ = coordinator.join(member.clone()).await;
-                    }
-                    Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
-                }
-            }
-        }
-    }
-}
-
-async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
-    let refusing = Arc::new(tokio::sync::Semaphore::new(REFUSALS_IN_FLIGHT));
-    loop {
-        let (stream, peer) = tokio::select! {
-            _ = stop.changed() => return,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    // Out of file descriptors and the like: back off briefly.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let Some(slot) = state.connections.take() else {
-            state.metrics.connections_refused.inc();
-            refuse(stream, &refusing);
-            continue;
-        };
-        let slot = Arc::new(slot);
-        let _ = stream.set_nodelay(true);
-        let state = state.clone();
-        tokio::spawn(async move {
-            let metrics = state.metrics.clone();
-            metrics.tcp_connections.inc();
-            let conn_slot = slot.clone();
-            let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-                let state = state.clone();
-                req.extensions_mut()
-                    .insert(crate::http::ConnSlot(conn_slot.clone()));
-                async move {
-                    Ok::<_, std::convert::Infallible>(crate::http::handle(state, req, peer).await)
-                }
-            });
-            let conn = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(std::time::Duration::from_secs(10))
-                .serve_connection(TokioIo::new(stream), service)
-                .with_upgrades();
-            let _ = conn.await;
-            // An upgraded socket keeps its own clone of the slot.
-            drop(slot);
-            metrics.tcp_connections.dec();
-        });
-    }
-}
-
-/// Refusals being written at once; past this a refused connection is closed
-/// without an answer (an answer costs a task and a descriptor for up to a second).
-const REFUSALS_IN_FLIGHT: usize = 64;
-
-/// Answers a connection over `ATRIUM_MAX_CONNECTIONS` with 503 `unavailable`
-/// (`Retry-After: 2`, `Connection: close`) and closes it; when too many refusals
-/// are already under way, closes it at once.
-fn refuse(stream: tokio::net::TcpStream, refusing: &Arc<tokio::sync::Semaphore>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let Ok(permit) = refusing.clone().try_acquire_owned() else {
-        return;
-    };
-    tokio::spawn(async move {
-        let _permit = permit;
-        let mut stream = stream;
-        let body = r#"{"error":{"code":"unavailable","message":"the node has as many connections as it may take; try again shortly"}}"#;
-        let answer = format!(
-            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
-             retry-after: 2\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        let second = std::time::Duration::from_secs(1);
-        if tokio::time::timeout(second, stream.write_all(answer.as_bytes()))
-            .await
-            .is_ok_and(|w| w.is_ok())
-        {
-            let _ = stream.shutdown().await;
-            // Read what the client sent, briefly, so closing does not reset the
-            // connection before the client has read the answer.
-            let mut sink = [0u8; 4096];
-            let _ = tokio::time::timeout(second, async {
-                let mut left = 64 * 1024;
-                while left > 0 {
-                    match stream.read(&mut sink).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => left -= n.min(left),
-                    }
-                }
-            })
-            .await;
-        }
-    });
-}
-
-/// Serves /metrics (and /health) on the admin address.
-async fn admin_loop(
-    listener: TcpListener,
-    metrics: Arc<crate::metrics::Metrics>,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        let stream = tokio::select! {
-            _ = stop.changed() => return,
-            accepted = listener.accept() => match accepted {
-                Ok((s, _)) => s,
-                Err(_) => continue,
-            },
-        };
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            let service = service_fn(|req: hyper::Request<hyper::body::Incoming>| {
-                let metrics = metrics.clone();
-                async move {
-                    let resp = match req.uri().path() {
-                        "/metrics" => crate::http::metrics_response(&metrics),
-                        _ => crate::http::empty(hyper::StatusCode::NOT_FOUND),
-                    };
-                    Ok::<_, std::convert::Infallible>(resp)
-                }
-            });
-            let _ = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(std::time::Duration::from_secs(10))
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
 }

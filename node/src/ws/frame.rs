@@ -1,7 +1,9 @@
 //! Server frames (RFC 6455 §5.2), built whole (header and payload) in one buffer.
 //! Server frames are never masked and never fragmented.
 
-use std::sync::{Arc, OnceLock};
+mod outgoing;
+
+pub use outgoing::Outgoing;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -99,70 +101,6 @@ pub fn pong(payload: &[u8]) -> Bytes {
 
 fn control_payload(payload: &[u8]) -> &[u8] {
     &payload[..payload.len().min(MAX_CONTROL_PAYLOAD)]
-}
-
-/// A text message the room sends to many sockets. The plain frame is built once
-/// at creation; the compressed one is built at most once, on first demand, for
-/// payloads of at least `threshold` bytes that are `compressible`.
-#[derive(Debug)]
-pub struct Outgoing {
-    plain: Bytes,
-    /// Where the payload starts in `plain`.
-    header: usize,
-    /// Whether a deflate socket may get a compressed frame.
-    compress: bool,
-    /// The frame for deflate sockets: compressed, or `plain` when deflating did
-    /// not make it smaller.
-    deflated: OnceLock<Bytes>,
-}
-
-impl Outgoing {
-    /// A message with the default threshold ([`COMPRESS_THRESHOLD`]).
-    pub fn new(payload: Bytes, compressible: bool) -> Arc<Self> {
-        Self::with_threshold(payload, compressible, COMPRESS_THRESHOLD)
-    }
-
-    /// A message that is compressed only when at least `threshold` bytes long.
-    pub fn with_threshold(payload: Bytes, compressible: bool, threshold: usize) -> Arc<Self> {
-        Arc::new(Self {
-            header: header_len(payload.len()),
-            plain: text(&payload),
-            compress: compressible && payload.len() >= threshold,
-            deflated: OnceLock::new(),
-        })
-    }
-
-    /// The bytes to write on a socket that did (`true`) or did not agree to deflate.
-    pub fn frame(&self, deflate: bool) -> Bytes {
-        if !(deflate && self.compress) {
-            return self.plain.clone();
-        }
-        self.deflated
-            .get_or_init(|| {
-                let compressed = text_deflated(self.payload());
-                if compressed.len() < self.plain.len() {
-                    compressed
-                } else {
-                    self.plain.clone()
-                }
-            })
-            .clone()
-    }
-
-    /// The uncompressed payload.
-    pub fn payload(&self) -> &[u8] {
-        &self.plain[self.header..]
-    }
-
-    /// The uncompressed payload, sharing the frame's memory.
-    pub fn payload_bytes(&self) -> Bytes {
-        self.plain.slice(self.header..)
-    }
-
-    /// Length of the uncompressed payload.
-    pub fn payload_len(&self) -> usize {
-        self.plain.len() - self.header
-    }
 }
 
 #[cfg(test)]

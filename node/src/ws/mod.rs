@@ -18,6 +18,8 @@ pub mod deflate;
 pub mod frame;
 pub mod handshake;
 pub mod reader;
+#[cfg(test)]
+mod test_bytes;
 
 pub use frame::{Outgoing, COMPRESS_THRESHOLD};
 pub use handshake::{accept, Accepted, HandshakeError};

@@ -4,18 +4,18 @@
 //! which is cancel-safe, so `next()` may be dropped at any await (inside
 //! `tokio::select!`) and called again without losing or corrupting data.
 
-use atrium_protocol::CloseCode;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::{timeout_at, Instant};
 
-use super::deflate::{self, InflateError};
-use super::frame::opcode;
-
+mod incoming;
+mod message;
 mod wire;
-use wire::{parse_close, parse_header, unmask, Header};
+
+pub use incoming::{Incoming, ReadError};
+use message::Partial;
+use wire::parse_header;
 
 /// Read buffer capacity of an idle socket; grown for big frames, then shrunk back.
 const BUF_START: usize = 4 * 1024;
@@ -46,63 +46,6 @@ impl Default for ReaderLimits {
             inflate_ratio: 0,
         }
     }
-}
-
-/// One message or control frame from the client.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Incoming {
-    Text(String),
-    /// A binary message; its content is discarded (the node answers 1003).
-    Binary,
-    Ping(Bytes),
-    Pong,
-    /// A close frame, with its code if it had one.
-    Close(Option<u16>),
-}
-
-/// Why reading stopped. After any error (and after a close frame), the reader
-/// is finished: further calls return `Closed`.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    #[error("message over the size limit")]
-    TooBig,
-    #[error("compressed messages inflate more than allowed")]
-    OverInflated,
-    #[error("text is not valid UTF-8")]
-    InvalidUtf8,
-    #[error("protocol error: {0}")]
-    Protocol(&'static str),
-    #[error("fragmented message not completed in time")]
-    FragmentTimeout,
-    #[error("read failed: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("connection closed")]
-    Closed,
-}
-
-impl ReadError {
-    /// The close code to send the client, if the connection can still take one.
-    /// A fragment timeout is a policy of ours, not a protocol violation: 1008.
-    pub fn close_code(&self) -> Option<CloseCode> {
-        match self {
-            Self::TooBig | Self::OverInflated => Some(CloseCode::TooBig),
-            Self::InvalidUtf8 => Some(CloseCode::InvalidText),
-            Self::Protocol(_) => Some(CloseCode::ProtocolError),
-            Self::FragmentTimeout => Some(CloseCode::PolicyViolation),
-            Self::Io(_) | Self::Closed => None,
-        }
-    }
-}
-
-/// A data message whose first frame arrived but not its last.
-struct Partial {
-    text: bool,
-    compressed: bool,
-    /// Payload so far (text only: binary content is not kept).
-    data: Vec<u8>,
-    /// Payload bytes so far, as sent (compressed or not).
-    len: usize,
-    deadline: Instant,
 }
 
 /// Reads client frames from `R` and reassembles messages.
@@ -178,28 +121,6 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         }
     }
 
-    /// Checks a header against the message state, before its payload is read.
-    fn check(&self, h: &Header) -> Result<(), ReadError> {
-        let max = self.limits.max_message;
-        match (h.opcode, &self.partial) {
-            (opcode::CONTINUATION, None) => {
-                Err(ReadError::Protocol("continuation without a message"))
-            }
-            (opcode::CONTINUATION, Some(_)) if h.rsv1 => {
-                Err(ReadError::Protocol("RSV1 on a continuation frame"))
-            }
-            (opcode::CONTINUATION, Some(p)) if h.len > max - p.len => Err(ReadError::TooBig),
-            (opcode::TEXT | opcode::BINARY, Some(_)) => {
-                Err(ReadError::Protocol("new message before the last one ended"))
-            }
-            (opcode::TEXT | opcode::BINARY, None) if h.rsv1 && !self.deflate => {
-                Err(ReadError::Protocol("RSV1 without permessage-deflate"))
-            }
-            (opcode::TEXT | opcode::BINARY, None) if h.len > max => Err(ReadError::TooBig),
-            _ => Ok(()),
-        }
-    }
-
     /// Reads more bytes, enough room for a frame of `total` bytes if known.
     /// Cancel-safe: the bytes land in `self.buf` only when the read completes.
     async fn fill(&mut self, total: usize) -> Result<(), ReadError> {
@@ -223,31 +144,6 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         Ok(())
     }
 
-    /// Handles the complete frame at the start of the buffer.
-    fn take_frame(&mut self, h: &Header, total: usize) -> Result<Option<Incoming>, ReadError> {
-        let payload = &mut self.buf[h.size..total];
-        unmask(payload, h.mask);
-        let payload = &*payload;
-        match h.opcode {
-            opcode::PING => Ok(Some(Incoming::Ping(Bytes::copy_from_slice(payload)))),
-            opcode::PONG => Ok(Some(Incoming::Pong)),
-            opcode::CLOSE => parse_close(payload).map(Some),
-            _ => {
-                self.received += payload.len();
-                let allowance = match self.limits.inflate_ratio {
-                    0 => usize::MAX,
-                    ratio => (self.received.saturating_mul(ratio) + INFLATE_CREDIT)
-                        .saturating_sub(self.inflated),
-                };
-                let message = data_frame(&mut self.partial, &self.limits, allowance, h, payload)?;
-                if let Some(Incoming::Text(text)) = &message {
-                    self.inflated += text.len();
-                }
-                Ok(message)
-            }
-        }
-    }
-
     /// Drops the first `total` bytes; shrinks the buffer back after a big frame.
     fn consume(&mut self, total: usize) {
         self.buf.drain(..total);
@@ -255,66 +151,6 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             self.buf.shrink_to(BUF_START);
         }
     }
-}
-
-/// Adds a data frame to its message; returns the message once complete.
-fn data_frame(
-    partial: &mut Option<Partial>,
-    limits: &ReaderLimits,
-    allowance: usize,
-    h: &Header,
-    payload: &[u8],
-) -> Result<Option<Incoming>, ReadError> {
-    if h.opcode != opcode::CONTINUATION {
-        let text = h.opcode == opcode::TEXT;
-        if h.fin {
-            let data = if text { payload.to_vec() } else { Vec::new() };
-            return finish(text, h.rsv1, data, limits.max_message, allowance).map(Some);
-        }
-        *partial = Some(Partial {
-            text,
-            compressed: h.rsv1,
-            data: Vec::new(),
-            len: 0,
-            deadline: Instant::now() + limits.fragment_timeout,
-        });
-    }
-    let p = partial.as_mut().expect("checked: a message is open");
-    p.len += payload.len();
-    if p.text {
-        p.data.extend_from_slice(payload);
-    }
-    if !h.fin {
-        return Ok(None);
-    }
-    let p = partial.take().expect("checked: a message is open");
-    finish(p.text, p.compressed, p.data, limits.max_message, allowance).map(Some)
-}
-
-/// A complete message: inflated if compressed, text checked as UTF-8.
-fn finish(
-    text: bool,
-    compressed: bool,
-    mut data: Vec<u8>,
-    max: usize,
-    allowance: usize,
-) -> Result<Incoming, ReadError> {
-    if !text {
-        return Ok(Incoming::Binary);
-    }
-    if compressed {
-        data.extend_from_slice(&deflate::TAIL);
-        // Inflating stops at whichever bound comes first; which one says the close.
-        let over_ratio = allowance < max;
-        data = deflate::inflate(&data, max.min(allowance)).map_err(|e| match e {
-            InflateError::TooBig if over_ratio => ReadError::OverInflated,
-            InflateError::TooBig => ReadError::TooBig,
-            InflateError::Corrupt => ReadError::Protocol("invalid compressed data"),
-        })?;
-    }
-    String::from_utf8(data)
-        .map(Incoming::Text)
-        .map_err(|_| ReadError::InvalidUtf8)
 }
 
 #[cfg(test)]

@@ -52,13 +52,7 @@ fn compress_round_trips_through_flate2() {
 
 #[test]
 fn incompressible_input_round_trips() {
-    let mut x: u32 = 12345;
-    let payload: Vec<u8> = (0..50_000)
-        .map(|_| {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            (x >> 16) as u8
-        })
-        .collect();
+    let payload = crate::ws::test_bytes::noise(12345, 50_000);
     let compressed = compress(&payload);
     assert_eq!(reference_inflate(&compressed), payload);
 }

@@ -1,5 +1,6 @@
 //! Handshake tests: the RFC sample key, deflate offers, refused requests.
 
+use super::deflate_offer::DEFLATE_ANSWER;
 use super::*;
 
 fn request(extra: &[(&str, &str)]) -> Request<()> {

@@ -81,7 +81,8 @@ async fn buffer_follows_the_bytes_not_the_header() {
 struct Trickle {
     data: Vec<u8>,
     at: usize,
-    ready: bool,
+    /// Flips at every poll: every other poll (the first included) is `Pending`.
+    pending: bool,
 }
 
 impl AsyncRead for Trickle {
@@ -90,9 +91,8 @@ impl AsyncRead for Trickle {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        let ready = self.ready;
-        self.ready = !ready;
-        if !ready {
+        self.pending = !self.pending;
+        if self.pending {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
@@ -123,7 +123,7 @@ async fn next_is_cancel_safe() {
     let io = Trickle {
         data: wire.clone(),
         at: 0,
-        ready: false,
+        pending: false,
     };
     let mut r = Reader::new(io, limits(10_000), true);
     let mut got = Vec::new();

@@ -1,0 +1,68 @@
+//! Request bodies: read within their size limit and deadline, and parsed as JSON.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::{Request, StatusCode};
+use serde::de::DeserializeOwned;
+
+use super::error::body_timeout;
+use super::ApiError;
+
+/// When a request's body must have arrived in full (`ATRIUM_BODY_TIMEOUT_MS` after
+/// its headers).
+#[derive(Debug, Clone, Copy)]
+pub struct BodyDeadline(pub tokio::time::Instant);
+
+/// Reads a JSON body of at most `limit` bytes into `T`, by the request's
+/// [`BodyDeadline`].
+pub async fn read_json<T: DeserializeOwned>(
+    req: Request<Incoming>,
+    limit: usize,
+) -> Result<T, ApiError> {
+    parse_json(&read_body(req, limit).await?)
+}
+
+/// The request's body, at most `limit` bytes, by its deadline.
+pub async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+    let deadline = req.extensions().get::<BodyDeadline>().copied();
+    let collect = Limited::new(req.into_body(), limit).collect();
+    let collected = match deadline {
+        Some(BodyDeadline(at)) => tokio::time::timeout_at(at, collect)
+            .await
+            .map_err(|_| body_timeout())?,
+        None => collect.await,
+    };
+    let bytes = collected
+        .map_err(|e| {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too-large",
+                    "the body is too large",
+                )
+            } else {
+                ApiError::bad_request("the body could not be read")
+            }
+        })?
+        .to_bytes();
+    Ok(bytes)
+}
+
+/// A body read as JSON (an empty body as `{}`).
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let bytes = if bytes.is_empty() { b"{}" } else { bytes };
+    // A fixed sentence: the parser's own text (types, positions, field names of
+    // our structs) is no business of the caller's.
+    serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad_request(match e.classify() {
+            serde_json::error::Category::Data => {
+                "the body is JSON but does not have the fields this route takes, \
+                 with their types (see /api/openapi.yaml)"
+            }
+            _ => "the body is not valid JSON",
+        })
+    })
+}

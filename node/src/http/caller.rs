@@ -1,0 +1,47 @@
+//! Who is asking: the session token, its account, and the client's address.
+
+use hyper::body::Incoming;
+use hyper::Request;
+
+use super::ApiError;
+use crate::ids::digest;
+use crate::state::AppState;
+use crate::store::{Account, StoreError};
+
+/// The caller's session token, if it sent one.
+pub fn bearer_token(req: &Request<Incoming>) -> Option<String> {
+    let header = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    crate::auth::bearer(header).map(str::to_owned)
+}
+
+/// The account behind the request's token: `Ok(None)` without a token, 401 for a
+/// bad or signed-out one.
+pub async fn caller(state: &AppState, token: Option<&str>) -> Result<Option<Account>, ApiError> {
+    let Some(token) = token else { return Ok(None) };
+    match state.store.session_account(digest(token)).await {
+        Ok(a) => Ok(Some(a)),
+        Err(StoreError::NotFound) => Err(ApiError::unauthorized()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub async fn signed_in(state: &AppState, token: Option<&str>) -> Result<Account, ApiError> {
+    caller(state, token)
+        .await?
+        .ok_or_else(ApiError::unauthorized)
+}
+
+/// The client's address (the peer, or what a trusted proxy forwarded).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub std::net::IpAddr);
+
+/// The client address of a request.
+pub fn client_addr(req: &Request<Incoming>) -> std::net::IpAddr {
+    req.extensions()
+        .get::<ClientAddr>()
+        .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.0)
+}

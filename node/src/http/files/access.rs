@@ -1,0 +1,86 @@
+//! Who may do what to a file: the caller (account and link key), reading by the
+//! link's rules, owning, and whether this node serves the file.
+
+use hyper::body::Incoming;
+use hyper::Request;
+
+use crate::http::{bearer_token, caller, ApiError};
+use crate::ids::FileId;
+use crate::room::access::{self, Denied};
+use crate::state::AppState;
+use crate::store::{Account, FileRecord};
+
+/// The caller of a file route: the account behind the token and the link key.
+struct Caller {
+    account: Option<Account>,
+    key: Option<String>,
+}
+
+async fn file_caller(state: &AppState, req: &Request<Incoming>) -> Result<Caller, ApiError> {
+    let account = caller(state, bearer_token(req).as_deref()).await?;
+    let key = req
+        .headers()
+        .get("x-atrium-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned);
+    Ok(Caller { account, key })
+}
+
+fn denied(d: Denied) -> ApiError {
+    match d {
+        Denied::Unauthorized => ApiError::unauthorized(),
+        Denied::Forbidden => ApiError::forbidden(),
+    }
+}
+
+/// The file, if the caller may see it: owner, or a key the link allows.
+pub(super) async fn readable(
+    state: &AppState,
+    req: &Request<Incoming>,
+    id: &FileId,
+) -> Result<(FileRecord, bool), ApiError> {
+    let who = file_caller(state, req).await?;
+    let file = state.store.file(id).await?;
+    let account = who.account.as_ref().map(|a| &a.id);
+    let granted = access::access(&file, account, who.key.as_deref()).map_err(denied)?;
+    access::role(&file, granted).map_err(denied)?;
+    served_here(state, id).await?;
+    let owner = granted == access::Access::Owner;
+    Ok((file, owner))
+}
+
+/// File routes run where the file's room is: another node holding the lease
+/// means 409 `moved` (with its id). Without a live holder, or with the
+/// coordinator unreachable, the request is served here (the store's epoch fence
+/// keeps the data safe either way). A room served here answers without asking
+/// the coordinator at all: no round trip per request, and no wait on it during
+/// a coordinator outage.
+async fn served_here(state: &AppState, id: &FileId) -> Result<(), ApiError> {
+    if state.rooms.serving(id) {
+        return Ok(());
+    }
+    match state.coordinator.holder(id.as_str()).await {
+        Ok(Some(holder)) if holder != state.node => Err(ApiError::moved(&holder)),
+        _ => Ok(()),
+    }
+}
+
+/// The file, if the caller owns it.
+pub(super) async fn owned(
+    state: &AppState,
+    req: &Request<Incoming>,
+    id: &FileId,
+) -> Result<FileRecord, ApiError> {
+    let who = file_caller(state, req).await?;
+    let file = state.store.file(id).await?;
+    match &who.account {
+        Some(a) if a.id == file.owner => {
+            served_here(state, id).await?;
+            Ok(file)
+        }
+        None if who.key.is_none() => Err(ApiError::unauthorized()),
+        _ => Err(ApiError::forbidden()),
+    }
+}

@@ -1,0 +1,86 @@
+//! Which handler answers a request, by method and path.
+
+use std::sync::Arc;
+
+use hyper::body::Incoming;
+use hyper::{Method, Request};
+
+use super::error::method_not_allowed;
+use super::upgrade::upgrade;
+use super::{accounts, assets, files, ops, ApiError, ApiResult};
+use crate::ids::FileId;
+use crate::state::AppState;
+
+fn file_id(segment: &str) -> Result<FileId, ApiError> {
+    FileId::parse(segment)
+        .ok_or_else(|| ApiError::bad_request("a file id must match [A-Za-z0-9_-]{1,64}"))
+}
+
+pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiResult {
+    let path = req.uri().path().to_owned();
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let method = req.method().clone();
+    match (&method, segments.as_slice()) {
+        (&Method::GET, [""]) => Ok(assets::index(&req)),
+        (&Method::GET, ["assets", rest @ ..]) => assets::serve(&req, rest),
+        (&Method::GET, ["health"]) => ops::health(state, req).await,
+        (&Method::GET, ["ready"]) => ops::ready(state).await,
+        (&Method::GET, ["metrics"]) if state.config.admin_bind.is_none() => {
+            ops::admin_metrics(state, &req).await
+        }
+        (&Method::POST, ["api", "signup"]) => accounts::signup(state, req).await,
+        (&Method::POST, ["api", "signin"]) => accounts::signin(state, req).await,
+        (&Method::POST, ["api", "signout"]) => accounts::signout(state, req).await,
+        (&Method::POST, ["api", "signout", "all"]) => accounts::signout_all(state, req).await,
+        (&Method::GET, ["api", "me"]) => accounts::me(state, req).await,
+        (&Method::GET, ["api", "files"]) => files::list(state, req).await,
+        (&Method::POST, ["api", "files"]) => files::create(state, req).await,
+        (_, ["api", "files", id]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::GET => files::get(state, req, id).await,
+                Method::PATCH => files::update(state, req, id).await,
+                Method::DELETE => files::delete(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "doc"]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::GET => files::doc(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "keys"]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::POST => files::rotate_keys(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (&Method::GET, ["files", id, "ws"]) => {
+            let id = file_id(id)?;
+            upgrade(state, req, id).await
+        }
+        (&Method::GET, ["api", "openapi.yaml"]) => Ok(ops::openapi()),
+        // With an admin address, /metrics is not a route here at all.
+        (_, ["metrics"]) if state.config.admin_bind.is_some() => Err(ApiError::not_found()),
+        (_, path) if KNOWN.contains(&path) => Err(method_not_allowed()),
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+/// Routes that exist for some method: another method gets 405, not 404.
+const KNOWN: &[&[&str]] = &[
+    &[""],
+    &["health"],
+    &["ready"],
+    &["metrics"],
+    &["api", "signup"],
+    &["api", "signin"],
+    &["api", "signout"],
+    &["api", "signout", "all"],
+    &["api", "me"],
+    &["api", "files"],
+    &["api", "openapi.yaml"],
+];

@@ -1,0 +1,145 @@
+//! The node's listeners: the main address (HTTP and sockets, within
+//! `ATRIUM_MAX_CONNECTIONS`) and the admin address (/metrics).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use super::refusal::refuse;
+use super::StartError;
+use crate::config::NodeConfig;
+use crate::state::AppState;
+
+/// The bound listeners and the main address as bound (port 0 made real).
+pub(super) struct Listeners {
+    pub(super) main: TcpListener,
+    pub(super) addr: SocketAddr,
+    pub(super) admin: Option<TcpListener>,
+}
+
+impl Listeners {
+    pub(super) async fn bind(config: &NodeConfig) -> Result<Self, StartError> {
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: config.bind,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        let admin = match config.admin_bind {
+            Some(a) => Some(
+                TcpListener::bind(a)
+                    .await
+                    .map_err(|source| StartError::Bind { addr: a, source })?,
+            ),
+            None => None,
+        };
+        Ok(Self {
+            main: listener,
+            addr,
+            admin,
+        })
+    }
+}
+
+/// HTTP/1 connections, with ten seconds for a request's headers to arrive.
+fn http1_builder() -> http1::Builder {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(std::time::Duration::from_secs(10));
+    builder
+}
+
+pub(super) async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let refusing = Arc::new(tokio::sync::Semaphore::new(
+        super::refusal::REFUSALS_IN_FLIGHT,
+    ));
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = stop.changed() => return,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off briefly.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Some(slot) = state.connections.take() else {
+            state.metrics.connections_refused.inc();
+            refuse(stream, &refusing);
+            continue;
+        };
+        let slot = Arc::new(slot);
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        tokio::spawn(async move {
+            let metrics = state.metrics.clone();
+            metrics.tcp_connections.inc();
+            let conn_slot = slot.clone();
+            let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                let state = state.clone();
+                req.extensions_mut()
+                    .insert(crate::http::ConnSlot(conn_slot.clone()));
+                async move {
+                    Ok::<_, std::convert::Infallible>(crate::http::handle(state, req, peer).await)
+                }
+            });
+            let conn = http1_builder()
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
+            let _ = conn.await;
+            // An upgraded socket keeps its own clone of the slot.
+            drop(slot);
+            metrics.tcp_connections.dec();
+        });
+    }
+}
+
+/// Serves /metrics (and /health) on the admin address.
+pub(super) async fn admin_loop(
+    listener: TcpListener,
+    metrics: Arc<crate::metrics::Metrics>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let stream = tokio::select! {
+            _ = stop.changed() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((s, _)) => s,
+                Err(_) => continue,
+            },
+        };
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let service = service_fn(|req: hyper::Request<hyper::body::Incoming>| {
+                let metrics = metrics.clone();
+                async move {
+                    let resp = match req.uri().path() {
+                        "/metrics" => crate::http::metrics_response(&metrics),
+                        _ => crate::http::empty(hyper::StatusCode::NOT_FOUND),
+                    };
+                    Ok::<_, std::convert::Infallible>(resp)
+                }
+            });
+            let _ = http1_builder()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
