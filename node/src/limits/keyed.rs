@@ -73,7 +73,12 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
         self.reserve_at(key, Instant::now(), max_wait)
     }
 
-    pub(super) fn reserve_at(&self, key: &K, now: Instant, max_wait: Duration) -> Result<Duration, Duration> {
+    pub(super) fn reserve_at(
+        &self,
+        key: &K,
+        now: Instant,
+        max_wait: Duration,
+    ) -> Result<Duration, Duration> {
         self.with_bucket(key, now, |bucket| {
             let wait = bucket.wait(now);
             if wait > max_wait {
