@@ -1,0 +1,46 @@
+//! `X-Forwarded-For`: the nodes limit clients by address, so each request tells them whose it
+//! is.
+
+use pingora::http::RequestHeader;
+use pingora::prelude::*;
+use pingora::proxy::Session;
+
+/// Appends the client's address to the upstream request's `X-Forwarded-For`.
+pub(super) fn add_client(session: &Session, upstream_request: &mut RequestHeader) -> Result<()> {
+    if let Some(ip) = session
+        .client_addr()
+        .and_then(|a| a.as_inet())
+        .map(|a| a.ip().to_string())
+    {
+        let prior = upstream_request
+            .headers
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok());
+        let value = forwarded_for(prior, &ip);
+        upstream_request.insert_header("x-forwarded-for", value)?;
+    }
+    Ok(())
+}
+
+/// `X-Forwarded-For` with the address the router was connected from appended.
+fn forwarded_for(prior: Option<&str>, peer: &str) -> String {
+    match prior.map(str::trim) {
+        Some(prior) if !prior.is_empty() => format!("{prior}, {peer}"),
+        _ => peer.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peer_is_appended_to_x_forwarded_for() {
+        assert_eq!(forwarded_for(None, "10.0.0.9"), "10.0.0.9");
+        assert_eq!(forwarded_for(Some(" "), "10.0.0.9"), "10.0.0.9");
+        assert_eq!(
+            forwarded_for(Some("203.0.113.7"), "10.0.0.9"),
+            "203.0.113.7, 10.0.0.9"
+        );
+    }
+}

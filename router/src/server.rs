@@ -1,0 +1,124 @@
+//! The router as one pingora server: the proxy, the admin port, the coordinator watch and
+//! the drain, made from the settings and run until the shutdown signal.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use atrium_coordinator::CoordinatorSettings;
+use pingora::apps::http_app::HttpServer;
+use pingora::server::configuration::ServerConf;
+use pingora::server::{RunArgs, Server, ShutdownSignalWatch};
+use pingora::services::background::background_service;
+use pingora::services::listening::Service;
+
+use crate::admin::Admin;
+use crate::metrics::Metrics;
+use crate::proxy::{Router, Timeouts};
+use crate::shutdown::Drainer;
+use crate::sockets::Tracker;
+use crate::watcher::Watcher;
+use crate::{Fleet, RouterConfig};
+
+/// Runs a router until `shutdown` says to stop ([`Signals`](crate::Signals) in the binary,
+/// [`When`](crate::When) inside another program), then drains it; returns once it is drained
+/// or stopped. Blocks the calling thread: pingora runs runtimes of its own.
+pub fn run(
+    config: RouterConfig,
+    shutdown: Box<dyn ShutdownSignalWatch + Send>,
+) -> anyhow::Result<()> {
+    config.validate().map_err(anyhow::Error::msg)?;
+    let grace = config.shutdown().as_secs() + 2;
+    let conf = ServerConf {
+        threads: config.threads,
+        grace_period_seconds: Some(grace),
+        graceful_shutdown_timeout_seconds: Some(1),
+        pid_file: std::env::temp_dir()
+            .join(format!("atrium-router-{}.pid", std::process::id()))
+            .to_string_lossy()
+            .into_owned(),
+        upgrade_sock: std::env::temp_dir()
+            .join(format!("atrium-router-{}.sock", std::process::id()))
+            .to_string_lossy()
+            .into_owned(),
+        ..ServerConf::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(None, conf);
+    let (drained_tx, drained_rx) = std::sync::mpsc::channel();
+    server.bootstrap();
+
+    let metrics = Arc::new(Metrics::new());
+    let fleet = Fleet::new(config.holders);
+    let tracker = Tracker::new(metrics.clone());
+    let coordinator = Arc::new(OnceLock::new());
+
+    let watcher = Watcher {
+        url: config.coordinator.clone(),
+        settings: CoordinatorSettings::from_lease(config.lease()),
+        fleet: fleet.clone(),
+        metrics: metrics.clone(),
+        coordinator: coordinator.clone(),
+    };
+    server.add_service(background_service("coordinator watch", watcher));
+
+    let router = Router {
+        fleet: fleet.clone(),
+        metrics: metrics.clone(),
+        tracker: tracker.clone(),
+        coordinator,
+        timeouts: Timeouts {
+            connect: Duration::from_millis(config.connect_timeout_ms),
+            read: Duration::from_millis(config.read_timeout_ms),
+            socket_write: Duration::from_millis(config.socket_write_timeout_ms),
+            lapse: Duration::from_millis(config.lease_ms) + Duration::from_secs(1),
+        },
+    };
+    let mut proxy = pingora::proxy::http_proxy_service_with_name(
+        &server.configuration,
+        router,
+        "atrium router",
+    );
+    proxy.add_tcp(&config.bind);
+    server.add_service(proxy);
+
+    let admin = Admin {
+        fleet,
+        metrics,
+        tracker: tracker.clone(),
+    };
+    let mut admin_service = Service::new("atrium router admin".into(), HttpServer::new_app(admin));
+    admin_service.add_tcp(&config.admin_bind);
+    server.add_service(admin_service);
+
+    server.add_service(background_service(
+        "drain",
+        Drainer {
+            tracker,
+            drain: config.drain(),
+            limit: config.shutdown(),
+            done: std::sync::Mutex::new(drained_tx),
+        },
+    ));
+
+    tracing::info!(bind = %config.bind, admin = %config.admin_bind, "atrium-router starting");
+    println!("listening on http://{}", config.bind);
+    println!("admin on http://{}", config.admin_bind);
+    let pingora = std::thread::Builder::new()
+        .name("atrium-router".into())
+        .spawn(move || {
+            server.run(RunArgs {
+                shutdown_signal: shutdown,
+            })
+        })?;
+    // Done when the drain is (a graceful stop), or when pingora returns by itself (a fast
+    // stop). After a drain, pingora's thread sleeps out its grace period on its own.
+    loop {
+        match drained_rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(()) => return Ok(()),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !pingora.is_finished() => {}
+            Err(_) => break,
+        }
+    }
+    pingora
+        .join()
+        .map_err(|_| anyhow::anyhow!("the router's pingora thread panicked"))
+}
