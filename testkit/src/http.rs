@@ -120,41 +120,19 @@ pub async fn request(
         .unwrap_or_else(|| panic!("{method} {path} on port {port}: no answer within {WAIT:?}"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    #[tokio::test]
-    async fn a_request_gets_status_headers_and_json() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut buf = vec![0u8; 4096];
-            let n = s.read(&mut buf).await.unwrap();
-            let head = String::from_utf8_lossy(&buf[..n]).to_string();
-            let body = r#"{"error":{"code":"nope","message":"no"}}"#;
-            let answer = format!(
-                "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nx-seen: yes\r\n\
-                 content-length: {}\r\n\r\n{body}",
-                body.len()
-            );
-            s.write_all(answer.as_bytes()).await.unwrap();
-            head
-        });
-        let resp = request(port, "POST", "/x", &[("x-test", "1")], Some(b"{}".to_vec())).await;
-        resp.assert_error(404, "nope");
-        assert_eq!(resp.header("x-seen").as_deref(), Some("yes"));
-        let head = server.await.unwrap().to_ascii_lowercase();
-        assert!(head.starts_with("post /x http/1.1"), "{head}");
-        assert!(head.contains("content-type: application/json"), "{head}");
-        assert!(head.contains("x-test: 1"), "{head}");
-    }
-
-    #[tokio::test]
-    async fn no_server_is_none() {
-        let port = crate::env::free_port();
-        assert!(try_request(port, "GET", "/", &[], None).await.is_none());
-    }
+/// `GET path` on `port` as the person whose session `token` is given; `None` as with
+/// [`try_request`].
+pub async fn try_get_as(port: u16, path: &str, token: &str) -> Option<Resp> {
+    let auth = format!("Bearer {token}");
+    try_request(port, "GET", path, &[("authorization", &auth)], None).await
 }
+
+/// Like [`try_get_as`], failing the test when no answer comes.
+pub async fn get_as(port: u16, path: &str, token: &str) -> Resp {
+    try_get_as(port, path, token)
+        .await
+        .unwrap_or_else(|| panic!("GET {path} on port {port}: no answer within {WAIT:?}"))
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

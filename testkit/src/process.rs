@@ -1,9 +1,10 @@
 //! Spawned binaries whose output is kept per test, and printed when the test fails.
 
+mod wait;
+
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 /// A child process with its stdout and stderr collected into one log. Dropped, it
 /// is killed; dropped while the test panics, its log is printed first.
@@ -94,63 +95,14 @@ impl Proc {
     }
 
     pub fn sigterm(&self) {
+        self.signal(libc::SIGTERM);
+    }
+
+    /// Sends `sig` (SIGTERM, SIGSTOP, SIGCONT...), failing the test if it cannot be sent.
+    pub fn signal(&self, sig: libc::c_int) {
         // SAFETY: a plain syscall on the pid of our own child.
-        let rc = unsafe { libc::kill(self.pid(), libc::SIGTERM) };
-        assert_eq!(rc, 0, "kill({}, SIGTERM)", self.pid());
-    }
-
-    /// Waits up to `within` for the process to exit on its own.
-    pub async fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.try_exit() {
-                return Some(status);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Waits (at most `within`) until the output contains `needle`; the rest of that
-    /// line. Fails the test, with the output, if it never comes or the process exits.
-    pub async fn wait_line(&mut self, needle: &str, within: Duration) -> String {
-        let deadline = Instant::now() + within;
-        let line = |log: &str| {
-            let i = log.find(needle)?;
-            Some(
-                log[i + needle.len()..]
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .to_string(),
-            )
-        };
-        loop {
-            let log = self.log();
-            if let Some(found) = line(&log) {
-                return found;
-            }
-            if let Some(status) = self.try_exit() {
-                // The reader threads may still hold the last lines.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                let log = self.log();
-                if let Some(found) = line(&log) {
-                    return found;
-                }
-                panic!(
-                    "{} exited ({status}) before printing {needle:?}:\n{log}",
-                    self.name
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} did not print {needle:?} within {within:?}:\n{log}",
-                self.name
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let rc = unsafe { libc::kill(self.pid(), sig) };
+        assert_eq!(rc, 0, "kill({}, {sig}) failed", self.pid());
     }
 }
 
@@ -173,29 +125,4 @@ impl Drop for Proc {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn output_is_kept_and_the_exit_seen() {
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo ready on 42; echo oops >&2; exit 3"]);
-        let mut p = Proc::spawn("sh", cmd);
-        assert_eq!(
-            p.wait_line("ready on ", Duration::from_secs(10)).await,
-            "42"
-        );
-        let status = p.wait_exit(Duration::from_secs(10)).await.expect("exits");
-        assert_eq!(status.code(), Some(3));
-        assert!(!p.alive());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(p.log().contains("oops"), "{}", p.log());
-    }
-
-    #[tokio::test]
-    #[should_panic(expected = "exited")]
-    async fn a_process_that_exits_before_its_line_fails_the_wait() {
-        let mut p = Proc::spawn("true", Command::new("true"));
-        p.wait_line("never", Duration::from_secs(10)).await;
-    }
-}
+mod tests;

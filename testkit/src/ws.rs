@@ -51,19 +51,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_head_and_what_follows_are_apart() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut buf = vec![0u8; 4096];
-            let n = s.read(&mut buf).await.unwrap();
-            s.write_all(
-                b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x02hi",
-            )
-            .await
-            .unwrap();
-            String::from_utf8_lossy(&buf[..n]).into_owned()
-        });
+        let answer = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x02hi";
+        let (port, server) = crate::http::tests::answer_once(answer.to_vec()).await;
         let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         let (head, rest) = upgrade(&mut stream, port, "/files/f/ws", "Origin: x\r\n").await;
         assert!(head.starts_with("HTTP/1.1 101"), "{head}");

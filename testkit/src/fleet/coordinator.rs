@@ -1,0 +1,73 @@
+//! A coordinator namespace of the test's own, and stand-in members the test announces in
+//! it itself (a node that is only a listener, or one that died).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use atrium_coordinator::{Coordinator, CoordinatorSettings, Member, NodeId};
+
+use crate::env::secret;
+
+/// `server` with a fresh namespace (`prefix` and 20 random hex digits), so tests sharing
+/// the suite's server never meet.
+pub fn namespaced(server: &str, prefix: &str) -> String {
+    let base = server.trim().trim_end_matches('/');
+    format!("{base}?namespace={prefix}{}", &secret()[..20])
+}
+
+/// A connection to a namespace of the test's own, with the timing of its lease time.
+pub struct Namespace {
+    pub url: String,
+    pub settings: CoordinatorSettings,
+    pub connection: Arc<dyn Coordinator>,
+}
+
+impl Namespace {
+    /// A fresh namespace on `server` for a fleet whose lease time is `lease`.
+    pub async fn create(server: &str, prefix: &str, lease: Duration) -> Namespace {
+        let url = namespaced(server, prefix);
+        let settings = CoordinatorSettings::from_lease(lease);
+        let connection = atrium_coordinator::connect(&url, settings)
+            .await
+            .unwrap_or_else(|e| panic!("cannot reach the coordinator at {server}: {e}"));
+        Namespace {
+            url,
+            settings,
+            connection,
+        }
+    }
+
+    /// Announces `id` as a member at `127.0.0.1:port`; it lapses one lease time later
+    /// unless it [heartbeats](Namespace::heartbeat).
+    pub async fn announce(&self, id: &NodeId, port: u16) {
+        let member = Member {
+            id: id.clone(),
+            address: format!("127.0.0.1:{port}"),
+            draining: false,
+        };
+        self.connection
+            .join(member)
+            .await
+            .unwrap_or_else(|e| panic!("announce {id}: {e}"));
+    }
+
+    /// Keeps `id`'s membership alive until the returned [`Heartbeat`] is dropped.
+    pub fn heartbeat(&self, id: NodeId) -> Heartbeat {
+        let (coordinator, every) = (self.connection.clone(), self.settings.heartbeat);
+        Heartbeat(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let _ = coordinator.heartbeat(&id, false).await;
+            }
+        }))
+    }
+}
+
+/// A stand-in member's heartbeats; they stop when this is dropped.
+pub struct Heartbeat(tokio::task::JoinHandle<()>);
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
