@@ -4,6 +4,9 @@ use thiserror::Error;
 
 use crate::types::{Invalid, NodeId};
 
+/// What every coordinator call returns: the trait and its backends name only the value.
+pub type Result<T, E = CoordinatorError> = std::result::Result<T, E>;
+
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum CoordinatorError {
     /// Another node holds a live lease on the file; the caller should send the client there

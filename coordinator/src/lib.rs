@@ -19,20 +19,20 @@
 #![forbid(unsafe_code)]
 
 mod connect;
+mod delegate;
 mod error;
 mod events;
 mod keeper;
 mod keys;
 mod memory;
 mod nats;
-mod nats_watch;
 mod record;
 mod redis;
 mod ring;
 mod types;
 
 pub use connect::connect;
-pub use error::CoordinatorError;
+pub use error::{CoordinatorError, Result};
 pub use events::CoordinatorEvent;
 pub use keeper::{LeaseKeeper, StillMine};
 pub use memory::MemoryCoordinator;
@@ -54,18 +54,18 @@ pub trait Coordinator: Send + Sync + 'static {
     /// alive: membership records carry these and lapse `lease` after the last heartbeat.
     /// Joining again while live replaces the record; a join after a lapse begins a new
     /// incarnation, with no counter slots and no leases.
-    async fn join(&self, member: Member) -> Result<(), CoordinatorError>;
+    async fn join(&self, member: Member) -> Result<()>;
 
     /// Keeps the membership alive and updates its draining flag. `Err(Lost)` when the record
     /// has lapsed or was never made: the node must `join` again (its slots are gone).
-    async fn heartbeat(&self, node: &NodeId, draining: bool) -> Result<(), CoordinatorError>;
+    async fn heartbeat(&self, node: &NodeId, draining: bool) -> Result<()>;
 
     /// Ends the membership at once and frees the node's counter slots and, with them, every
     /// lease it held (its holders should still release them, which tells watchers).
-    async fn leave(&self, node: &NodeId) -> Result<(), CoordinatorError>;
+    async fn leave(&self, node: &NodeId) -> Result<()>;
 
     /// The live members, in no particular order.
-    async fn members(&self) -> Result<Vec<Member>, CoordinatorError>;
+    async fn members(&self) -> Result<Vec<Member>>;
 
     /// Takes the lease on a file for `node`, which must be a live member (`Err(Lost)`
     /// otherwise). A lease hangs on the membership of its holder: it is free when nobody took
@@ -73,7 +73,7 @@ pub trait Coordinator: Send + Sync + 'static {
     /// it) has lapsed or left. A lease `node` already holds is returned with its epoch. The
     /// epoch only grows across holders; it is a hint, the document store is the judge.
     /// `Err(Held { holder })` when another live node holds it.
-    async fn acquire(&self, file: &str, node: &NodeId) -> Result<Lease, CoordinatorError>;
+    async fn acquire(&self, file: &str, node: &NodeId) -> Result<Lease>;
 
     /// Confirms a lease is still held and rewrites its record, so that a live holder's
     /// record never reaches [`LEASE_RECORD_LIFETIME`]. Nothing needs it to keep a lease
@@ -81,14 +81,14 @@ pub trait Coordinator: Send + Sync + 'static {
     /// [`lease_refresh`](CoordinatorSettings::lease_refresh) and after a
     /// [rejoin](Self::rejoins). `Err(Lost)` if the holder's membership lapsed or someone else
     /// took the file.
-    async fn renew(&self, lease: &Lease) -> Result<Lease, CoordinatorError>;
+    async fn renew(&self, lease: &Lease) -> Result<Lease>;
 
     /// Gives a lease up so a successor can take the file at once. Only acts while the lease
     /// is still ours; releasing a lapsed or taken-over lease is `Ok`.
-    async fn release(&self, lease: &Lease) -> Result<(), CoordinatorError>;
+    async fn release(&self, lease: &Lease) -> Result<()>;
 
     /// The node holding the file's lease, if it is a live member that still holds it.
-    async fn holder(&self, file: &str) -> Result<Option<NodeId>, CoordinatorError>;
+    async fn holder(&self, file: &str) -> Result<Option<NodeId>>;
 
     /// Counts, for this instance, the joins that began a new incarnation of a node (it had
     /// lapsed, left or never joined): the leases of its earlier incarnation are no longer
@@ -99,29 +99,22 @@ pub trait Coordinator: Send + Sync + 'static {
     /// `Ok(true)` if the total across live nodes was below `limit`, `Ok(false)` at the limit.
     /// Slots belong to the node and vanish when its membership lapses or it leaves, so
     /// `node` must be a live member (`Err(Lost)` otherwise).
-    async fn count_up(
-        &self,
-        counter: &str,
-        node: &NodeId,
-        limit: u64,
-    ) -> Result<bool, CoordinatorError>;
+    async fn count_up(&self, counter: &str, node: &NodeId, limit: u64) -> Result<bool>;
 
     /// Gives one of `node`'s slots back; a no-op when it has none (e.g. they lapsed).
-    async fn count_down(&self, counter: &str, node: &NodeId) -> Result<(), CoordinatorError>;
+    async fn count_down(&self, counter: &str, node: &NodeId) -> Result<()>;
 
     /// The slots held across live nodes.
-    async fn count(&self, counter: &str) -> Result<u64, CoordinatorError>;
+    async fn count(&self, counter: &str) -> Result<u64>;
 
     /// Subscribes to changes: membership (on change and at least once per lease time),
     /// lease hand-overs and fleet-wide messages. Events that happen after this returns are
     /// delivered; a receiver that falls far behind gets `RecvError::Lagged` and should
     /// re-read what it needs (`members`, `holder`). Needs a Tokio runtime.
-    async fn watch(
-        &self,
-    ) -> Result<tokio::sync::broadcast::Receiver<CoordinatorEvent>, CoordinatorError>;
+    async fn watch(&self) -> Result<tokio::sync::broadcast::Receiver<CoordinatorEvent>>;
 
     /// Sends `payload` under `topic` to every watcher of every coordinator instance of the
     /// fleet (this one's included), at most once and without storing it: a watcher that is
     /// not connected at that moment misses it.
-    async fn publish(&self, topic: &str, payload: Vec<u8>) -> Result<(), CoordinatorError>;
+    async fn publish(&self, topic: &str, payload: Vec<u8>) -> Result<()>;
 }

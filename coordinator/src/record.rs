@@ -56,6 +56,16 @@ pub(crate) struct LeaseRecord {
     pub inc: String,
 }
 
+impl LeaseRecord {
+    pub fn parse(bytes: &[u8]) -> Option<Self> {
+        serde_json::from_slice(bytes).ok()
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a lease always serializes")
+    }
+}
+
 /// A fresh incarnation: the wall clock in nanoseconds plus a per-process sequence, unique
 /// enough for one node id joining again.
 pub(crate) fn new_incarnation() -> String {

@@ -73,6 +73,19 @@ pub struct Lease {
     pub expires_at: Instant,
 }
 
+impl Lease {
+    /// The lease of `file` for `node` at `epoch`, its holder's membership seen to last until
+    /// `expires_at`.
+    pub(crate) fn new(file: &str, node: &NodeId, epoch: u64, expires_at: Instant) -> Self {
+        Self {
+            file: file.to_owned(),
+            node: node.clone(),
+            epoch,
+            expires_at,
+        }
+    }
+}
+
 /// Default lease: long enough that a GC-free Rust node never misses it under load, short
 /// enough that a dead node's files are served again within the 5 s target.
 pub const DEFAULT_LEASE: Duration = Duration::from_millis(DEFAULT_LEASE_MS);
