@@ -242,15 +242,9 @@ async fn document_size_limit() {
     let file = create_file(&node, &owner, "Small", Some(small.clone())).await;
     let id = s(&file["id"]).to_string();
     let big = json!({"a": {"text": "b".repeat(8000)}});
-    send_json(
-        &node,
-        "POST",
-        "/api/files",
-        Some(&owner),
-        &json!({"name": "Big", "doc": big}),
-    )
-    .await
-    .assert_error(413, "too-large");
+    create_file_answer(&node, &owner, "Big", Some(big))
+        .await
+        .assert_error(413, "too-large");
     // A body far over any limit: 413 too.
     let junk = format!(
         "{{\"name\":\"x\",\"doc\":{{\"a\":{{\"t\":\"{}\"}}}}}}",

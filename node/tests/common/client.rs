@@ -106,6 +106,22 @@ impl Client {
         (c, welcome)
     }
 
+    /// Joins `file` once per hello, in order: the sockets and their welcomes.
+    pub async fn join_each<const N: usize>(
+        node: &Node,
+        file: &str,
+        hellos: [Hello; N],
+    ) -> [(Client, Value); N] {
+        let mut joined = Vec::with_capacity(N);
+        for hello in &hellos {
+            joined.push(Client::join(node, file, hello).await);
+        }
+        match joined.try_into() {
+            Ok(all) => all,
+            Err(_) => unreachable!("one join per hello"),
+        }
+    }
+
     /// Opens the socket and sends `hello`, expecting the server to close it.
     pub async fn join_expect_close(node: &Node, file: &str, hello: &Hello, code: u16) {
         let mut c = Client::connect(node, file).await;

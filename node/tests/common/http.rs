@@ -64,16 +64,15 @@ pub async fn send_empty(node: &Node, method: &str, path: &str, token: Option<&st
     }
 }
 
+/// A sign-up attempt; the answer, whatever it is.
+pub async fn signup_answer(node: &Node, email: &str, password: &str, name: &str) -> Resp {
+    let body = json!({"email": email, "password": password, "name": name});
+    send_json(node, "POST", "/api/signup", None, &body).await
+}
+
 /// Signs up a new account; returns (token, account).
 pub async fn signup(node: &Node, email: &str) -> (String, Value) {
-    let r = send_json(
-        node,
-        "POST",
-        "/api/signup",
-        None,
-        &json!({"email": email, "password": PASSWORD, "name": "Test Person"}),
-    )
-    .await;
+    let r = signup_answer(node, email, PASSWORD, "Test Person").await;
     r.assert_status(201);
     let token = r.body()["token"]
         .as_str()
@@ -82,12 +81,33 @@ pub async fn signup(node: &Node, email: &str) -> (String, Value) {
     (token, r.body()["account"].clone())
 }
 
+/// A sign-in attempt; the answer, whatever it is.
+pub async fn signin_answer(node: &Node, email: &str, password: &str) -> Resp {
+    let body = json!({"email": email, "password": password});
+    send_json(node, "POST", "/api/signin", None, &body).await
+}
+
 /// Signs in with the test password; the new session's token.
 pub async fn signin(node: &Node, email: &str) -> String {
-    let body = json!({"email": email, "password": PASSWORD});
-    let r = send_json(node, "POST", "/api/signin", None, &body).await;
+    let r = signin_answer(node, email, PASSWORD).await;
     r.assert_status(200);
     s(&r.body()["token"]).to_string()
+}
+
+/// A token that still opens the account: `GET /api/me` answers 200.
+pub async fn assert_token_works(node: &Node, token: &str) {
+    get(node, "/api/me", Some(token)).await.assert_status(200);
+}
+
+/// A token that no longer opens anything: the account routes answer 401 and a
+/// socket to `file` closes with 4001.
+pub async fn assert_token_refused(node: &Node, token: &str, file: &str) {
+    for path in ["/api/me", "/api/files"] {
+        get(node, path, Some(token))
+            .await
+            .assert_error(401, "unauthorized");
+    }
+    Client::join_expect_close(node, file, &Hello::token(token), 4001).await;
 }
 
 /// A sign-in attempt on `port` as if from `from` (`X-Forwarded-For`, for a node that
@@ -110,15 +130,26 @@ pub async fn new_account(node: &Node, who: &str) -> String {
     signup(node, &unique_email(who)).await.0
 }
 
-/// Creates a file; returns the creation answer (id, name, link, keys, version).
-pub async fn create_file(node: &Node, token: &str, name: &str, doc: Option<Value>) -> Value {
+/// A file-creation attempt named `name` holding `doc`; the answer, whatever it is.
+pub async fn create_file_answer(node: &Node, token: &str, name: &str, doc: Option<Value>) -> Resp {
     let mut body = json!({ "name": name });
     if let Some(doc) = doc {
         body["doc"] = doc;
     }
-    let r = send_json(node, "POST", "/api/files", Some(token), &body).await;
+    send_json(node, "POST", "/api/files", Some(token), &body).await
+}
+
+/// Creates a file; returns the creation answer (id, name, link, keys, version).
+pub async fn create_file(node: &Node, token: &str, name: &str, doc: Option<Value>) -> Value {
+    let r = create_file_answer(node, token, name, doc).await;
     r.assert_status(201);
     r.body().clone()
+}
+
+/// `PATCH /api/files/{file}` with `body` (a new name, a link setting) and an
+/// optional session token; the answer, whatever it is.
+pub async fn patch_file(node: &Node, token: Option<&str>, file: &str, body: &Value) -> Resp {
+    send_json(node, "PATCH", &format!("/api/files/{file}"), token, body).await
 }
 
 /// A new account and a private file of its own: (owner's token, file id).
@@ -134,6 +165,28 @@ pub struct SharedFile {
     pub id: String,
     pub edit_key: String,
     pub view_key: String,
+}
+
+impl SharedFile {
+    /// A hello as the file's owner.
+    pub fn by_owner(&self) -> Hello {
+        Hello::token(&self.owner)
+    }
+
+    /// A hello with the file's edit key.
+    pub fn by_edit_key(&self) -> Hello {
+        Hello::key(&self.edit_key)
+    }
+
+    /// A hello with the file's view key.
+    pub fn by_view_key(&self) -> Hello {
+        Hello::key(&self.view_key)
+    }
+
+    /// The owner's, the edit key's and the view key's hellos, in that order.
+    pub fn everyone(&self) -> [Hello; 3] {
+        [self.by_owner(), self.by_edit_key(), self.by_view_key()]
+    }
 }
 
 /// A new account's file named "Board", its link set to `link` ("none" keeps it private).
@@ -159,14 +212,7 @@ pub async fn file_of(node: &Node, owner: String, name: &str, link: &str) -> Shar
 
 /// Sets a file's `link` setting as its owner.
 pub async fn set_link(node: &Node, token: &str, file: &str, link: &str) {
-    let r = send_json(
-        node,
-        "PATCH",
-        &format!("/api/files/{file}"),
-        Some(token),
-        &json!({ "link": link }),
-    )
-    .await;
+    let r = patch_file(node, Some(token), file, &json!({ "link": link })).await;
     r.assert_status(200);
     assert_eq!(r.body()["link"], json!(link), "PATCH answer: {}", r.text);
 }

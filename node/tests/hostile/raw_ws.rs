@@ -1,0 +1,261 @@
+//! A hand-made WebSocket client: any frame, any header, no automatic answers.
+
+use super::*;
+
+pub(super) const MASK: [u8; 4] = [0x5a, 0x13, 0xc7, 0x81];
+
+/// A masked client frame with the given first byte (FIN, RSV1, opcode).
+pub(super) fn frame(first: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![first];
+    let len = payload.len();
+    if len < 126 {
+        out.push(0x80 | len as u8);
+    } else if len <= 0xffff {
+        out.push(0x80 | 126);
+        out.extend_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        out.push(0x80 | 127);
+        out.extend_from_slice(&(len as u64).to_be_bytes());
+    }
+    out.extend_from_slice(&MASK);
+    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ MASK[i % 4]));
+    out
+}
+
+pub(super) const TEXT: u8 = 0x81;
+pub(super) const TEXT_FIRST: u8 = 0x01;
+pub(super) const CONT: u8 = 0x00;
+pub(super) const CONT_LAST: u8 = 0x80;
+pub(super) const BINARY: u8 = 0x82;
+pub(super) const PING: u8 = 0x89;
+
+#[derive(Debug)]
+pub(super) enum Got {
+    /// An upgrade answered with something other than 101 (its head).
+    Refused(String),
+    Text(Value),
+    Close(Option<u16>),
+    Eof,
+    Timeout,
+}
+
+pub(super) struct Raw {
+    pub(super) stream: TcpStream,
+    pub(super) buf: Vec<u8>,
+}
+
+impl Raw {
+    /// Upgrades `GET /files/{file}/ws`, with extra header lines (each ending
+    /// in CRLF) and optionally a small receive buffer.
+    pub(super) async fn connect(port: u16, file: &str, extra: &str, rcvbuf: Option<u32>) -> Raw {
+        match Raw::try_connect(port, file, extra, rcvbuf).await {
+            Ok(raw) => raw,
+            Err(head) => panic!("expected 101, got {head}"),
+        }
+    }
+
+    /// Upgrades, or returns the answer's head when it is not a 101.
+    pub(super) async fn try_connect(
+        port: u16,
+        file: &str,
+        extra: &str,
+        rcvbuf: Option<u32>,
+    ) -> Result<Raw, String> {
+        let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+        if let Some(size) = rcvbuf {
+            sock.set_recv_buffer_size(size).expect("SO_RCVBUF");
+        }
+        let mut stream = tokio::time::timeout(WAIT, sock.connect(([127, 0, 0, 1], port).into()))
+            .await
+            .expect("connect timed out")
+            .expect("connect");
+        let path = format!("/files/{file}/ws");
+        let (head, buf) = atrium_testkit::ws::upgrade(&mut stream, port, &path, extra).await;
+        if !head.starts_with("HTTP/1.1 101") {
+            return Err(head);
+        }
+        Ok(Raw { stream, buf })
+    }
+
+    /// Connects and says hello; waits for the welcome.
+    pub(super) async fn join(port: u16, file: &str, hello: &Hello, extra: &str) -> Raw {
+        let mut raw = Raw::connect(port, file, extra, None).await;
+        raw.text(&hello.to_json().to_string()).await;
+        raw.welcome().await;
+        raw
+    }
+
+    /// Waits for the welcome (which the node sends first: see
+    /// `the_welcome_is_the_first_message`); anything else is skipped.
+    pub(super) async fn welcome(&mut self) -> Value {
+        loop {
+            match self.next(WAIT).await {
+                Got::Text(w) if w["type"] == "welcome" => return w,
+                Got::Text(m) if PRESENCE_TYPES.contains(&s(&m["type"])) => continue,
+                other => panic!("expected a welcome, got {other:?}"),
+            }
+        }
+    }
+
+    pub(super) async fn send(&mut self, bytes: &[u8]) {
+        // The node may close before it reads everything: ignore write errors.
+        let _ = tokio::time::timeout(WAIT, self.stream.write_all(bytes)).await;
+    }
+
+    pub(super) async fn text(&mut self, text: &str) {
+        self.send(&frame(TEXT, text.as_bytes())).await;
+    }
+
+    /// The next text message or close (pings and pongs skipped).
+    pub(super) async fn next(&mut self, dur: Duration) -> Got {
+        let deadline = tokio::time::Instant::now() + dur;
+        loop {
+            if let Some((first, payload, used)) = server_frame(&self.buf) {
+                self.buf.drain(..used);
+                match first & 0x0f {
+                    0x1 => {
+                        let payload = if first & 0x40 != 0 {
+                            inflate(&payload)
+                        } else {
+                            payload
+                        };
+                        return Got::Text(serde_json::from_slice(&payload).expect("JSON text"));
+                    }
+                    0x8 => {
+                        return Got::Close(
+                            (payload.len() >= 2)
+                                .then(|| u16::from_be_bytes([payload[0], payload[1]])),
+                        )
+                    }
+                    _ => continue,
+                }
+            }
+            let mut chunk = [0u8; 16384];
+            match tokio::time::timeout_at(deadline, self.stream.read(&mut chunk)).await {
+                Err(_) => return Got::Timeout,
+                Ok(Ok(0)) | Ok(Err(_)) => return Got::Eof,
+                Ok(Ok(n)) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+
+    /// Reads (skipping messages) until a close frame; its code.
+    pub(super) async fn close_code(&mut self, dur: Duration) -> Option<u16> {
+        let deadline = Instant::now() + dur;
+        loop {
+            match self
+                .next(deadline.saturating_duration_since(Instant::now()))
+                .await
+            {
+                Got::Text(_) => continue,
+                Got::Close(code) => return code,
+                other => panic!("expected a close frame within {dur:?}, got {other:?}"),
+            }
+        }
+    }
+
+    /// The next message, which must be a reject; returns it.
+    pub(super) async fn reject(&mut self) -> Value {
+        loop {
+            match self.next(WAIT).await {
+                Got::Text(m) if m["type"] == "reject" => return m,
+                // Presence traffic and other people's edits.
+                Got::Text(m) if m["type"] == "patch" || PRESENCE_TYPES.contains(&s(&m["type"])) => {
+                    continue
+                }
+                other => panic!("expected a reject, got {other:?}"),
+            }
+        }
+    }
+}
+
+/// (first byte, payload, bytes used) of the first whole server frame in `buf`.
+pub(super) fn server_frame(buf: &[u8]) -> Option<(u8, Vec<u8>, usize)> {
+    let [b0, b1, ..] = *buf else { return None };
+    assert_eq!(b1 & 0x80, 0, "server frames are never masked");
+    let (len, at) = match b1 & 0x7f {
+        126 => (
+            u16::from_be_bytes(buf.get(2..4)?.try_into().ok()?) as usize,
+            4,
+        ),
+        127 => (
+            u64::from_be_bytes(buf.get(2..10)?.try_into().ok()?) as usize,
+            10,
+        ),
+        n => (n as usize, 2),
+    };
+    let payload = buf.get(at..at + len)?.to_vec();
+    Some((b0, payload, at + len))
+}
+
+/// A permessage-deflate payload inflated (the `00 00 ff ff` put back).
+pub(super) fn inflate(payload: &[u8]) -> Vec<u8> {
+    use flate2::{Decompress, FlushDecompress};
+    let mut data = payload.to_vec();
+    data.extend_from_slice(&[0, 0, 0xff, 0xff]);
+    let mut d = Decompress::new(false);
+    let mut out = Vec::with_capacity(data.len() * 4 + 1024);
+    loop {
+        let consumed = d.total_in() as usize;
+        if out.len() == out.capacity() {
+            out.reserve(out.capacity());
+        }
+        d.decompress_vec(&data[consumed..], &mut out, FlushDecompress::Sync)
+            .expect("inflate");
+        if d.total_in() as usize == data.len() && out.len() < out.capacity() {
+            return out;
+        }
+    }
+}
+
+/// Raw DEFLATE of `data` in the permessage-deflate form (sync flushed, the
+/// final `00 00 ff ff` removed).
+pub(super) fn deflate(data: &[u8]) -> Vec<u8> {
+    use flate2::{Compress, Compression, FlushCompress};
+    let mut c = Compress::new(Compression::best(), false);
+    let mut out = Vec::with_capacity(data.len() / 100 + 1024);
+    loop {
+        let consumed = c.total_in() as usize;
+        if out.len() == out.capacity() {
+            out.reserve(out.capacity());
+        }
+        c.compress_vec(&data[consumed..], &mut out, FlushCompress::Sync)
+            .expect("deflate");
+        if c.total_in() as usize == data.len() && out.len() < out.capacity() {
+            break;
+        }
+    }
+    assert!(out.ends_with(&[0, 0, 0xff, 0xff]));
+    out.truncate(out.len() - 4);
+    out
+}
+
+/// One request written by hand (for paths an HTTP library would refuse).
+pub(super) async fn raw_http(port: u16, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    stream.write_all(request).await.expect("write");
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(WAIT, stream.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Answers to a raw socket upgrade: the status line and the headers.
+pub(super) async fn upgrade_answer(port: u16, file: &str, extra: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let req = format!(
+        "GET /files/{file}/ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n\
+         Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Sec-WebSocket-Version: 13\r\n{extra}\r\n"
+    );
+    stream.write_all(req.as_bytes()).await.expect("send");
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(WAIT, stream.read(&mut buf))
+        .await
+        .expect("answer in time")
+        .expect("read");
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}

@@ -1,0 +1,32 @@
+//! Health, readiness, metrics and routes that do not exist.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_ready_metrics_and_unknown_routes() {
+    let node = Node::start(&[]).await;
+
+    let r = get(&node, "/health", None).await;
+    r.assert_status(200);
+    assert_eq!(r.body()["ok"], json!(true), "{}", r.text);
+    assert!(
+        r.body()["node"].as_str().is_some_and(|n| !n.is_empty()),
+        "health names the node: {}",
+        r.text
+    );
+
+    get(&node, "/ready", None).await.assert_status(200);
+
+    // On the admin address (the test nodes have one; without one, /metrics on
+    // the main address is for server admins: security.rs).
+    let text = metrics_text(&node).await;
+    assert!(text.contains("atrium_"), "metrics: {text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("# TYPE atrium_")),
+        "Prometheus text format with TYPE lines: {text}"
+    );
+
+    for path in ["/nope", "/api/nope", "/api/files/abc/nope"] {
+        get(&node, path, None).await.assert_error(404, "not-found");
+    }
+}

@@ -1,0 +1,137 @@
+//! Capacity: one account's caps bite before anyone else's.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_account_cannot_exhaust_the_socket_capacity_of_others() {
+    let node = node(&[]).await;
+    let f = shared_file(&node, "edit").await;
+    let hog = new_account(&node, "hog").await;
+    let mut hog_hello = Hello::token(&hog);
+    hog_hello.key = Some(f.edit_key.clone());
+
+    // Ten sockets (the default cap) for the hog; the eleventh and more: 4029.
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        let h = Hello {
+            client: secret(),
+            ..hog_hello.clone()
+        };
+        held.push(Client::join(&node, &f.id, &h).await.0);
+    }
+    for _ in 0..5 {
+        let h = Hello {
+            client: secret(),
+            ..hog_hello.clone()
+        };
+        Client::join_expect_close(&node, &f.id, &h, 4029).await;
+    }
+    // Everyone else still gets in: the owner, another account, a guest.
+    let other = new_account(&node, "other").await;
+    let mut other_hello = Hello::token(&other);
+    other_hello.key = Some(f.edit_key.clone());
+    for hello in [Hello::token(&f.owner), other_hello, Hello::key(&f.view_key)] {
+        let (c, w) = Client::join(&node, &f.id, &hello).await;
+        assert_eq!(w["type"], "welcome");
+        c.close().await;
+    }
+    // The hog's slot comes back when one of its sockets goes.
+    held.pop().unwrap().close().await;
+    let h = Hello {
+        client: secret(),
+        ..hog_hello.clone()
+    };
+    Client::join_when_freed(&node, &f.id, &h, 4029, Duration::from_secs(5)).await;
+}
+
+/// Files per account: a creation rate (the review's 60 creates in a burst all
+/// answered 201) and a cap on files owned, each with an error that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_account_cannot_make_files_without_bound() {
+    let node = node(&[
+        ("ATRIUM_FILE_CREATES_PER_MINUTE", "30"),
+        ("ATRIUM_FILES_PER_ACCOUNT", "40"),
+    ])
+    .await;
+    let token = new_account(&node, "maker").await;
+    let create = |name: String| {
+        let node = &node;
+        let token = token.clone();
+        async move {
+            send_json(
+                node,
+                "POST",
+                "/api/files",
+                Some(&token),
+                &json!({"name": name}),
+            )
+            .await
+        }
+    };
+    // A burst of 60: the first 30 (the burst) land, the rest are 429 with Retry-After.
+    let mut created = 0;
+    let mut limited = 0;
+    for i in 0..60 {
+        let r = create(format!("Burst {i}")).await;
+        match r.status {
+            201 => created += 1,
+            429 => {
+                r.assert_error(429, "rate-limited");
+                let wait: u64 = r
+                    .header("retry-after")
+                    .and_then(|v| v.parse().ok())
+                    .expect("Retry-After in seconds");
+                assert!((1..=2).contains(&wait), "one token every 2 s: {wait}");
+                limited += 1;
+            }
+            other => panic!("unexpected {other}: {}", r.text),
+        }
+    }
+    assert_eq!((created, limited), (30, 30), "a burst of 30, then 429");
+    // Another account is not affected.
+    let other = new_account(&node, "other").await;
+    send_json(
+        &node,
+        "POST",
+        "/api/files",
+        Some(&other),
+        &json!({"name": "Mine"}),
+    )
+    .await
+    .assert_status(201);
+
+    // The cap: with the rate waited out, creation stops at 40 files owned.
+    let started = Instant::now();
+    while created < 40 {
+        let r = create(format!("Slow {created}")).await;
+        if r.status == 201 {
+            created += 1;
+        } else {
+            r.assert_error(429, "rate-limited");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert!(started.elapsed() < Duration::from_secs(40), "rate too slow");
+    }
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let r = create("One too many".into()).await;
+    r.assert_error(403, "too-many-files");
+    assert!(
+        r.body()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("40")),
+        "{}",
+        r.text
+    );
+    let list = get(&node, "/api/files", Some(&token)).await;
+    assert_eq!(list.body()["files"].as_array().map(Vec::len), Some(40));
+    // Deleting one makes room.
+    let id = s(&list.body()["files"][0]["id"]).to_string();
+    send_empty(&node, "DELETE", &format!("/api/files/{id}"), Some(&token))
+        .await
+        .assert_status(204);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    create("Room again".into()).await.assert_status(201);
+    figure(
+        json!({"case": "files per account", "burst_created": 30, "burst_limited": 30, "cap": 40}),
+    );
+}

@@ -1,0 +1,160 @@
+//! Sign-in limits: nobody can lock a person out, nor exhaust sign-in for others.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_email_or_address_cannot_exhaust_sign_in_for_others() {
+    let node = node(&[("ATRIUM_TRUST_PROXY", "127.0.0.1")]).await;
+    let victim = unique_email("victim");
+    signup(&node, &victim).await;
+    let bystander = unique_email("bystander");
+    signup(&node, &bystander).await;
+    let port = node.port;
+    let sign_in = |email: String, password: &'static str, from: &'static str| async move {
+        signin_from(port, &email, password, from).await
+    };
+    // Guessing one email's password, from many addresses: its limit on wrong
+    // passwords (10 a minute) answers 429 past it ...
+    let addresses = [
+        "10.0.0.1",
+        "10.0.0.2",
+        "10.0.0.3",
+        "10.0.0.4",
+        "10.0.0.5",
+        "10.0.0.6",
+        "10.0.0.7",
+        "10.0.0.8",
+        "10.0.0.9",
+        "10.0.0.10",
+        "10.0.0.11",
+        "10.0.0.12",
+    ];
+    let mut codes = Vec::new();
+    for from in addresses {
+        codes.push(sign_in(victim.clone(), "wrong password", from).await.status);
+    }
+    assert_eq!(codes.iter().filter(|c| **c == 401).count(), 10, "{codes:?}");
+    assert!(codes[10..].iter().all(|c| *c == 429), "{codes:?}");
+    // ... but never to the right password.
+    sign_in(victim.clone(), PASSWORD, "10.0.0.13")
+        .await
+        .assert_status(200);
+    // Another email signs in fine from a fresh address.
+    sign_in(bystander.clone(), PASSWORD, "10.9.9.9")
+        .await
+        .assert_status(200);
+
+    // One address trying many emails: its limit (20 a minute) bites, and
+    // another address still signs in.
+    let mut codes = Vec::new();
+    for i in 0..25 {
+        codes.push(
+            sign_in(
+                format!("guess{i}@example.test"),
+                "wrong password",
+                "10.5.5.5",
+            )
+            .await
+            .status,
+        );
+    }
+    assert!(codes[..20].iter().all(|c| *c == 401), "{codes:?}");
+    let r = sign_in(
+        "guess99@example.test".to_string(),
+        "wrong password",
+        "10.5.5.5",
+    )
+    .await;
+    r.assert_error(429, "rate-limited");
+    sign_in(bystander, PASSWORD, "10.8.8.8")
+        .await
+        .assert_status(200);
+}
+
+/// The review's lockout: wrong passwords for someone's email, from one address
+/// and then from many, never keep the owner's right password out (it was 429
+/// after 10 wrong ones from anywhere). The guesser's own address is what runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nobody_can_lock_a_person_out_of_sign_in() {
+    let node = node(&[("ATRIUM_TRUST_PROXY", "127.0.0.1")]).await;
+    let victim = unique_email("victim");
+    signup(&node, &victim).await;
+    let sign_in = |password: &'static str, from: String| {
+        let node = &node;
+        let email = victim.clone();
+        async move { signin_from(node.port, &email, password, &from).await }
+    };
+    // One address guesses: 10 wrong passwords, then its (address, email) limit.
+    let mut codes = Vec::new();
+    for _ in 0..15 {
+        codes.push(sign_in("wrong password", "10.66.0.1".into()).await.status);
+    }
+    assert!(codes[..10].iter().all(|c| *c == 401), "{codes:?}");
+    assert!(codes[10..].iter().all(|c| *c == 429), "{codes:?}");
+    let r = sign_in("wrong password", "10.66.0.1".into()).await;
+    r.assert_error(429, "rate-limited");
+    assert!(
+        r.header("retry-after").is_some(),
+        "429 says when to come back"
+    );
+    // The owner, elsewhere, signs in at once.
+    let started = Instant::now();
+    sign_in(PASSWORD, "10.77.0.1".into())
+        .await
+        .assert_status(200);
+    // Many addresses guess (each once): past the email's failure limit the
+    // wrong ones get 429; the owner still signs in, from a new address and from
+    // one of the guessers' (shared NAT).
+    let mut codes = Vec::new();
+    for i in 0..20 {
+        codes.push(
+            sign_in("wrong password", format!("10.88.0.{i}"))
+                .await
+                .status,
+        );
+    }
+    assert!(codes.iter().all(|c| *c == 401 || *c == 429), "{codes:?}");
+    assert!(codes.contains(&429), "{codes:?}");
+    sign_in(PASSWORD, "10.77.0.2".into())
+        .await
+        .assert_status(200);
+    sign_in(PASSWORD, "10.88.0.3".into())
+        .await
+        .assert_status(200);
+    figure(
+        json!({"case": "sign-in lockout", "wrong_from_one": 15, "wrong_from_many": 20,
+               "owner_answers": [200, 200, 200], "owner_ms": started.elapsed().as_millis()}),
+    );
+}
+
+/// Per-address limits count an IPv6 client by its /64: twenty-one sign-ins from
+/// twenty-one addresses of one /64 (through a trusted proxy) meet the address
+/// limit of 20 a minute, while another /64 is not affected (before: every IPv6
+/// address was a client of its own, so the limit never bit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ipv6_addresses_of_one_64_share_the_address_limit() {
+    let node = node(&[("ATRIUM_TRUST_PROXY", "127.0.0.1")]).await;
+    let sign_in = |i: usize, from: String| {
+        let node = &node;
+        async move {
+            let email = format!("v6-{i}@example.test");
+            signin_from(node.port, &email, "wrong password", &from).await
+        }
+    };
+    let mut codes = Vec::new();
+    for i in 0..21 {
+        codes.push(
+            sign_in(i, format!("2001:db8:5:6::{:x}", i + 1))
+                .await
+                .status,
+        );
+    }
+    assert!(codes[..20].iter().all(|c| *c == 401), "{codes:?}");
+    assert_eq!(codes[20], 429, "{codes:?}");
+    sign_in(99, "2001:db8:5:6:ffff:ffff:ffff:ffff".into())
+        .await
+        .assert_error(429, "rate-limited");
+    sign_in(100, "2001:db8:5:7::1".into())
+        .await
+        .assert_status(401);
+}
