@@ -2,13 +2,18 @@
 //! encoding what the node sends. Parsing never panics and never trusts sizes: a
 //! message that breaks the contract becomes a [`Refusal`] with the contract's code.
 
-use std::collections::HashMap;
+mod edits;
+mod fields;
+mod hello;
+mod outgoing;
 
-use serde_json::value::RawValue;
-use serde_json::{json, Value};
+pub use hello::clean_name;
+pub use outgoing::{ack, notice, reject, relay};
 
-use crate::doc::{parse_ops, DocLimits, Op, PatchError};
-use crate::ids::is_valid_id;
+use self::edits::{parse_patch, parse_presence, patch_id};
+use self::fields::{field, Fields};
+use self::hello::parse_hello;
+use crate::doc::{DocLimits, Op};
 
 /// Longest guest name, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -80,38 +85,6 @@ impl Refusal {
     }
 }
 
-type Fields<'a> = HashMap<String, &'a RawValue>;
-
-/// A field that may be missing or null (both `None`).
-fn field<T: serde::de::DeserializeOwned>(
-    fields: &Fields<'_>,
-    name: &str,
-) -> Result<Option<T>, String> {
-    match fields.get(name) {
-        None => Ok(None),
-        Some(raw) => serde_json::from_str::<Option<T>>(raw.get())
-            .map_err(|_| format!("`{name}` has the wrong type")),
-    }
-}
-
-/// A JSON number, kept as its exact text, at most [`MAX_T_CHARS`] long.
-fn number_text(fields: &Fields<'_>, name: &str) -> Result<Option<String>, String> {
-    let Some(raw) = fields.get(name) else {
-        return Ok(None);
-    };
-    let text = raw.get();
-    if text == "null" {
-        return Ok(None);
-    }
-    if text.len() > MAX_T_CHARS {
-        return Err(format!("`{name}` is at most {MAX_T_CHARS} characters"));
-    }
-    match serde_json::from_str::<f64>(text) {
-        Ok(n) if n.is_finite() && !text.starts_with('"') => Ok(Some(text.to_owned())),
-        _ => Err(format!("`{name}` must be a finite number")),
-    }
-}
-
 /// What a message is, from its `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -170,210 +143,6 @@ impl Message<'_> {
 /// Parses one text frame.
 pub fn parse(text: &str, limits: &DocLimits) -> Result<ClientMessage, Refusal> {
     read(text)?.parse(limits)
-}
-
-fn parse_hello(fields: &Fields<'_>) -> Result<Hello, Refusal> {
-    let bad = |m: String| Refusal::invalid(None, m);
-    let token: Option<String> = field(fields, "token").map_err(bad)?;
-    let key: Option<String> = field(fields, "key").map_err(bad)?;
-    let client: String = field(fields, "client")
-        .map_err(bad)?
-        .ok_or_else(|| bad("hello needs a `client` id".into()))?;
-    if !is_valid_id(&client) {
-        return Err(bad("`client` must match [A-Za-z0-9_-]{1,64}".into()));
-    }
-    let since: Option<u64> = field(fields, "since")
-        .map_err(|_| bad("`since` must be a version number or null".into()))?;
-    let name: Option<String> = field(fields, "name").map_err(bad)?;
-    let name = name.map(|n| clean_name(&n));
-    Ok(Hello {
-        token: token.filter(|t| !t.is_empty()),
-        key: key.filter(|k| !k.is_empty()),
-        client,
-        since,
-        name,
-    })
-}
-
-/// A guest name as plain text: at most 64 characters, with no control characters and
-/// nothing invisible that could change how other names look (bidi overrides and
-/// isolates, zero-width characters, fillers), and runs of spaces made one space. A
-/// guest must not be able to look like someone else.
-pub fn clean_name(name: &str) -> String {
-    let mut out = String::new();
-    let mut space = false;
-    for c in name.chars() {
-        if c.is_control() || is_invisible(c) {
-            continue;
-        }
-        if c.is_whitespace() {
-            space = !out.is_empty();
-            continue;
-        }
-        if space {
-            out.push(' ');
-            space = false;
-        }
-        out.push(c);
-    }
-    out.chars()
-        .take(MAX_NAME_CHARS)
-        .collect::<String>()
-        .trim_end()
-        .to_owned()
-}
-
-/// Format characters (Unicode category Cf) and other characters that print as
-/// nothing: bidi embeddings, overrides, isolates and marks, zero-width spaces and
-/// joiners, the soft hyphen, word joiners, tags, and the Hangul fillers.
-fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{034F}'
-            | '\u{061C}'
-            | '\u{115F}'
-            | '\u{1160}'
-            | '\u{17B4}'
-            | '\u{17B5}'
-            | '\u{180B}'..='\u{180F}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{2028}'..='\u{202E}'
-            | '\u{2060}'..='\u{206F}'
-            | '\u{3164}'
-            | '\u{FEFF}'
-            | '\u{FFA0}'
-            | '\u{FFF9}'..='\u{FFFB}'
-            | '\u{0600}'..='\u{0605}'
-            | '\u{06DD}'
-            | '\u{070F}'
-            | '\u{1D173}'..='\u{1D17A}'
-            | '\u{E0000}'..='\u{E007F}'
-    )
-}
-
-fn patch_id(fields: &Fields<'_>) -> Option<u64> {
-    fields
-        .get("id")
-        .and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok())
-        .filter(|id| *id > 0)
-}
-
-fn parse_patch(fields: &Fields<'_>, limits: &DocLimits) -> Result<Patch, Refusal> {
-    let Some(id) = patch_id(fields) else {
-        return Err(Refusal::invalid(
-            None,
-            "a patch needs `id`, a positive integer",
-        ));
-    };
-    let t = number_text(fields, "t").map_err(|m| Refusal::invalid(Some(id), m))?;
-    let raw_ops = fields
-        .get("ops")
-        .ok_or_else(|| Refusal::invalid(Some(id), "a patch needs `ops`"))?;
-    let value: Value = serde_json::from_str(raw_ops.get())
-        .map_err(|_| Refusal::invalid(Some(id), "`ops` is not valid JSON"))?;
-    let ops = parse_ops(&value, limits).map_err(|e| Refusal {
-        id: Some(id),
-        code: e.code(),
-        message: match e {
-            PatchError::Invalid(m) | PatchError::TooLarge(m) => m,
-        },
-    })?;
-    Ok(Patch {
-        id,
-        ops,
-        ops_json: value.to_string(),
-        t,
-    })
-}
-
-fn pair<const N: usize>(
-    fields: &Fields<'_>,
-    name: &str,
-) -> Result<Option<Option<[f64; N]>>, String> {
-    let Some(raw) = fields.get(name) else {
-        return Ok(None);
-    };
-    let value: Option<Vec<f64>> = serde_json::from_str(raw.get())
-        .map_err(|_| format!("`{name}` must be {N} numbers or null"))?;
-    match value {
-        None => Ok(Some(None)),
-        Some(v) => <[f64; N]>::try_from(v)
-            .map(|a| Some(Some(a)))
-            .map_err(|_| format!("`{name}` must be {N} numbers or null")),
-    }
-}
-
-fn parse_presence(fields: &Fields<'_>) -> Result<PresenceUpdate, String> {
-    let page = match fields.get("page") {
-        None => None,
-        Some(raw) => {
-            let page: Option<String> = serde_json::from_str(raw.get())
-                .map_err(|_| "`page` must be an id or null".to_owned())?;
-            if page.as_deref().is_some_and(|p| !is_valid_id(p)) {
-                return Err("`page` must be an id".into());
-            }
-            Some(page)
-        }
-    };
-    let sel = match fields.get("sel") {
-        None => None,
-        Some(raw) => {
-            let sel: Option<Vec<String>> = serde_json::from_str(raw.get())
-                .map_err(|_| "`sel` must be a list of ids or null".to_owned())?;
-            if let Some(ids) = &sel {
-                if ids.len() > MAX_SELECTION {
-                    return Err(format!("`sel` holds at most {MAX_SELECTION} ids"));
-                }
-                if !ids.iter().all(|i| is_valid_id(i)) {
-                    return Err("`sel` must hold ids".into());
-                }
-            }
-            Some(sel)
-        }
-    };
-    Ok(PresenceUpdate {
-        page,
-        cursor: pair::<2>(fields, "cursor")?,
-        sel,
-        camera: pair::<3>(fields, "camera")?,
-        t: number_text(fields, "t")?,
-        wire_bytes: 0,
-    })
-}
-
-// ---- What the node sends ------------------------------------------------------
-
-fn with_t(mut body: String, t: Option<&str>) -> String {
-    if let Some(t) = t {
-        body.push_str(",\"t\":");
-        body.push_str(t);
-    }
-    body.push('}');
-    body
-}
-
-/// `{"type":"ack","id","v","t"?}` for the sender of a patch.
-pub fn ack(id: u64, v: u64, t: Option<&str>) -> String {
-    with_t(format!("{{\"type\":\"ack\",\"id\":{id},\"v\":{v}"), t)
-}
-
-/// `{"type":"patch","v","by","ops","t"?}` for everyone else in the file.
-pub fn relay(v: u64, by: &str, ops_json: &str, t: Option<&str>) -> String {
-    // `by` is an id (checked characters), so it needs no escaping.
-    with_t(
-        format!("{{\"type\":\"patch\",\"v\":{v},\"by\":\"{by}\",\"ops\":{ops_json}"),
-        t,
-    )
-}
-
-pub fn reject(refusal: &Refusal) -> String {
-    json!({"type": "reject", "id": refusal.id, "code": refusal.code, "message": refusal.message})
-        .to_string()
-}
-
-pub fn notice(code: u16, message: &str) -> String {
-    json!({"type": "notice", "code": code, "message": message}).to_string()
 }
 
 #[cfg(test)]

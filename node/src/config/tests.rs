@@ -1,3 +1,8 @@
+use std::time::Duration;
+
+use clap::Parser;
+
+use super::derived::open_file_limit;
 use super::*;
 
 #[test]
@@ -8,6 +13,9 @@ fn defaults_are_the_documented_ones() {
     assert_eq!(c.room_ops_bytes, 8 * 1024 * 1024);
     assert_eq!(c.room_idle_ms, 600_000);
     assert_eq!(c.max_message_bytes, 1024 * 1024);
+    // The comma lists are empty when unset: no trusted proxy, no admin.
+    assert_eq!(c.trusted_proxies(), Ok(Vec::new()));
+    assert!(!c.is_admin(""));
     // The hello deadline must end well before a room could go idle under it.
     assert!(c.hello_timeout() < c.room_idle());
     // A socket must miss at least two pings before it is given up, and be

@@ -1,3 +1,5 @@
+use atrium_protocol::CloseCode;
+
 use super::*;
 
 #[tokio::test]

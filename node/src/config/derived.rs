@@ -1,0 +1,112 @@
+//! What the node makes of its settings: durations, the trusted proxies, the memory
+//! budget, the connection cap, and who is a server admin.
+
+use std::time::Duration;
+
+use super::NodeConfig;
+
+impl NodeConfig {
+    pub fn hello_timeout(&self) -> Duration {
+        Duration::from_millis(self.hello_timeout_ms)
+    }
+
+    pub fn room_idle(&self) -> Duration {
+        Duration::from_millis(self.room_idle_ms)
+    }
+
+    pub fn snapshot_interval(&self) -> Duration {
+        Duration::from_millis(self.snapshot_ms)
+    }
+
+    pub fn coordinator_settings(&self) -> atrium_coordinator::CoordinatorSettings {
+        atrium_coordinator::CoordinatorSettings::from_lease(Duration::from_millis(self.lease_ms))
+    }
+
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_ms)
+    }
+
+    /// The trusted proxies: addresses or ranges (`10.244.0.0/16`).
+    pub fn trusted_proxies(&self) -> Result<Vec<crate::limits::Network>, String> {
+        self.trust_proxy
+            .iter()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                crate::limits::Network::parse(s).ok_or_else(|| {
+                    format!("ATRIUM_TRUST_PROXY: {s:?} is not an address or a range")
+                })
+            })
+            .collect()
+    }
+
+    /// The memory budget in bytes, the machine's default when not set.
+    pub fn memory_budget(&self) -> u64 {
+        match self.memory_budget {
+            0 => crate::memory::default_budget(),
+            set => set,
+        }
+    }
+
+    /// Whether a page of `origin` may open a socket.
+    pub fn origin_allowed(&self, origin: &str) -> bool {
+        let allowed: Vec<&str> = self
+            .allowed_origins
+            .iter()
+            .map(|o| o.trim().trim_end_matches('/'))
+            .filter(|o| !o.is_empty())
+            .collect();
+        allowed.is_empty()
+            || allowed
+                .iter()
+                .any(|o| *o == "*" || o.eq_ignore_ascii_case(origin.trim_end_matches('/')))
+    }
+
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_millis(self.body_timeout_ms)
+    }
+
+    /// `ATRIUM_MAX_CONNECTIONS`, or the open-file limit less a reserve of 256
+    /// descriptors (at least 64).
+    pub fn max_connections(&self) -> usize {
+        self.max_connections.unwrap_or_else(|| {
+            let files = std::fs::read_to_string("/proc/self/limits")
+                .ok()
+                .as_deref()
+                .and_then(open_file_limit)
+                .unwrap_or(1024);
+            files.saturating_sub(256).max(64)
+        })
+    }
+
+    pub fn ping_interval(&self) -> Duration {
+        Duration::from_millis(self.ping_ms)
+    }
+
+    pub fn ping_timeout(&self) -> Duration {
+        Duration::from_millis(self.ping_timeout_ms)
+    }
+
+    pub fn is_admin(&self, email: &str) -> bool {
+        self.admins
+            .iter()
+            .any(|a| !a.trim().is_empty() && a.trim().eq_ignore_ascii_case(email))
+    }
+
+    pub fn doc_limits(&self) -> crate::doc::DocLimits {
+        crate::doc::DocLimits {
+            max_ops: self.max_patch_ops,
+            max_doc_bytes: self.max_doc_bytes,
+            ..Default::default()
+        }
+    }
+}
+
+/// The soft open-file limit from `/proc/self/limits` ("Max open files  1024  524288
+/// files"); `unlimited` counts as 2^20.
+pub(super) fn open_file_limit(limits: &str) -> Option<usize> {
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    match line["Max open files".len()..].split_whitespace().next()? {
+        "unlimited" => Some(1 << 20),
+        n => n.parse().ok(),
+    }
+}

@@ -1,0 +1,49 @@
+//! The writer's side: taking what is queued, and watching for a close.
+
+use super::{CloseRequest, CloseWatch, Out, OutboxReceiver, Queued};
+
+impl OutboxReceiver {
+    /// Takes up to `max` queued items (waiting for the first); 0 once every
+    /// sender is gone. Their bytes leave the queue's account here.
+    pub async fn recv_many(&mut self, out: &mut Vec<Out>, max: usize) -> usize {
+        let mut queued = Vec::with_capacity(max);
+        let n = self.frames.recv_many(&mut queued, max).await;
+        out.extend(queued.into_iter().map(|q| self.release(q)));
+        n
+    }
+
+    /// Takes whatever is queued right now, without waiting.
+    pub fn drain_now(&mut self) -> Vec<Out> {
+        let mut out = Vec::new();
+        while let Ok(q) = self.frames.try_recv() {
+            out.push(self.release(q));
+        }
+        out
+    }
+
+    fn release(&self, q: Queued) -> Out {
+        q.give_back(&self.close.0, q.out.len());
+        q.out
+    }
+}
+
+impl CloseWatch {
+    /// Waits until a close is requested, and returns it.
+    pub async fn closed(&self) -> CloseRequest {
+        loop {
+            let notified = self.0.notify.notified();
+            if let Some(req) = self.requested() {
+                return req;
+            }
+            notified.await;
+        }
+    }
+
+    pub fn requested(&self) -> Option<CloseRequest> {
+        self.0
+            .close
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}

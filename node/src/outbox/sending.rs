@@ -1,0 +1,122 @@
+//! Queuing for a socket: messages within the queue's bounds, and the welcome
+//! before everything else.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use atrium_protocol::CloseCode;
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::{shared, Budget, Msg, Out, Outbox, Queued};
+
+impl Outbox {
+    /// Queues one message. A full queue (in items or bytes) closes the socket
+    /// with 4008; the room never waits for a socket.
+    pub fn send(&self, msg: Msg) -> bool {
+        self.queue(Out::Message(msg))
+    }
+
+    /// Queues a ready control frame (a pong).
+    pub fn send_control(&self, frame: Bytes) -> bool {
+        self.queue(Out::Control(frame))
+    }
+
+    pub fn send_text(&self, text: String) -> bool {
+        self.send(shared(text))
+    }
+
+    fn queue(&self, out: Out) -> bool {
+        let len = out.len();
+        if !self.account(len) {
+            return false;
+        }
+        if self.shared.held.load(Ordering::Acquire) {
+            let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(waiting) = gate.as_mut() {
+                waiting.push(out);
+                return true;
+            }
+        }
+        self.push(Queued { out, budget: None }, len)
+    }
+
+    /// Holds everything sent from now on until [`Outbox::open_with`] sends the
+    /// welcome: a welcome waiting to be durable must still come first.
+    pub fn hold(&self) {
+        let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
+        gate.get_or_insert_with(Vec::new);
+        self.shared.held.store(true, Ordering::Release);
+    }
+
+    /// Sends `first` (a welcome, possibly large), then everything held behind it.
+    pub fn open_with(&self, first: Msg, budget: &Arc<Budget>) -> bool {
+        let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ok = self.push_welcome(first, budget);
+        for out in gate.take().unwrap_or_default() {
+            // Already counted in `bytes` when it was held.
+            let len = out.len();
+            ok &= self.push(Queued { out, budget: None }, len);
+        }
+        self.shared.held.store(false, Ordering::Release);
+        ok
+    }
+
+    /// Queues a welcome, which may be bigger than the queue's byte cap (a large
+    /// document): such a one draws on the node-wide budget instead, and when that
+    /// is spent the socket is closed with 1013 (try again later). It never waits
+    /// at the gate: it is what the gate waits for.
+    fn push_welcome(&self, msg: Msg, budget: &Arc<Budget>) -> bool {
+        let len = msg.payload_len();
+        if len <= self.shared.max_bytes / 2 {
+            if !self.account(len) {
+                return false;
+            }
+            return self.push(
+                Queued {
+                    out: Out::Message(msg),
+                    budget: None,
+                },
+                len,
+            );
+        }
+        if !budget.take(len) {
+            self.close(
+                CloseCode::TryAgainLater,
+                "the node is busy sending large documents; try again later",
+            );
+            return false;
+        }
+        let queued = Queued {
+            out: Out::Message(msg),
+            budget: Some(budget.clone()),
+        };
+        self.push(queued, len)
+    }
+
+    /// Counts `len` more bytes in the queue; over its cap, the socket overflows.
+    fn account(&self, len: usize) -> bool {
+        let queued = self.shared.bytes.fetch_add(len, Ordering::AcqRel) + len;
+        if queued > self.shared.max_bytes {
+            self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
+            self.overflow();
+            return false;
+        }
+        true
+    }
+
+    /// Hands an accounted item to the channel, undoing the account if it fails.
+    fn push(&self, queued: Queued, len: usize) -> bool {
+        match self.frames.try_send(queued) {
+            Ok(()) => true,
+            Err(e) => {
+                let full = matches!(e, mpsc::error::TrySendError::Full(_));
+                e.into_inner().give_back(&self.shared, len);
+                if full {
+                    self.overflow();
+                }
+                false
+            }
+        }
+    }
+}
