@@ -6,13 +6,16 @@
 //! the data safe, so nothing here has to be perfect, only cheap and usually right.
 //!
 //! Modules:
-//! - `types`: [`NodeId`], [`Member`], [`Lease`], [`CoordinatorSettings`], [`Invalid`];
+//! - `types`: [`NodeId`], [`Member`], [`Lease`], [`Invalid`];
+//! - `settings`: [`CoordinatorSettings`] and the default timing;
 //! - `error`: [`CoordinatorError`];
 //! - `memory`: [`MemoryCoordinator`], everything in one process;
 //! - `keeper`: [`LeaseKeeper`], follows one lease in the background and reports its loss;
 //! - `events`: [`CoordinatorEvent`], what [`Coordinator::watch`] reports;
 //! - `nats`: [`NatsCoordinator`], JetStream KV buckets plus core NATS subjects;
 //! - `redis`: [`RedisCoordinator`], keys with PX TTLs, Lua scripts and pub/sub;
+//! - `delegate`: the macro that forwards the trait to a backend's state, so each backend
+//!   keeps one file per concept (membership, leases, counters, events);
 //! - `ring`: [`Ring`], the consistent hash ring of live nodes (router and nodes agree on it);
 //! - `connect`: [`connect`], the backend chosen by the URL's scheme.
 
@@ -29,6 +32,7 @@ mod nats;
 mod record;
 mod redis;
 mod ring;
+mod settings;
 mod types;
 
 pub use connect::connect;
@@ -39,10 +43,11 @@ pub use memory::MemoryCoordinator;
 pub use nats::NatsCoordinator;
 pub use redis::RedisCoordinator;
 pub use ring::{Ring, SIP_KEYS, VNODES};
-pub use types::{
-    CoordinatorSettings, Invalid, Lease, Member, NodeId, DEFAULT_HEARTBEAT, DEFAULT_LEASE,
-    DEFAULT_LEASE_REFRESH, LEASE_RECORD_LIFETIME, MAX_ADDRESS_LEN, MAX_KEY_LEN,
+pub use settings::{
+    CoordinatorSettings, DEFAULT_HEARTBEAT, DEFAULT_LEASE, DEFAULT_LEASE_REFRESH,
+    LEASE_RECORD_LIFETIME,
 };
+pub use types::{Invalid, Lease, Member, NodeId, MAX_ADDRESS_LEN, MAX_KEY_LEN};
 
 /// Membership, file leases and per-node counters, shared by every node of a fleet.
 ///
