@@ -1,9 +1,12 @@
 //! The router's settings: one typed config, every field with a default and an `ATRIUM_*`
-//! variable (listed in `docs/router.md` and `docs/operations.md`).
+//! variable (listed in `docs/router.md` and `docs/operations.md`). Settings that are used
+//! together come as a group with its own checks: the fleet, the proxy's timeouts, the stop.
 
-use std::time::Duration;
+#[cfg(test)]
+mod tests;
+mod values;
 
-use clap::Parser;
+use clap::{Args, Parser};
 
 /// Settings of one `atrium-router` process.
 #[derive(Debug, Clone, Parser)]
@@ -25,6 +28,27 @@ pub struct RouterConfig {
     )]
     pub admin_bind: String,
 
+    #[command(flatten)]
+    pub fleet: FleetSettings,
+
+    #[command(flatten)]
+    pub timeouts: TimeoutSettings,
+
+    #[command(flatten)]
+    pub stop: StopSettings,
+
+    /// Worker threads of the proxy.
+    #[arg(long, env = "ATRIUM_ROUTER_THREADS", default_value_t = 2)]
+    pub threads: usize,
+
+    /// Log filter, e.g. `info` or `atrium_router=debug`.
+    #[arg(long, env = "ATRIUM_LOG", default_value = "info")]
+    pub log: String,
+}
+
+/// The fleet the router routes to, and what it remembers of it.
+#[derive(Debug, Clone, Args)]
+pub struct FleetSettings {
     /// The fleet's coordinator (`nats://...` or `redis://...`, with `?namespace=`), the same
     /// URL the nodes use.
     #[arg(long, env = "ATRIUM_COORDINATOR", default_value = "memory://")]
@@ -34,6 +58,14 @@ pub struct RouterConfig {
     #[arg(long, env = "ATRIUM_LEASE_MS", default_value_t = 3_000)]
     pub lease_ms: u64,
 
+    /// Files whose lease holder the router remembers (least recently used forgotten first).
+    #[arg(long, env = "ATRIUM_ROUTER_HOLDERS", default_value_t = 100_000)]
+    pub holders: usize,
+}
+
+/// How long the proxy waits on a node.
+#[derive(Debug, Clone, Args)]
+pub struct TimeoutSettings {
     /// Time to wait for a TCP connection to a node.
     #[arg(
         long,
@@ -54,11 +86,11 @@ pub struct RouterConfig {
         default_value_t = 60_000
     )]
     pub socket_write_timeout_ms: u64,
+}
 
-    /// Files whose lease holder the router remembers (least recently used forgotten first).
-    #[arg(long, env = "ATRIUM_ROUTER_HOLDERS", default_value_t = 100_000)]
-    pub holders: usize,
-
+/// What a SIGTERM leaves time for.
+#[derive(Debug, Clone, Args)]
+pub struct StopSettings {
     /// On SIGTERM: how long proxied sockets stay open before they are closed with 1012.
     #[arg(long, env = "ATRIUM_ROUTER_DRAIN_MS", default_value_t = 5_000)]
     pub drain_ms: u64,
@@ -66,68 +98,4 @@ pub struct RouterConfig {
     /// On SIGTERM: the longest the whole shutdown may take (in-flight HTTP included).
     #[arg(long, env = "ATRIUM_ROUTER_SHUTDOWN_MS", default_value_t = 30_000)]
     pub shutdown_ms: u64,
-
-    /// Worker threads of the proxy.
-    #[arg(long, env = "ATRIUM_ROUTER_THREADS", default_value_t = 2)]
-    pub threads: usize,
-
-    /// Log filter, e.g. `info` or `atrium_router=debug`.
-    #[arg(long, env = "ATRIUM_LOG", default_value = "info")]
-    pub log: String,
-}
-
-impl RouterConfig {
-    pub fn lease(&self) -> Duration {
-        Duration::from_millis(self.lease_ms)
-    }
-
-    pub fn drain(&self) -> Duration {
-        Duration::from_millis(self.drain_ms)
-    }
-
-    pub fn shutdown(&self) -> Duration {
-        Duration::from_millis(self.shutdown_ms)
-    }
-
-    /// Checks the values that have rules beyond their type.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.holders == 0 {
-            return Err("ATRIUM_ROUTER_HOLDERS must be at least 1".into());
-        }
-        if self.threads == 0 {
-            return Err("ATRIUM_ROUTER_THREADS must be at least 1".into());
-        }
-        if self.connect_timeout_ms == 0 || self.read_timeout_ms == 0 {
-            return Err("router timeouts must be above zero".into());
-        }
-        if self.shutdown_ms < self.drain_ms {
-            return Err(format!(
-                "ATRIUM_ROUTER_SHUTDOWN_MS ({}) must be at least ATRIUM_ROUTER_DRAIN_MS ({})",
-                self.shutdown_ms, self.drain_ms
-            ));
-        }
-        atrium_coordinator::CoordinatorSettings::from_lease(self.lease())
-            .validate()
-            .map_err(|e| e.to_string())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn defaults_are_valid() {
-        let config = RouterConfig::parse_from(["atrium-router"]);
-        config.validate().unwrap();
-        assert_eq!(config.lease(), atrium_coordinator::DEFAULT_LEASE);
-        assert!(config.shutdown() >= config.drain());
-    }
-
-    #[test]
-    fn shutdown_must_cover_the_drain() {
-        let config =
-            RouterConfig::parse_from(["atrium-router", "--drain-ms", "10", "--shutdown-ms", "5"]);
-        assert!(config.validate().is_err());
-    }
 }

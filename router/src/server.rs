@@ -12,22 +12,23 @@ use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
 use crate::admin::Admin;
+use crate::config::RouterConfig;
+use crate::fleet::Fleet;
 use crate::metrics::Metrics;
-use crate::proxy::{Router, Timeouts};
+use crate::proxy::Router;
 use crate::shutdown::Drainer;
 use crate::sockets::Tracker;
 use crate::watcher::Watcher;
-use crate::{Fleet, RouterConfig};
 
-/// Runs a router until `shutdown` says to stop ([`Signals`](crate::Signals) in the binary,
-/// [`When`](crate::When) inside another program), then drains it; returns once it is drained
-/// or stopped. Blocks the calling thread: pingora runs runtimes of its own.
+/// Runs a router until `shutdown` says to stop ([`Signals`](crate::shutdown::Signals) in the
+/// binary, [`When`](crate::shutdown::When) inside another program), then drains it; returns
+/// once it is drained or stopped. Blocks the calling thread: pingora runs runtimes of its own.
 pub fn run(
     config: RouterConfig,
     shutdown: Box<dyn ShutdownSignalWatch + Send>,
 ) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
-    let grace = config.shutdown().as_secs() + 2;
+    let grace = config.stop.shutdown().as_secs() + 2;
     let conf = ServerConf {
         threads: config.threads,
         grace_period_seconds: Some(grace),
@@ -47,13 +48,13 @@ pub fn run(
     server.bootstrap();
 
     let metrics = Arc::new(Metrics::new());
-    let fleet = Fleet::new(config.holders);
+    let fleet = Fleet::new(config.fleet.holders);
     let tracker = Tracker::new(metrics.clone());
     let coordinator = Arc::new(OnceLock::new());
 
     let watcher = Watcher {
-        url: config.coordinator.clone(),
-        settings: CoordinatorSettings::from_lease(config.lease()),
+        url: config.fleet.coordinator.clone(),
+        settings: CoordinatorSettings::from_lease(config.fleet.lease()),
         fleet: fleet.clone(),
         metrics: metrics.clone(),
         coordinator: coordinator.clone(),
@@ -65,12 +66,7 @@ pub fn run(
         metrics: metrics.clone(),
         tracker: tracker.clone(),
         coordinator,
-        timeouts: Timeouts {
-            connect: Duration::from_millis(config.connect_timeout_ms),
-            read: Duration::from_millis(config.read_timeout_ms),
-            socket_write: Duration::from_millis(config.socket_write_timeout_ms),
-            lapse: Duration::from_millis(config.lease_ms) + Duration::from_secs(1),
-        },
+        timeouts: config.timeouts.proxy(config.fleet.lease()),
     };
     let mut proxy = pingora::proxy::http_proxy_service_with_name(
         &server.configuration,
@@ -93,8 +89,8 @@ pub fn run(
         "drain",
         Drainer {
             tracker,
-            drain: config.drain(),
-            limit: config.shutdown(),
+            drain: config.stop.drain(),
+            limit: config.stop.shutdown(),
             done: std::sync::Mutex::new(drained_tx),
         },
     ));

@@ -1,0 +1,70 @@
+//! What the settings stand for: durations, the proxy's timeouts, and the rules a value must
+//! follow beyond its type.
+
+use std::time::Duration;
+
+use super::{FleetSettings, RouterConfig, StopSettings, TimeoutSettings};
+use crate::proxy::Timeouts;
+
+impl RouterConfig {
+    /// Checks the values that have rules beyond their type.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.fleet.holders == 0 {
+            return Err("ATRIUM_ROUTER_HOLDERS must be at least 1".into());
+        }
+        if self.threads == 0 {
+            return Err("ATRIUM_ROUTER_THREADS must be at least 1".into());
+        }
+        self.timeouts.validate()?;
+        self.stop.validate()?;
+        atrium_coordinator::CoordinatorSettings::from_lease(self.fleet.lease())
+            .validate()
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl FleetSettings {
+    pub fn lease(&self) -> Duration {
+        Duration::from_millis(self.lease_ms)
+    }
+}
+
+impl TimeoutSettings {
+    fn validate(&self) -> Result<(), String> {
+        if self.connect_timeout_ms == 0 || self.read_timeout_ms == 0 {
+            return Err("router timeouts must be above zero".into());
+        }
+        Ok(())
+    }
+
+    /// The proxy's timeouts in a fleet with this lease time: a file's request waits for an
+    /// unreachable node's membership to lapse for at most the lease time and a second.
+    pub fn proxy(&self, lease: Duration) -> Timeouts {
+        Timeouts {
+            connect: Duration::from_millis(self.connect_timeout_ms),
+            read: Duration::from_millis(self.read_timeout_ms),
+            socket_write: Duration::from_millis(self.socket_write_timeout_ms),
+            lapse: lease + Duration::from_secs(1),
+        }
+    }
+}
+
+impl StopSettings {
+    pub fn drain(&self) -> Duration {
+        Duration::from_millis(self.drain_ms)
+    }
+
+    pub fn shutdown(&self) -> Duration {
+        Duration::from_millis(self.shutdown_ms)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.shutdown_ms < self.drain_ms {
+            return Err(format!(
+                "ATRIUM_ROUTER_SHUTDOWN_MS ({}) must be at least ATRIUM_ROUTER_DRAIN_MS ({})",
+                self.shutdown_ms, self.drain_ms
+            ));
+        }
+        Ok(())
+    }
+}
