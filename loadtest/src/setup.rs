@@ -204,14 +204,7 @@ pub async fn run(endpoint: &Endpoint, o: &Options) -> Result<Setup> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{merge, Cli, FileConfig};
-    use clap::Parser;
-
-    fn options(args: &[&str]) -> Options {
-        let mut all = vec!["atrium-loadtest", "--spawn"];
-        all.extend_from_slice(args);
-        merge(Cli::try_parse_from(all).unwrap(), FileConfig::default()).unwrap()
-    }
+    use crate::options::testing::spawned as options;
 
     #[test]
     fn documents_have_pages_of_twenty_rectangles() {

@@ -1,15 +1,8 @@
-use super::measures::expected;
-use super::*;
-use crate::options::{merge, Cli, FileConfig};
-use crate::{node, setup};
-use clap::Parser;
 use std::collections::BTreeMap;
 
-fn options(args: &[&str]) -> Options {
-    let mut all = vec!["atrium-loadtest", "--spawn"];
-    all.extend_from_slice(args);
-    merge(Cli::try_parse_from(all).unwrap(), FileConfig::default()).unwrap()
-}
+use super::measures::expected;
+use crate::options::testing::spawned as options;
+use crate::{node, setup};
 
 #[test]
 fn expected_rates_follow_the_plan() {

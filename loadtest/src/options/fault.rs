@@ -1,0 +1,97 @@
+//! `--fault`: what to break in a spawned cluster, and when.
+
+use anyhow::{bail, Result};
+use serde::Deserialize;
+
+use super::Cli;
+
+#[cfg(test)]
+mod tests;
+
+/// A fault injected into a spawned cluster under load (`--fault`).
+#[derive(clap::ValueEnum, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// `kill -9` of the node holding the most files.
+    Kill,
+    /// SIGSTOP of the node holding the most files for longer than its lease, then SIGCONT: the
+    /// others take its files, and the woken node must not write.
+    Pause,
+    /// SIGTERM of every node in turn, each started again and back in the ring before the next.
+    Rolling,
+    /// `kill -9` of the coordinator's nats-server, started again on the same port and store.
+    Coordinator,
+    /// Postgres stopped (fast shutdown), started again on the same port and data.
+    Store,
+    /// `kill -9` of the router, started again on the same ports.
+    Router,
+}
+
+impl FaultKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::Pause => "pause",
+            FaultKind::Rolling => "rolling",
+            FaultKind::Coordinator => "coordinator",
+            FaultKind::Store => "store",
+            FaultKind::Router => "router",
+        }
+    }
+
+    /// Faults on a shared service need servers of the run's own (stopping the suite's shared
+    /// Postgres or nats-server would break every other test using it).
+    pub fn needs_own_store(self) -> bool {
+        self == FaultKind::Store
+    }
+
+    pub fn needs_own_coordinator(self) -> bool {
+        self == FaultKind::Coordinator
+    }
+
+    /// Whether the rest of the fleet should go on serving every file while the fault lasts (a
+    /// dead, paused or draining node's files move to the others), so that recovery counts from
+    /// the fault striking rather than from its end.
+    pub fn served_meanwhile(self) -> bool {
+        matches!(
+            self,
+            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// Seconds into the measured window.
+    pub at: f64,
+    /// How long a pause or an outage lasts; None for the default.
+    pub hold_ms: Option<u64>,
+}
+
+/// `--fault KIND [--fault-at S] [--fault-for MS]`, or `--kill-node S` for `--fault kill`.
+pub fn given(g: &Cli, duration: f64) -> Result<Option<Fault>> {
+    let (kill_at, kind, at, hold_ms) = (g.kill_node, g.fault, g.fault_at, g.fault_for);
+    match (kind, kill_at) {
+        (Some(k), Some(_)) if k != FaultKind::Kill => {
+            bail!(
+                "--kill-node is --fault kill: give one of --kill-node and --fault {}",
+                k.name()
+            )
+        }
+        (_, Some(s)) => Ok(Some(Fault {
+            kind: FaultKind::Kill,
+            at: at.unwrap_or(s),
+            hold_ms,
+        })),
+        (Some(kind), None) => Ok(Some(Fault {
+            kind,
+            at: at.unwrap_or(duration / 4.0),
+            hold_ms,
+        })),
+        (None, None) if at.is_some() || hold_ms.is_some() => {
+            bail!("--fault-at and --fault-for need --fault KIND")
+        }
+        (None, None) => Ok(None),
+    }
+}

@@ -1,0 +1,131 @@
+//! How the command line and the config file merge into one run's options.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+
+use super::check::check;
+use super::{fault, Cli, FileConfig, Options, Target, DEFAULT_CALL_GRAPH, STORM_RAMP};
+
+fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// A config value for the environment: strings as they are, numbers and booleans as written.
+fn env_value(value: &serde_json::Value) -> Result<String> {
+    Ok(match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        serde_json::Value::Bool(b) => b.to_string(),
+        other => bail!("env values must be strings, numbers or booleans, not {other}"),
+    })
+}
+
+/// The spawned node's settings: the config file's `env` object, then `--env K=V` per key.
+fn env(
+    object: &BTreeMap<String, serde_json::Value>,
+    pairs: &[String],
+) -> Result<BTreeMap<String, String>> {
+    let mut env = BTreeMap::new();
+    for (key, value) in object {
+        env.insert(key.clone(), env_value(value)?);
+    }
+    for pair in pairs {
+        let Some((key, value)) = pair.split_once('=') else {
+            bail!("--env takes K=V, got {pair:?}");
+        };
+        if key.is_empty() {
+            bail!("--env takes K=V, got {pair:?}");
+        }
+        env.insert(key.to_string(), value.to_string());
+    }
+    Ok(env)
+}
+
+/// Where the load goes: one of --spawn, --spawn-cluster N and --url.
+fn target(g: &Cli) -> Result<Target> {
+    Ok(match (g.spawn, &g.url, g.spawn_cluster) {
+        (_, _, Some(n)) => {
+            if g.spawn || g.url.is_some() {
+                bail!("give one of --spawn, --spawn-cluster N or --url");
+            }
+            if n == 0 || n > 64 {
+                bail!("--spawn-cluster must be between 1 and 64, got {n}");
+            }
+            Target::Cluster {
+                nodes: n,
+                server: g.server.clone(),
+                router: g.router.clone(),
+            }
+        }
+        (true, Some(_), None) => bail!("give either --spawn or --url, not both"),
+        (false, None, None) => bail!(
+            "give --spawn (start a scratch node), --spawn-cluster N (nodes behind a router) or \
+             --url URL (a running one)"
+        ),
+        (true, None, None) => Target::Spawn {
+            server: g.server.clone(),
+            port: g.port.unwrap_or(0),
+        },
+        (false, Some(url), None) => Target::Url(normalize_url(url)?),
+    })
+}
+
+/// Merges the command line over the config file over the defaults, and checks the result.
+pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
+    let env = env(&file.env_object, &cli.env)?;
+    let g = cli.over(file);
+    let duration = g.duration.unwrap_or(30.0);
+    let fault = fault::given(&g, duration)?;
+    let target = target(&g)?;
+    let users = g.users.unwrap_or(200);
+    let options = Options {
+        target,
+        fault,
+        i_have_permission: g.i_have_permission,
+        env,
+        users,
+        files: g.files.unwrap_or(users.div_ceil(10).max(1)),
+        pages: g.pages.unwrap_or(2),
+        accounts: g.accounts.unwrap_or(10),
+        per_account: g.per_account.unwrap_or(10),
+        editors: g.editors.unwrap_or(0.1),
+        edit_rate: g.edit_rate.unwrap_or(2.0),
+        presence_rate: g.presence_rate.unwrap_or(20.0),
+        ramp: if g.storm {
+            STORM_RAMP
+        } else {
+            g.ramp.unwrap_or(500.0)
+        },
+        storm: g.storm,
+        warmup: g.warmup.unwrap_or(3.0),
+        duration,
+        label: g.label.unwrap_or_default(),
+        json: g.json,
+        html: g.html,
+        profile: g.profile,
+        profile_call_graph: g
+            .profile_call_graph
+            .unwrap_or_else(|| DEFAULT_CALL_GRAPH.to_string()),
+        drop: g.drop,
+        verbose: g.verbose,
+        workers: g.workers.unwrap_or_else(default_workers),
+    };
+    check(&options)?;
+    Ok(options)
+}
+
+/// Accepts `http://host:port[/]` (or `ws://`); TLS is not supported.
+pub fn normalize_url(url: &str) -> Result<String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("ws://"))
+        .with_context(|| {
+            format!("--url must start with http:// (TLS is not supported), got {url:?}")
+        })?;
+    let host = rest.trim_end_matches('/');
+    if host.is_empty() || host.contains('/') {
+        bail!("--url must be a base address like http://127.0.0.1:8080, got {url:?}");
+    }
+    Ok(format!("http://{host}"))
+}
