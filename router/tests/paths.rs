@@ -8,6 +8,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::http::{account, create_file, http_at};
 use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -58,7 +59,7 @@ async fn node_internals_are_blocked_whatever_the_spelling() {
     // the process reads the environment meanwhile.
     let admin_email = format!("admin-{}@example.test", &secret()[..12]);
     std::env::set_var("ATRIUM_ADMINS", &admin_email);
-    let fleet = Fleet::start(1, 1).await;
+    let fleet = fleet(1, 1).await;
     let (node, router) = (fleet.nodes[0].port, fleet.routers[0].port);
     let signup = http_at(
         router,
