@@ -18,8 +18,6 @@ pub struct Ran {
     pub connect_s: f64,
     /// The server before any socket opened.
     pub before: Sample,
-    pub window: Window,
-    pub collected: Collected,
     pub drop: Option<DropResult>,
     pub failover: Option<Failover>,
     pub cluster: Option<ClusterInfo>,
@@ -27,8 +25,8 @@ pub struct Ran {
 }
 
 impl Ran {
-    pub fn report(self, o: &Options, m: &Measures) -> Report {
-        let w = &self.window;
+    /// The report of the run, with what its measured window and its sampler saw.
+    pub fn report(self, o: &Options, m: &Measures, w: &Window, collected: Collected) -> Report {
         let window_s = w.seconds;
         let (c0, c1) = &w.counters;
         let mut r = Report {
@@ -53,8 +51,8 @@ impl Ran {
             presence_ms: Measures::total(&m.presence),
             expected: expected(&self.plans, o),
             problems: problems(m),
-            memory: self.collected.memory,
-            seconds: self.collected.seconds,
+            memory: collected.memory,
+            seconds: collected.seconds,
             drop: self.drop,
             failover: self.failover,
             cluster: self.cluster,
@@ -84,12 +82,8 @@ impl Ran {
             w.open_at_end,
         );
         r.server.pid = self.pid;
-        r.server.sched_delay_p99_ms = self.collected.window_sched_p99;
-        r.server.max_rss_mb = self
-            .collected
-            .max_rss
-            .max(s1.peak_rss_bytes)
-            .map(report::mb);
+        r.server.sched_delay_p99_ms = collected.window_sched_p99;
+        r.server.max_rss_mb = collected.max_rss.max(s1.peak_rss_bytes).map(report::mb);
         generator_and_machine(&mut r, o, m, w, own_messages);
         r
     }

@@ -115,8 +115,6 @@ pub async fn drive(
         connected,
         connect_s,
         before,
-        window,
-        collected,
         drop: drop_result,
         failover,
         cluster: cluster.as_ref().map(|c| ClusterInfo {
@@ -133,5 +131,5 @@ pub async fn drive(
         }),
         pid,
     };
-    Ok(ran.report(o, &m))
+    Ok(ran.report(o, &m, &window, collected))
 }

@@ -1,0 +1,156 @@
+//! A scratch Postgres of the run's own, from `initdb` in the cluster's folder.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::{free_port, wait_port, Cluster};
+
+/// A scratch Postgres started from `initdb` in a temporary folder.
+pub(super) struct OwnPostgres {
+    pub(super) bin: PathBuf,
+    pub(super) dir: PathBuf,
+    pub(super) as_postgres: bool,
+    pub(super) port: u16,
+    pub(super) log: String,
+}
+
+/// The folder holding Postgres's `initdb` and `pg_ctl`.
+pub(super) fn postgres_bin() -> Result<PathBuf> {
+    atrium_testkit::postgres::server_binaries().ok_or_else(|| {
+        anyhow!(
+            "no Postgres binaries (initdb, pg_ctl) found: install postgresql, or set \
+                 ATRIUM_DATABASE_URL to a server where a scratch database may be created"
+        )
+    })
+}
+
+pub(super) fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs a Postgres tool, as the `postgres` user when we are root (Postgres refuses root).
+pub(super) fn pg_tool(bin: &Path, tool: &str, as_postgres: bool, args: &[&str]) -> Result<()> {
+    let mut cmd = if as_postgres {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(bin.join(tool));
+        c
+    } else {
+        Command::new(bin.join(tool))
+    };
+    let out = cmd
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {tool}"))?;
+    if !out.status.success() {
+        bail!(
+            "{tool} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// `pg_ctl start` on the scratch server's data, port and log.
+pub(super) fn pg_start(pg: &OwnPostgres) -> Result<()> {
+    let data = pg.dir.to_string_lossy().to_string();
+    let opts = format!(
+        "-c listen_addresses=127.0.0.1 -p {} -c unix_socket_directories='' \
+         -c max_connections=300",
+        pg.port
+    );
+    pg_tool(
+        &pg.bin,
+        "pg_ctl",
+        pg.as_postgres,
+        &["-D", &data, "-l", &pg.log, "-w", "-o", &opts, "start"],
+    )
+}
+
+pub(super) async fn pg_connect(url: &str) -> Result<tokio_postgres::Client> {
+    atrium_testkit::postgres::try_connect(url)
+        .await
+        .map_err(|e| anyhow!("cannot connect to Postgres at {url}: {e}"))
+}
+
+impl OwnPostgres {
+    /// `pg_ctl stop` in `mode` (fast: open sessions are cut off; immediate: no checkpoint).
+    pub(super) fn stop(&self, mode: &str) -> Result<()> {
+        let data = self.dir.to_string_lossy().to_string();
+        pg_tool(
+            &self.bin,
+            "pg_ctl",
+            self.as_postgres,
+            &["-D", &data, "-m", mode, "-w", "stop"],
+        )
+    }
+}
+
+impl Cluster {
+    /// Stops the scratch Postgres (fast shutdown: open sessions are cut off).
+    pub fn stop_postgres(&mut self) -> Result<()> {
+        let pg = self
+            .postgres
+            .as_ref()
+            .context("Postgres is not a server of this run's own")?;
+        pg.stop("fast")
+    }
+
+    /// Starts the scratch Postgres again on its port and data.
+    pub async fn restart_postgres(&mut self) -> Result<()> {
+        let pg = self
+            .postgres
+            .as_ref()
+            .context("Postgres is not a server of this run's own")?;
+        pg_start(pg)?;
+        wait_port(pg.port, "postgres", Duration::from_secs(20)).await
+    }
+
+    pub(super) async fn start_postgres(&mut self) -> Result<String> {
+        let bin = postgres_bin()?;
+        let dir = self.dir.join("postgres");
+        std::fs::create_dir_all(&dir)?;
+        let as_postgres = is_root();
+        if as_postgres {
+            let ok = Command::new("chown")
+                .args(["-R", "postgres"])
+                .arg(&self.dir)
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if !ok {
+                bail!(
+                    "running as root, Postgres must run as the `postgres` user, and {} could not \
+                     be given to it (is there a postgres user?)",
+                    self.dir.display()
+                );
+            }
+        }
+        let data = dir.join("data");
+        let data_s = data.to_string_lossy().to_string();
+        pg_tool(
+            &bin,
+            "initdb",
+            as_postgres,
+            &["-D", &data_s, "-U", "atrium", "--auth=trust", "-E", "UTF8"],
+        )?;
+        let port = free_port()?;
+        let pg = OwnPostgres {
+            bin,
+            dir: data,
+            as_postgres,
+            port,
+            log: dir.join("postgres.log").to_string_lossy().to_string(),
+        };
+        pg_start(&pg)?;
+        self.postgres = Some(pg);
+        wait_port(port, "postgres", Duration::from_secs(20)).await?;
+        Ok(format!("postgres://atrium@127.0.0.1:{port}/postgres"))
+    }
+}

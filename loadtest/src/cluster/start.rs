@@ -1,0 +1,182 @@
+//! Starting the fleet: services, a scratch database and namespace, the nodes, the router.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use atrium_testkit::postgres::with_database;
+
+use super::postgres::pg_connect;
+use super::router::router_binary;
+use super::{coordinator_with_namespace, free_port, lease_ms, node_env, Cluster, Node};
+use crate::http::Endpoint;
+use crate::node::Spawned;
+use crate::options::{FaultKind, Options};
+use crate::setup::random_id;
+
+impl Cluster {
+    /// Starts the services (unless the environment names them, and the run's fault does not
+    /// need servers of its own), a scratch database and namespace, `nodes` nodes and the
+    /// router, and waits until the router sees every node.
+    pub async fn start(
+        o: &Options,
+        nodes: usize,
+        server: Option<&Path>,
+        router: Option<&Path>,
+    ) -> Result<Cluster> {
+        let fault = o.fault.map(|f| f.kind);
+        let tag = random_id(12).to_lowercase();
+        let dir = std::env::temp_dir().join(format!("atrium-loadtest-cluster-{tag}"));
+        std::fs::create_dir_all(&dir)?;
+        let mut c = Cluster {
+            nodes: Vec::new(),
+            router_url: String::new(),
+            router_admin: Endpoint::from_url("http://127.0.0.1:0"),
+            router: None,
+            router_ports: (0, 0),
+            router_bin: router_binary(router),
+            router_env: Vec::new(),
+            node_bin: crate::node::find_binary(server),
+            dir,
+            admin_db: String::new(),
+            db_name: None,
+            database_url: String::new(),
+            coordinator: String::new(),
+            postgres: None,
+            nats: None,
+            services: String::new(),
+        };
+        // From here on, a failure drops `c`, which stops whatever was started.
+        let coord_server = c.start_services(fault).await?;
+        let name = format!("atrium_lt_{tag}");
+        pg_connect(&c.admin_db)
+            .await?
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .with_context(|| format!("CREATE DATABASE {name}"))?;
+        c.db_name = Some(name.clone());
+        c.database_url = with_database(&c.admin_db, &name);
+        c.coordinator = coordinator_with_namespace(&coord_server, &format!("lt{tag}"));
+        for i in 0..nodes {
+            c.start_node(o, format!("lt-n{i}")).await?;
+        }
+        c.router_ports = (free_port()?, free_port()?);
+        c.router_env = router_env(o, &c.coordinator);
+        c.start_router()?;
+        let (port, admin) = c.router_ports;
+        c.router_url = format!("http://127.0.0.1:{port}");
+        c.router_admin = Endpoint::from_url(&format!("http://127.0.0.1:{admin}"));
+        c.wait_members(nodes, Duration::from_secs(30)).await?;
+        Ok(c)
+    }
+
+    /// Postgres and the coordinator: the ones the environment names, unless the run's fault
+    /// needs servers of its own, else scratch ones. Sets the admin database URL and says where
+    /// each came from; returns the coordinator's server URL.
+    async fn start_services(&mut self, fault: Option<FaultKind>) -> Result<String> {
+        let (db, db_from) = match given("ATRIUM_DATABASE_URL", fault, FaultKind::needs_own_store) {
+            Some(url) => (url, "Postgres from ATRIUM_DATABASE_URL"),
+            None => (
+                self.start_postgres().await.context("scratch Postgres")?,
+                "scratch Postgres",
+            ),
+        };
+        self.admin_db = db;
+        let (coord, coord_from) = match given(
+            "ATRIUM_COORDINATOR",
+            fault,
+            FaultKind::needs_own_coordinator,
+        ) {
+            Some(url) => (url, "coordinator from ATRIUM_COORDINATOR"),
+            None => (
+                self.start_nats().await.context("scratch nats-server")?,
+                "scratch nats-server",
+            ),
+        };
+        self.services = format!("{db_from}, {coord_from}");
+        Ok(coord)
+    }
+
+    /// Starts node `id` on a free port, with an admin address of its own for `/metrics`.
+    async fn start_node(&mut self, o: &Options, id: String) -> Result<()> {
+        let port = free_port()?;
+        let mut env = node_env(o, &id, port, &self.database_url, &self.coordinator);
+        if !env.iter().any(|(k, _)| k == "ATRIUM_ADMIN_BIND") {
+            env.push((
+                "ATRIUM_ADMIN_BIND".into(),
+                format!("127.0.0.1:{}", free_port()?),
+            ));
+        }
+        let process = self.spawn_node(port, &env).await?;
+        let url = process.url.clone();
+        let metrics_url = env
+            .iter()
+            .find(|(k, _)| k == "ATRIUM_ADMIN_BIND")
+            .map_or_else(|| url.clone(), |(_, a)| format!("http://{a}"));
+        self.nodes.push(Node {
+            id,
+            url,
+            metrics_url,
+            process,
+            port,
+            env,
+        });
+        Ok(())
+    }
+
+    async fn spawn_node(&self, port: u16, env: &[(String, String)]) -> Result<Spawned> {
+        let (bin, env) = (self.node_bin.clone(), env.to_vec());
+        tokio::task::spawn_blocking(move || Spawned::start(&bin, port, &env)).await?
+    }
+
+    pub fn node_mut(&mut self, id: &str) -> Option<&mut Node> {
+        self.nodes.iter_mut().find(|n| n.id == id)
+    }
+
+    /// SIGTERM to node `id`; waits up to `within` for it to drain and exit, then starts it again
+    /// as the same node (id, port, settings) and waits until the router sees every node.
+    /// Returns how long its drain took, in ms.
+    pub async fn restart_node(&mut self, id: &str, within: Duration) -> Result<f64> {
+        let node = self.node_mut(id).context("no such node")?;
+        let t = Instant::now();
+        let status = tokio::task::block_in_place(|| node.process.terminate(within));
+        let drained_ms = t.elapsed().as_secs_f64() * 1000.0;
+        if status.contains("after") {
+            bail!("node {id} did not drain: {status}");
+        }
+        let (port, env) = (node.port, node.env.clone());
+        let process = self.spawn_node(port, &env).await?;
+        // The old process's folder goes with it.
+        self.node_mut(id).context("no such node")?.process = process;
+        let n = self.nodes.len();
+        self.wait_members(n, Duration::from_secs(30)).await?;
+        Ok(drained_ms)
+    }
+}
+
+/// A service URL from environment variable `var`, unless it is empty or the run's fault needs
+/// a server of the run's own.
+fn given(var: &str, fault: Option<FaultKind>, needs_own: fn(FaultKind) -> bool) -> Option<String> {
+    std::env::var(var)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .filter(|_| !fault.is_some_and(needs_own))
+}
+
+/// The router's settings: the fleet's coordinator and lease, quick drains, and the user's
+/// `ATRIUM_ROUTER_*` settings.
+fn router_env(o: &Options, coordinator: &str) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = vec![
+        ("ATRIUM_COORDINATOR".into(), coordinator.to_string()),
+        ("ATRIUM_LEASE_MS".into(), lease_ms(o).to_string()),
+        ("ATRIUM_ROUTER_DRAIN_MS".into(), "200".into()),
+        ("ATRIUM_ROUTER_SHUTDOWN_MS".into(), "3000".into()),
+    ];
+    env.extend(
+        o.env
+            .iter()
+            .filter(|(k, _)| k.starts_with("ATRIUM_ROUTER_"))
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    env
+}

@@ -1,0 +1,96 @@
+//! Stopping the cluster: cleanly with [`Cluster::stop`], at once on drop.
+
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+
+use super::postgres::pg_connect;
+use super::Cluster;
+
+impl Cluster {
+    /// Stops the router, the nodes, drops the scratch database, stops the scratch services and
+    /// removes the temporary folder. Returns a line per step that did not go cleanly.
+    pub async fn stop(mut self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let Some(mut r) = self.router.take() {
+            // SAFETY: signalling our own child.
+            unsafe {
+                libc::kill(r.id() as libc::pid_t, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                match r.try_wait() {
+                    Ok(Some(_)) => break,
+                    Ok(None) if Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(50)).await
+                    }
+                    _ => {
+                        let _ = r.kill();
+                        let _ = r.wait();
+                        notes.push("router killed after 5 s".into());
+                        break;
+                    }
+                }
+            }
+        }
+        let nodes = std::mem::take(&mut self.nodes);
+        let stops: Vec<_> = nodes
+            .into_iter()
+            .map(|n| tokio::task::spawn_blocking(move || (n.id.clone(), n.process.stop())))
+            .collect();
+        for s in stops {
+            if let Ok((id, status)) = s.await {
+                if status.contains("after") {
+                    notes.push(format!("node {id}: {status}"));
+                }
+            }
+        }
+        if let Some(name) = self.db_name.take() {
+            let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+            let dropped = async {
+                pg_connect(&self.admin_db)
+                    .await?
+                    .batch_execute(&sql)
+                    .await
+                    .map_err(anyhow::Error::from)
+            };
+            if let Err(e) = tokio::time::timeout(Duration::from_secs(10), dropped)
+                .await
+                .unwrap_or_else(|_| Err(anyhow!("timed out")))
+            {
+                notes.push(format!("could not drop database {name}: {e:#}"));
+            }
+        }
+        self.stop_services();
+        notes
+    }
+
+    pub(super) fn stop_services(&mut self) {
+        if let Some(pg) = self.postgres.take() {
+            let _ = pg.stop("immediate");
+        }
+        if let Some(mut child) = self.nats.take().and_then(|n| n.child) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // A failed start or a panic: no time for niceties, but leave nothing running.
+        if let Some(mut r) = self.router.take() {
+            let _ = r.kill();
+            let _ = r.wait();
+        }
+        for n in &mut self.nodes {
+            n.process.kill9();
+        }
+        self.nodes.clear();
+        if let Some(name) = self.db_name.take() {
+            atrium_testkit::postgres::drop_database(&self.admin_db, &name);
+        }
+        self.stop_services();
+    }
+}
