@@ -12,6 +12,7 @@
 mod common;
 
 use std::net::TcpListener;
+use std::ops::Bound::Excluded;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -181,16 +182,14 @@ async fn coordinator_killed_and_restarted(backend: Backend) {
     // A file nobody has open cannot be taken meanwhile.
     let fresh = create_file(&cluster.nodes[0], &owner, "Fresh", None).await;
     let fresh = s(&fresh["id"]).to_string();
-    let fresh_node = ring_owner(&THREE, &fresh);
+    let fresh_port = cluster.dir.port_of(&ring_owner(&THREE, &fresh));
+    // Each try is a new client, as before the outage.
+    let try_fresh = |within| {
+        let (fresh, hello) = (fresh.clone(), Hello::token(&owner));
+        async move { attempt(fresh_port, &fresh, &hello, within).await }
+    };
     let asked = Instant::now();
-    match attempt(
-        cluster.dir.port_of(&fresh_node),
-        &fresh,
-        &Hello::token(&owner),
-        Duration::from_secs(8),
-    )
-    .await
-    {
+    match try_fresh(Duration::from_secs(8)).await {
         Ok((_, w)) => panic!("a file was opened without the coordinator: {w}"),
         Err(e) => eprintln!(
             "coordinator outage ({}): a new file's hello got {e:?} after {} ms",
@@ -217,14 +216,7 @@ async fn coordinator_killed_and_restarted(backend: Backend) {
     // New files can be taken again.
     let deadline = Instant::now() + Duration::from_secs(20);
     let (mut c, _) = loop {
-        match attempt(
-            cluster.dir.port_of(&fresh_node),
-            &fresh,
-            &Hello::token(&owner),
-            Duration::from_secs(3),
-        )
-        .await
-        {
+        match try_fresh(Duration::from_secs(3)).await {
             Ok(joined) => break joined,
             Err(e) => {
                 assert!(
@@ -263,12 +255,7 @@ async fn coordinator_killed_and_restarted(backend: Backend) {
     let mut peers = crowd.finish().await;
     // The holders served through the outage: no client was closed while it lasted.
     for p in &peers {
-        let during: Vec<u16> = p
-            .closes
-            .iter()
-            .filter(|(t, _)| *t > down && *t < up)
-            .map(|c| c.1)
-            .collect();
+        let during = closes_in(p, (Excluded(down), Excluded(up)));
         assert!(
             during.is_empty(),
             "client {} of {} was closed during the coordinator outage: {during:?}",

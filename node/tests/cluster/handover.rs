@@ -4,15 +4,27 @@ use super::*;
 
 crate::both_backends!(kill9_of_a_busy_holder, sigterm_hands_files_over_at_once);
 
+/// An owner's `count` files held by n0, `per_file` guests editing each every
+/// `every`, all of them welcomed there: (owner's token, files, the crowd).
+async fn busy_on_n0(
+    cluster: &Cluster,
+    count: usize,
+    per_file: usize,
+    every: Duration,
+) -> (String, Vec<(String, String)>, Crowd) {
+    let owner = cluster.account("owner").await;
+    let files = cluster.files_owned_by(&owner, "n0", &THREE, count).await;
+    let crowd = Crowd::spawn(&cluster.dir, guests(&files, per_file), every);
+    crowd.all_welcomed(Duration::from_secs(30)).await;
+    crowd.assert_all_on("n0");
+    (owner, files, crowd)
+}
+
 /// (2) kill -9 of the holder of 20 busy files: the survivors serve every file
 /// again, every acked edit is kept, every client converges.
 async fn kill9_of_a_busy_holder(backend: Backend) {
     let mut cluster = Cluster::start(backend, 3, LEASE_MS, &[]).await;
-    let owner = cluster.account("owner").await;
-    let files = cluster.files_owned_by(&owner, "n0", &THREE, 20).await;
-    let crowd = Crowd::spawn(&cluster.dir, guests(&files, 3), Duration::from_millis(300));
-    crowd.all_welcomed(Duration::from_secs(30)).await;
-    crowd.assert_all_on("n0");
+    let (owner, files, crowd) = busy_on_n0(&cluster, 20, 3, Duration::from_millis(300)).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
     let killed = Instant::now();
@@ -78,11 +90,7 @@ async fn kill9_of_a_busy_holder(backend: Backend) {
 async fn sigterm_hands_files_over_at_once(backend: Backend) {
     const LONG_LEASE: u64 = 10_000;
     let mut cluster = Cluster::start(backend, 3, LONG_LEASE, &[]).await;
-    let owner = cluster.account("owner").await;
-    let files = cluster.files_owned_by(&owner, "n0", &THREE, 6).await;
-    let crowd = Crowd::spawn(&cluster.dir, guests(&files, 2), Duration::from_millis(150));
-    crowd.all_welcomed(Duration::from_secs(30)).await;
-    crowd.assert_all_on("n0");
+    let (owner, _, crowd) = busy_on_n0(&cluster, 6, 2, Duration::from_millis(150)).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
 
     let termed = Instant::now();
@@ -117,12 +125,7 @@ async fn sigterm_hands_files_over_at_once(backend: Backend) {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut peers = crowd.finish().await;
     for p in &peers {
-        let after: Vec<u16> = p
-            .closes
-            .iter()
-            .filter(|(t, _)| *t >= termed)
-            .map(|c| c.1)
-            .collect();
+        let after = closes_in(p, termed..);
         assert_eq!(
             after.first(),
             Some(&1012),

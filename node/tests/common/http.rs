@@ -189,6 +189,13 @@ impl SharedFile {
     }
 }
 
+/// A node started with `envs`, and a new account's file on it with an edit link.
+pub async fn node_with_file(envs: &[(&str, &str)]) -> (Node, SharedFile) {
+    let node = Node::start(envs).await;
+    let file = shared_file(&node, "edit").await;
+    (node, file)
+}
+
 /// A new account's file named "Board", its link set to `link` ("none" keeps it private).
 pub async fn shared_file(node: &Node, link: &str) -> SharedFile {
     let owner = new_account(node, "owner").await;
@@ -208,6 +215,27 @@ pub async fn file_of(node: &Node, owner: String, name: &str, link: &str) -> Shar
         edit_key: s(&file["edit_key"]).to_string(),
         view_key: s(&file["view_key"]).to_string(),
     }
+}
+
+/// `POST /api/files/{file}/keys`: new keys for the file; the answer, whatever it is.
+pub async fn rotate_keys(node: &Node, token: &str, file: &str) -> Resp {
+    send_empty(
+        node,
+        "POST",
+        &format!("/api/files/{file}/keys"),
+        Some(token),
+    )
+    .await
+}
+
+/// `GET /api/files`: the files the token's account owns.
+pub async fn list_files(node: &Node, token: &str) -> Vec<Value> {
+    let r = get(node, "/api/files", Some(token)).await;
+    r.assert_status(200);
+    r.body()["files"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a file list without files: {}", r.text))
+        .clone()
 }
 
 /// Sets a file's `link` setting as its owner.

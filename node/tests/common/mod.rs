@@ -33,12 +33,22 @@ pub const PASSWORD: &str = "correct horse battery staple";
 
 pub use atrium_testkit::env::{secret, service_env};
 
+/// The node trusts the test as its proxy: `X-Forwarded-For` names the client.
+pub const TRUST_THE_TEST: (&str, &str) = ("ATRIUM_TRUST_PROXY", "127.0.0.1");
+
+/// A send queue of 64 frames or 64 KiB: a socket that stops reading fills it soon.
+pub const SMALL_SEND_QUEUE: [(&str, &str); 2] = [
+    ("ATRIUM_SEND_QUEUE", "64"),
+    ("ATRIUM_SEND_QUEUE_BYTES", "65536"),
+];
+
 /// An email address no other test uses.
 pub fn unique_email(who: &str) -> String {
     format!("{who}-{}@example.test", &secret()[..12])
 }
 
 mod client;
+mod closes;
 mod cluster;
 mod http;
 mod metrics;
@@ -48,6 +58,7 @@ mod peer;
 mod raw;
 
 pub use client::*;
+pub use closes::*;
 pub use cluster::*;
 pub use http::*;
 pub use metrics::*;

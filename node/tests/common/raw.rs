@@ -38,21 +38,7 @@ impl RawWs {
     /// Sends one masked text frame.
     pub async fn send_text(&mut self, text: &str) {
         use tokio::io::AsyncWriteExt;
-        let payload = text.as_bytes();
-        let mut frame = vec![0x81u8];
-        let len = payload.len();
-        if len < 126 {
-            frame.push(0x80 | len as u8);
-        } else if len <= 0xffff {
-            frame.push(0x80 | 126);
-            frame.extend_from_slice(&(len as u16).to_be_bytes());
-        } else {
-            frame.push(0x80 | 127);
-            frame.extend_from_slice(&(len as u64).to_be_bytes());
-        }
-        let mask = [0x37u8, 0xfa, 0x21, 0x3d];
-        frame.extend_from_slice(&mask);
-        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        let frame = client_frame(0x81, text.as_bytes());
         tokio::time::timeout(WAIT, self.stream.write_all(&frame))
             .await
             .expect("raw send timed out")
@@ -91,6 +77,27 @@ impl RawWs {
             }
         }
     }
+}
+
+/// The mask of every frame the raw clients send (any mask will do).
+pub const MASK: [u8; 4] = [0x5a, 0x13, 0xc7, 0x81];
+
+/// A masked client frame with the given first byte (FIN, RSV1, opcode).
+pub fn client_frame(first: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![first];
+    let len = payload.len();
+    if len < 126 {
+        out.push(0x80 | len as u8);
+    } else if len <= 0xffff {
+        out.push(0x80 | 126);
+        out.extend_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        out.push(0x80 | 127);
+        out.extend_from_slice(&(len as u64).to_be_bytes());
+    }
+    out.extend_from_slice(&MASK);
+    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ MASK[i % 4]));
+    out
 }
 
 /// (opcode, payload, bytes used) of the first whole frame in `buf`.

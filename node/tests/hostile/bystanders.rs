@@ -2,12 +2,10 @@
 
 use super::*;
 
+/// A node and a new account's file on it, with an edit link.
 pub(super) struct Room {
     pub(super) node: Node,
-    pub(super) owner: String,
-    pub(super) id: String,
-    pub(super) edit_key: String,
-    pub(super) view_key: String,
+    file: SharedFile,
 }
 
 pub(super) async fn room(envs: &[(&str, &str)]) -> Room {
@@ -40,14 +38,17 @@ pub(super) async fn case(envs: &[(&str, &str)]) -> Case {
 impl Room {
     /// A room of a new file of `owner`'s with an edit link, on `node`.
     pub(super) async fn of(node: Node, owner: String) -> Room {
-        let f = file_of(&node, owner, "Under fire", "edit").await;
-        Room {
-            owner: f.owner,
-            edit_key: f.edit_key,
-            view_key: f.view_key,
-            id: f.id,
-            node,
-        }
+        let file = file_of(&node, owner, "Under fire", "edit").await;
+        Room { node, file }
+    }
+}
+
+/// The room's file: its id, its owner's token and its keys, as `r.id` and so on.
+impl std::ops::Deref for Room {
+    type Target = SharedFile;
+
+    fn deref(&self) -> &SharedFile {
+        &self.file
     }
 }
 
@@ -174,12 +175,7 @@ impl Probe {
 
     /// `n` relays, one every 25 ms at most (under the socket's message rate).
     pub(super) async fn sample(&mut self, n: usize) -> Vec<Duration> {
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            out.push(self.once().await);
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        out
+        self.sample_while(&AtomicBool::new(true), n, n).await
     }
 
     /// Relays until `done` is set (at least `min`, at most `max` of them).
@@ -195,6 +191,26 @@ impl Probe {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         out
+    }
+
+    /// Relay latency and the node's health answer time, one of each every
+    /// `pause`, until `done` and at least `min` samples (never 5,000: an attack
+    /// that never ends fails the case).
+    pub(super) async fn sample_with_health(
+        &mut self,
+        node: &Node,
+        done: &AtomicBool,
+        min: usize,
+        pause: Duration,
+    ) -> (Vec<Duration>, Vec<Duration>) {
+        let (mut during, mut health) = (Vec::new(), Vec::new());
+        while !done.load(Ordering::SeqCst) || during.len() < min {
+            during.push(self.once().await);
+            health.push(health_ok(node).await);
+            tokio::time::sleep(pause).await;
+            assert!(during.len() < 5000, "the attack never ended");
+        }
+        (during, health)
     }
 
     /// Waits until every probe edit is acked; asserts both bystanders are

@@ -21,10 +21,8 @@ impl Sender {
     }
 
     pub(super) async fn join_with(port: u16, file: &str, hello: &Hello, extra: &str) -> Sender {
-        match Self::try_join(port, file, hello, extra).await {
-            Ok(sender) => sender,
-            Err(other) => panic!("expected a welcome, got {other:?}"),
-        }
+        let joined = Self::try_join(port, file, hello, extra).await;
+        joined.unwrap_or_else(|other| panic!("expected a welcome, got {other:?}"))
     }
 
     /// Joins, or says how the node answered instead of a welcome.
@@ -51,13 +49,13 @@ impl Sender {
     }
 
     pub(super) async fn text(&mut self, text: &str) {
-        let f = frame(TEXT, text.as_bytes());
+        let f = client_frame(TEXT, text.as_bytes());
         self.sent += f.len();
         self.raw.send(&f).await;
     }
 
     pub(super) async fn deflated(&mut self, text: &str) {
-        let f = frame(TEXT_DEFLATED, &deflate(text.as_bytes()));
+        let f = client_frame(TEXT_DEFLATED, &deflate(text.as_bytes()));
         self.sent += f.len();
         self.raw.send(&f).await;
     }

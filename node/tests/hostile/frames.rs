@@ -8,40 +8,40 @@ async fn invalid_utf8_closes_1007_and_binary_frames_close_1003() {
     let port = r.node.port;
     let euro = "\u{20ac}".as_bytes();
     let variants: Vec<(&str, Vec<u8>, u16)> = vec![
-        ("0xff 0xfe", frame(TEXT, b"\xff\xfe"), 1007),
+        ("0xff 0xfe", client_frame(TEXT, b"\xff\xfe"), 1007),
         (
             "an overlong '/' (0xc0 0xaf)",
-            frame(TEXT, b"{\"type\":\"\xc0\xaf\"}"),
+            client_frame(TEXT, b"{\"type\":\"\xc0\xaf\"}"),
             1007,
         ),
         (
             "a UTF-16 surrogate (0xed 0xa0 0x80)",
-            frame(TEXT, b"\"\xed\xa0\x80\""),
+            client_frame(TEXT, b"\"\xed\xa0\x80\""),
             1007,
         ),
         (
             "a truncated sequence at the end",
-            frame(TEXT, b"{}\xe2\x82"),
+            client_frame(TEXT, b"{}\xe2\x82"),
             1007,
         ),
         (
             "invalid bytes split over fragments",
             [
-                frame(TEXT_FIRST, b"{\"a\":\"\xe2"),
-                frame(CONT_LAST, b"\x28\xa1\"}"),
+                client_frame(TEXT_FIRST, b"{\"a\":\"\xe2"),
+                client_frame(CONT_LAST, b"\x28\xa1\"}"),
             ]
             .concat(),
             1007,
         ),
         (
             "a binary frame",
-            frame(BINARY, b"{\"type\":\"patch\"}"),
+            client_frame(BINARY, b"{\"type\":\"patch\"}"),
             1003,
         ),
-        ("an empty binary frame", frame(BINARY, b""), 1003),
+        ("an empty binary frame", client_frame(BINARY, b""), 1003),
         (
             "a fragmented binary message",
-            [frame(0x02, b"ab"), frame(CONT_LAST, b"cd")].concat(),
+            [client_frame(0x02, b"ab"), client_frame(CONT_LAST, b"cd")].concat(),
             1003,
         ),
     ];
@@ -83,19 +83,13 @@ async fn invalid_utf8_closes_1007_and_binary_frames_close_1003() {
     let at = text.find("\u{20ac}").unwrap() + 1;
     raw.send(
         &[
-            frame(TEXT_FIRST, &text.as_bytes()[..at]),
-            frame(CONT_LAST, &text.as_bytes()[at..]),
+            client_frame(TEXT_FIRST, &text.as_bytes()[..at]),
+            client_frame(CONT_LAST, &text.as_bytes()[at..]),
         ]
         .concat(),
     )
     .await;
-    loop {
-        match raw.next(WAIT).await {
-            Got::Text(m) if m["type"] == "ack" => break,
-            Got::Text(_) => continue,
-            other => panic!("a split character was refused: {other:?}"),
-        }
-    }
+    raw.expect_ack("a split character was refused").await;
     assert_eq!(euro.len(), 3);
     assert_untouched(&r, &probe, 1, json!({"euro": {"s": "\u{20ac}"}})).await;
     report(
@@ -121,14 +115,15 @@ async fn fragments_that_never_end_close_1008_within_the_deadline() {
             tasks.push(tokio::spawn(async move {
                 let mut raw = Raw::join(port, &file, &Hello::key(&key), "").await;
                 let start = Instant::now();
-                raw.send(&frame(TEXT_FIRST, b"{\"type\":\"patch\",")).await;
+                raw.send(&client_frame(TEXT_FIRST, b"{\"type\":\"patch\","))
+                    .await;
                 let code = match style {
                     "silent" => raw.close_code(Duration::from_secs(10)).await,
                     _ => loop {
                         let f = if style == "trickle" {
-                            frame(CONT, b" ")
+                            client_frame(CONT, b" ")
                         } else {
-                            frame(PING, b"alive")
+                            client_frame(PING, b"alive")
                         };
                         raw.send(&f).await;
                         match raw.next(Duration::from_millis(100)).await {

@@ -30,12 +30,12 @@ async fn huge_messages_close_1009_and_big_patches_are_too_large() {
     let variants: Vec<(&str, Vec<u8>, &str)> = vec![
         (
             "one byte over 1 MiB",
-            frame(TEXT, &vec![b' '; (1 << 20) + 1]),
+            client_frame(TEXT, &vec![b' '; (1 << 20) + 1]),
             "",
         ),
         (
             "100,000 ops (2.6 MB)",
-            frame(TEXT, hundred_k.as_bytes()),
+            client_frame(TEXT, hundred_k.as_bytes()),
             "",
         ),
         (
@@ -51,16 +51,16 @@ async fn huge_messages_close_1009_and_big_patches_are_too_large() {
         (
             "three fragments of 400 KiB",
             [
-                frame(TEXT_FIRST, &vec![b' '; 400 << 10]),
-                frame(CONT, &vec![b' '; 400 << 10]),
-                frame(CONT_LAST, &vec![b' '; 400 << 10]),
+                client_frame(TEXT_FIRST, &vec![b' '; 400 << 10]),
+                client_frame(CONT, &vec![b' '; 400 << 10]),
+                client_frame(CONT_LAST, &vec![b' '; 400 << 10]),
             ]
             .concat(),
             "",
         ),
         (
             "64 MiB deflated to a small frame",
-            frame(TEXT | 0x40, &bomb),
+            client_frame(TEXT | 0x40, &bomb),
             "Sec-WebSocket-Extensions: permessage-deflate\r\n",
         ),
     ];

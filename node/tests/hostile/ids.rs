@@ -103,13 +103,7 @@ async fn ids_with_dots_nul_and_non_ascii_are_refused() {
                        "name": "Ann\u{0}\u{7}\n ../%00 \u{e9}\u{540d}"});
     raw.text(&hello.to_string()).await;
     let w = raw.welcome().await;
-    let me = &w["people"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["id"] == w["you"])
-        .unwrap()["name"];
-    assert_eq!(me, "Ann ../%00 \u{e9}\u{540d}");
+    assert_eq!(own_entry(&w)["name"], "Ann ../%00 \u{e9}\u{540d}");
 
     // Node ids, pages and selections.
     let mut sent = 0;
@@ -154,14 +148,7 @@ async fn ids_with_dots_nul_and_non_ascii_are_refused() {
     let odd = json!({"../..": "%00", "a\u{0}b": "\u{e9}\u{540d}\u{1f600}", "\u{540d}": "../../etc/passwd"});
     raw.text(&patch_msg(200, vec![put("odd", odd.clone())]).to_string())
         .await;
-    loop {
-        match raw.next(WAIT).await {
-            Got::Text(m) if m["type"] == "ack" => break,
-            Got::Text(m) if m["type"] == "reject" => panic!("free-text props refused: {m}"),
-            Got::Text(_) => continue,
-            other => panic!("expected an ack, got {other:?}"),
-        }
-    }
+    raw.expect_ack("free-text props refused").await;
     let during = probe.sample(30).await;
 
     // Nothing was made on disk from an id: the data folder holds the store only.

@@ -39,8 +39,10 @@ const FAST_HASH: [(&str, &str); 2] = [
 ];
 
 mod amplification;
+mod before_hello;
 mod bystanders;
 mod counting;
+mod deflate;
 mod figures;
 mod frames;
 mod huge;
@@ -59,5 +61,6 @@ mod welcome;
 
 use bystanders::*;
 use counting::*;
+use deflate::*;
 use figures::*;
 use raw_ws::*;

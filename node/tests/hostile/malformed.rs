@@ -114,13 +114,7 @@ async fn malformed_json_wrong_types_and_unknown_types_are_rejected() {
             // Still usable: a good patch is acked.
             raw.text(&patch_msg(1, vec![put("attacker", json!({"ok": true}))]).to_string())
                 .await;
-            loop {
-                match raw.next(WAIT).await {
-                    Got::Text(m) if m["type"] == "ack" => break,
-                    Got::Text(_) => continue,
-                    other => panic!("expected the ack of a good patch, got {other:?}"),
-                }
-            }
+            raw.expect_ack("a good patch after the garbage").await;
             done.store(true, Ordering::SeqCst);
         }));
     }

@@ -70,14 +70,7 @@ async fn deep_nesting_is_refused_without_harm() {
                 .to_string(),
             )
             .await;
-            loop {
-                match raw.next(WAIT).await {
-                    Got::Text(m) if m["type"] == "ack" => break,
-                    Got::Text(m) if m["type"] == "reject" => panic!("32 levels refused: {m}"),
-                    Got::Text(_) => continue,
-                    other => panic!("expected an ack, got {other:?}"),
-                }
-            }
+            raw.expect_ack("32 levels refused").await;
             done.store(true, Ordering::SeqCst);
             sent
         })

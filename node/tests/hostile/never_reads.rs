@@ -4,11 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_socket_that_never_reads_is_closed_4008_and_others_carry_on() {
-    let queue = [
-        ("ATRIUM_SEND_QUEUE", "64"),
-        ("ATRIUM_SEND_QUEUE_BYTES", "65536"),
-    ];
-    let (_serial, r, mut probe, base) = case(&queue).await;
+    let (_serial, r, mut probe, base) = case(&SMALL_SEND_QUEUE).await;
     let before = metrics_text(&r.node).await;
     let closes0 = metric(&before, "atrium_closes_total", &[("code", "4008")]);
     let overflows0 = metric(&before, "atrium_queue_overflows_total", &[]);

@@ -2,26 +2,6 @@
 
 use super::*;
 
-pub(super) const MASK: [u8; 4] = [0x5a, 0x13, 0xc7, 0x81];
-
-/// A masked client frame with the given first byte (FIN, RSV1, opcode).
-pub(super) fn frame(first: u8, payload: &[u8]) -> Vec<u8> {
-    let mut out = vec![first];
-    let len = payload.len();
-    if len < 126 {
-        out.push(0x80 | len as u8);
-    } else if len <= 0xffff {
-        out.push(0x80 | 126);
-        out.extend_from_slice(&(len as u16).to_be_bytes());
-    } else {
-        out.push(0x80 | 127);
-        out.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-    out.extend_from_slice(&MASK);
-    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ MASK[i % 4]));
-    out
-}
-
 pub(super) const TEXT: u8 = 0x81;
 pub(super) const TEXT_FIRST: u8 = 0x01;
 pub(super) const CONT: u8 = 0x00;
@@ -48,9 +28,20 @@ impl Raw {
     /// Upgrades `GET /files/{file}/ws`, with extra header lines (each ending
     /// in CRLF) and optionally a small receive buffer.
     pub(super) async fn connect(port: u16, file: &str, extra: &str, rcvbuf: Option<u32>) -> Raw {
-        match Raw::try_connect(port, file, extra, rcvbuf).await {
-            Ok(raw) => raw,
-            Err(head) => panic!("expected 101, got {head}"),
+        let upgraded = Raw::try_connect(port, file, extra, rcvbuf).await;
+        upgraded.unwrap_or_else(|head| panic!("expected 101, got {head}"))
+    }
+
+    /// Reads until the ack of a patch; a reject or anything else fails the
+    /// case, saying `what` went wrong.
+    pub(super) async fn expect_ack(&mut self, what: &str) {
+        loop {
+            match self.next(WAIT).await {
+                Got::Text(m) if m["type"] == "ack" => return,
+                Got::Text(m) if m["type"] == "reject" => panic!("{what}: {m}"),
+                Got::Text(_) => continue,
+                other => panic!("{what}: expected an ack, got {other:?}"),
+            }
         }
     }
 
@@ -103,7 +94,7 @@ impl Raw {
     }
 
     pub(super) async fn text(&mut self, text: &str) {
-        self.send(&frame(TEXT, text.as_bytes())).await;
+        self.send(&client_frame(TEXT, text.as_bytes())).await;
     }
 
     /// The next text message or close (pings and pongs skipped).
@@ -186,48 +177,6 @@ pub(super) fn server_frame(buf: &[u8]) -> Option<(u8, Vec<u8>, usize)> {
     };
     let payload = buf.get(at..at + len)?.to_vec();
     Some((b0, payload, at + len))
-}
-
-/// A permessage-deflate payload inflated (the `00 00 ff ff` put back).
-pub(super) fn inflate(payload: &[u8]) -> Vec<u8> {
-    use flate2::{Decompress, FlushDecompress};
-    let mut data = payload.to_vec();
-    data.extend_from_slice(&[0, 0, 0xff, 0xff]);
-    let mut d = Decompress::new(false);
-    let mut out = Vec::with_capacity(data.len() * 4 + 1024);
-    loop {
-        let consumed = d.total_in() as usize;
-        if out.len() == out.capacity() {
-            out.reserve(out.capacity());
-        }
-        d.decompress_vec(&data[consumed..], &mut out, FlushDecompress::Sync)
-            .expect("inflate");
-        if d.total_in() as usize == data.len() && out.len() < out.capacity() {
-            return out;
-        }
-    }
-}
-
-/// Raw DEFLATE of `data` in the permessage-deflate form (sync flushed, the
-/// final `00 00 ff ff` removed).
-pub(super) fn deflate(data: &[u8]) -> Vec<u8> {
-    use flate2::{Compress, Compression, FlushCompress};
-    let mut c = Compress::new(Compression::best(), false);
-    let mut out = Vec::with_capacity(data.len() / 100 + 1024);
-    loop {
-        let consumed = c.total_in() as usize;
-        if out.len() == out.capacity() {
-            out.reserve(out.capacity());
-        }
-        c.compress_vec(&data[consumed..], &mut out, FlushCompress::Sync)
-            .expect("deflate");
-        if c.total_in() as usize == data.len() && out.len() < out.capacity() {
-            break;
-        }
-    }
-    assert!(out.ends_with(&[0, 0, 0xff, 0xff]));
-    out.truncate(out.len() - 4);
-    out
 }
 
 /// One request written by hand (for paths an HTTP library would refuse).

@@ -22,32 +22,21 @@ async fn a_reconnect_storm_replaces_each_socket_with_4010_and_the_node_stays_hea
                 let code = old.close_code(WAIT).await;
                 assert_eq!(code, Some(4010), "reconnect {i}: the older socket's close");
                 // Answer the close, as a client does.
-                old.send(&frame(0x88, &4010u16.to_be_bytes())).await;
+                old.send(&client_frame(0x88, &4010u16.to_be_bytes())).await;
                 old = new;
             }
             done.store(true, Ordering::SeqCst);
             (start.elapsed(), old)
         })
     };
-    let mut health = Vec::new();
-    let mut during = Vec::new();
     // Only samples taken while the storm runs (it lasts about half a second).
-    while !done.load(Ordering::SeqCst) || during.len() < 5 {
-        during.push(probe.once().await);
-        health.push(health_ok(&r.node).await);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let pause = Duration::from_millis(10);
+    let (during, health) = probe.sample_with_health(&r.node, &done, 5, pause).await;
     let (took, mut last) = storm.await.expect("storm");
     // The last socket is in and works.
     last.text(&patch_msg(1, vec![put("storm", json!({"last": true}))]).to_string())
         .await;
-    loop {
-        match last.next(WAIT).await {
-            Got::Text(m) if m["type"] == "ack" => break,
-            Got::Text(_) => continue,
-            other => panic!("the storm's last socket: {other:?}"),
-        }
-    }
+    last.expect_ack("the storm's last socket").await;
     // Counts are back: the two bystanders and the last socket.
     wait_metric(&r.node, "atrium_connections", &[], |v| v == 3.0, WAIT).await;
     wait_metric(&r.node, "atrium_people", &[], |v| v == 3.0, WAIT).await;
@@ -104,7 +93,7 @@ async fn a_reconnect_loop_from_one_address_is_paced_not_refused() {
     let started = Instant::now();
     for _ in 0..LOOPS {
         let mut c = Raw::join(r.node.port, &r.id, &hello, "").await;
-        c.send(&frame(0x88, &1000u16.to_be_bytes())).await;
+        c.send(&client_frame(0x88, &1000u16.to_be_bytes())).await;
     }
     let took = started.elapsed();
     // Five at once, then twenty at 20 a second: at least a second in all.

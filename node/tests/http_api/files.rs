@@ -66,14 +66,9 @@ async fn files_create_list_get_doc() {
             "{f}"
         );
     }
-    let r = get(&node, "/api/files", Some(&other)).await;
-    assert_eq!(
-        r.body()["files"].as_array().map(Vec::len),
-        Some(1),
-        "{}",
-        r.text
-    );
-    assert_eq!(r.body()["files"][0]["id"], theirs["id"]);
+    let listed = list_files(&node, &other).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["id"], theirs["id"]);
     get(&node, "/api/files", None)
         .await
         .assert_error(401, "unauthorized");

@@ -5,9 +5,8 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rename_link_and_delete() {
     let node = Node::start(&[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "First", None).await;
-    let id = s(&file["id"]).to_string();
+    let file = file_of(&node, new_account(&node, "owner").await, "First", "none").await;
+    let (owner, id, view_key) = (file.owner, file.id, file.view_key);
     let path = format!("/api/files/{id}");
 
     let r = patch_file(&node, Some(&owner), &id, &json!({"name": "Second"})).await;
@@ -32,7 +31,7 @@ async fn rename_link_and_delete() {
 
     // Live sockets close with 4004 when the file is deleted.
     let (mut owner_sock, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
-    let (mut guest_sock, _) = Client::join(&node, &id, &Hello::key(s(&file["view_key"]))).await;
+    let (mut guest_sock, _) = Client::join(&node, &id, &Hello::key(&view_key)).await;
     owner_sock.patch_acked(1, vec![put("a", json!({}))]).await;
     send_empty(&node, "DELETE", &path, Some(&owner))
         .await
@@ -53,21 +52,14 @@ async fn rename_link_and_delete() {
         .await
         .assert_error(404, "not-found");
     Client::join_expect_close(&node, &id, &Hello::token(&owner), 4004).await;
-    let r = get(&node, "/api/files", Some(&owner)).await;
-    assert_eq!(r.body()["files"], json!([]), "{}", r.text);
+    assert_eq!(list_files(&node, &owner).await, Vec::<Value>::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn key_rotation_retires_old_keys() {
     let node = Node::start(&[]).await;
-    let owner = new_account(&node, "owner").await;
-    let file = create_file(&node, &owner, "Shared", None).await;
-    let id = s(&file["id"]).to_string();
-    set_link(&node, &owner, &id, "edit").await;
-    let (old_vk, old_ek) = (
-        s(&file["view_key"]).to_string(),
-        s(&file["edit_key"]).to_string(),
-    );
+    let f = shared_file(&node, "edit").await;
+    let (owner, id, old_vk, old_ek) = (f.owner, f.id, f.view_key, f.edit_key);
 
     let (mut by_edit, _) = Client::join(&node, &id, &Hello::key(&old_ek)).await;
     let (mut by_view, _) = Client::join(&node, &id, &Hello::key(&old_vk)).await;
@@ -76,13 +68,7 @@ async fn key_rotation_retires_old_keys() {
         .await
         .assert_status(200);
 
-    let r = send_empty(
-        &node,
-        "POST",
-        &format!("/api/files/{id}/keys"),
-        Some(&owner),
-    )
-    .await;
+    let r = rotate_keys(&node, &owner, &id).await;
     r.assert_status(200);
     let new_vk = s(&r.body()["view_key"]).to_string();
     let new_ek = s(&r.body()["edit_key"]).to_string();

@@ -26,12 +26,7 @@ async fn connect_small_buffer(node: &Node, file: &str) -> Client {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_socket_that_stops_reading_is_closed_without_slowing_its_room() {
-    let node = Node::start(&[
-        ("ATRIUM_SEND_QUEUE", "64"),
-        ("ATRIUM_SEND_QUEUE_BYTES", "65536"),
-    ])
-    .await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&SMALL_SEND_QUEUE).await;
     let (mut w, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
 
     // The slow one joins, then is not read again until the end.

@@ -24,8 +24,7 @@ fn assert_stats(stats: &Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_has_statistics_when_enabled() {
-    let node = Node::start(&[("ATRIUM_HEALTH_STATS", "1")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_HEALTH_STATS", "1")]).await;
     let [(mut a, _), (_b, _)] =
         Client::join_each(&node, &f.id, [f.by_owner(), f.by_view_key()]).await;
     a.patch_acked(1, vec![put("n", json!({}))]).await;
@@ -74,12 +73,11 @@ async fn health_statistics_are_for_server_admins_only_by_default() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_cover_the_room_node() {
-    let node = Node::start(&[
+    let (node, f) = node_with_file(&[
         ("ATRIUM_WS_PER_SECOND", "2"),
         ("ATRIUM_SNAPSHOT_BYTES", "1"),
     ])
     .await;
-    let f = shared_file(&node, "edit").await;
     let [(mut a, _), (mut b, _)] =
         Client::join_each(&node, &f.id, [f.by_owner(), f.by_view_key()]).await;
     // Some presence (a flood: some is dropped), patches over the rate.

@@ -4,8 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_over_the_rate_wait_in_order_with_a_429_notice() {
-    let node = Node::start(&[("ATRIUM_WS_PER_SECOND", "5")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_WS_PER_SECOND", "5")]).await;
     let [(mut a, _), (mut o, _)] =
         Client::join_each(&node, &f.id, [f.by_owner(), f.by_view_key()]).await;
 
@@ -63,8 +62,7 @@ async fn messages_over_the_rate_wait_in_order_with_a_429_notice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flooding_socket_is_closed_with_4013() {
-    let node = Node::start(&[("ATRIUM_WS_PER_SECOND", "5")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_WS_PER_SECOND", "5")]).await;
     let hello = Hello::token(&f.owner);
     let (mut a, _) = Client::join(&node, &f.id, &hello).await;
     // 80 at once: far more than five seconds' worth (25).
@@ -110,8 +108,7 @@ async fn a_flooding_socket_is_closed_with_4013() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_presence_flood_is_dropped_quietly() {
     // The message rate is low, but presence does not count against it.
-    let node = Node::start(&[("ATRIUM_WS_PER_SECOND", "5")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_WS_PER_SECOND", "5")]).await;
     let [(mut a, wa), (mut b, _)] =
         Client::join_each(&node, &f.id, [f.by_owner(), f.by_view_key()]).await;
     b.send_presence(json!({"page": "p1"})).await;

@@ -4,8 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editors_over_the_cap_wait_as_viewers_and_are_promoted_in_order() {
-    let node = Node::start(&[("ATRIUM_ROOM_EDITORS", "2")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_ROOM_EDITORS", "2")]).await;
     let [(mut a, wa), (b, wb)] =
         Client::join_each(&node, &f.id, [f.by_owner(), f.by_edit_key()]).await;
     assert_eq!(wa["role"], "editor", "{wa}");
@@ -77,8 +76,7 @@ async fn editors_over_the_cap_wait_as_viewers_and_are_promoted_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_owner_always_gets_an_editor_seat() {
-    let node = Node::start(&[("ATRIUM_ROOM_EDITORS", "2")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_ROOM_EDITORS", "2")]).await;
     let [(_b, wb), (_c, wc), (_d, wd)] = Client::join_each(
         &node,
         &f.id,
@@ -100,20 +98,11 @@ async fn the_owner_always_gets_an_editor_seat() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_file_refuses_the_next_person_with_4031() {
-    let node = Node::start(&[("ATRIUM_ROOM_PEOPLE", "3")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_ROOM_PEOPLE", "3")]).await;
     let [(_a, _), (b, _), (_c, _)] = Client::join_each(&node, &f.id, f.everyone()).await;
-    Client::join_refused_with(&node, &f.id, &Hello::key(&f.view_key), &[], 4031).await;
-    Client::join_refused_with(&node, &f.id, &Hello::key(&f.edit_key), &[], 4031).await;
+    Client::join_refused_with(&node, &f.id, &f.by_edit_key(), &[], 4031).await;
     // Someone leaves: there is room again.
-    b.close().await;
-    let (_d, wd) = Client::join_when_freed(
-        &node,
-        &f.id,
-        &Hello::key(&f.view_key),
-        4031,
-        Duration::from_secs(5),
-    )
-    .await;
+    let viewer = f.by_view_key();
+    let (_d, wd) = Client::refused_until_freed(&node, &f.id, &viewer, 4031, b.close()).await;
     assert_eq!(wd["type"], "welcome");
 }

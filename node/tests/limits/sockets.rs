@@ -25,41 +25,26 @@ async fn an_account_holds_a_limited_number_of_sockets() {
     let (_g, wg) = Client::join(&node, &f1, &Hello::key(&key)).await;
     assert_eq!(wg["role"], "editor");
     // Closing one frees a slot.
-    s1.close().await;
-    let (_s3, w) =
-        Client::join_when_freed(&node, &f2, &Hello::token(&t1), 4029, Duration::from_secs(5)).await;
+    let t1_again = Hello::token(&t1);
+    let (_s3, w) = Client::refused_until_freed(&node, &f2, &t1_again, 4029, s1.close()).await;
     assert_eq!(w["type"], "welcome");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_address_holds_a_limited_number_of_sockets_counted_from_the_upgrade() {
-    let node = Node::start(&[("ATRIUM_WS_PER_IP", "3")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_WS_PER_IP", "3")]).await;
     let [(_g1, _), (_g2, _)] =
         Client::join_each(&node, &f.id, [f.by_view_key(), f.by_owner()]).await;
     // Upgraded, no hello yet: it counts.
     let pending = Client::connect(&node, &f.id).await;
-    Client::join_refused_with(&node, &f.id, &Hello::key(&f.edit_key), &[], 4029).await;
-    pending.close().await;
-    let (_g3, w) = Client::join_when_freed(
-        &node,
-        &f.id,
-        &Hello::key(&f.edit_key),
-        4029,
-        Duration::from_secs(5),
-    )
-    .await;
+    let editor = f.by_edit_key();
+    let (_g3, w) = Client::refused_until_freed(&node, &f.id, &editor, 4029, pending.close()).await;
     assert_eq!(w["type"], "welcome");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behind_a_trusted_proxy_sockets_count_against_the_forwarded_address() {
-    let node = Node::start(&[
-        ("ATRIUM_WS_PER_IP", "3"),
-        ("ATRIUM_TRUST_PROXY", "127.0.0.1"),
-    ])
-    .await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_WS_PER_IP", "3"), TRUST_THE_TEST]).await;
     let mut held = Vec::new();
     for addr in ["10.0.0.1", "10.0.0.2"] {
         for _ in 0..3 {
@@ -78,8 +63,7 @@ async fn behind_a_trusted_proxy_sockets_count_against_the_forwarded_address() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarded_addresses_are_ignored_without_a_trusted_proxy() {
-    let node = Node::start(&[("ATRIUM_WS_PER_IP", "3")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_WS_PER_IP", "3")]).await;
     let mut held = Vec::new();
     for addr in ["10.0.0.1", "10.0.0.2", "10.0.0.3"] {
         let (c, _) = viewer_from(&node, &f, addr).await;

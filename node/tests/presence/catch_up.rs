@@ -4,11 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn joiners_and_page_switchers_are_caught_up() {
-    let node = Node::start(&[]).await;
-    let f = shared_file(&node, "edit").await;
-    let [(mut a, wa), (mut b, wb)] =
-        Client::join_each(&node, &f.id, [f.by_owner(), f.by_edit_key()]).await;
-    let (ya, yb) = (you(&wa), you(&wb));
+    let (node, f, [(mut a, ya), (mut b, yb)]) = owner_and_editor().await;
     a.send_presence(json!({"page": "p1", "cursor": [1, 1], "camera": [1, 2, 3], "t": 1}))
         .await;
     b.send_presence(json!({"page": "p1", "cursor": [2, 2], "sel": ["n1", "n2"], "t": 2}))
@@ -59,8 +55,8 @@ async fn joiners_and_page_switchers_are_caught_up() {
 async fn seventy_movers_reach_a_receiver_within_two_ticks() {
     // Slow ticks (500 ms) so that 70 sends land within one tick, and no busy
     // rate to get in the way.
-    let node = Node::start(&[("ATRIUM_PRESENCE_HZ", "2"), ("ATRIUM_BUSY_ROOM", "1000")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) =
+        node_with_file(&[("ATRIUM_PRESENCE_HZ", "2"), ("ATRIUM_BUSY_ROOM", "1000")]).await;
     let (mut r, wr) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
     let yr = you(&wr);
     r.send_presence(json!({"page": "p1"})).await;

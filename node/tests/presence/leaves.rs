@@ -7,8 +7,7 @@ use super::*;
 /// and Z each get one `leave` naming both.
 async fn drop_two_at_once(active: bool) {
     // 500 ms ticks: two sockets dropped at the same instant fall in one tick.
-    let node = Node::start(&[("ATRIUM_PRESENCE_HZ", "2")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_PRESENCE_HZ", "2")]).await;
     let [(mut r, _), (x, wx), (y, wy), (mut z, _)] = Client::join_each(
         &node,
         &f.id,

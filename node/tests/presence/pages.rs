@@ -4,8 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_state_on_ones_page_and_only_page_changes_elsewhere() {
-    let node = Node::start(&[]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[]).await;
     let [(mut a, wa), (mut b, wb), (mut c, wc)] =
         Client::join_each(&node, &f.id, f.everyone()).await;
     assert_eq!(wa["presence_hz"], 20, "default rate: {wa}");
@@ -93,11 +92,7 @@ async fn full_state_on_ones_page_and_only_page_changes_elsewhere() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn presence_t_is_echoed_as_the_sender_wrote_it() {
-    let node = Node::start(&[]).await;
-    let f = shared_file(&node, "edit").await;
-    let [(mut a, wa), (mut b, wb)] =
-        Client::join_each(&node, &f.id, [f.by_owner(), f.by_edit_key()]).await;
-    let (ya, yb) = (you(&wa), you(&wb));
+    let (_node, _, [(mut a, ya), (mut b, yb)]) = owner_and_editor().await;
     b.send_presence(json!({"page": "p1"})).await;
     a.send_text(r#"{"type":"presence","page":"p1","cursor":[1.5,2],"t":12.50}"#.to_string())
         .await;

@@ -144,6 +144,14 @@ pub(super) async fn wait_entry(
     }
 }
 
+/// A node and a file with an edit link, its owner and an edit-key holder in
+/// it: the file, then each one's socket and person id.
+pub(super) async fn owner_and_editor() -> (Node, SharedFile, [(Client, String); 2]) {
+    let (node, f) = node_with_file(&[]).await;
+    let [(a, wa), (b, wb)] = Client::join_each(&node, &f.id, [f.by_owner(), f.by_edit_key()]).await;
+    (node, f, [(a, you(&wa)), (b, you(&wb))])
+}
+
 /// Sends a presence every `every` for `dur` while reading everything that
 /// comes; returns the `presences` messages received.
 pub(super) async fn move_and_listen(

@@ -4,8 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_presences_per_tick_and_never_ones_own_state() {
-    let node = Node::start(&[("ATRIUM_PRESENCE_HZ", "10")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_PRESENCE_HZ", "10")]).await;
     let [(mut a, wa), (mut b, wb), (mut v, wv)] =
         Client::join_each(&node, &f.id, f.everyone()).await;
     assert_eq!(wv["role"], "viewer", "view key: {wv}");
@@ -64,8 +63,7 @@ async fn one_presences_per_tick_and_never_ones_own_state() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_rooms_tick_slower_and_tell_their_clients() {
-    let node = Node::start(&[("ATRIUM_BUSY_ROOM", "3")]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[("ATRIUM_BUSY_ROOM", "3")]).await;
     let [(mut a, wa), (mut b, wb), (mut c, wc)] =
         Client::join_each(&node, &f.id, f.everyone()).await;
     for w in [&wa, &wb, &wc] {
@@ -74,13 +72,12 @@ async fn busy_rooms_tick_slower_and_tell_their_clients() {
 
     // The 4th makes the room busy (more than 3).
     let (mut d, wd) = Client::join(&node, &f.id, &Hello::key(&f.view_key)).await;
-    for (who, cl) in [("a", &mut a), ("b", &mut b), ("c", &mut c)] {
-        let m = cl
-            .recv_type("presence-rate", Duration::from_secs(3))
-            .await
-            .unwrap_or_else(|| panic!("{who} was not told the busy rate"));
-        assert_eq!(m, json!({"type": "presence-rate", "hz": 5}), "{who}");
-    }
+    told_rate(
+        [("a", &mut a), ("b", &mut b), ("c", &mut c)],
+        5,
+        Duration::from_secs(3),
+    )
+    .await;
     if wd["presence_hz"] != 5 {
         assert_eq!(wd["presence_hz"], 20, "welcome rate: {wd}");
         let m = d
@@ -111,11 +108,21 @@ async fn busy_rooms_tick_slower_and_tell_their_clients() {
 
     // Back to 4 (the 5th left above), then to 3: no longer busy.
     d.close().await;
-    for (who, cl) in [("a", &mut a), ("b", &mut b), ("c", &mut c)] {
+    told_rate(
+        [("a", &mut a), ("b", &mut b), ("c", &mut c)],
+        20,
+        Duration::from_secs(5),
+    )
+    .await;
+}
+
+/// Each of `clients` is told the room's new presence rate `hz` within `dur`.
+async fn told_rate(clients: [(&str, &mut Client); 3], hz: u64, dur: Duration) {
+    for (who, cl) in clients {
         let m = cl
-            .recv_type("presence-rate", Duration::from_secs(5))
+            .recv_type("presence-rate", dur)
             .await
-            .unwrap_or_else(|| panic!("{who} was not told the room is no longer busy"));
-        assert_eq!(m, json!({"type": "presence-rate", "hz": 20}), "{who}");
+            .unwrap_or_else(|| panic!("{who} was not told the rate {hz} Hz"));
+        assert_eq!(m, json!({"type": "presence-rate", "hz": hz}), "{who}");
     }
 }

@@ -40,13 +40,7 @@ async fn passwords_tokens_and_keys_never_reach_the_logs() {
             .await;
         g.recv_json().await;
         Client::join_expect_close(&node, &id, &Hello::token(&bogus_token), 4001).await;
-        let rotated = send_empty(
-            &node,
-            "POST",
-            &format!("/api/files/{id}/keys"),
-            Some(&token),
-        )
-        .await;
+        let rotated = rotate_keys(&node, &token, &id).await;
         let new_keys = [
             s(&rotated.body()["view_key"]).to_string(),
             s(&rotated.body()["edit_key"]).to_string(),

@@ -4,7 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_email_or_address_cannot_exhaust_sign_in_for_others() {
-    let node = node(&[("ATRIUM_TRUST_PROXY", "127.0.0.1")]).await;
+    let node = node(&[TRUST_THE_TEST]).await;
     let victim = unique_email("victim");
     signup(&node, &victim).await;
     let bystander = unique_email("bystander");
@@ -76,7 +76,7 @@ async fn one_email_or_address_cannot_exhaust_sign_in_for_others() {
 /// after 10 wrong ones from anywhere). The guesser's own address is what runs out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nobody_can_lock_a_person_out_of_sign_in() {
-    let node = node(&[("ATRIUM_TRUST_PROXY", "127.0.0.1")]).await;
+    let node = node(&[TRUST_THE_TEST]).await;
     let victim = unique_email("victim");
     signup(&node, &victim).await;
     let sign_in = |password: &'static str, from: String| {
@@ -133,7 +133,7 @@ async fn nobody_can_lock_a_person_out_of_sign_in() {
 /// address was a client of its own, so the limit never bit).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ipv6_addresses_of_one_64_share_the_address_limit() {
-    let node = node(&[("ATRIUM_TRUST_PROXY", "127.0.0.1")]).await;
+    let node = node(&[TRUST_THE_TEST]).await;
     let sign_in = |i: usize, from: String| {
         let node = &node;
         async move {

@@ -13,26 +13,15 @@ use serde_json::{json, Map, Value};
 
 /// The owner of a new file in it on two sockets with two client ids (so two
 /// people); the first socket's hello, to come back as the same client.
-struct TwoSockets {
-    owner: String,
-    id: String,
-    hello: Hello,
-    first: (Client, Value),
-    second: (Client, Value),
-}
+type TwoSockets = (String, String, Hello, (Client, Value), (Client, Value));
 
+/// (owner's token, file id, first hello, first socket, second socket).
 async fn owner_on_two_sockets(node: &Node) -> TwoSockets {
     let (owner, id) = owned_file(node).await;
     let hello = Hello::token(&owner);
     let first = Client::join(node, &id, &hello).await;
     let second = Client::join(node, &id, &Hello::token(&owner)).await;
-    TwoSockets {
-        owner,
-        id,
-        hello,
-        first,
-        second,
-    }
+    (owner, id, hello, first, second)
 }
 
 mod op_ids;

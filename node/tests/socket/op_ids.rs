@@ -17,13 +17,7 @@ async fn resend(c: &mut Client, id: u64, ops: Vec<Value>) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resent_op_ids_are_acked_not_applied() {
     let node = Node::start(&[]).await;
-    let TwoSockets {
-        owner,
-        id,
-        hello: hello_a,
-        first: (mut a, _),
-        second: (mut b, _),
-    } = owner_on_two_sockets(&node).await;
+    let (owner, id, hello_a, (mut a, _), (mut b, _)) = owner_on_two_sockets(&node).await;
 
     let v = a.patch_acked(5, vec![put("n", json!({"k": 1}))]).await;
     assert_eq!(v, 1);

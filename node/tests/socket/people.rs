@@ -5,13 +5,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn person_id_is_stable_and_newer_socket_replaces_older() {
     let node = Node::start(&[]).await;
-    let TwoSockets {
-        id,
-        hello,
-        first: (mut first, w1),
-        second: (other, w_other),
-        ..
-    } = owner_on_two_sockets(&node).await;
+    let (_, id, hello, (mut first, w1), (other, w_other)) = owner_on_two_sockets(&node).await;
     assert_ne!(
         w1["you"], w_other["you"],
         "different client ids, different people"

@@ -15,8 +15,7 @@ async fn make_patches(c: &mut Client, first_id: u64, n: u64, tag: &str) -> Vec<(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_gets_exactly_the_missed_patches() {
-    let node = Node::start(&[]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[]).await;
     let (owner, id) = (f.owner.clone(), f.id.clone());
 
     let hello_a = Hello::token(&owner);

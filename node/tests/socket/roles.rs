@@ -46,12 +46,8 @@ async fn viewer_receives_but_cannot_edit() {
 async fn hello_credentials_decide_the_close_code() {
     let node = Node::start(&[]).await;
     let stranger = new_account(&node, "stranger").await;
-    let SharedFile {
-        owner,
-        id,
-        view_key,
-        ..
-    } = shared_file(&node, "none").await;
+    let f = shared_file(&node, "none").await;
+    let (owner, id, view_key) = (f.owner, f.id, f.view_key);
 
     // Bad token, key of no file, nothing at all: 4001.
     Client::join_expect_close(&node, &id, &Hello::token("not-a-real-token"), 4001).await;
@@ -83,33 +79,20 @@ async fn hello_credentials_decide_the_close_code() {
     h.key = Some(view_key.clone());
     let (_s, w) = Client::join(&node, &id, &h).await;
     assert_eq!(w["role"], "viewer", "{w}");
-    let p = w["people"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["id"] == w["you"])
-        .expect("joiner listed")
-        .clone();
+    let p = own_entry(&w);
     assert!(
         p["account"].is_string(),
         "signed-in person has an account: {p}"
     );
     let (_g, w) = Client::join(&node, &id, &Hello::key(&view_key)).await;
-    let p = w["people"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["id"] == w["you"])
-        .expect("joiner listed")
-        .clone();
+    let p = own_entry(&w);
     assert!(p["account"].is_null(), "guest account is null: {p}");
     assert_eq!(p["name"], "Guest", "{p}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn link_changes_reach_live_sockets() {
-    let node = Node::start(&[]).await;
-    let f = shared_file(&node, "edit").await;
+    let (node, f) = node_with_file(&[]).await;
     let (owner, id) = (f.owner.clone(), f.id.clone());
 
     let (mut guest, w) = Client::join(&node, &id, &Hello::key(&f.edit_key)).await;
