@@ -6,12 +6,16 @@
 //! per-thread arenas, so a sign-in flood used to leave hundreds of MB resident.
 //! Now hashing holds at most `ATRIUM_HASH_CONCURRENCY` areas, allocated once.
 
+mod argon;
+
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use argon2::password_hash::{Output, ParamsString, PasswordHash, SaltString};
-use argon2::{Algorithm, Argon2, Block, Params, Version};
+use argon2::{Algorithm, Block, Params, Version};
 use tokio::sync::Semaphore;
+
+use self::argon::{compute, matches};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -125,56 +129,6 @@ impl Hasher {
             salt.as_str()
         )
     }
-}
-
-/// Argon2id of `password` with `salt` into `out`, in `area` (grown to the cost's size).
-fn compute(
-    params: &Params,
-    version: Version,
-    password: &[u8],
-    salt: &[u8],
-    out: &mut [u8],
-    area: &mut Vec<Block>,
-) -> Result<(), AuthError> {
-    let blocks = params.block_count();
-    if area.len() < blocks {
-        area.resize(blocks, Block::default());
-    }
-    Argon2::new(Algorithm::Argon2id, version, params.clone())
-        .hash_password_into_with_memory(password, salt, out, &mut area[..blocks])
-        .map_err(|e| AuthError::Internal(e.to_string()))
-}
-
-/// Whether `password` hashes to the stored Argon2id PHC string (with its own cost, salt and
-/// version); the comparison takes the same time wherever the outputs differ.
-fn matches(stored: &str, password: &[u8], area: &mut Vec<Block>) -> bool {
-    let Ok(parsed) = PasswordHash::new(stored) else {
-        return false;
-    };
-    if parsed.algorithm != Algorithm::Argon2id.ident() {
-        return false;
-    }
-    let (Some(salt), Some(expected)) = (parsed.salt, parsed.hash) else {
-        return false;
-    };
-    let Ok(params) = Params::try_from(&parsed) else {
-        return false;
-    };
-    let version = match parsed.version.map(Version::try_from) {
-        None => Version::V0x13,
-        Some(Ok(v)) => v,
-        Some(Err(_)) => return false,
-    };
-    let mut salt_bytes = [0u8; 64];
-    let Ok(salt) = salt.decode_b64(&mut salt_bytes) else {
-        return false;
-    };
-    let mut out = vec![0u8; expected.len()];
-    if compute(&params, version, password, salt, &mut out, area).is_err() {
-        return false;
-    }
-    // `Output`'s equality is constant-time.
-    Output::new(&out).is_ok_and(|computed| computed == expected)
 }
 
 /// The `Bearer` token of an `Authorization` header value.

@@ -13,12 +13,14 @@
 //! A store that is unreachable is retried with backoff, in order, so rooms only ever
 //! see their patches become durable in version order, or learn they were fenced.
 
+mod commit;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
+use self::commit::write;
 use crate::ids::FileId;
 use crate::metrics::Metrics;
 use crate::store::{FileAppend, Store, StoreError};
@@ -47,9 +49,6 @@ enum Job {
 pub struct Journal {
     tx: mpsc::UnboundedSender<Job>,
 }
-
-/// The longest wait between retries of a commit the store refused.
-const RETRY_CAP: Duration = Duration::from_millis(500);
 
 /// Most files in one commit; more wait for the next.
 const MAX_BATCH: usize = 4096;
@@ -153,49 +152,6 @@ async fn run(store: Arc<dyn Store>, metrics: Arc<Metrics>, mut rx: mpsc::Unbound
             turn.extend(deferred.pop_front());
         }
         write(store.as_ref(), &metrics, turn).await;
-    }
-}
-
-/// Commits `entries` in one transaction and tells each room how far it got.
-async fn write(store: &dyn Store, metrics: &Metrics, entries: Vec<JournalEntry>) {
-    if entries.is_empty() {
-        return;
-    }
-    let (appends, dones): (Vec<_>, Vec<_>) =
-        entries.into_iter().map(|e| (e.append, e.done)).unzip();
-    let batch: Arc<[FileAppend]> = appends.into();
-    let results = commit(store, metrics, &batch).await;
-    for ((append, done), result) in batch.iter().zip(dones).zip(results) {
-        let upto = append.patches.last().map_or(0, |p| p.version);
-        done(Appended { upto, result });
-    }
-}
-
-/// Commits one batch, retrying while the store is unavailable.
-async fn commit(
-    store: &dyn Store,
-    metrics: &Metrics,
-    batch: &Arc<[FileAppend]>,
-) -> Vec<Result<(), StoreError>> {
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        let started = Instant::now();
-        match store.append(batch.clone()).await {
-            Ok(results) => {
-                metrics.journal_batches.inc();
-                metrics
-                    .journal_commit_seconds
-                    .observe(started.elapsed().as_secs_f64());
-                return results;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, files = batch.len(), "journal commit failed; retrying");
-                tokio::time::sleep(backoff).await;
-                // Capped low: a failed attempt on a store that is down is cheap, and every
-                // patch waiting here is a person waiting for an ack once it is back.
-                backoff = (backoff * 2).min(RETRY_CAP);
-            }
-        }
     }
 }
 

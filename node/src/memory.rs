@@ -13,6 +13,12 @@
 //! (try again later) or an HTTP 503 with `Retry-After` before the upgrade; requests
 //! that would make large allocations get 503.
 
+mod reservation;
+mod sizing;
+
+pub use reservation::Reservation;
+pub use sizing::{default_budget, parse_size};
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,8 +29,6 @@ const HEADROOM: f64 = 0.1;
 const MIN_HEADROOM: u64 = 16 << 20;
 /// How often resident memory is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
-/// Default budget when none is set: this share of the machine's (or the cgroup's) memory.
-const DEFAULT_SHARE: f64 = 0.75;
 
 pub struct MemoryGuard {
     budget: u64,
@@ -32,29 +36,6 @@ pub struct MemoryGuard {
     rss: AtomicU64,
     /// Bytes promised to allocations that have not shown up in a sample yet.
     reserved: AtomicU64,
-}
-
-/// Bytes promised to one piece of work; given back when dropped.
-pub struct Reservation {
-    guard: Arc<MemoryGuard>,
-    bytes: u64,
-}
-
-impl Reservation {
-    /// Keeps the promise a little longer, until resident memory samples include
-    /// the allocation it was made for.
-    pub fn hold_until_sampled(self) {
-        tokio::spawn(async move {
-            tokio::time::sleep(SAMPLE_EVERY * 3).await;
-            drop(self);
-        });
-    }
-}
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        self.guard.reserved.fetch_sub(self.bytes, Ordering::AcqRel);
-    }
 }
 
 impl MemoryGuard {
@@ -90,21 +71,6 @@ impl MemoryGuard {
         self.rss() + self.reserved.load(Ordering::Acquire) + bytes <= self.high_water()
     }
 
-    /// Promises `bytes` to a piece of work if the budget has room for them.
-    pub fn reserve(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
-        let high = self.high_water();
-        let rss = self.rss();
-        self.reserved
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
-                (rss + r + bytes <= high).then_some(r + bytes)
-            })
-            .ok()
-            .map(|_| Reservation {
-                guard: self.clone(),
-                bytes,
-            })
-    }
-
     /// Samples resident memory until the process ends. Over the high-water mark,
     /// it also asks the allocator to give freed memory back to the system, so
     /// memory a finished burst left free does not keep the node refusing work.
@@ -130,47 +96,6 @@ impl MemoryGuard {
             }
         });
     }
-}
-
-/// The default budget: a share of the cgroup's memory limit when there is one
-/// (a container), else of the machine's memory.
-pub fn default_budget() -> u64 {
-    let machine =
-        crate::stats::proc_kib("/proc/meminfo", "MemTotal:").map_or(4 << 30, |kb| kb * 1024);
-    let cgroup = [
-        "/sys/fs/cgroup/memory.max",
-        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-    ]
-    .iter()
-    .filter_map(|p| std::fs::read_to_string(p).ok())
-    .find_map(|s| s.trim().parse::<u64>().ok());
-    let total = cgroup.map_or(machine, |c| c.min(machine));
-    (total as f64 * DEFAULT_SHARE) as u64
-}
-
-/// Parses a size: bytes, or a number with `K`, `M`, `G` (powers of 1024; `KiB`,
-/// `MiB`, `GiB` and `KB`, `MB`, `GB` are read the same). `0` or `auto` means the default.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    if t.is_empty() || t.eq_ignore_ascii_case("auto") {
-        return Ok(0);
-    }
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (e.g. 2GiB, 512M, 1073741824)"))?;
-    let scale = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1u64,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        _ => return Err(format!("{s:?} has an unknown unit (use K, M or G)")),
-    };
-    Ok((number * scale as f64) as u64)
 }
 
 #[cfg(target_env = "gnu")]

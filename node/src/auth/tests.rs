@@ -1,3 +1,5 @@
+use argon2::Argon2;
+
 use super::*;
 
 #[tokio::test]
