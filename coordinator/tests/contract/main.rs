@@ -1,5 +1,6 @@
-//! One contract, three backends: every test of these modules runs against the in-memory coordinator,
-//! a real `nats-server -js` and a real `redis-server`, in real time with 600 ms leases.
+//! One contract, three backends: every test of these modules runs against the in-memory
+//! coordinator, a real `nats-server -js` and a real `redis-server`, in real time with 600 ms
+//! leases.
 //!
 //! The networked runs need the servers: `scripts/services.sh start && source .services/env`
 //! (it sets ATRIUM_TEST_NATS_URL and ATRIUM_TEST_REDIS_URL). Without them these tests fail,
