@@ -6,6 +6,17 @@ import { FakeClock, FakeStorage } from './helpers.mjs';
 
 const set = (id, x) => ({ op: 'set', id, props: { x } });
 
+/** An outbox on a fake clock that has taken `count` edits, `gapMs` apart. */
+function editedOutbox(count, gapMs, edit = (i) => [set('r', i)]) {
+  const clock = new FakeClock();
+  const o = new Outbox({ now: clock.now });
+  for (let i = 0; i < count; i++) {
+    o.edit(edit(i));
+    clock.tick(gapMs);
+  }
+  return o;
+}
+
 test('edits are stored and survive a reload (a new Outbox on the same storage)', () => {
   const storage = new FakeStorage();
   const clock = new FakeClock();
@@ -25,12 +36,7 @@ test('edits are stored and survive a reload (a new Outbox on the same storage)',
 });
 
 test('edits within one burst (a drag) join one group', () => {
-  const clock = new FakeClock();
-  const o = new Outbox({ now: clock.now });
-  for (let i = 0; i < 10; i++) {
-    o.edit([set('r', i)]);
-    clock.tick(16);
-  }
+  const o = editedOutbox(10, 16);
   assert.equal(o.unsent.length, 1);
   assert.deepEqual(o.unsent[0].ops, [set('r', 9)]);
 });
@@ -89,15 +95,12 @@ test('resends never interleave with new ids: new edits wait until every resend i
 });
 
 test('more than 20 never-sent groups go up merged into as few patches as the limits allow', () => {
-  const clock = new FakeClock();
-  const o = new Outbox({ now: clock.now });
   const all = [];
-  for (let i = 0; i < 25; i++) {
+  const o = editedOutbox(25, 1000, (i) => {
     const ops = [set('r', i), { op: 'put', id: `s${i}`, props: { x: i } }];
     all.push(...ops);
-    o.edit(ops);
-    clock.tick(1000);
-  }
+    return ops;
+  });
   assert.equal(o.unsent.length, 25);
   const out = o.take();
   assert.equal(out.length, 1, 'one merged patch');
@@ -106,24 +109,13 @@ test('more than 20 never-sent groups go up merged into as few patches as the lim
 });
 
 test('20 or fewer waiting groups go up as they are', () => {
-  const clock = new FakeClock();
-  const o = new Outbox({ now: clock.now });
-  for (let i = 0; i < 20; i++) {
-    o.edit([set('r', i)]);
-    clock.tick(1000);
-  }
+  const o = editedOutbox(20, 1000);
   assert.equal(o.take().length, 20);
 });
 
 test('merged patches split at 1000 ops', () => {
-  const clock = new FakeClock();
-  const o = new Outbox({ now: clock.now });
-  for (let g = 0; g < 25; g++) {
-    const ops = [];
-    for (let i = 0; i < 100; i++) ops.push(set(`n${g}-${i}`, i));
-    o.edit(ops);
-    clock.tick(1000);
-  }
+  const hundred = (g) => Array.from({ length: 100 }, (_, i) => set(`n${g}-${i}`, i));
+  const o = editedOutbox(25, 1000, hundred);
   const out = o.take();
   assert.deepEqual(out.map((p) => p.ops.length), [1000, 1000, 500]);
 });

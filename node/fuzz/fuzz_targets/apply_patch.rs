@@ -15,50 +15,10 @@
 
 #![no_main]
 
-use std::collections::BTreeMap;
-
-use atrium_node::doc::{parse_ops, DocLimits, Document, Op, PatchError, MIN_NODE_BYTES};
+use atrium_node::doc::model::{self, Model};
+use atrium_node::doc::{parse_ops, DocLimits, Document, PatchError};
 use libfuzzer_sys::fuzz_target;
-use serde_json::{Map, Value};
-
-type Model = BTreeMap<String, Map<String, Value>>;
-
-fn model_apply(model: &mut Model, ops: &[Op]) {
-    for op in ops {
-        match op {
-            Op::Put { id, props } => {
-                model.insert(id.clone(), props.clone());
-            }
-            Op::Set { id, props } => {
-                if let Some(node) = model.get_mut(id) {
-                    for (k, v) in props {
-                        if v.is_null() {
-                            node.remove(k);
-                        } else {
-                            node.insert(k.clone(), v.clone());
-                        }
-                    }
-                }
-            }
-            Op::Delete { id } => {
-                model.remove(id);
-            }
-        }
-    }
-}
-
-fn model_json(model: &Model) -> String {
-    serde_json::to_string(model).expect("model serializes")
-}
-
-/// The size the document limit counts, from scratch.
-fn model_charged(model: &Model) -> usize {
-    let small = model.iter().map(|(id, props)| {
-        let entry = id.len() + 3 + serde_json::to_string(props).expect("props serialize").len();
-        MIN_NODE_BYTES.saturating_sub(entry)
-    });
-    model_json(model).len() + small.sum::<usize>()
-}
+use serde_json::Value;
 
 fn check_len(doc: &Document, model: &Model) {
     assert_eq!(
@@ -68,7 +28,7 @@ fn check_len(doc: &Document, model: &Model) {
     );
     assert_eq!(
         doc.charged_len(),
-        model_charged(model),
+        model::charged(model),
         "charged_len drifted from the size rule"
     );
 }
@@ -81,14 +41,14 @@ fn patch(doc: &mut Document, model: &mut Model, ops_value: &Value, limits: &DocL
     let before = doc.to_json();
     let before_len = doc.charged_len();
     let mut next = model.clone();
-    model_apply(&mut next, &ops);
-    let next_len = model_charged(&next);
+    model::apply(&mut next, &ops);
+    let next_len = model::charged(&next);
     match doc.apply(&ops, limits) {
         Ok(()) => {
             *model = next;
             assert_eq!(
                 doc.to_json(),
-                model_json(model),
+                model::json(model),
                 "document differs from model"
             );
             assert!(
@@ -153,7 +113,7 @@ fuzz_target!(|data: &[u8]| {
                         }
                     }
                 }
-                assert_eq!(doc.to_json(), model_json(&model), "from_value differs");
+                assert_eq!(doc.to_json(), model::json(&model), "from_value differs");
                 check_len(&doc, &model);
             }
         }

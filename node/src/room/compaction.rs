@@ -5,7 +5,8 @@
 
 use std::time::Instant;
 
-use super::core::{Effect, Exit, RoomCore};
+use super::core::RoomCore;
+use super::exit::{Effect, Exit};
 use super::snapshot::SnapshotJob;
 use crate::store::StoreError;
 

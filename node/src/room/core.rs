@@ -14,23 +14,22 @@
 //!                        └──▶ Effect::Append (journal), Effect::Snapshot, exit
 //! ```
 
-use atrium_protocol::CloseCode;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::exit::{Effect, Exit, Finishing};
 use super::participant::{ClientState, Participant};
 use super::pending::Pending;
 use super::recent::RecentOps;
-use super::snapshot::{SnapshotJob, SnapshotState};
+use super::snapshot::SnapshotState;
 use super::{presence, RoomCmd};
 use crate::config::NodeConfig;
 use crate::doc::{DocLimits, Document};
 use crate::ids::{ClientKey, FileId};
 use crate::memory::MemoryGuard;
-use crate::outbox::{shared, Budget, ConnId, Msg};
-use crate::protocol;
+use crate::outbox::{Budget, ConnId, Msg};
 use crate::store::{FileAppend, FileRecord, LoggedPatch};
 
 /// A patch waiting this long for the store brings a 503 notice...
@@ -49,59 +48,6 @@ pub struct Rules {
     pub memory: Arc<MemoryGuard>,
     /// Node-wide allowance for welcomes bigger than a send queue.
     pub welcome_budget: Arc<Budget>,
-}
-
-/// What the shell carries out for the core.
-pub enum Effect {
-    /// Make this turn's patches durable; the result comes back as `Appended`.
-    Append(FileAppend),
-    /// Rebuild and write a snapshot; the result comes back as `SnapshotDone`.
-    Snapshot(SnapshotJob),
-}
-
-/// How a room ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    Idle,
-    Shutdown,
-    /// Handed over to the file's new ring owner.
-    Moved,
-    Deleted,
-    /// The coordinator lease lapsed or went to another node.
-    LeaseLost,
-    /// A durable write was refused by the store's epoch fence: another node took the file.
-    Fenced,
-}
-
-impl Exit {
-    /// The `reason` label of `atrium_room_exits_total`.
-    pub fn reason(self) -> &'static str {
-        match self {
-            Exit::Idle => "idle",
-            Exit::Shutdown => "shutdown",
-            Exit::Moved => "moved",
-            Exit::Deleted => "deleted",
-            Exit::LeaseLost => "lease-lost",
-            Exit::Fenced => "fenced",
-        }
-    }
-
-    /// What everyone still in the room is told as it ends.
-    fn close(self) -> Option<(CloseCode, &'static str)> {
-        match self {
-            Exit::Deleted => Some((CloseCode::NotFound, "file deleted")),
-            Exit::Fenced | Exit::LeaseLost | Exit::Moved => {
-                Some((CloseCode::Moved, "moved: this node no longer owns the file"))
-            }
-            Exit::Shutdown => Some((CloseCode::ServiceRestart, "server restarting")),
-            Exit::Idle => None,
-        }
-    }
-}
-
-pub(super) struct Finishing {
-    pub(super) exit: Exit,
-    pub(super) reply: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// One open file's state: its document, its people, and what waits for the disk.
@@ -259,104 +205,7 @@ impl RoomCore {
             .inc_by(self.participants.len() as u64);
     }
 
-    /// Once a second: snapshots due by time, store stalls, and idleness.
-    pub fn housekeeping(&mut self, now: Instant) -> Option<Exit> {
-        self.maybe_snapshot(now);
-        self.check_store_stall(now);
-        let idle = self.idle_since.is_some_and(|since| {
-            now.saturating_duration_since(since) >= self.rules.config.room_idle()
-        });
-        (idle && self.saved() && self.participants.is_empty() && !self.snapshot.in_flight())
-            .then_some(Exit::Idle)
-    }
-
-    /// Everything accepted is durable and delivered.
-    fn saved(&self) -> bool {
-        self.pending.is_empty() && self.in_flight.is_empty() && self.unsent.is_empty()
-    }
-
-    /// While the store cannot make patches durable, they wait (unacked): after
-    /// [`STALL_NOTICE`] everyone hears a 503 notice; after [`STALL_CLOSE`] sockets
-    /// close with 1013, so clients back off and resend what is unconfirmed. The
-    /// journal keeps retrying; nothing accepted is dropped.
-    fn check_store_stall(&mut self, now: Instant) {
-        let Some((_, since, _)) = self.in_flight.front() else {
-            self.stall_noticed = false;
-            return;
-        };
-        let waited = now.saturating_duration_since(*since);
-        if waited >= STALL_CLOSE {
-            for m in self.participants.values() {
-                m.outbox.close(
-                    CloseCode::TryAgainLater,
-                    "the node cannot save edits right now; try again later",
-                );
-            }
-        } else if waited >= STALL_NOTICE && !self.stall_noticed {
-            self.stall_noticed = true;
-            let notice = protocol::notice(
-                503,
-                "saving is delayed: your edits wait and will be applied in order",
-            );
-            self.broadcast(shared(notice), "notice");
-        }
-    }
-
-    /// A finishing room ends once everything accepted is durable and delivered.
-    pub fn maybe_finish(&self) -> Option<Exit> {
-        self.finishing
-            .as_ref()
-            .filter(|_| self.saved())
-            .map(|f| f.exit)
-    }
-
-    /// The presence tick: starts a round when one is due.
-    pub fn presence_tick(&mut self, now: Instant) {
-        let period = self.tick_period();
-        self.board.start_round(period, now, &self.rules.metrics);
-    }
-
-    /// Serves the next slice of a presence round.
-    pub fn serve_presence_slice(&mut self, now: Instant) {
-        self.board.serve_slice(now, &self.rules.metrics);
-    }
-
-    /// The room has ended with `exit`: everyone still in it is told, counts drop
-    /// to zero, and whoever waited for the end hears of it.
-    pub fn close_everyone(&mut self, exit: Exit) {
-        self.rules
-            .metrics
-            .people
-            .sub(self.participants.len() as i64);
-        if let Some((code, reason)) = exit.close() {
-            for m in self.participants.values() {
-                m.outbox.close(code, reason);
-            }
-        }
-        self.participants.clear();
-        self.sync_counts();
-        if let Some(reply) = self.finishing.take().and_then(|f| f.reply) {
-            let _ = reply.send(());
-        }
-    }
-
     pub fn file(&self) -> &FileId {
         &self.file
-    }
-}
-
-#[cfg(test)]
-#[test]
-fn every_exit_reason_is_exported_at_zero() {
-    let all = [
-        Exit::Idle,
-        Exit::Shutdown,
-        Exit::Moved,
-        Exit::Deleted,
-        Exit::LeaseLost,
-        Exit::Fenced,
-    ];
-    for exit in all {
-        assert!(crate::metrics::ROOM_EXIT_REASONS.contains(&exit.reason()));
     }
 }

@@ -19,9 +19,13 @@
 //! unit-tested without a socket or a store (`room/tests/`).
 
 pub mod access;
+mod changes;
 mod compaction;
 pub mod core;
+mod durable;
 mod edits;
+mod exit;
+mod join;
 mod load;
 mod participant;
 mod pending;
@@ -30,27 +34,26 @@ mod presence;
 pub mod recent;
 pub mod registry;
 mod seats;
+mod shell;
 mod snapshot;
 #[cfg(test)]
 mod tests;
+mod upkeep;
+mod welcome;
 
-use atrium_protocol::CloseCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
-use atrium_coordinator::{Coordinator, LeaseKeeper, NodeId};
+use atrium_coordinator::{Coordinator, NodeId};
 
-use self::core::{Effect, Exit, RoomCore, Rules};
-use crate::ids::{AccountId, ClientKey, FileId, PersonId};
-use crate::journal::{Appended, Journal, JournalEntry};
-use crate::outbox::{ConnId, Outbox};
+use self::core::Rules;
+use crate::journal::{Appended, Journal};
+use crate::outbox::ConnId;
 use crate::protocol::{Patch, PresenceUpdate};
 use crate::store::{FileRecord, Store, StoreError};
-use access::{Denied, Role};
-use registry::RoomMap;
+pub use join::{JoinError, JoinRequest, Joined};
+pub use shell::Room;
 
 /// What rooms share: settings, the store, the journal and the coordinator.
 pub struct RoomContext {
@@ -62,64 +65,6 @@ pub struct RoomContext {
     pub node: NodeId,
     /// What loading each recent file cost, to refuse one too large without reading it.
     pub load_costs: load::LoadCosts,
-}
-
-#[derive(Clone)]
-pub struct JoinRequest {
-    pub outbox: Outbox,
-    pub client: ClientKey,
-    pub account: Option<(AccountId, String)>,
-    pub key: Option<String>,
-    pub name: Option<String>,
-    pub since: Option<u64>,
-    /// The client's highest durable op id in this file, read from the store.
-    pub stored_op: u64,
-    /// Where the room tells the socket its role.
-    pub seat: access::Seat,
-}
-
-#[derive(Debug)]
-pub struct Joined {
-    pub person: PersonId,
-    pub role: Role,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JoinError {
-    Denied(Denied),
-    NotFound,
-    /// The file has as many people as it allows (4031).
-    Full,
-    /// The room is closing; ask the registry again.
-    Retry,
-    /// The node is shutting down or cannot load the file.
-    Unavailable(CloseCode),
-}
-
-impl JoinError {
-    pub fn reason(self) -> &'static str {
-        match self {
-            JoinError::Denied(Denied::Unauthorized) => "not signed in, or a bad key",
-            JoinError::Denied(Denied::Forbidden) => "no access to this file",
-            JoinError::NotFound => "file not found",
-            JoinError::Full => "the file is full",
-            JoinError::Retry | JoinError::Unavailable(CloseCode::TryAgainLater) => {
-                "try again later"
-            }
-            JoinError::Unavailable(CloseCode::Moved) => "moved: another node serves this file",
-            JoinError::Unavailable(_) => "server restarting",
-        }
-    }
-
-    pub fn close_code(self) -> CloseCode {
-        match self {
-            JoinError::Denied(d) => d.close_code(),
-            JoinError::NotFound => CloseCode::NotFound,
-            JoinError::Full => CloseCode::FileFull,
-            JoinError::Retry => CloseCode::TryAgainLater,
-            JoinError::Unavailable(code) => code,
-        }
-    }
 }
 
 pub enum RoomCmd {
@@ -144,195 +89,4 @@ pub enum RoomCmd {
     /// Another node was seen taking the file's lease: the shell has its lease checked
     /// at once (a lost lease ends the room with 4009).
     CheckLease,
-}
-
-/// Housekeeping cadence: idle checks, time-based snapshots, store stalls.
-const HOUSEKEEPING: Duration = Duration::from_secs(1);
-
-/// The room's shell: one task around its [`RoomCore`], carrying out what the core
-/// decides (journal appends, snapshots) and holding the file's lease.
-pub struct Room {
-    core: RoomCore,
-    generation: u64,
-    ctx: Arc<RoomContext>,
-    rooms: RoomMap,
-    tx: mpsc::UnboundedSender<RoomCmd>,
-    /// The file's lease, watched over in the background while the room lives.
-    lease: Option<LeaseKeeper>,
-    /// When the next presence tick may start.
-    next_tick: tokio::time::Instant,
-}
-
-impl Room {
-    /// Runs a room until it ends: loads the file first (taking its epoch), then
-    /// serves commands in turns.
-    pub async fn run(
-        file: FileId,
-        generation: u64,
-        ctx: Arc<RoomContext>,
-        rooms: RoomMap,
-        (tx, mut rx): (
-            mpsc::UnboundedSender<RoomCmd>,
-            mpsc::UnboundedReceiver<RoomCmd>,
-        ),
-        people: Arc<AtomicUsize>,
-        serving: Arc<AtomicBool>,
-    ) {
-        let (core, lease) = match load::load(&file, ctx.clone(), people).await {
-            Ok(loaded) => loaded,
-            Err(error) => {
-                tracing::warn!(file = %file, ?error, "room could not open");
-                registry::remove(&rooms, &file, generation);
-                refuse_all(&mut rx, error);
-                return;
-            }
-        };
-        let mut room = Room {
-            core,
-            generation,
-            ctx,
-            rooms,
-            tx,
-            lease: Some(lease),
-            next_tick: tokio::time::Instant::now(),
-        };
-        let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
-        serving.store(true, Ordering::Release);
-        room.ctx.rules.metrics.rooms.inc();
-        let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
-        housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut commands = Vec::with_capacity(64);
-        let exit = loop {
-            let exit = tokio::select! {
-                n = rx.recv_many(&mut commands, 256) => {
-                    if n == 0 {
-                        break Exit::Shutdown;
-                    }
-                    room.turn(&mut commands)
-                }
-                _ = housekeeping.tick() => room.core.housekeeping(Instant::now()),
-                _ = tokio::time::sleep_until(room.next_tick), if room.core.board.wants_tick() => {
-                    room.core.presence_tick(Instant::now());
-                    room.next_tick = tokio::time::Instant::now() + room.core.tick_period();
-                    None
-                }
-                _ = std::future::ready(()), if room.core.board.in_round() => {
-                    room.core.serve_presence_slice(Instant::now());
-                    None
-                }
-                _ = lost(&mut lease_lost) => {
-                    tracing::warn!(file = %room.core.file(), "lease lost; closing the room");
-                    Some(Exit::LeaseLost)
-                }
-            };
-            room.carry_out();
-            if let Some(e) = exit.or_else(|| room.core.maybe_finish()) {
-                break e;
-            }
-        };
-        tracing::debug!(file = %room.core.file(), ?exit, "room ends");
-        serving.store(false, Ordering::Release);
-        room.ctx.rules.metrics.rooms.dec();
-        room.ctx
-            .rules
-            .metrics
-            .room_exits
-            .with_label_values(&[exit.reason()])
-            .inc();
-        // The lease goes first: a client told to come back (4009, 1012) may reach
-        // the successor at once, and must not find the file still held here.
-        if let Some(keeper) = room.lease.take() {
-            if let Err(e) = keeper.release().await {
-                tracing::debug!(file = %room.core.file(), error = %e,
-                    "lease release failed; it stays ours until the room opens again or the node's membership ends");
-            }
-        }
-        // Only then may this node open the file again: a room opened while the release was
-        // on its way would take the lease as already its own (same epoch), and the release
-        // would then free it from under the new room.
-        registry::remove(&room.rooms, room.core.file(), room.generation);
-        room.core.close_everyone(exit);
-        // Whoever raced the registry removal is told to ask again.
-        rx.close();
-        refuse_all(&mut rx, JoinError::Retry);
-    }
-
-    /// One turn: the commands that arrived together, then their patches to the journal.
-    fn turn(&mut self, commands: &mut Vec<RoomCmd>) -> Option<Exit> {
-        // One reading of the clock for the turn: its commands arrived together.
-        let now = Instant::now();
-        let mut exit = None;
-        for cmd in commands.drain(..) {
-            if let RoomCmd::CheckLease = cmd {
-                if let Some(keeper) = &self.lease {
-                    keeper.check_now();
-                }
-                continue;
-            }
-            exit = self.core.handle(cmd, now);
-            if exit.is_some() {
-                break;
-            }
-        }
-        if exit.is_none() {
-            self.core.end_turn(now);
-        }
-        exit
-    }
-
-    /// Carries out what the core decided.
-    fn carry_out(&mut self) {
-        for effect in self.core.effects() {
-            match effect {
-                Effect::Append(append) => {
-                    let tx = self.tx.clone();
-                    let submitted = self.ctx.journal.submit(JournalEntry {
-                        append,
-                        done: Box::new(move |a| {
-                            let _ = tx.send(RoomCmd::Appended(a));
-                        }),
-                    });
-                    if !submitted {
-                        // The journal only stops with the node: every room is in the same place.
-                        tracing::error!("journal stopped; patches stay unacked");
-                    }
-                }
-                Effect::Snapshot(job) => {
-                    snapshot::spawn(
-                        job,
-                        self.ctx.store.clone(),
-                        self.ctx.rules.metrics.clone(),
-                        self.tx.clone(),
-                    );
-                }
-            }
-        }
-    }
-}
-
-/// Completes when the lease is reported lost (never, without a lease).
-async fn lost(watch: &mut Option<tokio::sync::watch::Receiver<bool>>) {
-    match watch {
-        Some(w) => {
-            if w.wait_for(|lost| *lost).await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
-        None => std::future::pending().await,
-    }
-}
-
-/// Answers every queued command of a room that cannot serve them.
-fn refuse_all(rx: &mut mpsc::UnboundedReceiver<RoomCmd>, error: JoinError) {
-    while let Ok(cmd) = rx.try_recv() {
-        match cmd {
-            RoomCmd::Join(_, reply) => {
-                let _ = reply.send(Err(error));
-            }
-            RoomCmd::Shutdown(reply) => {
-                let _ = reply.send(());
-            }
-            _ => {}
-        }
-    }
 }

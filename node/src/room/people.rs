@@ -1,23 +1,18 @@
-//! People in a room: joining (access, seats, the welcome), leaving, the
-//! presence rate, and what a change of the file's settings does to them.
+//! People in a room: joining (access, seats, then the welcome) and leaving.
 
 use atrium_protocol::CloseCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::json;
 
 use super::access::{self, Role};
-use super::core::{Exit, RoomCore};
+use super::core::RoomCore;
+use super::exit::Exit;
 use super::participant::{ClientState, Participant};
 use super::pending::Pending;
 use super::{JoinError, JoinRequest, Joined};
-use crate::ids::{ClientKey, PersonId};
+use crate::ids::PersonId;
 use crate::outbox::{shared, ConnId};
-use crate::store::FileRecord;
-
-/// Documents from this size on are reserved from the memory budget before a
-/// welcome carries them.
-const LARGE_WELCOME: usize = 1 << 20;
 
 impl RoomCore {
     pub(super) fn join(&mut self, req: JoinRequest, now: Instant) -> Result<Joined, JoinError> {
@@ -117,69 +112,6 @@ impl RoomCore {
         Ok(Joined { person, role })
     }
 
-    /// A welcome carrying a large document is built in memory (twice, while it is
-    /// spliced): promised from the node's memory budget first, or refused with 1013.
-    fn reserve_welcome(&self) -> Result<(), JoinError> {
-        let size = self.doc.serialized_len();
-        if size < LARGE_WELCOME {
-            return Ok(());
-        }
-        let Some(reservation) = self.rules.memory.reserve(2 * size as u64) else {
-            self.rules.metrics.memory_refusals.inc();
-            return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
-        };
-        reservation.hold_until_sampled();
-        Ok(())
-    }
-
-    pub(super) fn welcome(
-        &self,
-        conn: ConnId,
-        role: Role,
-        reason: Option<&str>,
-        since: Option<u64>,
-        client: ClientKey,
-    ) -> String {
-        let me = &self.participants[&conn];
-        let people: Vec<serde_json::Value> = self
-            .participants
-            .iter()
-            .map(|(c, m)| m.person_json(self.board.page_of(*c)))
-            .collect();
-        let mut head = json!({
-            "type": "welcome",
-            "you": me.person.as_str(),
-            "role": role.as_str(),
-            "version": self.version,
-            "people": people,
-            "presence_hz": self.presence_hz,
-        });
-        if let Some(reason) = reason {
-            head["reason"] = json!(reason);
-        }
-        // The document or the resume list is spliced in as already-encoded JSON.
-        let mut out = head.to_string();
-        out.pop();
-        match since.and_then(|s| self.recent.resume(s, self.version, client)) {
-            Some(resume) => {
-                out.push_str(",\"resume\":[");
-                for (i, frame) in resume.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(std::str::from_utf8(frame).unwrap_or("null"));
-                }
-                out.push_str("]}");
-            }
-            None => {
-                out.push_str(",\"doc\":");
-                out.push_str(&self.doc.to_json());
-                out.push('}');
-            }
-        }
-        out
-    }
-
     pub(super) fn leave(&mut self, conn: ConnId, now: Instant) {
         if let Some(m) = self.participants.remove(&conn) {
             self.rules.metrics.people.dec();
@@ -194,59 +126,5 @@ impl RoomCore {
         if self.participants.is_empty() {
             self.idle_since = Some(now);
         }
-    }
-
-    /// Busy rooms tick slower; clients are told whenever the rate changes.
-    pub(super) fn update_presence_rate(&mut self) {
-        let config = &self.rules.config;
-        let hz = if self.participants.len() > config.busy_room {
-            config.busy_presence_hz
-        } else {
-            config.presence_hz
-        };
-        if hz != self.presence_hz {
-            self.presence_hz = hz;
-            let msg = json!({"type": "presence-rate", "hz": hz}).to_string();
-            self.broadcast(shared(msg), "presence-rate");
-        }
-    }
-
-    /// Publishes the room's people and editor counts (after joins, leaves, role changes).
-    pub(super) fn sync_counts(&mut self) {
-        self.people.store(
-            self.participants.len(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
-        let editors = self
-            .participants
-            .values()
-            .filter(|m| m.role == Role::Editor)
-            .count() as i64;
-        self.rules
-            .metrics
-            .editors
-            .add(editors - self.editors_counted);
-        self.editors_counted = editors;
-    }
-
-    pub fn tick_period(&self) -> Duration {
-        Duration::from_micros(1_000_000 / u64::from(self.presence_hz.max(1)))
-    }
-
-    pub(super) fn file_changed(&mut self, record: FileRecord, now: Instant) {
-        self.record = record;
-        let gone: Vec<ConnId> = self
-            .participants
-            .iter()
-            .filter(|(_, m)| access::role(&self.record, m.access).is_err())
-            .map(|(c, _)| *c)
-            .collect();
-        for conn in gone {
-            if let Some(m) = self.participants.get(&conn) {
-                m.outbox.close(CloseCode::Forbidden, "no access any more");
-            }
-            self.leave(conn, now);
-        }
-        self.settle_roles();
     }
 }

@@ -1,0 +1,124 @@
+//! Patches and documents past the limits are refused and change nothing.
+
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn invalid_shapes_are_rejected() {
+    let long = "a".repeat(65);
+    let cases = [
+        json!("put"),
+        json!({"op": "move", "id": "a"}),
+        json!({"id": "a", "props": {}}),
+        json!({"op": "put", "props": {}}),
+        json!({"op": "put", "id": "a"}),
+        json!({"op": "put", "id": 5, "props": {}}),
+        json!({"op": "delete", "id": "a", "props": {}}),
+        json!({"op": "set", "id": "a", "props": {}, "extra": 1}),
+        put("a", json!([1])),
+        set("a", json!(null)),
+        put("a b", json!({})),
+        put(&long, json!({})),
+        put("../x", json!({})),
+        put("nœud", json!({})),
+        put("", json!({})),
+    ];
+    for c in cases {
+        assert_eq!(code(json!([c]), &lim()), "invalid", "{c}");
+    }
+    assert_eq!(code(json!({"op": "put"}), &lim()), "invalid");
+    parse_ops(&json!([put(&"a".repeat(64), json!({}))]), &lim()).unwrap();
+    // apply re-validates ops that did not come from parse_ops
+    let bad = [Op::Delete { id: "../x".into() }];
+    let err = Document::new().apply(&bad, &lim()).unwrap_err();
+    assert_eq!(err.code(), "invalid");
+}
+
+#[test]
+fn op_count_limit() {
+    let many = |n: usize| Value::Array(vec![json!({"op": "delete", "id": "a"}); n]);
+    assert_eq!(ops(many(1000)).len(), 1000);
+    assert_eq!(code(many(1001), &lim()), "too-large");
+    let raw = vec![Op::Delete { id: "a".into() }; 1001];
+    let err = Document::new().apply(&raw, &lim()).unwrap_err();
+    assert_eq!(
+        err,
+        PatchError::TooLarge("patch has 1001 ops, limit is 1000".into())
+    );
+}
+
+#[test]
+fn prop_name_limit() {
+    let props = |n: usize| Value::Object([("p".repeat(n), json!(1))].into_iter().collect());
+    parse_ops(&json!([put("a", props(64)), set("a", props(64))]), &lim()).unwrap();
+    assert_eq!(code(json!([put("a", props(65))]), &lim()), "invalid");
+    assert_eq!(code(json!([set("a", props(65))]), &lim()), "invalid");
+}
+
+#[test]
+fn depth_limit() {
+    let nested = |depth: usize, obj: bool| {
+        (0..depth).fold(
+            json!(1),
+            |v, _| if obj { json!({"k": v}) } else { json!([v]) },
+        )
+    };
+    for obj in [false, true] {
+        parse_ops(&json!([put("a", json!({"v": nested(32, obj)}))]), &lim()).unwrap();
+        let deep = json!([set("a", json!({"v": nested(33, obj)}))]);
+        assert_eq!(code(deep, &lim()), "invalid");
+    }
+    // The counting rule: scalar 0, container 1 + deepest child.
+    let one = DocLimits {
+        max_depth: 1,
+        ..lim()
+    };
+    parse_ops(
+        &json!([put("a", json!({"s": 1, "o": {"x": 1}, "e": []}))]),
+        &one,
+    )
+    .unwrap();
+    assert_eq!(code(json!([put("a", json!({"v": [[]]}))]), &one), "invalid");
+}
+
+#[test]
+fn size_limit_rejects_and_leaves_document_unchanged() {
+    let small = DocLimits {
+        max_doc_bytes: 120,
+        ..lim()
+    };
+    let mut d = Document::new();
+    patch(
+        &mut d,
+        json!([put("a", json!({"x": 1})), put("b", json!({"y": "hi"}))]),
+    )
+    .unwrap();
+    let before = d.to_json();
+    let big = "z".repeat(100);
+    // Grows through every kind of op, then passes the limit at the end.
+    let p = json!([
+        put("c", json!({"n": 1})),
+        set("a", json!({"x": 2, "w": [1, 2, 3]})),
+        {"op": "delete", "id": "b"},
+        put("b", json!({"again": true})),
+        set("a", json!({"x": null})),
+        set("c", json!({"big": big})),
+    ]);
+    let err = d.apply(&ops(p), &small).unwrap_err();
+    assert_eq!(err.code(), "too-large");
+    assert_eq!(d.to_json(), before);
+    assert_eq!(d.serialized_len(), before.len());
+    // Passing the limit midway is fine if the patch ends under it.
+    let p = json!([put("c", json!({"big": big})), {"op": "delete", "id": "c"}]);
+    d.apply(&ops(p), &small).unwrap();
+    assert_eq!(d.to_json(), before);
+    // A shrinking patch is accepted even over a lowered limit.
+    let tiny = DocLimits {
+        max_doc_bytes: 10,
+        ..lim()
+    };
+    d.apply(&ops(json!([set("b", json!({"y": null}))])), &tiny)
+        .unwrap();
+    assert_eq!(d.to_json(), r#"{"a":{"x":1},"b":{}}"#);
+}

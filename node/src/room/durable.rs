@@ -1,0 +1,112 @@
+//! After the disk: a turn's patches reported durable, and what waited for
+//! them (acks, relays, welcomes) released in version order.
+
+use std::time::Instant;
+
+use super::core::RoomCore;
+use super::exit::Exit;
+use super::pending::Pending;
+use crate::journal::Appended;
+use crate::store::StoreError;
+
+impl RoomCore {
+    /// Queues `p` until its version is durable, or delivers it now if it is.
+    pub(super) fn after_durable(&mut self, p: Pending) {
+        if p.version() <= self.durable && self.pending.is_empty() {
+            self.deliver(p);
+        } else {
+            if matches!(p, Pending::Welcome { .. }) {
+                self.rules.metrics.welcomes_waited.inc();
+            }
+            self.pending.push_back(p);
+        }
+    }
+
+    pub(super) fn deliver(&mut self, p: Pending) {
+        match p {
+            Pending::Patch {
+                v,
+                from,
+                ack,
+                relay,
+            } => {
+                let mut relayed = 0;
+                for (conn, m) in &self.participants {
+                    if *conn == from {
+                        m.outbox.send(ack.clone());
+                    } else if m.from_version < v {
+                        m.outbox.send(relay.clone());
+                        relayed += 1;
+                    }
+                }
+                self.rules.metrics.patches_acked.inc();
+                self.rules
+                    .metrics
+                    .messages_sent
+                    .with_label_values(&["ack"])
+                    .inc();
+                self.rules
+                    .metrics
+                    .messages_sent
+                    .with_label_values(&["patch"])
+                    .inc_by(relayed);
+            }
+            Pending::Direct { to, frame, .. } => {
+                if let Some(m) = self.participants.get(&to) {
+                    m.outbox.send(frame);
+                }
+            }
+            Pending::Welcome { to, frame, .. } => {
+                if let Some(m) = self.participants.get(&to) {
+                    m.outbox.open_with(frame, &self.rules.welcome_budget);
+                    self.rules
+                        .metrics
+                        .messages_sent
+                        .with_label_values(&["welcome"])
+                        .inc();
+                }
+            }
+            Pending::Doc { v, doc, reply } => {
+                let _ = reply.send((v, doc));
+            }
+        }
+    }
+
+    pub(super) fn release(&mut self) {
+        while self
+            .pending
+            .front()
+            .is_some_and(|p| p.version() <= self.durable)
+        {
+            let p = self.pending.pop_front().expect("front exists");
+            self.deliver(p);
+        }
+    }
+
+    pub(super) fn appended(&mut self, a: Appended, now: Instant) -> Option<Exit> {
+        match a.result {
+            Ok(()) => {
+                self.durable = self.durable.max(a.upto);
+                while self
+                    .in_flight
+                    .front()
+                    .is_some_and(|(v, _, _)| *v <= self.durable)
+                {
+                    let (_, at, n) = self.in_flight.pop_front().expect("front exists");
+                    let secs = now.saturating_duration_since(at).as_secs_f64();
+                    for _ in 0..n {
+                        self.rules.metrics.patch_durable_seconds.observe(secs);
+                    }
+                }
+                self.release();
+                self.maybe_snapshot(now);
+                None
+            }
+            Err(StoreError::NotFound) => Some(Exit::Deleted),
+            Err(e) => {
+                tracing::warn!(file = %self.file, error = %e, "append fenced; closing the room");
+                Some(Exit::Fenced)
+            }
+        }
+    }
+}

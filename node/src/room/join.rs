@@ -1,0 +1,66 @@
+//! What a join asks of a room, and what it is answered.
+
+use atrium_protocol::CloseCode;
+
+use crate::ids::{AccountId, ClientKey, PersonId};
+use crate::outbox::Outbox;
+
+use super::access::{self, Denied, Role};
+
+#[derive(Clone)]
+pub struct JoinRequest {
+    pub outbox: Outbox,
+    pub client: ClientKey,
+    pub account: Option<(AccountId, String)>,
+    pub key: Option<String>,
+    pub name: Option<String>,
+    pub since: Option<u64>,
+    /// The client's highest durable op id in this file, read from the store.
+    pub stored_op: u64,
+    /// Where the room tells the socket its role.
+    pub seat: access::Seat,
+}
+
+#[derive(Debug)]
+pub struct Joined {
+    pub person: PersonId,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinError {
+    Denied(Denied),
+    NotFound,
+    /// The file has as many people as it allows (4031).
+    Full,
+    /// The room is closing; ask the registry again.
+    Retry,
+    /// The node is shutting down or cannot load the file.
+    Unavailable(CloseCode),
+}
+
+impl JoinError {
+    pub fn reason(self) -> &'static str {
+        match self {
+            JoinError::Denied(Denied::Unauthorized) => "not signed in, or a bad key",
+            JoinError::Denied(Denied::Forbidden) => "no access to this file",
+            JoinError::NotFound => "file not found",
+            JoinError::Full => "the file is full",
+            JoinError::Retry | JoinError::Unavailable(CloseCode::TryAgainLater) => {
+                "try again later"
+            }
+            JoinError::Unavailable(CloseCode::Moved) => "moved: another node serves this file",
+            JoinError::Unavailable(_) => "server restarting",
+        }
+    }
+
+    pub fn close_code(self) -> CloseCode {
+        match self {
+            JoinError::Denied(d) => d.close_code(),
+            JoinError::NotFound => CloseCode::NotFound,
+            JoinError::Full => CloseCode::FileFull,
+            JoinError::Retry => CloseCode::TryAgainLater,
+            JoinError::Unavailable(code) => code,
+        }
+    }
+}

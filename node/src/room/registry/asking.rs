@@ -1,0 +1,134 @@
+//! Asking a room for something: a join, its document, news of its file; and
+//! asking again when the room closed under the caller.
+
+use atrium_protocol::CloseCode;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::super::{JoinError, JoinRequest, Joined, RoomCmd};
+use super::{RoomHandle, Rooms};
+use crate::ids::FileId;
+use crate::store::FileRecord;
+
+/// Asking a room again after it closed under a caller: pauses that double from 5 ms
+/// to at most 200 ms, for at most 2 s in all. A room closes for a moment only (idle,
+/// handed over), so a pause lets its successor start; a spin would give up in
+/// microseconds and refuse people a room that was about to open.
+struct Again {
+    pause: Duration,
+    until: tokio::time::Instant,
+}
+
+impl Again {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MOST: Duration = Duration::from_millis(200);
+    const WITHIN: Duration = Duration::from_secs(2);
+
+    fn new() -> Self {
+        Self {
+            pause: Self::FIRST,
+            until: tokio::time::Instant::now() + Self::WITHIN,
+        }
+    }
+
+    /// Waits before the next try; false when the time for tries is over.
+    async fn pause(&mut self) -> bool {
+        if tokio::time::Instant::now() + self.pause > self.until {
+            return false;
+        }
+        tokio::time::sleep(self.pause).await;
+        self.pause = (self.pause * 2).min(Self::MOST);
+        true
+    }
+}
+
+impl Rooms {
+    /// Joins a socket to the file's room. A joiner waits in the room's queue while the
+    /// room loads, and gets the load's own result; one that reached a room as it was
+    /// closing asks again after a pause (see [`Again`]).
+    pub async fn join(
+        &self,
+        file: &FileId,
+        req: JoinRequest,
+    ) -> Result<(RoomHandle, Joined), JoinError> {
+        let mut again = Again::new();
+        loop {
+            let handle = self
+                .open(file)
+                .ok_or(JoinError::Unavailable(CloseCode::ServiceRestart))?;
+            let (reply, answer) = oneshot::channel();
+            if handle.tx.send(RoomCmd::Join(req.clone(), reply)).is_ok() {
+                match answer.await {
+                    Ok(Err(JoinError::Retry)) | Err(_) => {}
+                    Ok(result) => return result.map(|joined| (handle, joined)),
+                }
+            }
+            if !again.pause().await {
+                return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
+            }
+        }
+    }
+
+    /// The current document as the room holds it (opening the room if needed).
+    pub async fn document(&self, file: &FileId) -> Result<(u64, String), JoinError> {
+        let mut again = Again::new();
+        loop {
+            let handle = self
+                .open(file)
+                .ok_or(JoinError::Unavailable(CloseCode::TryAgainLater))?;
+            let (reply, answer) = oneshot::channel();
+            if handle.tx.send(RoomCmd::GetDoc(reply)).is_ok() {
+                if let Ok(doc) = answer.await {
+                    return Ok(doc);
+                }
+                // The room ended before answering: it failed to load or went idle.
+                if self.existing(file).is_none() && self.ctx.store.file(file).await.is_err() {
+                    return Err(JoinError::NotFound);
+                }
+            }
+            if !again.pause().await {
+                return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
+            }
+        }
+    }
+
+    /// Tells a live room its file's settings changed.
+    pub fn file_changed(&self, record: &FileRecord) {
+        if let Some(h) = self.existing(&record.id) {
+            let _ = h.tx.send(RoomCmd::FileChanged(record.clone()));
+        }
+    }
+
+    pub fn file_deleted(&self, file: &FileId) {
+        if let Some(h) = self.existing(file) {
+            let _ = h.tx.send(RoomCmd::Deleted);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn asking_again_pauses_longer_each_time_and_stops_within_two_seconds() {
+        let started = tokio::time::Instant::now();
+        let mut again = Again::new();
+        let mut pauses = Vec::new();
+        loop {
+            let before = tokio::time::Instant::now();
+            if !again.pause().await {
+                break;
+            }
+            pauses.push(before.elapsed().as_millis());
+        }
+        assert_eq!(pauses[..6], [5, 10, 20, 40, 80, 160]);
+        assert!(pauses[6..].iter().all(|&p| p == 200), "{pauses:?}");
+        let spent = started.elapsed();
+        assert!(
+            spent <= Again::WITHIN && spent > Again::WITHIN - Again::MOST,
+            "{spent:?}"
+        );
+    }
+}

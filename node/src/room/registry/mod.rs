@@ -1,0 +1,146 @@
+//! The rooms of this node, by file: opened on first use, gone when idle.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Room, RoomCmd, RoomContext};
+use crate::ids::FileId;
+
+mod asking;
+mod inbound;
+
+pub use inbound::{Inbound, Ticket, INBOUND_BYTES};
+
+#[derive(Clone)]
+pub struct RoomHandle {
+    pub tx: mpsc::UnboundedSender<RoomCmd>,
+    generation: u64,
+    /// People in the room, kept up to date by the room (for /health).
+    pub people: Arc<AtomicUsize>,
+    /// True from the room's load (lease taken, epoch raised) until it ends.
+    pub serving: Arc<AtomicBool>,
+    /// Patches handed to the room and not yet handled, in bytes.
+    pub inbound: Arc<Inbound>,
+}
+
+pub type RoomMap = Arc<Mutex<HashMap<FileId, RoomHandle>>>;
+
+/// Removes a room's entry, unless a newer room of the same file took its place.
+pub fn remove(rooms: &RoomMap, file: &FileId, generation: u64) {
+    let mut map = rooms.lock().unwrap_or_else(|p| p.into_inner());
+    if map.get(file).is_some_and(|h| h.generation == generation) {
+        map.remove(file);
+    }
+}
+
+pub struct Rooms {
+    map: RoomMap,
+    ctx: Arc<RoomContext>,
+    next_generation: AtomicU64,
+    closing: AtomicBool,
+}
+
+impl Rooms {
+    pub fn new(ctx: Arc<RoomContext>) -> Self {
+        Self {
+            map: Arc::default(),
+            ctx,
+            next_generation: AtomicU64::new(1),
+            closing: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<FileId, RoomHandle>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The file's room, opening it if needed; `None` while the node shuts down.
+    pub fn open(&self, file: &FileId) -> Option<RoomHandle> {
+        let mut map = self.lock();
+        if let Some(h) = map.get(file) {
+            if !h.tx.is_closed() {
+                return Some(h.clone());
+            }
+        }
+        if self.closing.load(Ordering::Acquire) {
+            return None;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+        let people = Arc::new(AtomicUsize::new(0));
+        let serving = Arc::new(AtomicBool::new(false));
+        let handle = RoomHandle {
+            tx: tx.clone(),
+            generation,
+            people: people.clone(),
+            serving: serving.clone(),
+            inbound: Inbound::new(),
+        };
+        map.insert(file.clone(), handle.clone());
+        tokio::spawn(Room::run(
+            file.clone(),
+            generation,
+            self.ctx.clone(),
+            self.map.clone(),
+            (tx, rx),
+            people,
+            serving,
+        ));
+        Some(handle)
+    }
+
+    /// The file's room if it is in memory.
+    pub fn existing(&self, file: &FileId) -> Option<RoomHandle> {
+        self.lock().get(file).cloned()
+    }
+
+    /// Whether this node serves the file's room right now (holds its lease, loaded): file
+    /// routes then need not ask the coordinator who holds it.
+    pub fn serving(&self, file: &FileId) -> bool {
+        self.lock()
+            .get(file)
+            .is_some_and(|h| h.serving.load(Ordering::Acquire))
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The files whose rooms are in memory.
+    pub fn files(&self) -> Vec<FileId> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// The number of people in the fullest room.
+    pub fn busiest(&self) -> usize {
+        self.lock()
+            .values()
+            .map(|h| h.people.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Stops opening rooms, then lets every room finish what it accepted and
+    /// close its sockets with 1012.
+    pub async fn shutdown(&self) {
+        self.closing.store(true, Ordering::Release);
+        let handles: Vec<RoomHandle> = self.lock().values().cloned().collect();
+        let mut waits = Vec::new();
+        for h in handles {
+            let (reply, done) = oneshot::channel();
+            if h.tx.send(RoomCmd::Shutdown(reply)).is_ok() {
+                waits.push(done);
+            }
+        }
+        for done in waits {
+            let _ = done.await;
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The room's task: the shell around its core.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use atrium_coordinator::LeaseKeeper;
+
+use super::core::RoomCore;
+use super::exit::Exit;
+use super::registry::{self, RoomMap};
+use super::{load, JoinError, RoomCmd, RoomContext};
+use crate::ids::FileId;
+
+mod turn;
+
+/// Housekeeping cadence: idle checks, time-based snapshots, store stalls.
+const HOUSEKEEPING: Duration = Duration::from_secs(1);
+
+/// The room's shell: one task around its [`RoomCore`], carrying out what the core
+/// decides (journal appends, snapshots) and holding the file's lease.
+pub struct Room {
+    core: RoomCore,
+    generation: u64,
+    ctx: Arc<RoomContext>,
+    rooms: RoomMap,
+    tx: mpsc::UnboundedSender<RoomCmd>,
+    /// The file's lease, watched over in the background while the room lives.
+    lease: Option<LeaseKeeper>,
+    /// When the next presence tick may start.
+    next_tick: tokio::time::Instant,
+}
+
+impl Room {
+    /// Runs a room until it ends: loads the file first (taking its epoch), then
+    /// serves commands in turns.
+    pub async fn run(
+        file: FileId,
+        generation: u64,
+        ctx: Arc<RoomContext>,
+        rooms: RoomMap,
+        (tx, mut rx): (
+            mpsc::UnboundedSender<RoomCmd>,
+            mpsc::UnboundedReceiver<RoomCmd>,
+        ),
+        people: Arc<AtomicUsize>,
+        serving: Arc<AtomicBool>,
+    ) {
+        let (core, lease) = match load::load(&file, ctx.clone(), people).await {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                tracing::warn!(file = %file, ?error, "room could not open");
+                registry::remove(&rooms, &file, generation);
+                refuse_all(&mut rx, error);
+                return;
+            }
+        };
+        let mut room = Room {
+            core,
+            generation,
+            ctx,
+            rooms,
+            tx,
+            lease: Some(lease),
+            next_tick: tokio::time::Instant::now(),
+        };
+        let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
+        serving.store(true, Ordering::Release);
+        room.ctx.rules.metrics.rooms.inc();
+        let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
+        housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut commands = Vec::with_capacity(64);
+        let exit = loop {
+            let exit = tokio::select! {
+                n = rx.recv_many(&mut commands, 256) => {
+                    if n == 0 {
+                        break Exit::Shutdown;
+                    }
+                    room.turn(&mut commands)
+                }
+                _ = housekeeping.tick() => room.core.housekeeping(Instant::now()),
+                _ = tokio::time::sleep_until(room.next_tick), if room.core.board.wants_tick() => {
+                    room.core.presence_tick(Instant::now());
+                    room.next_tick = tokio::time::Instant::now() + room.core.tick_period();
+                    None
+                }
+                _ = std::future::ready(()), if room.core.board.in_round() => {
+                    room.core.serve_presence_slice(Instant::now());
+                    None
+                }
+                _ = lost(&mut lease_lost) => {
+                    tracing::warn!(file = %room.core.file(), "lease lost; closing the room");
+                    Some(Exit::LeaseLost)
+                }
+            };
+            room.carry_out();
+            if let Some(e) = exit.or_else(|| room.core.maybe_finish()) {
+                break e;
+            }
+        };
+        tracing::debug!(file = %room.core.file(), ?exit, "room ends");
+        serving.store(false, Ordering::Release);
+        room.ctx.rules.metrics.rooms.dec();
+        room.ctx
+            .rules
+            .metrics
+            .room_exits
+            .with_label_values(&[exit.reason()])
+            .inc();
+        // The lease goes first: a client told to come back (4009, 1012) may reach
+        // the successor at once, and must not find the file still held here.
+        if let Some(keeper) = room.lease.take() {
+            if let Err(e) = keeper.release().await {
+                tracing::debug!(file = %room.core.file(), error = %e,
+                    "lease release failed; it stays ours until the room opens again or the node's membership ends");
+            }
+        }
+        // Only then may this node open the file again: a room opened while the release was
+        // on its way would take the lease as already its own (same epoch), and the release
+        // would then free it from under the new room.
+        registry::remove(&room.rooms, room.core.file(), room.generation);
+        room.core.close_everyone(exit);
+        // Whoever raced the registry removal is told to ask again.
+        rx.close();
+        refuse_all(&mut rx, JoinError::Retry);
+    }
+}
+
+/// Completes when the lease is reported lost (never, without a lease).
+async fn lost(watch: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    match watch {
+        Some(w) => {
+            if w.wait_for(|lost| *lost).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Answers every queued command of a room that cannot serve them.
+fn refuse_all(rx: &mut mpsc::UnboundedReceiver<RoomCmd>, error: JoinError) {
+    while let Ok(cmd) = rx.try_recv() {
+        match cmd {
+            RoomCmd::Join(_, reply) => {
+                let _ = reply.send(Err(error));
+            }
+            RoomCmd::Shutdown(reply) => {
+                let _ = reply.send(());
+            }
+            _ => {}
+        }
+    }
+}

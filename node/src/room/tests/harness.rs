@@ -1,0 +1,159 @@
+//! A room core driven by hand: commands in, the test's own clock, effects
+//! carried out (or held back) by the test.
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::*;
+
+/// A room core with a test's own clock.
+pub struct Harness {
+    pub core: RoomCore,
+    pub now: Instant,
+    pub owner: AccountId,
+    /// Appends handed out and not yet reported durable, oldest first.
+    pub appends: Vec<FileAppend>,
+    pub snapshots: Vec<SnapshotJob>,
+    pub exit: Option<Exit>,
+    pub(super) next_client: u8,
+}
+
+impl Harness {
+    pub fn new() -> Self {
+        Self::with(&[], u64::MAX / 4)
+    }
+
+    /// A room with these settings (`--flag=value` names) and memory budget.
+    pub fn with(settings: &[(&str, &str)], memory: u64) -> Self {
+        let config = Arc::new(config(settings));
+        let owner = AccountId::generate();
+        let record = record(&owner, LinkAccess::Edit);
+        let recent = RecentOps::new(config.room_ops, config.room_ops_bytes);
+        let rules = Rules {
+            metrics: crate::metrics::Metrics::new(),
+            config,
+            limits: DocLimits::default(),
+            memory: MemoryGuard::new(memory),
+            welcome_budget: Budget::new(64 << 20),
+        };
+        let now = Instant::now();
+        let opened = Opened {
+            file: record.id.clone(),
+            record,
+            epoch: 7,
+            doc: Document::new(),
+            version: 0,
+            recent,
+        };
+        let core = RoomCore::new(opened, rules, Arc::new(AtomicUsize::new(0)), now);
+        Self {
+            core,
+            now,
+            owner,
+            appends: Vec::new(),
+            snapshots: Vec::new(),
+            exit: None,
+            next_client: 0,
+        }
+    }
+
+    pub fn advance(&mut self, by: Duration) {
+        self.now += by;
+    }
+
+    /// Serves one command as the shell would, collecting its effects.
+    pub fn send(&mut self, cmd: RoomCmd) {
+        let exit = self.core.handle(cmd, self.now);
+        self.exit = self.exit.or(exit);
+        self.collect();
+    }
+
+    fn collect(&mut self) {
+        for effect in self.core.effects() {
+            match effect {
+                Effect::Append(a) => self.appends.push(a),
+                Effect::Snapshot(job) => self.snapshots.push(job),
+            }
+        }
+    }
+
+    /// Ends the turn: what was accepted goes out as one append (returned).
+    pub fn end_turn(&mut self) -> Option<FileAppend> {
+        self.core.end_turn(self.now);
+        let before = self.appends.len();
+        self.collect();
+        (self.appends.len() > before).then(|| self.appends.last().cloned().expect("an append"))
+    }
+
+    /// The journal reports everything up to `upto` durable.
+    pub fn durable(&mut self, upto: u64) {
+        self.appends
+            .retain(|a| a.patches.last().is_some_and(|p| p.version > upto));
+        self.send(RoomCmd::Appended(Appended {
+            upto,
+            result: Ok(()),
+        }));
+    }
+
+    /// Ends the turn and makes it durable at once.
+    pub fn commit(&mut self) {
+        if let Some(a) = self.end_turn() {
+            let upto = a.patches.last().map_or(0, |p| p.version);
+            self.durable(upto);
+        }
+    }
+
+    /// The journal reports the last append refused.
+    pub fn refused(&mut self, error: StoreError) {
+        self.send(RoomCmd::Appended(Appended {
+            upto: 0,
+            result: Err(error),
+        }));
+    }
+
+    pub fn housekeeping(&mut self) {
+        let exit = self.core.housekeeping(self.now);
+        self.exit = self.exit.or(exit);
+        self.collect();
+    }
+
+    /// Sends a patch of `ops` with op id `id`.
+    pub fn patch(&mut self, from: &Person, id: u64, ops: Value) {
+        let text = json!({"type": "patch", "id": id, "ops": ops}).to_string();
+        let Ok(ClientMessage::Patch(patch)) = protocol::parse(&text, &DocLimits::default()) else {
+            panic!("not a patch: {text}");
+        };
+        let ticket = super::super::registry::Ticket::detached();
+        self.send(RoomCmd::Patch(from.conn, patch, ticket));
+    }
+
+    pub fn presence(&mut self, from: &Person, update: Value) {
+        let mut msg = update;
+        msg["type"] = json!("presence");
+        let text = msg.to_string();
+        let Ok(ClientMessage::Presence(update)) = protocol::parse(&text, &DocLimits::default())
+        else {
+            panic!("not a presence update: {text}");
+        };
+        self.send(RoomCmd::Presence(from.conn, update));
+    }
+
+    pub fn leave(&mut self, p: &Person) {
+        self.send(RoomCmd::Leave(p.conn));
+    }
+
+    /// One whole presence tick: the round starts and every slice is served.
+    pub fn tick(&mut self) {
+        self.core.presence_tick(self.now);
+        while self.core.board.in_round() {
+            self.core.serve_presence_slice(self.now);
+        }
+    }
+
+    pub fn version(&self) -> u64 {
+        self.core.version
+    }
+}

@@ -1,0 +1,94 @@
+//! The core's duties driven by time rather than by people: snapshots due,
+//! store stalls, idleness, presence ticks, and closing everyone as it ends.
+
+use std::time::Instant;
+
+use atrium_protocol::CloseCode;
+
+use super::core::{RoomCore, STALL_CLOSE, STALL_NOTICE};
+use super::exit::Exit;
+use crate::outbox::shared;
+use crate::protocol;
+
+impl RoomCore {
+    /// Once a second: snapshots due by time, store stalls, and idleness.
+    pub fn housekeeping(&mut self, now: Instant) -> Option<Exit> {
+        self.maybe_snapshot(now);
+        self.check_store_stall(now);
+        let idle = self.idle_since.is_some_and(|since| {
+            now.saturating_duration_since(since) >= self.rules.config.room_idle()
+        });
+        (idle && self.saved() && self.participants.is_empty() && !self.snapshot.in_flight())
+            .then_some(Exit::Idle)
+    }
+
+    /// Everything accepted is durable and delivered.
+    fn saved(&self) -> bool {
+        self.pending.is_empty() && self.in_flight.is_empty() && self.unsent.is_empty()
+    }
+
+    /// While the store cannot make patches durable, they wait (unacked): after
+    /// [`STALL_NOTICE`] everyone hears a 503 notice; after [`STALL_CLOSE`] sockets
+    /// close with 1013, so clients back off and resend what is unconfirmed. The
+    /// journal keeps retrying; nothing accepted is dropped.
+    fn check_store_stall(&mut self, now: Instant) {
+        let Some((_, since, _)) = self.in_flight.front() else {
+            self.stall_noticed = false;
+            return;
+        };
+        let waited = now.saturating_duration_since(*since);
+        if waited >= STALL_CLOSE {
+            for m in self.participants.values() {
+                m.outbox.close(
+                    CloseCode::TryAgainLater,
+                    "the node cannot save edits right now; try again later",
+                );
+            }
+        } else if waited >= STALL_NOTICE && !self.stall_noticed {
+            self.stall_noticed = true;
+            let notice = protocol::notice(
+                503,
+                "saving is delayed: your edits wait and will be applied in order",
+            );
+            self.broadcast(shared(notice), "notice");
+        }
+    }
+
+    /// A finishing room ends once everything accepted is durable and delivered.
+    pub fn maybe_finish(&self) -> Option<Exit> {
+        self.finishing
+            .as_ref()
+            .filter(|_| self.saved())
+            .map(|f| f.exit)
+    }
+
+    /// The presence tick: starts a round when one is due.
+    pub fn presence_tick(&mut self, now: Instant) {
+        let period = self.tick_period();
+        self.board.start_round(period, now, &self.rules.metrics);
+    }
+
+    /// Serves the next slice of a presence round.
+    pub fn serve_presence_slice(&mut self, now: Instant) {
+        self.board.serve_slice(now, &self.rules.metrics);
+    }
+
+    /// The room has ended with `exit`: everyone still in it is told, counts drop
+    /// to zero, and whoever waited for the end hears of it.
+    pub fn close_everyone(&mut self, exit: Exit) {
+        self.rules
+            .metrics
+            .people
+            .sub(self.participants.len() as i64);
+        if let Some((code, reason)) = exit.close() {
+            for m in self.participants.values() {
+                m.outbox.close(code, reason);
+            }
+        }
+        self.participants.clear();
+        self.sync_counts();
+        if let Some(reply) = self.finishing.take().and_then(|f| f.reply) {
+            let _ = reply.send(());
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! The welcome: a joiner's first message, the whole document at a durable
+//! version, with a large one reserved from the memory budget first.
+
+use atrium_protocol::CloseCode;
+use serde_json::json;
+
+use super::access::Role;
+use super::core::RoomCore;
+use super::JoinError;
+use crate::ids::ClientKey;
+use crate::outbox::ConnId;
+
+/// Documents from this size on are reserved from the memory budget before a
+/// welcome carries them.
+const LARGE_WELCOME: usize = 1 << 20;
+
+impl RoomCore {
+    /// A welcome carrying a large document is built in memory (twice, while it is
+    /// spliced): promised from the node's memory budget first, or refused with 1013.
+    pub(super) fn reserve_welcome(&self) -> Result<(), JoinError> {
+        let size = self.doc.serialized_len();
+        if size < LARGE_WELCOME {
+            return Ok(());
+        }
+        let Some(reservation) = self.rules.memory.reserve(2 * size as u64) else {
+            self.rules.metrics.memory_refusals.inc();
+            return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
+        };
+        reservation.hold_until_sampled();
+        Ok(())
+    }
+
+    pub(super) fn welcome(
+        &self,
+        conn: ConnId,
+        role: Role,
+        reason: Option<&str>,
+        since: Option<u64>,
+        client: ClientKey,
+    ) -> String {
+        let me = &self.participants[&conn];
+        let people: Vec<serde_json::Value> = self
+            .participants
+            .iter()
+            .map(|(c, m)| m.person_json(self.board.page_of(*c)))
+            .collect();
+        let mut head = json!({
+            "type": "welcome",
+            "you": me.person.as_str(),
+            "role": role.as_str(),
+            "version": self.version,
+            "people": people,
+            "presence_hz": self.presence_hz,
+        });
+        if let Some(reason) = reason {
+            head["reason"] = json!(reason);
+        }
+        // The document or the resume list is spliced in as already-encoded JSON.
+        let mut out = head.to_string();
+        out.pop();
+        match since.and_then(|s| self.recent.resume(s, self.version, client)) {
+            Some(resume) => {
+                out.push_str(",\"resume\":[");
+                for (i, frame) in resume.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(std::str::from_utf8(frame).unwrap_or("null"));
+                }
+                out.push_str("]}");
+            }
+            None => {
+                out.push_str(",\"doc\":");
+                out.push_str(&self.doc.to_json());
+                out.push('}');
+            }
+        }
+        out
+    }
+}
