@@ -1,11 +1,13 @@
 //! The node process: spawned on port 0 with its own data folder, its output kept.
 
 use super::*;
+use atrium_testkit::fleet::NodeProc;
 
-/// A running `atrium-node` child process. Killed (SIGKILL) when dropped; when
-/// the test is failing, its output is printed so the failure can be read.
+/// A running `atrium-node` child process (the test kit's [`NodeProc`]). Killed
+/// (SIGKILL) when dropped; when the test is failing, its output is printed so the
+/// failure can be read.
 pub struct Node {
-    proc: Proc,
+    node: NodeProc,
     pub port: u16,
     pub data: PathBuf,
     _tmp: Option<tempfile::TempDir>,
@@ -23,19 +25,11 @@ impl Node {
     /// Starts a node on an existing data folder (the caller keeps it alive),
     /// e.g. to restart on the folder of a node that was killed.
     pub async fn start_in(data: &Path, envs: &[(&str, &str)]) -> Node {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_atrium-node"));
-        cmd.arg("--bind")
-            .arg("127.0.0.1:0")
-            .arg("--data")
-            .arg(data)
-            .env(
-                "ATRIUM_LOG",
-                std::env::var("ATRIUM_TEST_LOG").unwrap_or_else(|_| "info".into()),
-            )
-            // Tests make many files quickly for one account (the ring pickers of
-            // the cluster tests, hundreds of boards): the creation rate is raised
-            // here, and tests of the rate itself set it back (`envs` win).
-            .env("ATRIUM_FILE_CREATES_PER_MINUTE", "1000000")
+        let mut cmd = NodeProc::command(Path::new(env!("CARGO_BIN_EXE_atrium-node")), data);
+        // Tests make many files quickly for one account (the ring pickers of
+        // the cluster tests, hundreds of boards): the creation rate is raised
+        // here, and tests of the rate itself set it back (`envs` win).
+        cmd.env("ATRIUM_FILE_CREATES_PER_MINUTE", "1000000")
             // /metrics on an admin address of its own, as deployments have it (on
             // the main address it needs a server admin's token); a test that wants
             // none passes ATRIUM_ADMIN_BIND as "".
@@ -47,15 +41,10 @@ impl Node {
                 cmd.env(k, v);
             }
         }
-        let mut proc = Proc::spawn("atrium-node", cmd);
-        let needle = "listening on http://";
-        let rest = proc.wait_line(needle, Duration::from_secs(30)).await;
-        let port = parse_port(&format!("{needle}{rest}"))
-            .unwrap_or_else(|| panic!("no port in {rest:?}:\n{}", proc.log()));
-        proc.name = format!("atrium-node (port {port})");
+        let node = NodeProc::start("", cmd).await;
         Node {
-            proc,
-            port,
+            port: node.port,
+            node,
             data: data.to_path_buf(),
             _tmp: None,
         }
@@ -91,42 +80,38 @@ impl Node {
     }
 
     pub fn pid(&self) -> i32 {
-        self.proc.pid()
+        self.node.proc.pid()
     }
 
     /// Everything the node printed so far.
     pub fn log(&self) -> String {
-        self.proc.log()
+        self.node.proc.log()
     }
 
     /// SIGKILL, then reap.
     pub fn kill9(&mut self) {
-        self.proc.kill9();
+        self.node.proc.kill9();
     }
 
     pub fn sigterm(&self) {
-        self.proc.sigterm();
+        self.node.proc.sigterm();
+    }
+
+    /// Sends `sig` (SIGSTOP, SIGCONT...).
+    pub fn signal(&self, sig: libc::c_int) {
+        self.node.proc.signal(sig);
     }
 
     /// Waits up to `dur` for the process to exit on its own.
     pub async fn wait_exit(&mut self, dur: Duration) -> Option<ExitStatus> {
-        self.proc.wait_exit(dur).await
+        self.node.proc.wait_exit(dur).await
     }
-}
-
-fn parse_port(line: &str) -> Option<u16> {
-    let rest = &line[line.find("listening on http://")? + "listening on http://".len()..];
-    let hostport: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '[' | ']'))
-        .collect();
-    hostport.rsplit(':').next()?.parse().ok()
 }
 
 impl Node {
     /// Whether the node process is still running.
     pub fn alive(&mut self) -> bool {
-        self.proc.alive()
+        self.node.proc.alive()
     }
 
     /// Waits until the node's output contains `needle`; returns the output.
