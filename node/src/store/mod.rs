@@ -8,8 +8,10 @@
 //! snapshot and trim carries the taker's epoch and fails with [`StoreError::Fenced`]
 //! once someone else has raised it.
 
+mod columns;
 pub mod pg_tls;
 pub mod postgres;
+mod records;
 pub mod sqlite;
 
 #[cfg(test)]
@@ -20,6 +22,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::ids::{AccountId, ClientKey, FileId};
+pub use records::{
+    Account, FileAppend, FileRecord, FileUpdate, LinkAccess, LoggedPatch, SnapshotWrite, TakenFile,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -40,107 +45,21 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
-#[derive(Debug, Clone)]
-pub struct Account {
-    pub id: AccountId,
-    pub email: String,
-    pub name: String,
-    pub password_hash: String,
-}
-
-/// Who may reach a file by link key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkAccess {
-    None,
-    View,
-    Edit,
-}
-
-impl LinkAccess {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LinkAccess::None => "none",
-            LinkAccess::View => "view",
-            LinkAccess::Edit => "edit",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "none" => Some(LinkAccess::None),
-            "view" => Some(LinkAccess::View),
-            "edit" => Some(LinkAccess::Edit),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct FileRecord {
-    pub id: FileId,
-    pub owner: AccountId,
-    pub name: String,
-    pub link: LinkAccess,
-    pub view_key: String,
-    pub edit_key: String,
-    /// Bumped by every key rotation, so rooms can close sockets that joined with old keys.
-    pub key_generation: u64,
-    /// The last durable version.
-    pub version: u64,
-    pub updated_at: i64,
-}
-
-/// Changes to a file's settings; `None` leaves a field alone.
-#[derive(Debug, Clone, Default)]
-pub struct FileUpdate {
-    pub name: Option<String>,
-    pub link: Option<LinkAccess>,
-    /// New (view_key, edit_key).
-    pub keys: Option<(String, String)>,
-}
-
-/// One accepted patch, as the op log keeps it.
-#[derive(Debug, Clone)]
-pub struct LoggedPatch {
-    pub version: u64,
-    pub client: ClientKey,
-    pub op_id: u64,
-    /// Person id of the sender while its room lived (for relaying a resume).
-    pub by: String,
-    /// The `ops` array as the client sent it (validated JSON).
-    pub ops: String,
-    /// The sender's `t`, verbatim, when it gave one.
-    pub t: Option<String>,
-}
-
-/// Everything a room appends for one file in one turn.
-#[derive(Debug, Clone)]
-pub struct FileAppend {
-    pub file: FileId,
-    pub epoch: u64,
-    pub patches: Vec<LoggedPatch>,
-}
-
-/// What a node gets when it takes a file.
-#[derive(Debug)]
-pub struct TakenFile {
-    pub record: FileRecord,
-    pub epoch: u64,
-    /// The latest snapshot: (version, document JSON).
-    pub snapshot: Option<(u64, String)>,
-    /// The log from (snapshot version - `behind` + 1) on, in version order: what
-    /// the room replays on top of the snapshot and keeps for resume.
-    pub log: Vec<LoggedPatch>,
-}
-
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// Creates an account with a fresh id; `Conflict` when the email (in any case) is taken.
     async fn create_account(
         &self,
         email: &str,
         name: &str,
         password_hash: &str,
-    ) -> StoreResult<Account>;
+    ) -> StoreResult<Account> {
+        let account = Account::new(email, name, password_hash);
+        self.insert_account(&account).await?;
+        Ok(account)
+    }
+    /// Stores a new account as [`Store::create_account`] made it: what each store implements.
+    async fn insert_account(&self, account: &Account) -> StoreResult<()>;
     /// The account of an email, matched without regard to case.
     async fn account_by_email(&self, email: &str) -> StoreResult<Account>;
     async fn account_by_id(&self, id: &AccountId) -> StoreResult<Account>;
@@ -200,7 +119,18 @@ pub trait Store: Send + Sync + 'static {
         version: u64,
         doc: &str,
         keep: u64,
-    ) -> StoreResult<()>;
+    ) -> StoreResult<()> {
+        let write = SnapshotWrite {
+            file,
+            epoch,
+            version,
+            doc,
+            keep,
+        };
+        self.put_snapshot(&write).await
+    }
+    /// What [`Store::write_snapshot`] does, its arguments in one: what each store implements.
+    async fn put_snapshot(&self, write: &SnapshotWrite<'_>) -> StoreResult<()>;
     /// The latest snapshot and every patch after it (for compaction off the room).
     async fn snapshot_and_tail(
         &self,

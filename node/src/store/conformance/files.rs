@@ -1,0 +1,143 @@
+//! Files: their records, their settings, and the cap on how many an owner has.
+
+use super::support::{account, assert_err, record};
+use crate::ids::{AccountId, FileId};
+use crate::store::{FileRecord, FileUpdate, LinkAccess, Store, StoreError};
+
+/// The ids of an owner's files, newest first.
+async fn ids_of(store: &dyn Store, owner: &AccountId) -> Vec<FileId> {
+    let files = store.files_of(owner).await.expect("files of");
+    files.into_iter().map(|f| f.id).collect()
+}
+
+/// Changes a file's name, link access or keys (`None` leaves each alone).
+async fn update(
+    store: &dyn Store,
+    id: &FileId,
+    name: Option<&str>,
+    link: Option<LinkAccess>,
+    keys: Option<(&str, &str)>,
+) -> FileRecord {
+    let update = FileUpdate {
+        name: name.map(Into::into),
+        link,
+        keys: keys.map(|(view, edit)| (view.into(), edit.into())),
+    };
+    store.update_file(id, update).await.expect("update")
+}
+
+/// The cap on files an owner has: creations past it are `Full` and change
+/// nothing; other owners are not affected; a deletion makes room; creations
+/// racing each other never pass the cap.
+pub async fn file_cap_per_owner(store: &dyn Store) {
+    let a = account(store).await;
+    for i in 0..3 {
+        store
+            .create_file_capped(&record(&a.id, i), None, 3)
+            .await
+            .expect("under the cap");
+    }
+    let over = record(&a.id, 9);
+    assert_err!(
+        store.create_file_capped(&over, None, 3).await,
+        StoreError::Full
+    );
+    assert_err!(store.file(&over.id).await, StoreError::NotFound);
+    assert_eq!(ids_of(store, &a.id).await.len(), 3);
+    // Uncapped creation is not counted against anyone else's cap.
+    let b = account(store).await;
+    store
+        .create_file_capped(&record(&b.id, 1), None, 3)
+        .await
+        .expect("another owner");
+    let first = ids_of(store, &a.id).await[0].clone();
+    store.delete_file(&first).await.expect("delete");
+    store
+        .create_file_capped(&record(&a.id, 10), None, 3)
+        .await
+        .expect("a deletion made room");
+
+    // Twelve creations at once for an owner with a cap of 5: exactly 5 land.
+    let c = account(store).await;
+    let records: Vec<FileRecord> = (0..12).map(|i| record(&c.id, i)).collect();
+    let results = futures_util::future::join_all(
+        records
+            .iter()
+            .map(|r| store.create_file_capped(r, Some("{}".into()), 5)),
+    )
+    .await;
+    let landed = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(landed, 5, "{results:?}");
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Ok(()) | Err(StoreError::Full))),
+        "{results:?}"
+    );
+    assert_eq!(ids_of(store, &c.id).await.len(), 5);
+}
+
+/// Files: create (a duplicate id conflicts), read, list by owner newest first,
+/// update each field, delete.
+pub async fn files_crud(store: &dyn Store) {
+    let owner = account(store).await;
+    let other = account(store).await;
+    let older = record(&owner.id, 1_000);
+    let newer = record(&owner.id, 2_000);
+    store
+        .create_file(&older, Some(r#"{"hello":1}"#.into()))
+        .await
+        .expect("create older");
+    store.create_file(&newer, None).await.expect("create newer");
+    assert_err!(store.create_file(&older, None).await, StoreError::Conflict);
+
+    let got = store.file(&older.id).await.expect("file");
+    assert_eq!(got.id, older.id);
+    assert_eq!(got.owner, owner.id);
+    assert_eq!(got.name, older.name);
+    assert_eq!(got.link, LinkAccess::None);
+    assert_eq!(got.view_key, older.view_key);
+    assert_eq!(got.edit_key, older.edit_key);
+    assert_eq!(got.key_generation, 0);
+    assert_eq!(got.version, 0);
+    assert_eq!(got.updated_at, 1_000);
+
+    let listed = ids_of(store, &owner.id).await;
+    assert_eq!(listed, vec![newer.id.clone(), older.id.clone()]);
+    assert!(ids_of(store, &other.id).await.is_empty());
+
+    let unchanged = update(store, &older.id, None, None, None).await;
+    assert_eq!(unchanged.name, older.name);
+    assert_eq!(unchanged.updated_at, 1_000);
+
+    let renamed = update(store, &older.id, Some("Renamed"), None, None).await;
+    assert_eq!(renamed.name, "Renamed");
+    assert_eq!(renamed.key_generation, 0);
+    assert!(renamed.updated_at > 1_000, "a change moves updated_at");
+
+    let linked = update(store, &older.id, None, Some(LinkAccess::Edit), None).await;
+    assert_eq!(linked.link, LinkAccess::Edit);
+    assert_eq!(linked.name, "Renamed");
+
+    let rotated = update(store, &older.id, None, None, Some(("view2", "edit2"))).await;
+    assert_eq!(rotated.view_key, "view2");
+    assert_eq!(rotated.edit_key, "edit2");
+    assert_eq!(rotated.key_generation, 1);
+    assert_eq!(rotated.link, LinkAccess::Edit);
+    let again = store.file(&older.id).await.expect("reread");
+    assert_eq!(again.key_generation, 1);
+    assert_eq!(again.view_key, "view2");
+
+    assert_err!(
+        store
+            .update_file(&FileId::generate(), FileUpdate::default())
+            .await,
+        StoreError::NotFound
+    );
+    assert_err!(store.file(&FileId::generate()).await, StoreError::NotFound);
+
+    store.delete_file(&older.id).await.expect("delete");
+    assert_err!(store.file(&older.id).await, StoreError::NotFound);
+    assert_err!(store.delete_file(&older.id).await, StoreError::NotFound);
+    assert_eq!(ids_of(store, &owner.id).await, vec![newer.id]);
+}

@@ -1,0 +1,85 @@
+//! The [`Store`] contract as executable checks, for every store.
+//!
+//! Each check is an async function over `&dyn Store` that makes its own accounts
+//! and files (random ids and emails), so checks never depend on one another.
+//! [`conformance_suite!`] turns them into one `#[tokio::test]` per check for a
+//! store; the embedded store runs them below, the Postgres store in
+//! `postgres/tests`.
+
+mod accounts;
+mod appends;
+mod files;
+mod snapshots;
+mod support;
+mod takes;
+
+pub use accounts::{accounts_and_email_case, sessions, sessions_expire_and_end_by_account};
+pub use appends::{
+    client_op_keeps_the_highest, empty_appends, gapless_appends,
+    one_fenced_file_does_not_fail_the_batch, one_file_twice_in_a_batch,
+};
+pub use files::{file_cap_per_owner, files_crud};
+pub use snapshots::{
+    deleted_file_is_gone_everywhere, patches_round_trip, ping_answers,
+    snapshots_never_go_back_and_trim_the_log,
+};
+pub(crate) use support::{new_file, patch};
+pub use takes::{
+    fencing_after_a_second_take, take_file_keeps_behind, take_file_reads_snapshot_and_log,
+};
+
+/// One `#[tokio::test]` per check, each on a store from `$open` (an async
+/// expression giving `(Arc<dyn Store>, guard)`; the guard lives until the end of
+/// the test, e.g. a temporary folder or database).
+macro_rules! conformance_suite {
+    ($open:expr) => {
+        $crate::store::conformance::conformance_suite!(@each $open;
+            accounts_and_email_case,
+            sessions,
+            sessions_expire_and_end_by_account,
+            files_crud,
+            file_cap_per_owner,
+            take_file_reads_snapshot_and_log,
+            take_file_keeps_behind,
+            fencing_after_a_second_take,
+            gapless_appends,
+            one_fenced_file_does_not_fail_the_batch,
+            one_file_twice_in_a_batch,
+            empty_appends,
+            client_op_keeps_the_highest,
+            snapshots_never_go_back_and_trim_the_log,
+            deleted_file_is_gone_everywhere,
+            patches_round_trip,
+            ping_answers,
+        );
+    };
+    (@each $open:expr; $($check:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $check() {
+                let (store, guard) = $open.await;
+                $crate::store::conformance::$check(&*store).await;
+                drop(store);
+                drop(guard);
+            }
+        )*
+    };
+}
+pub(crate) use conformance_suite;
+
+// ---------------------------------------------------------------- the embedded store
+
+mod sqlite {
+    use std::sync::Arc;
+
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::Store;
+
+    async fn open() -> (Arc<dyn Store>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let store = SqliteStore::open(dir.path()).expect("open the embedded store");
+        (Arc::new(store), dir)
+    }
+
+    crate::store::conformance::conformance_suite!(open());
+}

@@ -1,0 +1,174 @@
+//! The [`Store`] contract on Postgres: accounts and sessions here, the rest in the
+//! modules of their concept.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::rows::{get, insert_error, unavailable, unsigned};
+use super::{append, now_ms, Param, PgStore};
+use crate::ids::{AccountId, ClientKey, FileId};
+use crate::store::columns::{account_from, file_from, ACCOUNT_COLUMNS, FILE_COLUMNS};
+use crate::store::{
+    Account, FileAppend, FileRecord, FileUpdate, LoggedPatch, SnapshotWrite, Store, StoreError,
+    StoreResult, TakenFile,
+};
+
+#[async_trait]
+impl Store for PgStore {
+    async fn insert_account(&self, a: &Account) -> StoreResult<()> {
+        let params: [&Param<'_>; 6] = [
+            &a.id.as_str(),
+            &a.email,
+            &a.email.to_lowercase(),
+            &a.name,
+            &a.password_hash,
+            &now_ms(),
+        ];
+        let sql = "INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
+                   VALUES ($1, $2, $3, $4, $5, $6)";
+        // Accounts reference nothing: a failed insert is a taken email or unavailable.
+        self.execute(sql, &params, insert_error).await.map(drop)
+    }
+
+    async fn account_by_email(&self, email: &str) -> StoreResult<Account> {
+        let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE email_key = $1");
+        account_from(&self.query_found(&sql, &[&email.to_lowercase()]).await?)
+    }
+
+    async fn account_by_id(&self, id: &AccountId) -> StoreResult<Account> {
+        let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = $1");
+        account_from(&self.query_found(&sql, &[&id.as_str()]).await?)
+    }
+
+    async fn create_session(
+        &self,
+        token_digest: [u8; 32],
+        account: &AccountId,
+        expires_at: i64,
+    ) -> StoreResult<()> {
+        let sql = "INSERT INTO sessions (token_digest, account_id, created_at, expires_at)
+                   VALUES ($1, $2, $3, $4)";
+        let digest = &token_digest[..];
+        let params: [&Param<'_>; 4] = [&digest, &account.as_str(), &now_ms(), &expires_at];
+        self.execute(sql, &params, insert_error).await.map(drop)
+    }
+
+    async fn session_account(&self, token_digest: [u8; 32]) -> StoreResult<Account> {
+        let sql = "SELECT a.id, a.email, a.name, a.password_hash
+                   FROM sessions s JOIN accounts a ON a.id = s.account_id
+                   WHERE s.token_digest = $1 AND s.expires_at > $2";
+        account_from(
+            &self
+                .query_found(sql, &[&&token_digest[..], &now_ms()])
+                .await?,
+        )
+    }
+
+    async fn session_expiry(&self, token_digest: [u8; 32]) -> StoreResult<i64> {
+        let sql = "SELECT expires_at FROM sessions WHERE token_digest = $1 AND expires_at > $2";
+        get(
+            &self
+                .query_found(sql, &[&&token_digest[..], &now_ms()])
+                .await?,
+            0,
+        )
+    }
+
+    async fn delete_session(&self, token_digest: [u8; 32]) -> StoreResult<()> {
+        let sql = "DELETE FROM sessions WHERE token_digest = $1";
+        self.execute(sql, &[&&token_digest[..]], unavailable)
+            .await
+            .map(drop)
+    }
+
+    async fn delete_sessions_of(&self, account: &AccountId) -> StoreResult<Vec<[u8; 32]>> {
+        let sql = "DELETE FROM sessions WHERE account_id = $1 RETURNING token_digest";
+        let rows = self.query(sql, &[&account.as_str()]).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let d: &[u8] = get(row, 0)?;
+            if let Ok(d) = <[u8; 32]>::try_from(d) {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn delete_expired_sessions(&self) -> StoreResult<u64> {
+        let sql = "DELETE FROM sessions WHERE expires_at <= $1";
+        self.execute(sql, &[&now_ms()], unavailable).await
+    }
+
+    async fn create_file_capped(
+        &self,
+        record: &FileRecord,
+        doc: Option<String>,
+        max_owned: u64,
+    ) -> StoreResult<()> {
+        self.insert_file(record, doc, max_owned).await
+    }
+
+    async fn file(&self, id: &FileId) -> StoreResult<FileRecord> {
+        let sql = format!("SELECT {FILE_COLUMNS} FROM files WHERE id = $1");
+        file_from(&self.query_found(&sql, &[&id.as_str()]).await?, 0)
+    }
+
+    async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>> {
+        let sql = format!(
+            "SELECT {FILE_COLUMNS} FROM files WHERE owner = $1 ORDER BY updated_at DESC, id"
+        );
+        let rows = self.query(&sql, &[&owner.as_str()]).await?;
+        rows.iter().map(|r| file_from(r, 0)).collect()
+    }
+
+    async fn update_file(&self, id: &FileId, update: FileUpdate) -> StoreResult<FileRecord> {
+        self.change_file(id, update).await
+    }
+
+    async fn delete_file(&self, id: &FileId) -> StoreResult<()> {
+        let sql = "DELETE FROM files WHERE id = $1";
+        match self.execute(sql, &[&id.as_str()], unavailable).await? {
+            0 => Err(StoreError::NotFound),
+            _ => Ok(()),
+        }
+    }
+
+    async fn take_file(&self, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
+        self.take(id, behind).await
+    }
+
+    async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>> {
+        let mut client = self.client().await?;
+        append::append(&mut client, &batch).await
+    }
+
+    async fn epoch(&self, id: &FileId) -> StoreResult<u64> {
+        let sql = "SELECT epoch FROM files WHERE id = $1";
+        unsigned(&self.query_found(sql, &[&id.as_str()]).await?, 0)
+    }
+
+    async fn client_op(&self, file: &FileId, client: ClientKey) -> StoreResult<Option<(u64, u64)>> {
+        let sql = "SELECT op_id, version FROM client_ops WHERE file_id = $1 AND client = $2";
+        let row = self
+            .query_opt(sql, &[&file.as_str(), &&client.0[..]])
+            .await?;
+        row.map(|r| Ok((unsigned(&r, 0)?, unsigned(&r, 1)?)))
+            .transpose()
+    }
+
+    async fn put_snapshot(&self, write: &SnapshotWrite<'_>) -> StoreResult<()> {
+        self.save_snapshot(write).await
+    }
+
+    async fn snapshot_and_tail(
+        &self,
+        file: &FileId,
+    ) -> StoreResult<(Option<(u64, String)>, Vec<LoggedPatch>)> {
+        self.tail(file).await
+    }
+
+    async fn ping(&self) -> bool {
+        self.answers().await
+    }
+}

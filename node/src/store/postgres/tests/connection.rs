@@ -1,0 +1,87 @@
+//! Connections: migrations, session settings, and a server that is gone.
+
+use std::time::Duration;
+
+use super::{append, patch, taken_file, TestDb};
+use crate::store::postgres::connect::CONNECT_TIMEOUT;
+use crate::store::postgres::migrate::MIGRATIONS;
+use crate::store::postgres::PgStore;
+use crate::store::{Store, StoreError};
+
+/// Nodes starting together apply each migration once.
+#[tokio::test]
+async fn concurrent_starts_migrate_once() {
+    let db = TestDb::create().await;
+    let starts = futures_util::future::join_all((0..4).map(|_| PgStore::connect(&db.url, 1)));
+    for store in starts.await {
+        store.expect("every node starts");
+    }
+    let again = PgStore::connect(&db.url, 1).await.expect("restart");
+    let client = again.client().await.expect("client");
+    let rows = client
+        .query(
+            "SELECT version FROM schema_migrations ORDER BY version",
+            &[],
+        )
+        .await
+        .expect("migrations");
+    let applied: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    let known: Vec<i64> = MIGRATIONS.iter().map(|m| m.0).collect();
+    assert_eq!(applied, known);
+}
+
+/// Commits wait for the WAL flush, on every pooled session.
+#[tokio::test]
+async fn sessions_commit_synchronously() {
+    let db = TestDb::create().await;
+    let store = PgStore::connect(&db.url, 2).await.expect("connect");
+    let client = store.client().await.expect("client");
+    let row = client
+        .query_one(
+            "SELECT current_setting('synchronous_commit'),
+                    current_setting('idle_in_transaction_session_timeout')",
+            &[],
+        )
+        .await
+        .expect("settings");
+    assert_eq!(row.get::<_, String>(0), "on");
+    assert_eq!(row.get::<_, String>(1), "5s");
+}
+
+/// A server nobody answers on is `Unavailable`, quickly, never a panic.
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable() {
+    let started = std::time::Instant::now();
+    let result = PgStore::connect("postgres://atrium@127.0.0.1:1/atrium", 1).await;
+    assert!(
+        matches!(result, Err(StoreError::Unavailable(_))),
+        "{:?}",
+        result.err()
+    );
+    assert!(started.elapsed() < CONNECT_TIMEOUT + Duration::from_secs(2));
+    assert!(matches!(
+        PgStore::connect("not a url", 1).await,
+        Err(StoreError::Unavailable(_))
+    ));
+}
+
+/// When the database goes away under a running store, calls fail with
+/// `Unavailable` (retryable) and `ping` says no.
+#[tokio::test]
+async fn a_lost_database_is_unavailable() {
+    let (db, store, file, epoch) = taken_file().await;
+    assert!(store.ping().await);
+    db.admin(&format!("DROP DATABASE {} WITH (FORCE)", db.name))
+        .await;
+    assert!(!store.ping().await);
+    assert!(matches!(
+        store
+            .append(vec![append(&file, epoch, vec![patch(1, 1, 1)])].into())
+            .await,
+        Err(StoreError::Unavailable(_))
+    ));
+    assert!(matches!(
+        store.file(&file).await,
+        Err(StoreError::Unavailable(_))
+    ));
+}

@@ -1,0 +1,107 @@
+//! Files: creation under the owner's cap, listing, and changes to their settings.
+
+use rusqlite::{params, Connection, TransactionBehavior};
+
+use super::now_ms;
+use super::rows::{read_file, unavailable, unique_or_unavailable};
+use crate::ids::{AccountId, FileId};
+use crate::store::columns::{file_from, FILE_COLUMNS};
+use crate::store::{FileRecord, FileUpdate, StoreError, StoreResult};
+
+/// [`crate::store::Store::create_file_capped`].
+pub(super) fn insert(
+    c: &mut Connection,
+    r: &FileRecord,
+    doc: Option<String>,
+    max_owned: u64,
+) -> StoreResult<()> {
+    // One writer connection and an immediate transaction: the count and the
+    // insert cannot interleave with another creation.
+    let tx = c
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(unavailable)?;
+    if max_owned < u64::MAX {
+        let owned: i64 = tx
+            .query_row(
+                "SELECT count(*) FROM files WHERE owner = ?1",
+                [r.owner.as_str()],
+                |row| row.get(0),
+            )
+            .map_err(unavailable)?;
+        if owned as u64 >= max_owned {
+            return Err(StoreError::Full);
+        }
+    }
+    tx.execute(
+        "INSERT INTO files (id, owner, name, link, view_key, edit_key, key_generation,
+                            epoch, version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 0, ?7, ?7)",
+        params![
+            r.id.as_str(),
+            r.owner.as_str(),
+            r.name,
+            r.link.as_str(),
+            r.view_key,
+            r.edit_key,
+            r.updated_at
+        ],
+    )
+    .map_err(|e| unique_or_unavailable(e, StoreError::Conflict))?;
+    if let Some(doc) = doc {
+        tx.execute(
+            "INSERT INTO snapshots (file_id, version, doc) VALUES (?1, 0, ?2)",
+            params![r.id.as_str(), doc],
+        )
+        .map_err(unavailable)?;
+    }
+    tx.commit().map_err(unavailable)
+}
+
+/// [`crate::store::Store::files_of`]: newest first.
+pub(super) fn of_owner(c: &Connection, owner: &AccountId) -> StoreResult<Vec<FileRecord>> {
+    let mut stmt = c
+        .prepare_cached(&format!(
+            "SELECT {FILE_COLUMNS} FROM files WHERE owner = ?1 ORDER BY updated_at DESC, id"
+        ))
+        .map_err(unavailable)?;
+    let rows = stmt
+        .query_map([owner.as_str()], |r| file_from(r, 0))
+        .map_err(unavailable)?;
+    rows.collect::<Result<_, _>>().map_err(unavailable)
+}
+
+/// [`crate::store::Store::update_file`]: each field given, then the record as it is now.
+pub(super) fn change(
+    c: &mut Connection,
+    id: &FileId,
+    update: &FileUpdate,
+) -> StoreResult<FileRecord> {
+    let tx = c.transaction().map_err(unavailable)?;
+    read_file(&tx, id)?;
+    let now = now_ms();
+    if let Some(name) = &update.name {
+        tx.execute(
+            "UPDATE files SET name = ?1, updated_at = ?2 WHERE id = ?3",
+            params![name, now, id.as_str()],
+        )
+        .map_err(unavailable)?;
+    }
+    if let Some(link) = update.link {
+        tx.execute(
+            "UPDATE files SET link = ?1, updated_at = ?2 WHERE id = ?3",
+            params![link.as_str(), now, id.as_str()],
+        )
+        .map_err(unavailable)?;
+    }
+    if let Some((view, edit)) = &update.keys {
+        tx.execute(
+            "UPDATE files SET view_key = ?1, edit_key = ?2,
+             key_generation = key_generation + 1, updated_at = ?3 WHERE id = ?4",
+            params![view, edit, now, id.as_str()],
+        )
+        .map_err(unavailable)?;
+    }
+    let record = read_file(&tx, id)?;
+    tx.commit().map_err(unavailable)?;
+    Ok(record)
+}

@@ -1,0 +1,76 @@
+//! A file's snapshot and op log: taking the file and writing a snapshot, both fenced.
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+
+use super::rows::{read_file, read_log_from, read_snapshot, unavailable};
+use crate::ids::FileId;
+use crate::store::{SnapshotWrite, StoreError, StoreResult, TakenFile};
+
+fn immediate(c: &mut Connection) -> StoreResult<Transaction<'_>> {
+    c.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(unavailable)
+}
+
+/// [`crate::store::Store::take_file`].
+pub(super) fn take(c: &mut Connection, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
+    let tx = immediate(c)?;
+    // The fence first: nothing is read before the epoch is ours.
+    let epoch: i64 = tx
+        .query_row(
+            "UPDATE files SET epoch = epoch + 1 WHERE id = ?1 RETURNING epoch",
+            [id.as_str()],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(unavailable)?
+        .ok_or(StoreError::NotFound)?;
+    let record = read_file(&tx, id)?;
+    let snapshot = read_snapshot(&tx, id)?;
+    let base = snapshot.as_ref().map_or(0, |s| s.0);
+    let log = read_log_from(&tx, id, base.saturating_sub(behind) + 1)?;
+    tx.commit().map_err(unavailable)?;
+    Ok(TakenFile {
+        record,
+        epoch: epoch as u64,
+        snapshot,
+        log,
+    })
+}
+
+/// [`crate::store::Store::put_snapshot`].
+pub(super) fn snapshot(c: &mut Connection, write: &SnapshotWrite<'_>) -> StoreResult<()> {
+    let SnapshotWrite {
+        file,
+        epoch,
+        version,
+        doc,
+        keep,
+    } = *write;
+    let tx = immediate(c)?;
+    let current: Option<i64> = tx
+        .query_row(
+            "SELECT epoch FROM files WHERE id = ?1",
+            [file.as_str()],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(unavailable)?;
+    match current {
+        None => return Err(StoreError::NotFound),
+        Some(e) if e as u64 != epoch => return Err(StoreError::Fenced),
+        Some(_) => {}
+    }
+    tx.execute(
+        "INSERT INTO snapshots (file_id, version, doc) VALUES (?1, ?2, ?3)
+         ON CONFLICT (file_id) DO UPDATE SET version = excluded.version, doc = excluded.doc
+         WHERE excluded.version > snapshots.version",
+        params![file.as_str(), version as i64, doc],
+    )
+    .map_err(unavailable)?;
+    tx.execute(
+        "DELETE FROM ops WHERE file_id = ?1 AND version <= ?2",
+        params![file.as_str(), version.saturating_sub(keep) as i64],
+    )
+    .map_err(unavailable)?;
+    tx.commit().map_err(unavailable)
+}

@@ -1,0 +1,24 @@
+//! The embedded store's schema, and bringing an older store up to date.
+
+use rusqlite::Connection;
+
+pub(super) const SCHEMA: &str = include_str!("schema.sql");
+
+/// Brings a store made by an older node up to date (each step idempotent).
+pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    // Sessions gained an expiry: older ones get the default lifetime (30 days)
+    // from their creation.
+    let has_expiry = conn
+        .prepare("SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'expires_at'")?
+        .exists([])?;
+    if !has_expiry {
+        conn.execute_batch(
+            "ALTER TABLE sessions ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;",
+        )?;
+    }
+    conn.execute_batch(
+        "UPDATE sessions SET expires_at = created_at + 2592000000 WHERE expires_at = 0;
+         CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions(expires_at);
+         CREATE INDEX IF NOT EXISTS sessions_by_account ON sessions(account_id);",
+    )
+}

@@ -1,0 +1,245 @@
+//! The [`Store`] contract on SQLite: accounts, sessions and the journal's reads here,
+//! files in [`super::files`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rusqlite::{params, OptionalExtension};
+
+use super::append::append_batch;
+use super::rows::unique_or_unavailable;
+use super::rows::{found, read_file, read_log_from, read_snapshot, unavailable};
+use super::{now_ms, SqliteStore};
+use crate::ids::{AccountId, ClientKey, FileId};
+use crate::store::columns::{account_from, ACCOUNT_COLUMNS};
+use crate::store::{
+    Account, FileAppend, FileRecord, FileUpdate, LoggedPatch, SnapshotWrite, Store, StoreError,
+    StoreResult, TakenFile,
+};
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn insert_account(&self, account: &Account) -> StoreResult<()> {
+        let a = account.clone();
+        self.run(move |c| {
+            c.execute(
+                "INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    a.id.as_str(),
+                    a.email,
+                    a.email.to_lowercase(),
+                    a.name,
+                    a.password_hash,
+                    now_ms()
+                ],
+            )
+            .map_err(|e| unique_or_unavailable(e, StoreError::Conflict))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn account_by_email(&self, email: &str) -> StoreResult<Account> {
+        let (sql, email) = (
+            format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE email_key = ?1"),
+            email.to_lowercase(),
+        );
+        self.read(move |c| found(c, &sql, [email], |r| account_from(r)))
+            .await
+    }
+
+    async fn account_by_id(&self, id: &AccountId) -> StoreResult<Account> {
+        let (sql, id) = (
+            format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = ?1"),
+            id.clone(),
+        );
+        self.read(move |c| found(c, &sql, [id.as_str()], |r| account_from(r)))
+            .await
+    }
+
+    async fn create_session(
+        &self,
+        token_digest: [u8; 32],
+        account: &AccountId,
+        expires_at: i64,
+    ) -> StoreResult<()> {
+        let account = account.clone();
+        self.run(move |c| {
+            c.execute(
+                "INSERT INTO sessions (token_digest, account_id, created_at, expires_at)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![&token_digest[..], account.as_str(), now_ms(), expires_at],
+            )
+            .map_err(unavailable)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn session_account(&self, token_digest: [u8; 32]) -> StoreResult<Account> {
+        let sql = "SELECT a.id, a.email, a.name, a.password_hash
+                   FROM sessions s JOIN accounts a ON a.id = s.account_id
+                   WHERE s.token_digest = ?1 AND s.expires_at > ?2";
+        self.read(move |c| {
+            found(c, sql, params![&token_digest[..], now_ms()], |r| {
+                account_from(r)
+            })
+        })
+        .await
+    }
+
+    async fn session_expiry(&self, token_digest: [u8; 32]) -> StoreResult<i64> {
+        let sql = "SELECT expires_at FROM sessions WHERE token_digest = ?1 AND expires_at > ?2";
+        self.read(move |c| found(c, sql, params![&token_digest[..], now_ms()], |r| r.get(0)))
+            .await
+    }
+
+    async fn delete_session(&self, token_digest: [u8; 32]) -> StoreResult<()> {
+        let sql = "DELETE FROM sessions WHERE token_digest = ?1";
+        self.run(move |c| c.execute(sql, [&token_digest[..]]).map_err(unavailable))
+            .await
+            .map(drop)
+    }
+
+    async fn delete_sessions_of(&self, account: &AccountId) -> StoreResult<Vec<[u8; 32]>> {
+        let account = account.clone();
+        self.run(move |c| {
+            let mut stmt = c
+                .prepare("DELETE FROM sessions WHERE account_id = ?1 RETURNING token_digest")
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map([account.as_str()], |r| r.get::<_, Vec<u8>>(0))
+                .map_err(unavailable)?;
+            let mut out = Vec::new();
+            for row in rows {
+                if let Ok(d) = <[u8; 32]>::try_from(row.map_err(unavailable)?.as_slice()) {
+                    out.push(d);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete_expired_sessions(&self) -> StoreResult<u64> {
+        self.run(move |c| {
+            c.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now_ms()])
+                .map(|n| n as u64)
+                .map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn create_file_capped(
+        &self,
+        record: &FileRecord,
+        doc: Option<String>,
+        max_owned: u64,
+    ) -> StoreResult<()> {
+        let r = record.clone();
+        self.run(move |c| super::files::insert(c, &r, doc, max_owned))
+            .await
+    }
+
+    async fn file(&self, id: &FileId) -> StoreResult<FileRecord> {
+        let id = id.clone();
+        self.read(move |c| read_file(c, &id)).await
+    }
+
+    async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>> {
+        let owner = owner.clone();
+        self.read(move |c| super::files::of_owner(c, &owner)).await
+    }
+
+    async fn update_file(&self, id: &FileId, update: FileUpdate) -> StoreResult<FileRecord> {
+        let id = id.clone();
+        self.run(move |c| super::files::change(c, &id, &update))
+            .await
+    }
+
+    async fn delete_file(&self, id: &FileId) -> StoreResult<()> {
+        let id = id.clone();
+        self.run(move |c| {
+            let n = c
+                .execute("DELETE FROM files WHERE id = ?1", [id.as_str()])
+                .map_err(unavailable)?;
+            if n == 0 {
+                return Err(StoreError::NotFound);
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn take_file(&self, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
+        let id = id.clone();
+        self.run(move |c| super::log::take(c, &id, behind)).await
+    }
+
+    async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>> {
+        // The journal's commit: ahead of other writes that wait for the connection.
+        let writer = self.writer.clone();
+        Self::blocking(move || append_batch(&writer, &batch)).await
+    }
+
+    async fn epoch(&self, id: &FileId) -> StoreResult<u64> {
+        let id = id.clone();
+        let sql = "SELECT epoch FROM files WHERE id = ?1";
+        self.read(move |c| found(c, sql, params![id.as_str()], |r| r.get::<_, i64>(0)))
+            .await
+            .map(|e| e as u64)
+    }
+
+    async fn client_op(&self, file: &FileId, client: ClientKey) -> StoreResult<Option<(u64, u64)>> {
+        let file = file.clone();
+        self.read(move |c| {
+            c.query_row(
+                "SELECT op_id, version FROM client_ops WHERE file_id = ?1 AND client = ?2",
+                params![file.as_str(), &client.0[..]],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+            )
+            .optional()
+            .map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn put_snapshot(&self, write: &SnapshotWrite<'_>) -> StoreResult<()> {
+        // Owned, for the blocking thread.
+        let (file, doc) = (write.file.clone(), write.doc.to_owned());
+        let (epoch, version, keep) = (write.epoch, write.version, write.keep);
+        self.run(move |c| {
+            let write = SnapshotWrite {
+                file: &file,
+                epoch,
+                version,
+                doc: &doc,
+                keep,
+            };
+            super::log::snapshot(c, &write)
+        })
+        .await
+    }
+
+    async fn snapshot_and_tail(
+        &self,
+        file: &FileId,
+    ) -> StoreResult<(Option<(u64, String)>, Vec<LoggedPatch>)> {
+        let file = file.clone();
+        self.read(move |c| {
+            let tx = c.transaction().map_err(unavailable)?;
+            let snapshot = read_snapshot(&tx, &file)?;
+            let base = snapshot.as_ref().map_or(0, |s| s.0);
+            let log = read_log_from(&tx, &file, base + 1)?;
+            Ok((snapshot, log))
+        })
+        .await
+    }
+
+    async fn ping(&self) -> bool {
+        self.read(|c| c.query_row("SELECT 1", [], |_| Ok(())).map_err(unavailable))
+            .await
+            .is_ok()
+    }
+}
