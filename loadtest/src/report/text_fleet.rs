@@ -1,0 +1,81 @@
+//! The report as text: the fleet, the fault, the drop.
+
+use std::fmt::Write;
+
+use super::{opt, Report};
+
+impl Report {
+    /// The fleet, in cluster mode.
+    pub(super) fn text_cluster(&self, w: &mut String) {
+        if let Some(c) = &self.cluster {
+            let _ = writeln!(
+                w,
+                "\nCluster: {} nodes behind the router at {} ({}); the server measures above are \
+                 the router's",
+                c.nodes.len(),
+                c.router,
+                c.services
+            );
+            let rooms: Vec<String> = c
+                .rooms_at_end
+                .iter()
+                .map(|(n, r)| format!("{n} {r}"))
+                .collect();
+            let _ = writeln!(w, "  rooms at the end: {}", rooms.join(", "));
+        }
+    }
+
+    /// The fault and the recovery, in a fault run.
+    pub(super) fn text_failover(&self, w: &mut String) {
+        if let Some(f) = &self.failover {
+            let _ = writeln!(
+                w,
+                "\nFault {}: {} ({} rooms) at {:.2} s, undone after {:.0} ms",
+                f.fault, f.target, f.killed_node_rooms, f.killed_at_s, f.fault_lasted_ms
+            );
+            for step in &f.steps {
+                let _ = writeln!(w, "  {step}");
+            }
+            if !f.woken_room_exits.is_empty() {
+                let exits: Vec<String> = f
+                    .woken_room_exits
+                    .iter()
+                    .map(|(r, n)| format!("{r} {n}"))
+                    .collect();
+                let _ = writeln!(w, "  the woken node's rooms ended: {}", exits.join(", "));
+            }
+            let _ = writeln!(
+                w,
+                "  every file served again after {} | longest outage of a file {:.0} ms ({} files \
+                 interrupted) | sockets back after {} | reconnects {} (failed attempts {}) | \
+                 patches resent {}",
+                opt(f.recover_ms, " ms"),
+                f.longest_outage_ms,
+                f.files_interrupted,
+                opt(f.clients_back_ms, " ms"),
+                f.reconnects,
+                f.reconnect_failures,
+                f.resent_patches
+            );
+            let _ = writeln!(
+                w,
+                "  acked patches lost {} of {} | clients not converged {} of {} | files unreadable {}",
+                f.acked_lost, f.acked_checked, f.not_converged, f.clients_checked, f.files_unreadable
+            );
+        }
+    }
+
+    /// The drop at the end, when asked for.
+    pub(super) fn text_drop(&self, w: &mut String) {
+        if let Some(d) = &self.drop {
+            let _ = writeln!(w, "\nDrop (every socket at once, no close handshake)");
+            let _ = writeln!(
+                w,
+                "  server up: {} | /health answered after {} | connections at 0 after {}",
+                if d.server_up { "yes" } else { "NO" },
+                opt(d.health_after_ms, " ms"),
+                opt(d.connections_zero_after_ms, " ms"),
+            );
+        }
+    }
+}
