@@ -13,6 +13,10 @@
 //! A single node with the in-memory coordinator runs the same code; its ring only
 //! ever holds itself, so nothing moves.
 
+mod signouts;
+
+pub use signouts::{announce_signout, announce_signouts, SIGNOUT};
+
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,46 +24,10 @@ use std::time::Duration;
 use atrium_coordinator::{CoordinatorEvent, Member, NodeId, Ring};
 use tokio::sync::broadcast::error::RecvError;
 
+use self::signouts::signout_digests;
 use crate::ids::FileId;
 use crate::room::RoomCmd;
 use crate::state::AppState;
-
-/// The topic sign-outs travel on; the payload is the token's SHA-256 digest.
-pub const SIGNOUT: &str = "signout";
-
-/// Tells every node (this one included) that a session ended.
-pub async fn announce_signout(state: &AppState, token_digest: [u8; 32]) {
-    if let Err(e) = state
-        .coordinator
-        .publish(SIGNOUT, token_digest.to_vec())
-        .await
-    {
-        tracing::warn!(error = %e, "could not announce a sign-out to the fleet");
-    }
-}
-
-/// Digests per sign-out message of [`announce_signouts`] (1 KiB payloads).
-const DIGESTS_PER_MESSAGE: usize = 32;
-
-/// Tells every node that these sessions ended (all of an account's, say): the
-/// digests go out concatenated, 32 to a message. (A node older than this reads
-/// only single-digest messages; one session still travels exactly as before.)
-pub async fn announce_signouts(state: &AppState, digests: &[[u8; 32]]) {
-    for chunk in digests.chunks(DIGESTS_PER_MESSAGE) {
-        if let Err(e) = state.coordinator.publish(SIGNOUT, chunk.concat()).await {
-            tracing::warn!(error = %e, "could not announce sign-outs to the fleet");
-        }
-    }
-}
-
-/// The session digests of a sign-out message: one or more, 32 bytes each.
-fn signout_digests(payload: &[u8]) -> impl Iterator<Item = [u8; 32]> + '_ {
-    let whole = !payload.is_empty() && payload.len().is_multiple_of(32);
-    payload
-        .chunks_exact(32)
-        .take(if whole { usize::MAX } else { 0 })
-        .filter_map(|c| <[u8; 32]>::try_from(c).ok())
-}
 
 /// Follows the coordinator until the node stops.
 pub async fn run(state: Arc<AppState>) {

@@ -1,26 +1,23 @@
 //! Sign-up, sign-in, sign-out and `me`.
 
-use std::net::IpAddr;
+mod checks;
 
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use self::checks::{
+    account_name, check_password, check_signin_rate, check_signup_rate, hashing_error,
+    normalize_email,
+};
 use super::{
     bearer_token, client_addr, empty, json_response, rate_limited, read_json, signed_in, ApiError,
     ApiResult, SMALL_BODY,
 };
-use crate::auth::AuthError;
 use crate::ids::{digest, new_secret};
-use crate::limits::address_key;
 use crate::state::AppState;
 use crate::store::{Account, StoreError};
-
-const MIN_PASSWORD_CHARS: usize = 8;
-const MAX_PASSWORD_BYTES: usize = 1024;
-const MAX_NAME_CHARS: usize = 64;
-const MAX_EMAIL_BYTES: usize = 254;
 
 #[derive(Deserialize)]
 struct SignUp {
@@ -44,32 +41,6 @@ pub fn account_json(state: &AppState, a: &Account) -> Value {
     })
 }
 
-/// The email as typed (trimmed), if it looks like one. The store matches emails
-/// without regard to case.
-fn normalize_email(email: &str) -> Result<String, ApiError> {
-    let email = email.trim().to_owned();
-    let valid = email.len() <= MAX_EMAIL_BYTES
-        && email.split_once('@').is_some_and(|(user, host)| {
-            !user.is_empty() && !host.is_empty() && !host.contains('@')
-        })
-        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
-    if valid {
-        Ok(email)
-    } else {
-        Err(ApiError::bad_request("a valid email address is required"))
-    }
-}
-
-fn hashing_error(e: AuthError) -> ApiError {
-    match e {
-        AuthError::Busy => ApiError::unavailable("too many sign-ins at once; try again shortly"),
-        AuthError::Internal(m) => {
-            tracing::error!(error = %m, "password hashing failed");
-            ApiError::unavailable("sign-in is unavailable; try again")
-        }
-    }
-}
-
 /// A new session for `account`: 201 for a sign-up, 200 for a sign-in.
 async fn start_session(state: &AppState, account: &Account, status: StatusCode) -> ApiResult {
     let token = new_secret();
@@ -85,56 +56,13 @@ async fn start_session(state: &AppState, account: &Account, status: StatusCode) 
     ))
 }
 
-const TOO_MANY: &str = "too many attempts; wait a minute and try again";
-
-/// Sign-ups are limited per client address (IPv6 by its /64) and per email.
-fn check_signup_rate(state: &AppState, addr: IpAddr, email: &str) -> Result<(), ApiError> {
-    state
-        .auth_by_address
-        .check(&address_key(addr))
-        .and_then(|()| state.auth_by_email.check(&email.to_lowercase()))
-        .map_err(|wait| rate_limited(TOO_MANY, wait))
-}
-
-/// Sign-ins are limited per client address and per (address, email), before any
-/// hashing. Nothing counted for an email across addresses can refuse a correct
-/// password: someone else's failures never lock a person out. Guessing one
-/// email's password from many addresses is bounded by the per-address limits and
-/// by the node-wide hashing bound.
-fn check_signin_rate(state: &AppState, addr: IpAddr, email: &str) -> Result<(), ApiError> {
-    let addr = address_key(addr);
-    state
-        .auth_by_address
-        .check(&addr)
-        .and_then(|()| {
-            state
-                .signin_by_address_email
-                .check(&(addr, email.to_lowercase()))
-        })
-        .map_err(|wait| rate_limited(TOO_MANY, wait))
-}
-
 pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let addr = client_addr(&req);
     let body: SignUp = read_json(req, SMALL_BODY).await?;
     let email = normalize_email(&body.email)?;
     check_signup_rate(state, addr, &email)?;
-    let name = body.name.trim();
-    if name.is_empty()
-        || name.chars().count() > MAX_NAME_CHARS
-        || name.chars().any(char::is_control)
-    {
-        return Err(ApiError::bad_request(
-            "a name of 1 to 64 plain characters is required",
-        ));
-    }
-    if body.password.chars().count() < MIN_PASSWORD_CHARS
-        || body.password.len() > MAX_PASSWORD_BYTES
-    {
-        return Err(ApiError::bad_request(
-            "a password needs at least 8 characters",
-        ));
-    }
+    let name = account_name(&body.name)?;
+    check_password(&body.password)?;
     let taken = || {
         ApiError::new(
             StatusCode::CONFLICT,

@@ -15,16 +15,15 @@
 //!
 //! New files under `web/src/` must be added to `FILES` (a test checks the list).
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
+mod build;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use hyper::{Request, Response, StatusCode};
-use sha2::{Digest, Sha256};
 
+use self::build::{assets, Asset};
 use super::{ApiError, ApiResult, Body};
 
 const JS: &str = "text/javascript; charset=utf-8";
@@ -59,54 +58,6 @@ const FILES: &[(&str, &[u8], &str)] = &[
 ];
 
 const INDEX: &str = include_str!("../../../web/index.html");
-
-struct Asset {
-    bytes: Bytes,
-    etag: HeaderValue,
-    content_type: &'static str,
-}
-
-struct Assets {
-    build: String,
-    index: Asset,
-    files: HashMap<&'static str, Asset>,
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn asset(bytes: Bytes, content_type: &'static str) -> Asset {
-    let etag = format!("\"{}\"", hex(&Sha256::digest(&bytes)[..12]));
-    Asset {
-        etag: HeaderValue::from_str(&etag).expect("hex is a valid header value"),
-        bytes,
-        content_type,
-    }
-}
-
-fn assets() -> &'static Assets {
-    static ASSETS: OnceLock<Assets> = OnceLock::new();
-    ASSETS.get_or_init(|| {
-        let mut all = Sha256::new();
-        for (path, bytes, _) in FILES {
-            all.update((path.len() as u64).to_le_bytes());
-            all.update(path.as_bytes());
-            all.update((bytes.len() as u64).to_le_bytes());
-            all.update(bytes);
-        }
-        let build = hex(&all.finalize()[..8]);
-        let page = INDEX.replace("\"/assets/", &format!("\"/assets/{build}/"));
-        Assets {
-            index: asset(Bytes::from(page), "text/html; charset=utf-8"),
-            files: FILES
-                .iter()
-                .map(|(path, bytes, ct)| (*path, asset(Bytes::from_static(bytes), ct)))
-                .collect(),
-            build,
-        }
-    })
-}
 
 /// True when the request's `If-None-Match` names `etag` (or is `*`).
 fn not_modified(req: &Request<Incoming>, etag: &HeaderValue) -> bool {

@@ -6,11 +6,11 @@
 //! closes a socket the client stopped answering. Sockets count against their
 //! address from the upgrade and against their account from the hello.
 
+mod liveness;
 mod reader;
 mod writer;
 
 use atrium_protocol::CloseCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +18,9 @@ use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::time::{timeout, Instant};
+use tokio::time::timeout;
+
+use self::liveness::{silence, Liveness};
 
 use crate::ids::FileId;
 use crate::limits::AddressSlot;
@@ -46,42 +48,6 @@ struct Session {
     account_slot: Option<String>,
     /// Its role, as the room last told it.
     seat: Seat,
-}
-
-/// When the client was last heard from (any frame at all, pongs included).
-struct Liveness {
-    started: Instant,
-    /// Milliseconds after `started`.
-    heard: AtomicU64,
-}
-
-impl Liveness {
-    fn new() -> Self {
-        Self {
-            started: Instant::now(),
-            heard: AtomicU64::new(0),
-        }
-    }
-
-    fn heard_now(&self) {
-        let ms = self.started.elapsed().as_millis() as u64;
-        self.heard.store(ms, Ordering::Relaxed);
-    }
-
-    fn last_heard(&self) -> Instant {
-        self.started + Duration::from_millis(self.heard.load(Ordering::Relaxed))
-    }
-}
-
-/// Completes once nothing was heard from the client for `limit`.
-async fn silence(liveness: &Liveness, limit: Duration) {
-    loop {
-        let deadline = liveness.last_heard() + limit;
-        if Instant::now() >= deadline {
-            return;
-        }
-        tokio::time::sleep_until(deadline).await;
-    }
 }
 
 /// The two halves of an upgraded connection. A plain TCP socket splits without

@@ -1,0 +1,101 @@
+//! What a sign-up or sign-in is checked against before any hashing: the name,
+//! password and email's form, and the rates per address and per email.
+
+use std::net::IpAddr;
+
+use crate::auth::AuthError;
+use crate::http::{rate_limited, ApiError};
+use crate::limits::address_key;
+use crate::state::AppState;
+
+const MIN_PASSWORD_CHARS: usize = 8;
+const MAX_PASSWORD_BYTES: usize = 1024;
+const MAX_NAME_CHARS: usize = 64;
+const MAX_EMAIL_BYTES: usize = 254;
+
+/// The email as typed (trimmed), if it looks like one. The store matches emails
+/// without regard to case.
+pub(super) fn normalize_email(email: &str) -> Result<String, ApiError> {
+    let email = email.trim().to_owned();
+    let valid = email.len() <= MAX_EMAIL_BYTES
+        && email.split_once('@').is_some_and(|(user, host)| {
+            !user.is_empty() && !host.is_empty() && !host.contains('@')
+        })
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+    if valid {
+        Ok(email)
+    } else {
+        Err(ApiError::bad_request("a valid email address is required"))
+    }
+}
+
+pub(super) fn hashing_error(e: AuthError) -> ApiError {
+    match e {
+        AuthError::Busy => ApiError::unavailable("too many sign-ins at once; try again shortly"),
+        AuthError::Internal(m) => {
+            tracing::error!(error = %m, "password hashing failed");
+            ApiError::unavailable("sign-in is unavailable; try again")
+        }
+    }
+}
+
+const TOO_MANY: &str = "too many attempts; wait a minute and try again";
+
+/// Sign-ups are limited per client address (IPv6 by its /64) and per email.
+pub(super) fn check_signup_rate(
+    state: &AppState,
+    addr: IpAddr,
+    email: &str,
+) -> Result<(), ApiError> {
+    state
+        .auth_by_address
+        .check(&address_key(addr))
+        .and_then(|()| state.auth_by_email.check(&email.to_lowercase()))
+        .map_err(|wait| rate_limited(TOO_MANY, wait))
+}
+
+/// Sign-ins are limited per client address and per (address, email), before any
+/// hashing. Nothing counted for an email across addresses can refuse a correct
+/// password: someone else's failures never lock a person out. Guessing one
+/// email's password from many addresses is bounded by the per-address limits and
+/// by the node-wide hashing bound.
+pub(super) fn check_signin_rate(
+    state: &AppState,
+    addr: IpAddr,
+    email: &str,
+) -> Result<(), ApiError> {
+    let addr = address_key(addr);
+    state
+        .auth_by_address
+        .check(&addr)
+        .and_then(|()| {
+            state
+                .signin_by_address_email
+                .check(&(addr, email.to_lowercase()))
+        })
+        .map_err(|wait| rate_limited(TOO_MANY, wait))
+}
+
+/// A person's name (trimmed): 1 to 64 plain characters.
+pub(super) fn account_name(name: &str) -> Result<&str, ApiError> {
+    let name = name.trim();
+    if name.is_empty()
+        || name.chars().count() > MAX_NAME_CHARS
+        || name.chars().any(char::is_control)
+    {
+        return Err(ApiError::bad_request(
+            "a name of 1 to 64 plain characters is required",
+        ));
+    }
+    Ok(name)
+}
+
+/// A new password: at least 8 characters, at most 1 KiB.
+pub(super) fn check_password(password: &str) -> Result<(), ApiError> {
+    if password.chars().count() < MIN_PASSWORD_CHARS || password.len() > MAX_PASSWORD_BYTES {
+        return Err(ApiError::bad_request(
+            "a password needs at least 8 characters",
+        ));
+    }
+    Ok(())
+}
