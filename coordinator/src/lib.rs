@@ -8,7 +8,7 @@
 //! Modules:
 //! - `types`: [`NodeId`], [`Member`], [`Lease`], [`Invalid`];
 //! - `settings`: [`CoordinatorSettings`] and the default timing;
-//! - `error`: [`CoordinatorError`];
+//! - `error`: [`CoordinatorError`] and the [`Result`] every call returns;
 //! - `memory`: [`MemoryCoordinator`], everything in one process;
 //! - `keeper`: [`LeaseKeeper`], follows one lease in the background and reports its loss;
 //! - `events`: [`CoordinatorEvent`], what [`Coordinator::watch`] reports;
