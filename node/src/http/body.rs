@@ -1,4 +1,5 @@
-//! Request bodies: read within their size limit and deadline, and parsed as JSON.
+//! Request bodies: read within their size limit and deadline, parsed as JSON, and
+//! their names checked as plain text.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
@@ -65,4 +66,14 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             _ => "the body is not valid JSON",
         })
     })
+}
+
+/// A name from a body (a person's, a file's), trimmed, when it has 1 to `max_chars`
+/// characters and no control characters; `refusal` is the 400's sentence otherwise.
+pub fn plain_name<'a>(name: &'a str, max_chars: usize, refusal: &str) -> Result<&'a str, ApiError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > max_chars || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(refusal));
+    }
+    Ok(name)
 }

@@ -14,7 +14,8 @@ use sha2::{Digest, Sha256};
 
 use self::access::{owned, readable};
 use super::{
-    bearer_token, empty, json_response, read_json, signed_in, ApiError, ApiResult, SMALL_BODY,
+    bearer_token, empty, json_response, plain_name, read_json, signed_in, ApiError, ApiResult,
+    SMALL_BODY,
 };
 use crate::ids::{new_secret, FileId};
 use crate::room::JoinError;
@@ -30,16 +31,12 @@ struct FileChanges {
 }
 
 fn file_name(name: &str) -> Result<String, ApiError> {
-    let name = name.trim();
-    if name.is_empty()
-        || name.chars().count() > MAX_FILE_NAME_CHARS
-        || name.chars().any(char::is_control)
-    {
-        return Err(ApiError::bad_request(
-            "a file name has 1 to 200 plain characters",
-        ));
-    }
-    Ok(name.to_owned())
+    plain_name(
+        name,
+        MAX_FILE_NAME_CHARS,
+        "a file name has 1 to 200 plain characters",
+    )
+    .map(str::to_owned)
 }
 
 /// The file as its owner sees it (with keys) or as a key holder does.

@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 
 use crate::auth::AuthError;
-use crate::http::{rate_limited, ApiError};
+use crate::http::{plain_name, rate_limited, ApiError};
 use crate::limits::address_key;
 use crate::state::AppState;
 
@@ -78,16 +78,11 @@ pub(super) fn check_signin_rate(
 
 /// A person's name (trimmed): 1 to 64 plain characters.
 pub(super) fn account_name(name: &str) -> Result<&str, ApiError> {
-    let name = name.trim();
-    if name.is_empty()
-        || name.chars().count() > MAX_NAME_CHARS
-        || name.chars().any(char::is_control)
-    {
-        return Err(ApiError::bad_request(
-            "a name of 1 to 64 plain characters is required",
-        ));
-    }
-    Ok(name)
+    plain_name(
+        name,
+        MAX_NAME_CHARS,
+        "a name of 1 to 64 plain characters is required",
+    )
 }
 
 /// A new password: at least 8 characters, at most 1 KiB.
