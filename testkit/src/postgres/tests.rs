@@ -1,4 +1,5 @@
 use super::*;
+use crate::env::service_env;
 
 #[test]
 fn the_database_name_is_replaced_and_the_rest_kept() {
