@@ -1,11 +1,13 @@
 //! Clusters: several node processes sharing a Postgres database and a coordinator
 //! namespace, started with the test kit's fleet settings; the directory of their nodes
 //! as clients see it (`directory`), what their files look like from outside (`files`),
-//! reaching their nodes (`reach`), and both coordinator backends (`backend`).
+//! reaching their nodes (`reach`), stopping and freezing them (`outages`), and both
+//! coordinator backends (`backend`).
 
 mod backend;
 mod directory;
 mod files;
+mod outages;
 mod reach;
 
 use super::*;
@@ -145,33 +147,6 @@ impl Cluster {
             .filter(|m| m.up)
             .map(|m| m.id)
             .collect()
-    }
-
-    pub fn kill9(&mut self, id: &str) {
-        self.dir.set_up(id, false);
-        let i = self.index(id);
-        self.nodes[i].kill9();
-    }
-
-    /// SIGTERM (the node drains); the directory stops routing to it at once.
-    pub fn sigterm(&mut self, id: &str) {
-        self.dir.set_up(id, false);
-        self.node(id).sigterm();
-    }
-
-    /// SIGSTOP: the process freezes (its sockets stay open, unanswered).
-    pub fn sigstop(&mut self, id: &str) {
-        self.dir.set_up(id, false);
-        self.node(id).signal(libc::SIGSTOP);
-    }
-
-    /// SIGCONT after [`Cluster::sigstop`]; the directory is left as it is.
-    pub fn sigcont(&mut self, id: &str) {
-        self.node(id).signal(libc::SIGCONT);
-    }
-
-    pub fn mark_up(&self, id: &str) {
-        self.dir.set_up(id, true);
     }
 
     /// Everything every node printed, for failure messages.
