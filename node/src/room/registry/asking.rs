@@ -54,15 +54,10 @@ impl Rooms {
     ) -> Result<(RoomHandle, Joined), JoinError> {
         let mut again = Again::new();
         loop {
-            let handle = self
-                .open(file)
-                .ok_or(JoinError::Unavailable(CloseCode::ServiceRestart))?;
-            let (reply, answer) = oneshot::channel();
-            if handle.tx.send(RoomCmd::Join(req.clone(), reply)).is_ok() {
-                match answer.await {
-                    Ok(Err(JoinError::Retry)) | Err(_) => {}
-                    Ok(result) => return result.map(|joined| (handle, joined)),
-                }
+            let join = |reply| RoomCmd::Join(req.clone(), reply);
+            match self.ask(file, CloseCode::ServiceRestart, join).await? {
+                (_, Some(Err(JoinError::Retry)) | None) => {}
+                (handle, Some(result)) => return result.map(|joined| (handle, joined)),
             }
             if !again.pause().await {
                 return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
@@ -74,23 +69,40 @@ impl Rooms {
     pub async fn document(&self, file: &FileId) -> Result<(u64, String), JoinError> {
         let mut again = Again::new();
         loop {
-            let handle = self
-                .open(file)
-                .ok_or(JoinError::Unavailable(CloseCode::TryAgainLater))?;
-            let (reply, answer) = oneshot::channel();
-            if handle.tx.send(RoomCmd::GetDoc(reply)).is_ok() {
-                if let Ok(doc) = answer.await {
-                    return Ok(doc);
-                }
+            match self
+                .ask(file, CloseCode::TryAgainLater, RoomCmd::GetDoc)
+                .await?
+            {
+                (_, Some(doc)) => return Ok(doc),
                 // The room ended before answering: it failed to load or went idle.
-                if self.existing(file).is_none() && self.ctx.store.file(file).await.is_err() {
-                    return Err(JoinError::NotFound);
+                (_, None) => {
+                    if self.existing(file).is_none() && self.ctx.store.file(file).await.is_err() {
+                        return Err(JoinError::NotFound);
+                    }
                 }
             }
             if !again.pause().await {
                 return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
             }
         }
+    }
+
+    /// Opens the file's room and sends it the command `cmd` makes around a reply
+    /// channel; the room's answer, or None when it closed before answering.
+    /// `unopened` is the close code when this node cannot open the room at all.
+    async fn ask<T>(
+        &self,
+        file: &FileId,
+        unopened: CloseCode,
+        cmd: impl FnOnce(oneshot::Sender<T>) -> RoomCmd,
+    ) -> Result<(RoomHandle, Option<T>), JoinError> {
+        let handle = self.open(file).ok_or(JoinError::Unavailable(unopened))?;
+        let (reply, answer) = oneshot::channel();
+        let answer = match handle.tx.send(cmd(reply)) {
+            Ok(()) => answer.await.ok(),
+            Err(_) => None,
+        };
+        Ok((handle, answer))
     }
 
     /// Tells a live room its file's settings changed.

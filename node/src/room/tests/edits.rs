@@ -108,10 +108,7 @@ fn a_resent_patch_is_acked_with_its_version_and_not_applied_again() {
 
 #[test]
 fn a_resend_of_a_patch_not_yet_durable_waits_for_it() {
-    let mut h = Harness::new();
-    let mut a = h.join(As::Owner);
-    h.patch(&a, 1, put("x", json!({})));
-    h.end_turn();
+    let (mut h, mut a) = owner_wrote(put("x", json!({})));
     h.patch(&a, 1, put("x", json!({})));
     assert!(a.frames().is_empty());
     h.durable(1);
@@ -184,20 +181,14 @@ fn a_fenced_append_ends_the_room_and_releases_nothing() {
 
 #[test]
 fn an_append_to_a_deleted_file_ends_the_room_as_deleted() {
-    let mut h = Harness::new();
-    let a = h.join(As::Owner);
-    h.patch(&a, 1, put("x", json!({})));
-    h.end_turn();
+    let (mut h, _a) = owner_wrote(put("x", json!({})));
     h.refused(StoreError::NotFound);
     assert_eq!(h.exit, Some(Exit::Deleted));
 }
 
 #[test]
 fn the_document_is_handed_out_only_once_durable() {
-    let mut h = Harness::new();
-    let a = h.join(As::Owner);
-    h.patch(&a, 1, put("x", json!({"n": 1})));
-    h.end_turn();
+    let (mut h, _a) = owner_wrote(put("x", json!({"n": 1})));
     let (tx, mut rx) = oneshot::channel();
     h.send(RoomCmd::GetDoc(tx));
     assert!(rx.try_recv().is_err(), "not before durable");
@@ -209,10 +200,7 @@ fn the_document_is_handed_out_only_once_durable() {
 
 #[test]
 fn a_joiner_gets_relays_only_past_its_welcome() {
-    let mut h = Harness::new();
-    let a = h.join(As::Owner);
-    h.patch(&a, 1, put("x", json!({})));
-    h.end_turn();
+    let (mut h, _a) = owner_wrote(put("x", json!({})));
     // Joins while version 1 waits for the disk: its welcome already holds it.
     let mut b = h.try_join(As::Editor, None).expect("join");
     h.durable(1);

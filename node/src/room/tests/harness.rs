@@ -11,13 +11,13 @@ use super::*;
 
 /// A room core with a test's own clock.
 pub struct Harness {
-    pub core: RoomCore,
-    pub now: Instant,
-    pub owner: AccountId,
+    pub(super) core: RoomCore,
+    pub(super) now: Instant,
+    pub(super) owner: AccountId,
     /// Appends handed out and not yet reported durable, oldest first.
-    pub appends: Vec<FileAppend>,
-    pub snapshots: Vec<SnapshotJob>,
-    pub exit: Option<Exit>,
+    pub(super) appends: Vec<FileAppend>,
+    pub(super) snapshots: Vec<SnapshotJob>,
+    pub(super) exit: Option<Exit>,
     pub(super) next_client: u8,
 }
 

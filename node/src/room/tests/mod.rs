@@ -67,6 +67,16 @@ pub fn owner_and(who: As) -> (Harness, Person, Person) {
     (h, owner, other)
 }
 
+/// A room whose owner sent version 1 (`ops`, op id 1), handed to the journal
+/// and not yet durable.
+pub fn owner_wrote(ops: Value) -> (Harness, Person) {
+    let mut h = Harness::new();
+    let a = h.join(As::Owner);
+    h.patch(&a, 1, ops);
+    h.end_turn();
+    (h, a)
+}
+
 /// The version each message carries.
 pub fn versions(messages: &[Value]) -> Vec<u64> {
     messages.iter().filter_map(|m| m["v"].as_u64()).collect()

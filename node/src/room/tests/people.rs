@@ -5,10 +5,8 @@ use atrium_protocol::CloseCode;
 
 #[test]
 fn the_welcome_comes_first_with_the_document_and_the_people() {
-    let mut h = Harness::new();
-    let a = h.join(As::Owner);
-    h.patch(&a, 1, put("x", json!({"n": 1})));
-    h.commit();
+    let (mut h, _a) = owner_wrote(put("x", json!({"n": 1})));
+    h.durable(1);
     let mut b = h.try_join(As::Editor, None).expect("join");
     h.commit();
     let got = b.frames();
@@ -23,10 +21,7 @@ fn the_welcome_comes_first_with_the_document_and_the_people() {
 
 #[test]
 fn what_the_room_sends_a_joiner_waits_behind_its_welcome() {
-    let mut h = Harness::new();
-    let a = h.join(As::Owner);
-    h.patch(&a, 1, put("x", json!({})));
-    h.end_turn();
+    let (mut h, _a) = owner_wrote(put("x", json!({})));
     let mut b = h.try_join(As::Editor, None).expect("join");
     // A broadcast while b's welcome waits for version 1 to be durable.
     let _c = h.try_join(As::Viewer, None).expect("join");

@@ -8,6 +8,24 @@ fn editor_room(settings: &[(&str, &str)], memory: u64) -> (Harness, Person) {
     (h, a)
 }
 
+/// A node of about 100 bytes: one is past a `snapshot-bytes` of 10.
+fn hundred_bytes(id: &str) -> Value {
+    put(id, json!({"t": "y".repeat(100)}))
+}
+
+/// A room with `snapshot-bytes` at 10 (and the `more` settings) whose owner
+/// just sent a node of 100 bytes (op id 1): past the trigger once durable.
+fn past_snapshot_bytes(more: &[(&str, &str)], memory: u64) -> (Harness, Person) {
+    let settings: Vec<_> = [("snapshot-bytes", "10")]
+        .iter()
+        .chain(more)
+        .copied()
+        .collect();
+    let (mut h, a) = editor_room(&settings, memory);
+    h.patch(&a, 1, hundred_bytes("x"));
+    (h, a)
+}
+
 #[test]
 fn a_snapshot_starts_once_the_log_passes_snapshot_bytes() {
     let (mut h, a) = editor_room(&[("snapshot-bytes", "1000")], u64::MAX / 4);
@@ -60,8 +78,7 @@ fn a_snapshot_is_due_by_time_once_the_log_has_changed_for_snapshot_ms() {
 
 #[test]
 fn nothing_is_snapshotted_before_it_is_durable() {
-    let (mut h, a) = editor_room(&[("snapshot-bytes", "10")], u64::MAX / 4);
-    h.patch(&a, 1, put("x", json!({"t": "y".repeat(100)})));
+    let (mut h, _a) = past_snapshot_bytes(&[], u64::MAX / 4);
     h.end_turn();
     h.advance(Duration::from_secs(120));
     h.housekeeping();
@@ -72,25 +89,20 @@ fn nothing_is_snapshotted_before_it_is_durable() {
 
 #[test]
 fn one_snapshot_at_a_time() {
-    let (mut h, a) = editor_room(&[("snapshot-bytes", "10")], u64::MAX / 4);
-    h.patch(&a, 1, put("x", json!({"t": "y".repeat(100)})));
+    let (mut h, a) = past_snapshot_bytes(&[], u64::MAX / 4);
     h.commit();
-    h.patch(&a, 2, put("y", json!({"t": "y".repeat(100)})));
+    h.patch(&a, 2, hundred_bytes("y"));
     h.commit();
     assert_eq!(h.snapshots.len(), 1, "the second waits for the first");
     h.send(RoomCmd::SnapshotDone(Ok(1)));
-    h.patch(&a, 3, put("z", json!({"t": "y".repeat(100)})));
+    h.patch(&a, 3, hundred_bytes("z"));
     h.commit();
     assert_eq!(h.snapshots.len(), 2);
 }
 
 #[test]
 fn a_failed_snapshot_is_tried_again_later() {
-    let (mut h, a) = editor_room(
-        &[("snapshot-bytes", "10"), ("snapshot-ms", "1000")],
-        u64::MAX / 4,
-    );
-    h.patch(&a, 1, put("x", json!({"t": "y".repeat(100)})));
+    let (mut h, _a) = past_snapshot_bytes(&[("snapshot-ms", "1000")], u64::MAX / 4);
     h.commit();
     assert_eq!(h.snapshots.len(), 1);
     h.send(RoomCmd::SnapshotDone(Err(StoreError::Unavailable(
@@ -113,8 +125,7 @@ fn a_failed_snapshot_is_tried_again_later() {
 
 #[test]
 fn a_fenced_snapshot_ends_the_room() {
-    let (mut h, a) = editor_room(&[("snapshot-bytes", "10")], u64::MAX / 4);
-    h.patch(&a, 1, put("x", json!({"t": "y".repeat(100)})));
+    let (mut h, _a) = past_snapshot_bytes(&[], u64::MAX / 4);
     h.commit();
     h.send(RoomCmd::SnapshotDone(Err(StoreError::Fenced)));
     assert_eq!(h.exit, Some(Exit::Fenced));
@@ -122,8 +133,7 @@ fn a_fenced_snapshot_ends_the_room() {
 
 #[test]
 fn a_snapshot_the_memory_budget_cannot_cover_is_put_off() {
-    let (mut h, a) = editor_room(&[("snapshot-bytes", "10")], 1);
-    h.patch(&a, 1, put("x", json!({"t": "y".repeat(100)})));
+    let (mut h, a) = past_snapshot_bytes(&[], 1);
     h.patch(&a, 2, put("y", json!({})));
     h.commit();
     assert!(h.snapshots.is_empty());
