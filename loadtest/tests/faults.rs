@@ -218,24 +218,12 @@ fn a_paused_owner_woken_after_its_lease_never_writes_again() {
 
 #[test]
 fn the_coordinator_killed_and_restarted_loses_nothing() {
-    let r = run_fault("coordinator", &[]);
-    let f = &r["failover"];
-    assert_eq!(f["target"], "nats-server");
-    assert!(r["cluster"]["services"]
-        .as_str()
-        .unwrap()
-        .contains("scratch nats-server"));
+    run_on_own_service("coordinator", "nats-server", "scratch nats-server");
 }
 
 #[test]
 fn postgres_stopped_and_restarted_loses_nothing() {
-    let r = run_fault("store", &[]);
-    let f = &r["failover"];
-    assert_eq!(f["target"], "postgres");
-    assert!(r["cluster"]["services"]
-        .as_str()
-        .unwrap()
-        .contains("scratch Postgres"));
+    let r = run_on_own_service("store", "postgres", "scratch Postgres");
     // Patches waited with a 503 notice while nothing could be made durable.
     assert!(
         r["problems"]["notices"]["503"].as_u64().unwrap_or(0) > 0,
@@ -314,4 +302,13 @@ fn a_mass_failover_on_nats_loses_nothing() {
 #[test]
 fn a_mass_failover_on_redis_loses_nothing() {
     mass_failover("ATRIUM_TEST_REDIS_URL");
+}
+
+/// A fault on a service: the run must start a `service` of its own (the suite's shared one
+/// must not be stopped) and strike it (`target`).
+fn run_on_own_service(kind: &str, target: &str, service: &str) -> Value {
+    let r = run_fault(kind, &[]);
+    assert_eq!(r["failover"]["target"], target);
+    assert!(r["cluster"]["services"].as_str().unwrap().contains(service));
+    r
 }

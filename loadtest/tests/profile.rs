@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{node_binary, run_to_end};
+use common::{run_to_end, small_spawned_run};
 
 /// Whether perf can count another process here (what `--profile` checks too).
 fn perf_works() -> bool {
@@ -84,20 +84,7 @@ fn a_spawned_run_leaves_a_flame_graph_and_the_raw_profile() {
     let dir = std::env::temp_dir().join(format!("atrium-loadtest-profile-{}", std::process::id()));
     let json = dir.with_extension("json");
     let stdout = run_to_end(
-        Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
-            .arg("--spawn")
-            .arg("--server")
-            .arg(node_binary())
-            .args([
-                "--users",
-                "20",
-                "--files",
-                "2",
-                "--warmup",
-                "0.5",
-                "--duration",
-                "2",
-            ])
+        small_spawned_run("20", "2", "0.5", "2")
             .arg("--profile")
             .arg(&dir)
             .arg("--json")

@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{node_binary, run_to_end};
+use common::{run_to_end, small_spawned_run};
 
 use serde_json::Value;
 
@@ -14,20 +14,7 @@ fn a_small_spawned_run_reports_every_measure() {
     let json = std::env::temp_dir().join(format!("atrium-loadtest-{}.json", std::process::id()));
     let html = json.with_extension("html");
     let stdout = run_to_end(
-        Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"))
-            .arg("--spawn")
-            .arg("--server")
-            .arg(node_binary())
-            .args([
-                "--users",
-                "40",
-                "--files",
-                "4",
-                "--duration",
-                "3",
-                "--warmup",
-                "1",
-            ])
+        small_spawned_run("40", "4", "1", "3")
             .args(["--label", "integration", "--json"])
             .arg(&json)
             .arg("--html")

@@ -1,3 +1,4 @@
+use super::latency::histogram;
 #[test]
 fn machine_cpu_counts_everything_but_idle_and_iowait() {
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;

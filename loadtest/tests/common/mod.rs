@@ -29,6 +29,24 @@ pub fn node_binary() -> PathBuf {
     workspace_binary("atrium-node", "atrium-node")
 }
 
+/// The tool on a spawned debug node with a small load: `users` in `files`, measured for
+/// `duration` seconds after `warmup`.
+#[allow(dead_code)] // not every test file spawns a node
+pub fn small_spawned_run(users: &str, files: &str, warmup: &str, duration: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_atrium-loadtest"));
+    cmd.arg("--spawn").arg("--server").arg(node_binary()).args([
+        "--users",
+        users,
+        "--files",
+        files,
+        "--warmup",
+        warmup,
+        "--duration",
+        duration,
+    ]);
+    cmd
+}
+
 /// Runs the tool to its end and fails the test, with everything it printed, unless it
 /// succeeded; its standard output.
 #[allow(dead_code)] // not every test file runs the tool to its end
