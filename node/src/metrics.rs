@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use atrium_protocol::{CloseCode, CLIENT_MESSAGES, REJECT_CODES, SERVER_MESSAGES};
 use prometheus::core::Collector;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
@@ -12,6 +11,9 @@ use prometheus::{
 };
 
 mod catalogue;
+mod labels;
+
+pub use labels::{COORDINATOR_OPERATIONS, ROOM_EXIT_REASONS};
 
 pub struct Metrics {
     registry: Registry,
@@ -80,33 +82,6 @@ fn histogram(registry: &Registry, name: &str, help: &str, buckets: &[f64]) -> Hi
     registered(registry, h)
 }
 
-/// The `reason` label of `atrium_room_exits_total` (`room::Exit`).
-pub const ROOM_EXIT_REASONS: &[&str] = &[
-    "idle",
-    "shutdown",
-    "moved",
-    "deleted",
-    "lease-lost",
-    "fenced",
-];
-
-/// The `operation` label of `atrium_coordinator_operations_total` (`counted.rs`).
-pub const COORDINATOR_OPERATIONS: &[&str] = &[
-    "join",
-    "heartbeat",
-    "leave",
-    "members",
-    "acquire",
-    "renew",
-    "release",
-    "holder",
-    "count",
-    "count_up",
-    "count_down",
-    "publish",
-    "watch",
-];
-
 /// Latency buckets from 0.5 ms to 10 s.
 const LATENCY: &[f64] = &[
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
@@ -117,29 +92,6 @@ impl Metrics {
     /// has its own, so two nodes can live in one process (as tests run them).
     pub fn new() -> Arc<Self> {
         Arc::new(Self::unshared())
-    }
-
-    /// Touches every series of the labelled families whose labels come from a fixed set,
-    /// so a fresh node exports them at 0 and dashboards and alerts see 0, not "no data".
-    fn with_every_label_at_zero(self) -> Self {
-        for code in CloseCode::ALL {
-            self.closes.with_label_values(&[&code.to_string()]);
-        }
-        let families: [(&IntCounterVec, &[&str]); 7] = [
-            (&self.joins, &["admitted", "deferred", "refused"]),
-            (&self.rejects, REJECT_CODES),
-            (&self.messages_received, CLIENT_MESSAGES),
-            (&self.messages_sent, SERVER_MESSAGES),
-            (&self.room_exits, ROOM_EXIT_REASONS),
-            (&self.coordinator_operations, COORDINATOR_OPERATIONS),
-            (&self.http_requests, &["1xx", "2xx", "3xx", "4xx", "5xx"]),
-        ];
-        for (family, labels) in families {
-            for label in labels {
-                family.with_label_values(&[label]);
-            }
-        }
-        self
     }
 
     /// The text exposition format.

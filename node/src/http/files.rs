@@ -10,12 +10,11 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, ETAG, IF_NONE_MATCH};
 use hyper::{Request, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use self::access::{owned, readable};
 use super::{
-    bearer_token, empty, json_response, plain_name, read_json, signed_in, ApiError, ApiResult,
-    SMALL_BODY,
+    bearer_token, empty, json_response, plain_name, read_json, signed_in, strong_etag, ApiError,
+    ApiResult, SMALL_BODY,
 };
 use crate::ids::{new_secret, FileId};
 use crate::room::JoinError;
@@ -72,29 +71,20 @@ pub async fn list(state: &AppState, req: Request<Incoming>) -> ApiResult {
         })
         .collect();
     let body = json!({ "files": items });
-    let hash = Sha256::digest(body.to_string().as_bytes());
-    let etag = format!(
-        "\"{}\"",
-        hash[..12]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    );
+    let etag = strong_etag(body.to_string().as_bytes());
+    let ours = etag.to_str().unwrap_or_default();
     let matches = req
         .headers()
         .get(IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == ours || t.trim() == "*"));
     let mut resp = if matches {
         empty(StatusCode::NOT_MODIFIED)
     } else {
         json_response(StatusCode::OK, &body)
     };
     let headers = resp.headers_mut();
-    headers.insert(
-        ETAG,
-        HeaderValue::from_str(&etag).expect("hex is a valid header"),
-    );
+    headers.insert(ETAG, etag);
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
     Ok(resp)
 }

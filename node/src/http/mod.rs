@@ -25,6 +25,7 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::state::AppState;
 
@@ -47,6 +48,15 @@ pub fn empty(status: StatusCode) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::new()));
     *resp.status_mut() = status;
     resp
+}
+
+/// A strong ETag for a body: the first 12 bytes of its SHA-256, in hex, quoted.
+pub fn strong_etag(bytes: &[u8]) -> HeaderValue {
+    let hex: String = Sha256::digest(bytes)[..12]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    HeaderValue::from_str(&format!("\"{hex}\"")).expect("hex is a valid header value")
 }
 
 /// The connection's slot of `ATRIUM_MAX_CONNECTIONS`, which an upgraded socket keeps.

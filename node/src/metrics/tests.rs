@@ -1,3 +1,5 @@
+use atrium_protocol::CloseCode;
+
 use super::*;
 
 /// A fresh node exports every fixed-label series at 0, so "no data" never means "none".

@@ -6,6 +6,7 @@
 //! closes a socket the client stopped answering. Sockets count against their
 //! address from the upgrade and against their account from the hello.
 
+mod io;
 mod liveness;
 mod reader;
 mod writer;
@@ -15,11 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::upgrade::Upgraded;
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
-use tokio::net::TcpStream;
 use tokio::time::timeout;
 
+use self::io::{split, ReadIo, WriteIo};
 use self::liveness::{silence, Liveness};
 
 use crate::ids::FileId;
@@ -34,9 +33,6 @@ use crate::ws::{Reader, ReaderLimits};
 /// How long the final flush and close of a socket may take.
 const CLOSE_DEADLINE: Duration = Duration::from_secs(2);
 
-type ReadIo = Box<dyn AsyncRead + Send + Unpin>;
-type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;
-
 /// Where a socket is in its life.
 struct Session {
     state: Arc<AppState>,
@@ -48,22 +44,6 @@ struct Session {
     account_slot: Option<String>,
     /// Its role, as the room last told it.
     seat: Seat,
-}
-
-/// The two halves of an upgraded connection. A plain TCP socket splits without
-/// a lock; bytes hyper read past the handshake are put back in front.
-fn split(upgraded: Upgraded) -> (ReadIo, WriteIo) {
-    match upgraded.downcast::<TokioIo<TcpStream>>() {
-        Ok(parts) => {
-            let (read, write) = parts.io.into_inner().into_split();
-            let early = std::io::Cursor::new(parts.read_buf);
-            (Box::new(early.chain(read)), Box::new(write))
-        }
-        Err(upgraded) => {
-            let (read, write) = tokio::io::split(TokioIo::new(upgraded));
-            (Box::new(read), Box::new(write))
-        }
-    }
 }
 
 /// Serves one upgraded socket until it closes.

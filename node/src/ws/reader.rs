@@ -4,49 +4,21 @@
 //! which is cancel-safe, so `next()` may be dropped at any await (inside
 //! `tokio::select!`) and called again without losing or corrupting data.
 
-use std::time::Duration;
-
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::{timeout_at, Instant};
 
 mod incoming;
+mod limits;
 mod message;
 mod wire;
 
 pub use incoming::{Incoming, ReadError};
+pub use limits::{ReaderLimits, INFLATE_CREDIT};
 use message::Partial;
 use wire::parse_header;
 
 /// Read buffer capacity of an idle socket; grown for big frames, then shrunk back.
 const BUF_START: usize = 4 * 1024;
-
-/// Limits on what a client may send.
-#[derive(Debug, Clone, Copy)]
-pub struct ReaderLimits {
-    /// Largest message, inclusive, before and after decompression.
-    pub max_message: usize,
-    /// Time from the first frame of a fragmented message (once received whole)
-    /// to its last; checked whenever the reader waits for bytes.
-    pub fragment_timeout: Duration,
-    /// Compressed messages may inflate, in all, to at most this many bytes per byte
-    /// received (plus [`INFLATE_CREDIT`]): what the node holds and relays because of
-    /// a socket stays in proportion to what the socket sent. 0: no bound.
-    pub inflate_ratio: usize,
-}
-
-/// Inflated bytes a socket may have beyond its ratio, so that a few small, very
-/// compressible messages (a hello, a selection) are never refused.
-pub const INFLATE_CREDIT: usize = 64 * 1024;
-
-impl Default for ReaderLimits {
-    fn default() -> Self {
-        Self {
-            max_message: 1 << 20,
-            fragment_timeout: Duration::from_secs(10),
-            inflate_ratio: 0,
-        }
-    }
-}
 
 /// Reads client frames from `R` and reassembles messages.
 pub struct Reader<R> {

@@ -9,6 +9,7 @@ use hyper::header::HeaderValue;
 use sha2::{Digest, Sha256};
 
 use super::{FILES, INDEX};
+use crate::http::strong_etag;
 
 pub(super) struct Asset {
     pub(super) bytes: Bytes,
@@ -27,9 +28,8 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn asset(bytes: Bytes, content_type: &'static str) -> Asset {
-    let etag = format!("\"{}\"", hex(&Sha256::digest(&bytes)[..12]));
     Asset {
-        etag: HeaderValue::from_str(&etag).expect("hex is a valid header value"),
+        etag: strong_etag(&bytes),
         bytes,
         content_type,
     }

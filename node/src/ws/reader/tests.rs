@@ -1,5 +1,7 @@
 //! Reader tests: client frames are built here, masked, and fed through a pipe.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use flate2::{Compress, Compression, FlushCompress};
 use tokio::io::{duplex, AsyncWriteExt, DuplexStream};
@@ -7,6 +9,7 @@ use tokio::io::{duplex, AsyncWriteExt, DuplexStream};
 use super::*;
 use crate::ws::frame::opcode;
 
+mod cancel;
 mod deflate;
 mod errors;
 mod sizes;
