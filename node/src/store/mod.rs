@@ -22,6 +22,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::ids::{AccountId, ClientKey, FileId};
+pub(crate) use records::SnapshotAndLog;
 pub use records::{
     Account, FileAppend, FileRecord, FileUpdate, LinkAccess, LoggedPatch, SnapshotWrite, TakenFile,
 };

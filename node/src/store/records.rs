@@ -95,6 +95,9 @@ pub struct FileAppend {
     pub patches: Vec<LoggedPatch>,
 }
 
+/// A file's latest snapshot (version, document JSON), if any, and patches of its log.
+pub(crate) type SnapshotAndLog = (Option<(u64, String)>, Vec<LoggedPatch>);
+
 /// What a node gets when it takes a file.
 #[derive(Debug)]
 pub struct TakenFile {

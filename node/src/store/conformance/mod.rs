@@ -8,22 +8,27 @@
 
 mod accounts;
 mod appends;
+mod client_ops;
 mod files;
+mod logs;
+mod round_trip;
 mod snapshots;
 mod support;
 mod takes;
 
 pub use accounts::{accounts_and_email_case, sessions, sessions_expire_and_end_by_account};
 pub use appends::{
-    client_op_keeps_the_highest, empty_appends, gapless_appends,
-    one_fenced_file_does_not_fail_the_batch, one_file_twice_in_a_batch,
+    empty_appends, gapless_appends, one_fenced_file_does_not_fail_the_batch,
+    one_file_twice_in_a_batch,
 };
+pub use client_ops::client_op_keeps_the_highest;
 pub use files::{file_cap_per_owner, files_crud};
+pub(crate) use logs::patch;
+pub use round_trip::patches_round_trip;
 pub use snapshots::{
-    deleted_file_is_gone_everywhere, patches_round_trip, ping_answers,
-    snapshots_never_go_back_and_trim_the_log,
+    deleted_file_is_gone_everywhere, ping_answers, snapshots_never_go_back_and_trim_the_log,
 };
-pub(crate) use support::{new_file, patch};
+pub(crate) use support::new_file;
 pub use takes::{
     fencing_after_a_second_take, take_file_keeps_behind, take_file_reads_snapshot_and_log,
 };

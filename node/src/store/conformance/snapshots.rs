@@ -2,11 +2,11 @@
 //! fidelity of what is stored.
 
 use super::support::{
-    account, append_one, assert_err, assert_same_log, file_with_log, new_file, op, patch, patches,
-    record, take, versions, write_doc,
+    account, append_one, assert_err, assert_same_log, file_with_log, op, patch, patches, record,
+    take, versions, write_doc,
 };
-use crate::ids::{ClientKey, FileId};
-use crate::store::{LoggedPatch, Store, StoreError};
+use crate::ids::FileId;
+use crate::store::{Store, StoreError};
 
 /// The snapshot and the versions of the tail after it.
 async fn tail(store: &dyn Store, file: &FileId) -> (Option<(u64, String)>, Vec<u64>) {
@@ -107,70 +107,6 @@ pub async fn deleted_file_is_gone_everywhere(store: &dyn Store) {
     append_one(store, &t.record.id, t.epoch, patches(1, 1, 1))
         .await
         .expect("a fresh log starts at 1");
-}
-
-/// Every field of a patch comes back as it went in: text verbatim (spacing,
-/// escapes, non-ASCII), `t` present or absent, all 16 client bytes.
-pub async fn patches_round_trip(store: &dyn Store) {
-    let (_, file) = new_file(store).await;
-    let epoch = take(store, &file).await;
-    let sent = |version, client, op_id, by: &str, ops: &str, t: Option<&str>| LoggedPatch {
-        version,
-        client: ClientKey(client),
-        op_id,
-        by: by.into(),
-        ops: ops.into(),
-        t: t.map(Into::into),
-    };
-    let want = vec![
-        sent(
-            1,
-            [0xff; 16],
-            u64::from(u32::MAX) + 7,
-            "person-Ω",
-            r#"[ {"set" : "héllo \"wörld\" \u00e9", "n": 1.50} ]"#,
-            Some(r#"{"sent":123}"#),
-        ),
-        sent(2, [0; 16], 0, "", "[]", None),
-        sent(
-            3,
-            std::array::from_fn(|i| i as u8 * 17),
-            1,
-            "p3",
-            "[\n  1,\t2\n]",
-            Some("\"t\""),
-        ),
-        sent(4, [0x5a; 16], u64::MAX, "p4", "[4]", None),
-    ];
-    append_one(store, &file, epoch, want.clone())
-        .await
-        .expect("append");
-    let t = store.take_file(&file, 10).await.expect("take");
-    assert_same_log(&t.log, &want);
-    let (_, tail) = store.snapshot_and_tail(&file).await.expect("tail");
-    assert_same_log(&tail, &want);
-    assert_eq!(
-        store
-            .client_op(&file, ClientKey([0xff; 16]))
-            .await
-            .expect("op"),
-        Some((u64::from(u32::MAX) + 7, 1))
-    );
-    assert_eq!(
-        store
-            .client_op(&file, ClientKey([0x5a; 16]))
-            .await
-            .expect("op"),
-        Some((u64::MAX, 4)),
-        "every u64 op id reads back exactly"
-    );
-    let doc = r#"{"name":"Ünïcode ✓","pages":[{"id":"p1"}]}"#;
-    store
-        .write_snapshot(&file, t.epoch, 4, doc, 10)
-        .await
-        .expect("snapshot");
-    let (snapshot, _) = store.snapshot_and_tail(&file).await.expect("read");
-    assert_eq!(snapshot, Some((4, doc.to_string())));
 }
 
 pub async fn ping_answers(store: &dyn Store) {

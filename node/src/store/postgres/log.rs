@@ -7,15 +7,12 @@ use super::rows::{big, get, snapshot_from_rows, unavailable};
 use super::{prepare, PgStore};
 use crate::ids::FileId;
 use crate::store::columns::{file_from, patch_from, FILE_COLUMNS};
-use crate::store::{LoggedPatch, SnapshotWrite, StoreError, StoreResult, TakenFile};
+use crate::store::{SnapshotAndLog, SnapshotWrite, StoreError, StoreResult, TakenFile};
 
 /// The columns of a logged patch, in the order [`patch_from`] reads them.
 const LOG_COLUMNS: &str = "version, client, op_id, person, ops, t";
 
 const SNAPSHOT_SQL: &str = "SELECT version, doc FROM snapshots WHERE file_id = $1";
-
-/// A file's latest snapshot (version, document) and patches of its log.
-type SnapshotAndLog = (Option<(u64, String)>, Vec<LoggedPatch>);
 
 /// The snapshot and the log a pair of pipelined queries answered.
 fn snapshot_and_log(

@@ -4,7 +4,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBe
 
 use super::rows::{read_file, read_log_from, read_snapshot, unavailable};
 use crate::ids::FileId;
-use crate::store::{SnapshotWrite, StoreError, StoreResult, TakenFile};
+use crate::store::{SnapshotAndLog, SnapshotWrite, StoreError, StoreResult, TakenFile};
 
 fn immediate(c: &mut Connection) -> StoreResult<Transaction<'_>> {
     c.transaction_with_behavior(TransactionBehavior::Immediate)
@@ -73,4 +73,14 @@ pub(super) fn snapshot(c: &mut Connection, write: &SnapshotWrite<'_>) -> StoreRe
     )
     .map_err(unavailable)?;
     tx.commit().map_err(unavailable)
+}
+
+/// [`crate::store::Store::snapshot_and_tail`], in one read transaction: a snapshot
+/// written meanwhile cannot trim the tail out from under it.
+pub(super) fn tail(c: &mut Connection, file: &FileId) -> StoreResult<SnapshotAndLog> {
+    let tx = c.transaction().map_err(unavailable)?;
+    let snapshot = read_snapshot(&tx, file)?;
+    let base = snapshot.as_ref().map_or(0, |s| s.0);
+    let log = read_log_from(&tx, file, base + 1)?;
+    Ok((snapshot, log))
 }

@@ -2,6 +2,7 @@
 //! returns only once it is synced to disk. One connection, used from blocking
 //! threads; the journal batches appends so a busy node pays one sync per turn.
 
+mod accounts;
 mod append;
 mod checkpoints;
 mod files;

@@ -7,8 +7,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
 
 use super::append::append_batch;
-use super::rows::unique_or_unavailable;
-use super::rows::{found, read_file, read_log_from, read_snapshot, unavailable};
+use super::rows::{found, read_file, unavailable};
 use super::{now_ms, SqliteStore};
 use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, ACCOUNT_COLUMNS};
@@ -21,23 +20,7 @@ use crate::store::{
 impl Store for SqliteStore {
     async fn insert_account(&self, account: &Account) -> StoreResult<()> {
         let a = account.clone();
-        self.run(move |c| {
-            c.execute(
-                "INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    a.id.as_str(),
-                    a.email,
-                    a.email.to_lowercase(),
-                    a.name,
-                    a.password_hash,
-                    now_ms()
-                ],
-            )
-            .map_err(|e| unique_or_unavailable(e, StoreError::Conflict))?;
-            Ok(())
-        })
-        .await
+        self.run(move |c| super::accounts::insert(c, &a)).await
     }
 
     async fn account_by_email(&self, email: &str) -> StoreResult<Account> {
@@ -104,22 +87,8 @@ impl Store for SqliteStore {
 
     async fn delete_sessions_of(&self, account: &AccountId) -> StoreResult<Vec<[u8; 32]>> {
         let account = account.clone();
-        self.run(move |c| {
-            let mut stmt = c
-                .prepare("DELETE FROM sessions WHERE account_id = ?1 RETURNING token_digest")
-                .map_err(unavailable)?;
-            let rows = stmt
-                .query_map([account.as_str()], |r| r.get::<_, Vec<u8>>(0))
-                .map_err(unavailable)?;
-            let mut out = Vec::new();
-            for row in rows {
-                if let Ok(d) = <[u8; 32]>::try_from(row.map_err(unavailable)?.as_slice()) {
-                    out.push(d);
-                }
-            }
-            Ok(out)
-        })
-        .await
+        self.run(move |c| super::accounts::delete_sessions_of(c, &account))
+            .await
     }
 
     async fn delete_expired_sessions(&self) -> StoreResult<u64> {
@@ -227,14 +196,7 @@ impl Store for SqliteStore {
         file: &FileId,
     ) -> StoreResult<(Option<(u64, String)>, Vec<LoggedPatch>)> {
         let file = file.clone();
-        self.read(move |c| {
-            let tx = c.transaction().map_err(unavailable)?;
-            let snapshot = read_snapshot(&tx, &file)?;
-            let base = snapshot.as_ref().map_or(0, |s| s.0);
-            let log = read_log_from(&tx, &file, base + 1)?;
-            Ok((snapshot, log))
-        })
-        .await
+        self.read(move |c| super::log::tail(c, &file)).await
     }
 
     async fn ping(&self) -> bool {

@@ -1,75 +1,8 @@
 //! Appends laid out as the column arrays the group commit's statements unnest.
 
-use tokio_postgres::types::ToSql;
-
-use super::super::rows::{big, op_bits};
+use super::columns::{Params, PatchColumns, SeenColumns};
+use crate::store::postgres::rows::{big, op_bits};
 use crate::store::{FileAppend, LoggedPatch};
-
-/// A statement's parameters.
-pub(super) type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
-
-/// Patches laid out as the column arrays a statement unnests.
-#[derive(Default)]
-pub(super) struct PatchColumns<'a> {
-    versions: Vec<i64>,
-    clients: Vec<&'a [u8]>,
-    op_ids: Vec<i64>,
-    people: Vec<&'a str>,
-    ops: Vec<&'a str>,
-    ts: Vec<Option<&'a str>>,
-}
-
-impl<'a> PatchColumns<'a> {
-    fn push(&mut self, p: &'a LoggedPatch) {
-        self.versions.push(big(p.version));
-        self.clients.push(&p.client.0[..]);
-        self.op_ids.push(op_bits(p.op_id));
-        self.people.push(&p.by);
-        self.ops.push(&p.ops);
-        self.ts.push(p.t.as_deref());
-    }
-
-    fn extend(&mut self, other: &Self) {
-        self.versions.extend(&other.versions);
-        self.clients.extend(&other.clients);
-        self.op_ids.extend(&other.op_ids);
-        self.people.extend(&other.people);
-        self.ops.extend(&other.ops);
-        self.ts.extend(&other.ts);
-    }
-
-    fn params<'s>(&'s self, into: &mut Params<'s>) {
-        into.extend::<[&(dyn ToSql + Sync); 6]>([
-            &self.versions,
-            &self.clients,
-            &self.op_ids,
-            &self.people,
-            &self.ops,
-            &self.ts,
-        ]);
-    }
-}
-
-/// The highest op id per client (one row per client of a file, since an upsert may not
-/// touch a row twice in one statement), as column arrays.
-#[derive(Default)]
-pub(super) struct SeenColumns<'a> {
-    clients: Vec<&'a [u8]>,
-    op_ids: Vec<i64>,
-    versions: Vec<i64>,
-}
-
-impl SeenColumns<'_> {
-    fn extend(&mut self, other: &Self) {
-        self.clients.extend(&other.clients);
-        self.op_ids.extend(&other.op_ids);
-        self.versions.extend(&other.versions);
-    }
-
-    fn params<'s>(&'s self, into: &mut Params<'s>) {
-        into.extend::<[&(dyn ToSql + Sync); 3]>([&self.clients, &self.op_ids, &self.versions]);
-    }
-}
 
 /// One file's append, laid out as the column arrays `APPEND_SQL` unnests.
 pub(super) struct AppendArgs<'a> {

@@ -3,6 +3,7 @@
 
 mod args;
 mod at_once;
+mod columns;
 mod one_by_one;
 mod sql;
 

@@ -1,0 +1,46 @@
+//! Accounts and sessions: the writes that take more than one statement's call.
+
+use rusqlite::{params, Connection};
+
+use super::now_ms;
+use super::rows::{unavailable, unique_or_unavailable};
+use crate::ids::AccountId;
+use crate::store::{Account, StoreError, StoreResult};
+
+/// [`crate::store::Store::insert_account`]: `Conflict` when the email is taken.
+pub(super) fn insert(c: &mut Connection, a: &Account) -> StoreResult<()> {
+    c.execute(
+        "INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            a.id.as_str(),
+            a.email,
+            a.email.to_lowercase(),
+            a.name,
+            a.password_hash,
+            now_ms()
+        ],
+    )
+    .map_err(|e| unique_or_unavailable(e, StoreError::Conflict))?;
+    Ok(())
+}
+
+/// [`crate::store::Store::delete_sessions_of`]: the digests of the sessions it deleted.
+pub(super) fn delete_sessions_of(
+    c: &mut Connection,
+    account: &AccountId,
+) -> StoreResult<Vec<[u8; 32]>> {
+    let mut stmt = c
+        .prepare("DELETE FROM sessions WHERE account_id = ?1 RETURNING token_digest")
+        .map_err(unavailable)?;
+    let rows = stmt
+        .query_map([account.as_str()], |r| r.get::<_, Vec<u8>>(0))
+        .map_err(unavailable)?;
+    let mut out = Vec::new();
+    for row in rows {
+        if let Ok(d) = <[u8; 32]>::try_from(row.map_err(unavailable)?.as_slice()) {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
