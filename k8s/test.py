@@ -109,6 +109,30 @@ def env_of(container):
     return {e["name"]: e for e in container.get("env", [])}
 
 
+def setting_names(helpers, define):
+    """The chart's value key for each ATRIUM_* variable, from a `define` block of _helpers.tpl."""
+    block = helpers.split(f'define "{define}"')[1].split("{{- end")[0]
+    return {m.group(2): m.group(1)
+            for m in re.finditer(r"([A-Za-z0-9]+): (ATRIUM_[A-Z0-9_]+)", block)}
+
+
+def default_mismatches(documented, names, settings, skip, expected):
+    """Documented settings whose values.yaml default differs from `expected(var, docs default)`."""
+    bad = []
+    for var, default in documented:
+        if var in skip:
+            continue
+        if var not in names:
+            bad.append(f"{var}: no value key")
+            continue
+        value = settings.get(names[var])
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        want = expected(var, default)
+        if text != want:
+            bad.append(f"{var}: values.yaml {text!r}, docs {want!r}")
+    return bad
+
+
 def docs_settings(heading="## Settings"):
     """(variable, default) from the settings table under `heading` in docs/operations.md
     (the nodes' under "## Settings", the routers' under "## Router")."""
@@ -212,13 +236,8 @@ def semantic_checks(rendered):
     documented = docs_settings()
     check("docs/operations.md settings table parsed", len(documented) >= 40, f"{len(documented)} rows")
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    names = {}
     helpers = (CHART / "templates" / "_helpers.tpl").read_text()
-    block = helpers.split('define "atrium.node.settingNames"')[1].split("{{- end")[0]
-    for line in block.splitlines():
-        m = re.match(r"\s*([A-Za-z0-9]+): (ATRIUM_[A-Z0-9_]+)", line)
-        if m:
-            names[m.group(2)] = m.group(1)
+    names = setting_names(helpers, "atrium.node.settingNames")
     # Settings whose chart default is empty are left out of the pod, so the node applies its
     # own default (none, or one it derives, like ATRIUM_MAX_CONNECTIONS from the open-file
     # limit); ATRIUM_TRUST_PROXY likewise when node.trustProxy is empty.
@@ -227,21 +246,15 @@ def semantic_checks(rendered):
     missing = [v for v, _ in documented if v not in env and v not in optional]
     check("every documented ATRIUM_* setting reaches the node", not missing, f"missing: {missing}")
     operations_md = (ROOT / "docs" / "operations.md").read_text()
-    mismatched = []
-    for var, default in documented:
-        if var in CHART_DERIVED:
-            continue
-        if var not in names:
-            mismatched.append(f"{var}: no value key")
-            continue
-        value = values["node"]["settings"].get(names[var])
-        text = str(value).lower() if isinstance(value, bool) else str(value)
+
+    def documented_default(var, default):
         # A default the docs describe rather than give (not a `literal`) is the node's to
         # derive: the chart leaves it empty.
         literal = re.search(r"\|\s*`" + var + r"`\s*\|[^|]*\|\s*`", operations_md)
-        want = "" if default in ("empty", "unset") or not literal else default
-        if text != want:
-            mismatched.append(f"{var}: values.yaml {text!r}, docs {want!r}")
+        return "" if default in ("empty", "unset") or not literal else default
+
+    mismatched = default_mismatches(documented, names, values["node"]["settings"],
+                                    CHART_DERIVED, documented_default)
     check("values.yaml node.settings defaults equal the documented defaults", not mismatched,
           "\n".join(mismatched))
     extra = sorted(set(names) - {v for v, _ in documented})
@@ -249,19 +262,10 @@ def semantic_checks(rendered):
 
     router_documented = docs_settings("## Router")
     if router_documented:
-        block = helpers.split('define "atrium.router.settingNames"')[1].split("{{- end")[0]
-        rnames = dict(reversed(m.groups()) for m in re.finditer(r"([A-Za-z0-9]+): (ATRIUM_[A-Z0-9_]+)", block))
+        rnames = setting_names(helpers, "atrium.router.settingNames")
         derived = {"ATRIUM_ROUTER_BIND", "ATRIUM_ROUTER_ADMIN_BIND", "ATRIUM_COORDINATOR", "ATRIUM_LEASE_MS"}
-        bad = []
-        for var, default in router_documented:
-            if var in derived:
-                continue
-            if var not in rnames:
-                bad.append(f"{var}: no value key")
-                continue
-            value = values["router"]["settings"].get(rnames[var])
-            if str(value) != default:
-                bad.append(f"{var}: values.yaml {value!r}, docs {default!r}")
+        bad = default_mismatches(router_documented, rnames, values["router"]["settings"], derived,
+                                 lambda _var, default: default)
         check("values.yaml router.settings cover the documented router settings, with their defaults",
               not bad, "\n".join(bad))
     else:

@@ -90,6 +90,10 @@ class Board:
     def ts(self, title, targets, unit="short", w=8, h=8, description="", stack=False):
         self.panels.append(self.panel("timeseries", title, targets, unit, w, h, description, stack))
 
+    def rate_by(self, title, metric, sel, by, **kw):
+        """A time series of one counter's rate, a line per value of the label `by`."""
+        self.ts(title, [(rate(metric, sel, by), "{{%s}}" % by)], **kw)
+
     def stat(self, title, expr, unit="short", w=4, h=4, description=""):
         self.panels.append(self.panel("stat", title, [(expr, "")], unit, w, h, description))
 
@@ -128,6 +132,18 @@ def query_var(name, label, query, multi=False):
     return var
 
 
+def gauge(metric, sel, agg="sum"):
+    """A gauge over the selection, summed (or `agg`, such as max, where every router
+    reports the same fleet-wide value)."""
+    return f"{agg}({metric}{{{sel}}})"
+
+
+def rate(metric, sel, by=""):
+    """A counter's rate, summed over the selection (optionally per label)."""
+    group = f" by ({by}) " if by else ""
+    return f"sum{group}(rate({metric}{{{sel}}}[{RI}]))"
+
+
 def p(q, metric, sel, by=""):
     """A quantile of a histogram's rate, summed over the selection (optionally per label)."""
     group = f"le, {by}" if by else "le"
@@ -139,20 +155,20 @@ def cluster():
               "The whole fleet: people, files, traffic, edit latency, failovers and errors.")
     b.row("Now")
     b.stat("Nodes up", f'sum(up{{{NODE}}})')
-    b.stat("People", f"sum(atrium_people{{{NODE}}})")
-    b.stat("Editors", f"sum(atrium_editors{{{NODE}}})")
-    b.stat("Open files (rooms)", f"sum(atrium_rooms{{{NODE}}})")
-    b.stat("Sockets", f"sum(atrium_connections{{{NODE}}})")
+    b.stat("People", gauge("atrium_people", NODE))
+    b.stat("Editors", gauge("atrium_editors", NODE))
+    b.stat("Open files (rooms)", gauge("atrium_rooms", NODE))
+    b.stat("Sockets", gauge("atrium_connections", NODE))
     b.stat("Edit p99", p(0.99, "atrium_patch_durable_seconds", NODE), unit="s")
     b.row("Traffic")
     b.ts("Messages a second", [
-        (f"sum(rate(atrium_messages_received_total{{{NODE}}}[{RI}]))", "in"),
-        (f"sum(rate(atrium_messages_sent_total{{{NODE}}}[{RI}]))", "out"),
-        (f"sum(rate(atrium_patches_acked_total{{{NODE}}}[{RI}]))", "patches acked"),
+        (rate("atrium_messages_received_total", NODE), "in"),
+        (rate("atrium_messages_sent_total", NODE), "out"),
+        (rate("atrium_patches_acked_total", NODE), "patches acked"),
     ], unit="ops", description="Socket messages; a room message counts once per socket it reaches.")
     b.ts("Socket bytes a second", [
-        (f"sum(rate(atrium_received_bytes_total{{{NODE}}}[{RI}]))", "in"),
-        (f"sum(rate(atrium_sent_bytes_total{{{NODE}}}[{RI}]))", "out"),
+        (rate("atrium_received_bytes_total", NODE), "in"),
+        (rate("atrium_sent_bytes_total", NODE), "out"),
     ], unit="Bps")
     b.ts("People and files per node", [
         (f"sum by (pod) (atrium_people{{{NODE}}})", "{{pod}} people"),
@@ -177,21 +193,15 @@ def cluster():
     b.ts("Node restarts", [
         (f"sum by (pod) (resets(atrium_journal_commits_total{{{NODE}}}[1h]))", "{{pod}}"),
     ], description="Counter resets in the last hour: each is a node process that started again.")
-    b.ts("Nodes up", [(f"sum(up{{{NODE}}})", "up"), (f"count(up{{{NODE}}})", "scraped")])
+    b.ts("Nodes up", [(gauge("up", NODE), "up"), (f"count(up{{{NODE}}})", "scraped")])
     b.row("Errors")
-    b.ts("Rejected messages by code", [
-        (f"sum by (code) (rate(atrium_rejects_total{{{NODE}}}[{RI}]))", "{{code}}"),
-    ], unit="ops", stack=True)
-    b.ts("Sockets closed by code", [
-        (f"sum by (code) (rate(atrium_closes_total{{{NODE}}}[{RI}]))", "{{code}}"),
-    ], unit="ops", stack=True)
-    b.ts("HTTP answers by status", [
-        (f"sum by (status) (rate(atrium_http_requests_total{{{NODE}}}[{RI}]))", "{{status}}"),
-    ], unit="reqps", stack=True)
+    b.rate_by("Rejected messages by code", "atrium_rejects_total", NODE, "code", unit="ops", stack=True)
+    b.rate_by("Sockets closed by code", "atrium_closes_total", NODE, "code", unit="ops", stack=True)
+    b.rate_by("HTTP answers by status", "atrium_http_requests_total", NODE, "status", unit="reqps", stack=True)
     b.ts("Limits", [
-        (f"sum(rate(atrium_rate_limited_total{{{NODE}}}[{RI}]))", "rate limited"),
-        (f"sum(rate(atrium_queue_overflows_total{{{NODE}}}[{RI}]))", "queue overflows (4008)"),
-        (f"sum(rate(atrium_presence_dropped_total{{{NODE}}}[{RI}]))", "presence dropped"),
+        (rate("atrium_rate_limited_total", NODE), "rate limited"),
+        (rate("atrium_queue_overflows_total", NODE), "queue overflows (4008)"),
+        (rate("atrium_presence_dropped_total", NODE), "presence dropped"),
     ], unit="ops", w=24)
     return b.json([datasource_var(),
                    query_var("namespace", "Namespace", 'label_values(atrium_connections{job="atrium-node"}, namespace)')])
@@ -208,19 +218,15 @@ def node():
     ])
     b.ts("Rooms in memory", [(f"sum by (pod) (atrium_rooms{{{NODE_POD}}})", "{{pod}}")])
     b.ts("Messages a second by type", [
-        (f"sum by (type) (rate(atrium_messages_received_total{{{NODE_POD}}}[{RI}]))", "in {{type}}"),
-        (f"sum by (type) (rate(atrium_messages_sent_total{{{NODE_POD}}}[{RI}]))", "out {{type}}"),
+        (rate("atrium_messages_received_total", NODE_POD, "type"), "in {{type}}"),
+        (rate("atrium_messages_sent_total", NODE_POD, "type"), "out {{type}}"),
     ], unit="ops")
     b.ts("Socket bytes a second", [
-        (f"sum by (pod) (rate(atrium_received_bytes_total{{{NODE_POD}}}[{RI}]))", "{{pod}} in"),
-        (f"sum by (pod) (rate(atrium_sent_bytes_total{{{NODE_POD}}}[{RI}]))", "{{pod}} out"),
+        (rate("atrium_received_bytes_total", NODE_POD, "pod"), "{{pod}} in"),
+        (rate("atrium_sent_bytes_total", NODE_POD, "pod"), "{{pod}} out"),
     ], unit="Bps")
-    b.ts("Patches acked a second", [
-        (f"sum by (pod) (rate(atrium_patches_acked_total{{{NODE_POD}}}[{RI}]))", "{{pod}}"),
-    ], unit="ops")
-    b.ts("HTTP answers by status", [
-        (f"sum by (status) (rate(atrium_http_requests_total{{{NODE_POD}}}[{RI}]))", "{{status}}"),
-    ], unit="reqps")
+    b.rate_by("Patches acked a second", "atrium_patches_acked_total", NODE_POD, "pod", unit="ops")
+    b.rate_by("HTTP answers by status", "atrium_http_requests_total", NODE_POD, "status", unit="reqps")
     b.row("Latency")
     b.ts("Edit: applied to durable", [
         (p(0.5, "atrium_patch_durable_seconds", NODE_POD, "pod"), "{{pod}} p50"),
@@ -229,30 +235,24 @@ def node():
     b.ts("Journal group commit", [
         (p(0.5, "atrium_journal_commit_seconds", NODE_POD, "pod"), "{{pod}} p50"),
         (p(0.99, "atrium_journal_commit_seconds", NODE_POD, "pod"), "{{pod}} p99"),
-        (f"sum by (pod) (rate(atrium_journal_commits_total{{{NODE_POD}}}[{RI}]))", "{{pod}} commits/s"),
+        (rate("atrium_journal_commits_total", NODE_POD, "pod"), "{{pod}} commits/s"),
     ], unit="s", description="One transaction and one sync per commit; commits/s shares the axis.")
     b.ts("Presence tick", [
         (p(0.99, "atrium_presence_tick_seconds", NODE_POD, "pod"), "{{pod}} p99"),
     ], unit="s")
     b.row("Store and coordinator")
     b.ts("Snapshots", [
-        (f"sum by (pod) (rate(atrium_snapshots_total{{{NODE_POD}}}[{RI}]))", "{{pod}} a second"),
+        (rate("atrium_snapshots_total", NODE_POD, "pod"), "{{pod}} a second"),
         (p(0.99, "atrium_snapshot_seconds", NODE_POD, "pod"), "{{pod}} p99 seconds"),
     ])
-    b.ts("Coordinator calls a second", [
-        (f"sum by (operation) (rate(atrium_coordinator_operations_total{{{NODE_POD}}}[{RI}]))", "{{operation}}"),
-    ], unit="ops", w=16)
+    b.rate_by("Coordinator calls a second", "atrium_coordinator_operations_total", NODE_POD, "operation", unit="ops", w=16)
     b.row("Problems")
-    b.ts("Rejects by code", [
-        (f"sum by (code) (rate(atrium_rejects_total{{{NODE_POD}}}[{RI}]))", "{{code}}"),
-    ], unit="ops")
-    b.ts("Closes by code", [
-        (f"sum by (code) (rate(atrium_closes_total{{{NODE_POD}}}[{RI}]))", "{{code}}"),
-    ], unit="ops")
+    b.rate_by("Rejects by code", "atrium_rejects_total", NODE_POD, "code", unit="ops")
+    b.rate_by("Closes by code", "atrium_closes_total", NODE_POD, "code", unit="ops")
     b.ts("Limits", [
-        (f"sum by (pod) (rate(atrium_rate_limited_total{{{NODE_POD}}}[{RI}]))", "{{pod}} rate limited"),
-        (f"sum by (pod) (rate(atrium_presence_dropped_total{{{NODE_POD}}}[{RI}]))", "{{pod}} presence dropped"),
-        (f"sum by (pod) (rate(atrium_queue_overflows_total{{{NODE_POD}}}[{RI}]))", "{{pod}} queue overflows"),
+        (rate("atrium_rate_limited_total", NODE_POD, "pod"), "{{pod}} rate limited"),
+        (rate("atrium_presence_dropped_total", NODE_POD, "pod"), "{{pod}} presence dropped"),
+        (rate("atrium_queue_overflows_total", NODE_POD, "pod"), "{{pod}} queue overflows"),
     ], unit="ops")
     return b.json([
         datasource_var(),
@@ -269,25 +269,19 @@ def router():
               "The routers: where requests and sockets go, how they were routed, upstream errors "
               "and the latency the router adds.")
     b.row("Now")
-    b.stat("Routers up", f"sum(up{{{ROUTER}}})")
-    b.stat("Nodes on the ring", f"max(atrium_router_ring_members{{{ROUTER_POD}}})")
-    b.stat("Live nodes", f"max(atrium_router_live_members{{{ROUTER_POD}}})")
-    b.stat("Proxied sockets", f"sum(atrium_router_sockets{{{ROUTER_POD}}})")
+    b.stat("Routers up", gauge("up", ROUTER))
+    b.stat("Nodes on the ring", gauge("atrium_router_ring_members", ROUTER_POD, "max"))
+    b.stat("Live nodes", gauge("atrium_router_live_members", ROUTER_POD, "max"))
+    b.stat("Proxied sockets", gauge("atrium_router_sockets", ROUTER_POD))
     b.stat("Proxy p99", p(0.99, "atrium_router_proxy_latency_seconds", ROUTER_POD), unit="s")
-    b.stat("Known lease holders", f"max(atrium_router_lease_holders{{{ROUTER_POD}}})")
+    b.stat("Known lease holders", gauge("atrium_router_lease_holders", ROUTER_POD, "max"))
     b.row("Traffic")
-    b.ts("Requests a second by node", [
-        (f"sum by (node) (rate(atrium_router_requests_total{{{ROUTER_POD}}}[{RI}]))", "{{node}}"),
-    ], unit="reqps", stack=True, description="Forwarded requests, socket upgrades included.")
+    b.rate_by("Requests a second by node", "atrium_router_requests_total", ROUTER_POD, "node", unit="reqps", stack=True, description="Forwarded requests, socket upgrades included.")
     b.ts("Open proxied sockets by node", [
         (f"sum by (node) (atrium_router_sockets{{{ROUTER_POD}}})", "{{node}}"),
     ], stack=True)
-    b.ts("Sockets opened a second by node", [
-        (f"sum by (node) (rate(atrium_router_sockets_opened_total{{{ROUTER_POD}}}[{RI}]))", "{{node}}"),
-    ], unit="ops", stack=True)
-    b.ts("Routing decisions a second", [
-        (f"sum by (kind) (rate(atrium_router_routing_decisions_total{{{ROUTER_POD}}}[{RI}]))", "{{kind}}"),
-    ], unit="ops", description="Lease holder known, ring owner, any node, or fallback.")
+    b.rate_by("Sockets opened a second by node", "atrium_router_sockets_opened_total", ROUTER_POD, "node", unit="ops", stack=True)
+    b.rate_by("Routing decisions a second", "atrium_router_routing_decisions_total", ROUTER_POD, "kind", unit="ops", description="Lease holder known, ring owner, any node, or fallback.")
     b.ts("Proxy latency (arrival to the node's response header)", [
         (p(0.5, "atrium_router_proxy_latency_seconds", ROUTER_POD), "p50"),
         (p(0.99, "atrium_router_proxy_latency_seconds", ROUTER_POD), "p99"),
@@ -295,17 +289,17 @@ def router():
     ], unit="s", w=16)
     b.row("Problems")
     b.ts("Upstream errors a second", [
-        (f"sum by (node, kind) (rate(atrium_router_upstream_errors_total{{{ROUTER_POD}}}[{RI}]))", "{{node}} {{kind}}"),
+        (rate("atrium_router_upstream_errors_total", ROUTER_POD, "node, kind"), "{{node}} {{kind}}"),
     ], unit="ops", description="Failures reaching or talking to a node (connect, proxy).")
     b.ts("Answered by the router itself", [
-        (f"sum by (reason) (rate(atrium_router_refused_total{{{ROUTER_POD}}}[{RI}]))", "{{reason}}"),
-        (f"sum(rate(atrium_router_moved_total{{{ROUTER_POD}}}[{RI}]))", "409 moved from nodes"),
+        (rate("atrium_router_refused_total", ROUTER_POD, "reason"), "{{reason}}"),
+        (rate("atrium_router_moved_total", ROUTER_POD), "409 moved from nodes"),
     ], unit="ops")
     b.ts("Ring and leases", [
-        (f"max(atrium_router_ring_members{{{ROUTER_POD}}})", "on the ring"),
-        (f"max(atrium_router_live_members{{{ROUTER_POD}}})", "live (draining included)"),
-        (f"sum(rate(atrium_router_membership_changes_total{{{ROUTER_POD}}}[{RI}]))", "membership changes/s"),
-        (f"sum(rate(atrium_router_lease_events_total{{{ROUTER_POD}}}[{RI}]))", "lease hand-overs/s"),
+        (gauge("atrium_router_ring_members", ROUTER_POD, "max"), "on the ring"),
+        (gauge("atrium_router_live_members", ROUTER_POD, "max"), "live (draining included)"),
+        (rate("atrium_router_membership_changes_total", ROUTER_POD), "membership changes/s"),
+        (rate("atrium_router_lease_events_total", ROUTER_POD), "lease hand-overs/s"),
     ])
     return b.json([
         datasource_var(),
