@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
-use futures_util::{stream, StreamExt, TryStreamExt};
 use rand::distr::{Alphanumeric, SampleString};
 use serde_json::{json, Map, Value};
 
@@ -12,6 +10,10 @@ use crate::http::{request, Endpoint};
 use crate::options::Options;
 
 /// Rectangles on every page.
+mod api;
+
+pub use api::run;
+
 pub const RECTS_PER_PAGE: usize = 20;
 
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -113,92 +115,6 @@ pub struct Setup {
 /// A random string for secrets and client ids (at least 128 random bits at 22+ characters).
 pub fn random_id(len: usize) -> String {
     Alphanumeric.sample_string(&mut rand::rng(), len)
-}
-
-async fn sign_up(endpoint: &Endpoint, run: &str, n: usize) -> Result<String> {
-    let body = json!({
-        "email": format!("loadtest-{run}-{n}@example.com"),
-        "password": random_id(24),
-        "name": format!("Load {n}"),
-    });
-    let answer = request(
-        endpoint,
-        "POST",
-        "/api/signup",
-        None,
-        Some(&body),
-        HTTP_TIMEOUT,
-    )
-    .await?;
-    if answer.status == 429 {
-        bail!(
-            "sign-up was rate-limited (429): the node allows few sign-ups a minute per address; \
-             raise ATRIUM_AUTH_PER_IP_PER_MINUTE and ATRIUM_AUTH_PER_EMAIL_PER_MINUTE, or use \
-             fewer --accounts"
-        );
-    }
-    let body = answer.ok("sign-up")?;
-    body["token"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| anyhow!("sign-up answered without a token: {body}"))
-}
-
-async fn create_file(endpoint: &Endpoint, owner: &str, n: usize, doc: &Value) -> Result<FileKeys> {
-    let body = json!({"name": format!("Load test {n}"), "doc": doc});
-    let created = request(
-        endpoint,
-        "POST",
-        "/api/files",
-        Some(owner),
-        Some(&body),
-        HTTP_TIMEOUT,
-    )
-    .await?
-    .ok("create a file")?;
-    let text = |v: &Value, k: &str| {
-        v[k].as_str()
-            .map(str::to_string)
-            .ok_or_else(|| anyhow!("file creation answered without {k}: {v}"))
-    };
-    let id = text(&created, "id")?;
-    request(
-        endpoint,
-        "PATCH",
-        &format!("/api/files/{id}"),
-        Some(owner),
-        Some(&json!({"link": "edit"})),
-        HTTP_TIMEOUT,
-    )
-    .await?
-    .ok("set the file's link to edit")?;
-    Ok(FileKeys {
-        view_key: text(&created, "view_key")?,
-        edit_key: text(&created, "edit_key")?,
-        id,
-    })
-}
-
-/// Signs up an owner for the files plus `--accounts` accounts for the clients, then creates
-/// `--files` files with their link set to edit. The owner never joins a socket, so nobody gets
-/// an owner's seat.
-pub async fn run(endpoint: &Endpoint, o: &Options) -> Result<Setup> {
-    let run = random_id(10).to_lowercase();
-    let owner = sign_up(endpoint, &run, 0).await.context("setup")?;
-    let tokens: Vec<String> = stream::iter(1..=o.accounts)
-        .map(|n| sign_up(endpoint, &run, n))
-        .buffered(4)
-        .try_collect()
-        .await
-        .context("setup")?;
-    let doc = document(o.pages);
-    let files: Vec<FileKeys> = stream::iter(0..o.files)
-        .map(|n| create_file(endpoint, &owner, n, &doc))
-        .buffered(16)
-        .try_collect()
-        .await
-        .context("setup")?;
-    Ok(Setup { files, tokens })
 }
 
 #[cfg(test)]
