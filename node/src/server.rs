@@ -3,10 +3,11 @@
 mod heartbeat;
 mod listeners;
 mod refusal;
+mod shutdown;
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -15,6 +16,7 @@ use atrium_coordinator::{Coordinator, Member, NodeId};
 
 use self::heartbeat::heartbeat_loop;
 use self::listeners::{accept_loop, admin_loop, Listeners};
+use self::shutdown::{stop, Stopping};
 
 use crate::auth::Hasher;
 use crate::config::NodeConfig;
@@ -133,7 +135,7 @@ pub async fn start(
         hasher,
         limits,
         coordinator: coordinator.clone(),
-        node: node.clone(),
+        node,
         trusted: config.trusted_proxies().map_err(StartError::Setting)?,
         sockets_by_address: Arc::new(AddressCounts::new(config.ws_per_ip)),
         upgrades_by_address: KeyedLimiter::with_burst(
@@ -174,35 +176,22 @@ pub async fn start(
         stop_rx.clone(),
     ));
     let heartbeats = tokio::spawn(heartbeat_loop(
-        coordinator.clone(),
+        coordinator,
         member,
         settings.heartbeat,
         stop_rx,
     ));
     let done = tokio::spawn(async move {
         shutdown.await;
-        tracing::info!("shutting down: no new work, finishing what was accepted");
-        state.accepting.store(false, Ordering::Release);
-        let _ = stop_tx.send(true);
-        let _ = accept.await;
-        let _ = heartbeats.await;
-        let drained = tokio::time::timeout(state.config.shutdown_timeout(), async {
-            state.rooms.shutdown().await;
-            // Sockets get their 1012 from their rooms; wait for them to go.
-            while state.metrics.connections.get() > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
+        stop(Stopping {
+            state,
+            stop_tx,
+            accept,
+            heartbeats,
+            journal: journal_handle,
+            journal_task,
         })
         .await;
-        if drained.is_err() {
-            tracing::warn!("shutdown deadline passed with work left; exiting anyway");
-        }
-        let _ = coordinator.leave(&node).await;
-        // Every room is gone; the journal writes what they handed it, then ends.
-        journal_handle.finish();
-        drop(state);
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), journal_task).await;
-        tracing::info!("stopped");
     });
     Ok(Running {
         addr,
