@@ -1,12 +1,11 @@
 //! Recording: `perf record` attached to the node while the window is open.
 
-use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::*;
 
@@ -87,5 +86,3 @@ impl Drop for Recorder {
         }
     }
 }
-
-/// Reads `dir/perf.data` with `perf script`, and writes the folded stacks and the flame graph.

@@ -10,6 +10,7 @@ use inferno::flamegraph::{self, Palette};
 
 use super::*;
 
+/// Reads `dir/perf.data` with `perf script`, and writes the folded stacks and the flame graph.
 pub fn render(perf: &Path, recorded: ProfileReport, title: &str) -> ProfileReport {
     let dir = recorded.dir.clone();
     let dir = dir.as_path();
@@ -110,4 +111,3 @@ pub fn draw(folded: &str, title: &str, subtitle: &str) -> Result<Vec<u8>> {
         .context("cannot draw the flame graph")?;
     Ok(svg)
 }
-
