@@ -30,10 +30,10 @@ pub(super) struct Intake {
     pub(super) bytes: Bucket,
     pub(super) presence: Bucket,
     pub(super) backlog: VecDeque<Waiting>,
-    pub(super) backlog_bytes: usize,
-    pub(super) max_backlog: usize,
-    pub(super) max_backlog_bytes: usize,
-    pub(super) told: bool,
+    backlog_bytes: usize,
+    max_backlog: usize,
+    max_backlog_bytes: usize,
+    told: bool,
 }
 
 impl Intake {
