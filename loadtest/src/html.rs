@@ -89,8 +89,6 @@ fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), num)
 }
 
-/// A round step that cuts `range` into about `ticks` parts: 1, 2 or 5 × a power of ten.
-
 /// The whole page.
 pub fn page(r: &Report) -> String {
     let mut out = String::new();

@@ -19,7 +19,7 @@ mod tests;
 
 pub(crate) use counters::from_counters;
 pub use counters::{Counters, Snapshot};
-pub use cpu::{machine_cpu_from_stat, machine_cpu_seconds, own_cpu_seconds};
+pub use cpu::{machine_cpu_seconds, own_cpu_seconds};
 pub use latency::{round3, Latency, Summary};
 
 /// Everything the clients and the probe record into, shared by all of them.

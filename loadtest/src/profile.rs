@@ -25,7 +25,7 @@ mod recorder;
 mod render;
 
 pub use recorder::Recorder;
-pub use render::{count, draw, fold, render};
+pub use render::render;
 
 /// Names another perf binary (tests use it to stand for a machine without perf).
 pub const PERF_ENV: &str = "ATRIUM_LOADTEST_PERF";
@@ -102,8 +102,6 @@ pub fn check(perf: &Path) -> Result<()> {
         said.join(" | ")
     )
 }
-
-/// A running `perf record` attached to the node.
 
 #[cfg(test)]
 mod tests;

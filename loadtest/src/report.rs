@@ -9,7 +9,6 @@ use crate::profile::ProfileReport;
 
 mod fleet;
 mod parts;
-mod seconds;
 mod text;
 mod text_fleet;
 mod text_machine;
@@ -18,8 +17,9 @@ mod text_machine;
 mod tests;
 
 pub use fleet::{ClusterInfo, Failover};
-pub use parts::{DropResult, Expected, Generator, Machine, Problems, Rates, Server};
-pub use seconds::{MemoryPoint, Second};
+pub use parts::{
+    DropResult, Expected, Generator, Machine, MemoryPoint, Problems, Rates, Second, Server,
+};
 
 /// Generator scheduling delay (p99, ms) above which its latencies are suspect.
 pub const BUSY_DELAY_P99_MS: f64 = 20.0;

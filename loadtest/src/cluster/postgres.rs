@@ -10,11 +10,11 @@ use super::{free_port, wait_port, Cluster};
 
 /// A scratch Postgres started from `initdb` in a temporary folder.
 pub(super) struct OwnPostgres {
-    pub(super) bin: PathBuf,
-    pub(super) dir: PathBuf,
-    pub(super) as_postgres: bool,
-    pub(super) port: u16,
-    pub(super) log: String,
+    bin: PathBuf,
+    dir: PathBuf,
+    as_postgres: bool,
+    port: u16,
+    log: String,
 }
 
 /// The folder holding Postgres's `initdb` and `pg_ctl`.

@@ -1,3 +1,4 @@
+use super::cpu::machine_cpu_from_stat;
 use super::latency::histogram;
 #[test]
 fn machine_cpu_counts_everything_but_idle_and_iowait() {

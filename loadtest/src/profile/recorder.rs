@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 
 use super::*;
 
+/// A running `perf record` attached to the node.
 pub struct Recorder {
     child: Option<Child>,
     dir: PathBuf,

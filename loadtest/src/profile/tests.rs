@@ -1,3 +1,4 @@
+use super::render::{count, draw, fold};
 use super::*;
 
 /// `perf script` output recorded from a debug atrium-node under a small load (see

@@ -1,5 +1,6 @@
 //! The report as text: the fleet, the fault, the drop.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::{opt, Report};
@@ -16,12 +17,7 @@ impl Report {
                 c.router,
                 c.services
             );
-            let rooms: Vec<String> = c
-                .rooms_at_end
-                .iter()
-                .map(|(n, r)| format!("{n} {r}"))
-                .collect();
-            let _ = writeln!(w, "  rooms at the end: {}", rooms.join(", "));
+            let _ = writeln!(w, "  rooms at the end: {}", counts(&c.rooms_at_end));
         }
     }
 
@@ -37,12 +33,11 @@ impl Report {
                 let _ = writeln!(w, "  {step}");
             }
             if !f.woken_room_exits.is_empty() {
-                let exits: Vec<String> = f
-                    .woken_room_exits
-                    .iter()
-                    .map(|(r, n)| format!("{r} {n}"))
-                    .collect();
-                let _ = writeln!(w, "  the woken node's rooms ended: {}", exits.join(", "));
+                let _ = writeln!(
+                    w,
+                    "  the woken node's rooms ended: {}",
+                    counts(&f.woken_room_exits)
+                );
             }
             let _ = writeln!(
                 w,
@@ -78,4 +73,10 @@ impl Report {
             );
         }
     }
+}
+
+/// Counts by name as `name count, name count`.
+fn counts(map: &BTreeMap<String, u64>) -> String {
+    let parts: Vec<String> = map.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    parts.join(", ")
 }

@@ -12,16 +12,16 @@ use crate::setup::ClientPlan;
 
 /// Everything the run saw, for its report.
 pub struct Ran {
-    pub target: String,
-    pub plans: Vec<ClientPlan>,
-    pub connected: u64,
-    pub connect_s: f64,
+    pub(super) target: String,
+    pub(super) plans: Vec<ClientPlan>,
+    pub(super) connected: u64,
+    pub(super) connect_s: f64,
     /// The server before any socket opened.
-    pub before: Sample,
-    pub drop: Option<DropResult>,
-    pub failover: Option<Failover>,
-    pub cluster: Option<ClusterInfo>,
-    pub pid: Option<u32>,
+    pub(super) before: Sample,
+    pub(super) drop: Option<DropResult>,
+    pub(super) failover: Option<Failover>,
+    pub(super) cluster: Option<ClusterInfo>,
+    pub(super) pid: Option<u32>,
 }
 
 impl Ran {
