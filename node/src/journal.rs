@@ -14,14 +14,15 @@
 //! see their patches become durable in version order, or learn they were fenced.
 
 mod commit;
+mod turns;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
 use self::commit::write;
-use crate::ids::FileId;
+use self::turns::{defer_large, next_large_turn};
 use crate::metrics::Metrics;
 use crate::store::{FileAppend, Store, StoreError};
 
@@ -79,19 +80,8 @@ impl Journal {
     }
 }
 
-/// A file whose waiting patches come to more than this many bytes commits apart from
-/// the rest, so small edits never wait for a large one's write and sync.
-const SMALL_FILE_BYTES: usize = 64 * 1024;
-
-/// Most bytes of large files' patches in one commit (at least one file's turn).
-const MAX_LARGE_BYTES: usize = 1024 * 1024;
-
-fn bytes(append: &FileAppend) -> usize {
-    append.patches.iter().map(|p| p.ops.len()).sum()
-}
-
 /// Each turn commits first every file whose waiting patches are small, then up to
-/// [`MAX_LARGE_BYTES`] of the large ones, in the order they came; the rest of the
+/// `turns::MAX_LARGE_BYTES` of the large ones, in the order they came; the rest of the
 /// large ones wait for the next turn, behind the small ones that arrive meanwhile.
 /// A file's turns never pass one another: once a file has a turn deferred, its later
 /// turns are deferred behind it.
@@ -120,37 +110,9 @@ async fn run(store: Arc<dyn Store>, metrics: Arc<Metrics>, mut rx: mpsc::Unbound
                 Job::Finish => finish = true,
             }
         }
-        // A file goes later when what it brought this turn is large, or when a turn of
-        // it already waits (its turns never pass one another).
-        let mut by_file: HashMap<&FileId, usize> = HashMap::new();
-        for e in &entries {
-            *by_file.entry(&e.append.file).or_default() += bytes(&e.append);
-        }
-        let waiting: HashSet<&FileId> = deferred.iter().map(|e| &e.append.file).collect();
-        let late: Vec<bool> = entries
-            .iter()
-            .map(|e| by_file[&e.append.file] > SMALL_FILE_BYTES || waiting.contains(&e.append.file))
-            .collect();
-        let (mut now, mut later) = (Vec::new(), Vec::new());
-        for (e, late) in entries.into_iter().zip(late) {
-            if late {
-                later.push(e)
-            } else {
-                now.push(e)
-            }
-        }
-        deferred.extend(later);
+        let now = defer_large(entries, &mut deferred);
         write(store.as_ref(), &metrics, now).await;
-        let mut turn = Vec::new();
-        let mut size = 0;
-        while let Some(next) = deferred.front() {
-            let n = bytes(&next.append);
-            if !turn.is_empty() && size + n > MAX_LARGE_BYTES {
-                break;
-            }
-            size += n;
-            turn.extend(deferred.pop_front());
-        }
+        let turn = next_large_turn(&mut deferred);
         write(store.as_ref(), &metrics, turn).await;
     }
 }
