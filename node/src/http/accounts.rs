@@ -1,6 +1,9 @@
 //! Sign-up, sign-in, sign-out and `me`.
 
 mod checks;
+mod signout;
+
+pub use signout::{me, signout, signout_all};
 
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
@@ -11,10 +14,7 @@ use self::checks::{
     account_name, check_password, check_signin_rate, check_signup_rate, hashing_error,
     normalize_email,
 };
-use super::{
-    bearer_token, client_addr, empty, json_response, rate_limited, read_json, signed_in, ApiError,
-    ApiResult, SMALL_BODY,
-};
+use super::{client_addr, json_response, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY};
 use crate::ids::{digest, new_secret};
 use crate::state::AppState;
 use crate::store::{Account, StoreError};
@@ -132,36 +132,4 @@ pub async fn signin(state: &AppState, req: Request<Incoming>) -> ApiResult {
             }
         }
     }
-}
-
-pub async fn signout(state: &AppState, req: Request<Incoming>) -> ApiResult {
-    let token = bearer_token(&req).ok_or_else(ApiError::unauthorized)?;
-    signed_in(state, Some(&token)).await?;
-    let d = digest(&token);
-    state.store.delete_session(d).await?;
-    // Here at once, and on every other node through the coordinator.
-    state.sockets.sign_out(d);
-    crate::cluster::announce_signout(state, d).await;
-    Ok(empty(StatusCode::NO_CONTENT))
-}
-
-/// Ends every session of the caller's account, here and on every node: their
-/// tokens stop working at once and their sockets close with 4001.
-pub async fn signout_all(state: &AppState, req: Request<Incoming>) -> ApiResult {
-    let account = signed_in(state, bearer_token(&req).as_deref()).await?;
-    let digests = state.store.delete_sessions_of(&account.id).await?;
-    for d in &digests {
-        state.sockets.sign_out(*d);
-    }
-    crate::cluster::announce_signouts(state, &digests).await;
-    tracing::info!(account = %account.id, sessions = digests.len(), "signed out everywhere");
-    Ok(empty(StatusCode::NO_CONTENT))
-}
-
-pub async fn me(state: &AppState, req: Request<Incoming>) -> ApiResult {
-    let account = signed_in(state, bearer_token(&req).as_deref()).await?;
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({"account": account_json(state, &account)}),
-    ))
 }

@@ -1,6 +1,7 @@
 //! The reading half of a socket: the hello (within its deadline), the join,
 //! then every message to the room, within the socket's rate limits.
 
+mod delivery;
 mod frames;
 mod intake;
 mod join;

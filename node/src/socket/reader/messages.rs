@@ -1,7 +1,6 @@
 //! After the join: every message to the room, within the socket's rate limits.
 
-use atrium_protocol::CloseCode;
-
+use super::delivery::{handle_text, to_room};
 use super::frames::{drain_if_closing, next_frame, Next};
 use super::intake::{Intake, Waiting};
 use super::{refuse, Frames, Liveness, Session};
@@ -115,43 +114,5 @@ async fn take_in(
             code: "invalid",
             message: "hello was already said on this socket".into(),
         })),
-    }
-}
-
-/// Handles one message once the rate let it through (a large one parsed on the bulk
-/// lane, so it never holds up the sockets that share this worker).
-async fn handle_text(session: &Session, room: &RoomHandle, text: String) {
-    let limits = session.state.limits.clone();
-    let parsed = crate::lane::run(text.len(), &session.state.metrics, move || {
-        protocol::parse(&text, &limits)
-    })
-    .await;
-    // Its role may have changed while it waited: the room has the last word.
-    to_room(session, room, parsed).await;
-}
-
-async fn to_room(session: &Session, room: &RoomHandle, message: Result<ClientMessage, Refusal>) {
-    match message {
-        Ok(ClientMessage::Patch(patch)) => {
-            session
-                .state
-                .metrics
-                .messages_received
-                .with_label_values(&["patch"])
-                .inc();
-            // While the room is behind, this socket waits here and reads nothing.
-            let ticket = room.inbound.admit(patch.ops_json.len()).await;
-            if room
-                .tx
-                .send(RoomCmd::Patch(session.outbox.id, patch, ticket))
-                .is_err()
-            {
-                session
-                    .outbox
-                    .close(CloseCode::ServiceRestart, "the room closed");
-            }
-        }
-        Ok(_) => {}
-        Err(r) => refuse(session, r),
     }
 }
