@@ -23,9 +23,6 @@ mod router;
 mod start;
 mod stop;
 
-#[cfg(test)]
-mod tests;
-
 /// Lease time the fleet uses unless `--env ATRIUM_LEASE_MS=...` says otherwise.
 pub const DEFAULT_LEASE_MS: u64 = 3000;
 
@@ -84,12 +81,6 @@ async fn wait_port(port: u16, what: &str, within: Duration) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     bail!("{what} did not open port {port} within {within:?}")
-}
-
-/// A coordinator URL with its own namespace, so runs sharing a server never meet.
-pub fn coordinator_with_namespace(server: &str, namespace: &str) -> String {
-    let base = server.split_once('?').map_or(server, |(b, _)| b);
-    format!("{}?namespace={namespace}", base.trim_end_matches('/'))
 }
 
 /// The lease time the fleet runs with.

@@ -8,7 +8,7 @@ use atrium_testkit::postgres::with_database;
 
 use super::postgres::pg_connect;
 use super::router::router_binary;
-use super::{coordinator_with_namespace, free_port, lease_ms, node_env, Cluster, Node};
+use super::{free_port, lease_ms, node_env, Cluster, Node};
 use crate::http::Endpoint;
 use crate::node::Spawned;
 use crate::options::{FaultKind, Options};
@@ -56,7 +56,7 @@ impl Cluster {
             .with_context(|| format!("CREATE DATABASE {name}"))?;
         c.db_name = Some(name.clone());
         c.database_url = with_database(&c.admin_db, &name);
-        c.coordinator = coordinator_with_namespace(&coord_server, &format!("lt{tag}"));
+        c.coordinator = atrium_testkit::fleet::namespaced(&coord_server, &format!("lt{tag}-"));
         for i in 0..nodes {
             c.start_node(o, format!("lt-n{i}")).await?;
         }

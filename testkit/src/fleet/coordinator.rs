@@ -8,10 +8,11 @@ use atrium_coordinator::{Coordinator, CoordinatorSettings, Member, NodeId};
 
 use crate::env::secret;
 
-/// `server` with a fresh namespace (`prefix` and 20 random hex digits), so tests sharing
-/// the suite's server never meet.
+/// `server` with a fresh namespace (`prefix` and 20 random hex digits) in place of any it
+/// named, so tests and load runs sharing a server never meet.
 pub fn namespaced(server: &str, prefix: &str) -> String {
-    let base = server.trim().trim_end_matches('/');
+    let base = server.split_once('?').map_or(server, |(base, _)| base);
+    let base = base.trim().trim_end_matches('/');
     format!("{base}?namespace={prefix}{}", &secret()[..20])
 }
 
@@ -69,5 +70,22 @@ pub struct Heartbeat(tokio::task::JoinHandle<()>);
 impl Drop for Heartbeat {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn a_namespace_of_its_own_replaces_any_the_server_named() {
+    for server in [
+        "nats://127.0.0.1:4222/",
+        "nats://127.0.0.1:4222?namespace=prod",
+    ] {
+        let url = namespaced(server, "lt1");
+        let (base, namespace) = url.split_once("?namespace=").expect("a namespace");
+        assert_eq!(base, "nats://127.0.0.1:4222");
+        assert!(
+            namespace.starts_with("lt1") && namespace.len() == 23,
+            "{url}"
+        );
     }
 }
