@@ -18,7 +18,7 @@ Environment: K8S_TOOLS (the tools folder, set by test.sh); ATRIUM_TEST_DATABASE_
 ATRIUM_TEST_NATS_URL (from scripts/services.sh) switch the live part to cluster mode;
 K8S_TEST_ALLOW=no-router,trust-proxy-ranges turns those checks (a working atrium-router to
 check the router dashboard against; a node that believes a proxy inside a range listed in
-ATRIUM_TRUST_PROXY, which node/src/limits.rs supports) into skips instead of failures.
+ATRIUM_TRUST_PROXY, which node/src/limits/address.rs supports) into skips instead of failures.
 K8S_TEST_KEEP=1 keeps the work folder.
 """
 
@@ -619,7 +619,7 @@ def trust_proxy_ranges(procs, workdir):
         check("a proxy inside a listed range (127.0.0.0/8) is believed (6 clients, none limited)",
               results["range"] == 0,
               f"{results['range']} of 6 got 429: the node did not believe a proxy inside a "
-              "range listed in ATRIUM_TRUST_PROXY (node/src/limits.rs Network), so "
+              "range listed in ATRIUM_TRUST_PROXY (node/src/limits/address.rs Network), so "
               "node.trustProxy cannot name the routers' pod range; see docs/deploy.md")
 
 

@@ -18,7 +18,7 @@ async fn health_ready_metrics_and_unknown_routes() {
     get(&node, "/ready", None).await.assert_status(200);
 
     // On the admin address (the test nodes have one; without one, /metrics on
-    // the main address is for server admins: security.rs).
+    // the main address is for server admins: node/tests/security/).
     let text = metrics_text(&node).await;
     assert!(text.contains("atrium_"), "metrics: {text}");
     assert!(
