@@ -56,7 +56,7 @@ impl Cluster {
             .with_context(|| format!("CREATE DATABASE {name}"))?;
         c.db_name = Some(name.clone());
         c.database_url = with_database(&c.admin_db, &name);
-        c.coordinator = atrium_testkit::fleet::namespaced(&coord_server, &format!("lt{tag}-"));
+        c.coordinator = atrium_testkit::fleet::namespaced(&coord_server, "lt");
         for i in 0..nodes {
             c.start_node(o, format!("lt-n{i}")).await?;
         }
