@@ -1,4 +1,5 @@
-//! The [`Coordinator`](crate::Coordinator) impl of a networked backend, written once.
+//! The [`Coordinator`](crate::Coordinator) impl of a backend (NATS, Redis or in
+//! memory), written once.
 //!
 //! A trait impl is one block, so a backend that keeps its calls in one file per concept
 //! (membership, leases, counters, events) writes each call as an inherent method of its

@@ -69,6 +69,17 @@ pub async fn try_request(
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
 ) -> Option<Resp> {
+    try_request_within(WAIT, (port, method, path), headers, body).await
+}
+
+/// Like [`try_request`], waiting `wait` for the answer: for work a node is meant to put
+/// behind everything interactive (an upload built on its bulk lane while under attack).
+pub async fn try_request_within(
+    wait: Duration,
+    (port, method, path): (u16, &str, &str),
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> Option<Resp> {
     let exchange = async move {
         let stream = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -104,7 +115,7 @@ pub async fn try_request(
             text: String::from_utf8_lossy(&bytes).into_owned(),
         })
     };
-    tokio::time::timeout(WAIT, exchange).await.ok().flatten()
+    tokio::time::timeout(wait, exchange).await.ok().flatten()
 }
 
 /// Like [`try_request`], failing the test when no answer comes.

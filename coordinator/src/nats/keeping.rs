@@ -39,7 +39,7 @@ impl Inner {
             .await
         {
             Ok(new_rev) => {
-                self.wrote_lease(&lease.file, lease.epoch, value.inc, new_rev);
+                self.remember_lease_rev(&lease.file, lease.epoch, value.inc, new_rev);
                 Ok(self.lease(&lease.file, &lease.node, lease.epoch))
             }
             Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {

@@ -1,4 +1,5 @@
-//! Taking a file's lease, and asking who holds one.
+//! Taking a file's lease, and asking who holds one (renewing and releasing are in
+//! `keeping.rs`).
 //!
 //! The leases bucket holds `{node, epoch, inc}` per file, where `inc` is the holder's
 //! incarnation: the lease is held while that incarnation's membership lives, so a dead node's
@@ -33,8 +34,9 @@ impl Inner {
         Lease::new(file, node, epoch, Instant::now() + self.settings.lease)
     }
 
-    /// Remembers the revision we wrote a file's lease at, so renewing it is one write.
-    pub(super) fn wrote_lease(&self, file: &str, epoch: u64, inc: String, rev: u64) {
+    /// Remembers the revision a file's lease of ours stands at (written now, or found
+    /// already ours on acquire), so renewing it is one write.
+    pub(super) fn remember_lease_rev(&self, file: &str, epoch: u64, inc: String, rev: u64) {
         lock(&self.own_leases).insert(file.to_owned(), (epoch, inc, rev));
     }
 
@@ -86,7 +88,7 @@ impl Inner {
                     let held: LeaseRecord = serde_json::from_slice(&e.value)
                         .map_err(|e| unavailable("nats lease record", e))?;
                     if held.node == node.as_str() && held.inc == mine {
-                        self.wrote_lease(file, held.epoch, mine, e.revision);
+                        self.remember_lease_rev(file, held.epoch, mine, e.revision);
                         return Ok(self.lease(file, node, held.epoch));
                     }
                     if self.holds(&held).await? {
@@ -111,7 +113,7 @@ impl Inner {
                 .await
             {
                 Ok(new_rev) => {
-                    self.wrote_lease(file, epoch, value.inc, new_rev);
+                    self.remember_lease_rev(file, epoch, value.inc, new_rev);
                     return Ok(self.lease(file, node, epoch));
                 }
                 // Someone else wrote first: look again (probably Held now).

@@ -1,6 +1,10 @@
 //! The memory budget: queued messages are bounded, every attack at once stays within it.
 
 use super::*;
+use atrium_testkit::http::try_request_within;
+
+/// How long an attacker's upload may wait for its answer (see its use).
+const UPLOAD_WAIT: Duration = Duration::from_secs(120);
 
 /// One view-key socket sent 200 compressed patches of 256 KiB: the node parsed
 /// them all ahead of the rate and held the parsed JSON (RSS +800 MiB). Now a
@@ -275,7 +279,13 @@ async fn under_every_attack_at_once_the_node_stays_within_its_memory_budget() {
                             let body = upload.to_vec();
                             let auth = format!("Bearer {owner}");
                             let headers = [("authorization", auth.as_str())];
-                            let resp = http_at(port, "POST", "/api/files", &headers, Some(body)).await;
+                            // Documents are built on the node's bulk lane, behind all
+                            // interactive work: under this attack, on a debug build, an
+                            // answer can take longer than a request's usual 30 s.
+                            let create = (port, "POST", "/api/files");
+                            let resp = try_request_within(UPLOAD_WAIT, create, &headers, Some(body))
+                                .await
+                                .unwrap_or_else(|| panic!("no answer to an upload in {UPLOAD_WAIT:?}"));
                             note(&refusals, format!("create {}", resp.status));
                         }
                         tokio::time::sleep(Duration::from_millis(300)).await;
