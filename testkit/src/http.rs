@@ -69,14 +69,16 @@ pub async fn try_request(
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
 ) -> Option<Resp> {
-    try_request_within(WAIT, (port, method, path), headers, body).await
+    try_request_within(WAIT, port, method, path, headers, body).await
 }
 
 /// Like [`try_request`], waiting `wait` for the answer: for work a node is meant to put
 /// behind everything interactive (an upload built on its bulk lane while under attack).
 pub async fn try_request_within(
     wait: Duration,
-    (port, method, path): (u16, &str, &str),
+    port: u16,
+    method: &str,
+    path: &str,
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
 ) -> Option<Resp> {

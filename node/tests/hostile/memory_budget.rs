@@ -276,16 +276,17 @@ async fn under_every_attack_at_once_the_node_stays_within_its_memory_budget() {
                             note(&refusals, "upgrade 503".into());
                         }
                         if n % 10 == 9 {
-                            let body = upload.to_vec();
+                            let body = Some(upload.to_vec());
                             let auth = format!("Bearer {owner}");
                             let headers = [("authorization", auth.as_str())];
                             // Documents are built on the node's bulk lane, behind all
                             // interactive work: under this attack, on a debug build, an
                             // answer can take longer than a request's usual 30 s.
-                            let create = (port, "POST", "/api/files");
-                            let resp = try_request_within(UPLOAD_WAIT, create, &headers, Some(body))
-                                .await
-                                .unwrap_or_else(|| panic!("no answer to an upload in {UPLOAD_WAIT:?}"));
+                            let (wait, create) = (UPLOAD_WAIT, "/api/files");
+                            let resp =
+                                try_request_within(wait, port, "POST", create, &headers, body)
+                                    .await
+                                    .unwrap_or_else(|| panic!("no upload answer in {wait:?}"));
                             note(&refusals, format!("create {}", resp.status));
                         }
                         tokio::time::sleep(Duration::from_millis(300)).await;
