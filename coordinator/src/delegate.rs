@@ -22,6 +22,10 @@ macro_rules! coordinator_via_inner {
                 self.inner.leave(node).await
             }
 
+            async fn evict(&self, node: &$crate::NodeId, address: &str) -> $crate::Result<bool> {
+                self.inner.evict(node, address).await
+            }
+
             async fn members(&self) -> $crate::Result<Vec<$crate::Member>> {
                 self.inner.members().await
             }

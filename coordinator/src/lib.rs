@@ -69,6 +69,15 @@ pub trait Coordinator: Send + Sync + 'static {
     /// lease it held (its holders should still release them, which tells watchers).
     async fn leave(&self, node: &NodeId) -> Result<()>;
 
+    /// Ends the membership of a node that was found dead from outside (a router's connection
+    /// to `address` refused, twice), as a lapse would a lease time later: every lease it held
+    /// is free at once. It acts only while the record still carries `address` (a node that
+    /// came back elsewhere is left alone) and is not draining (a drain ends in `leave`).
+    /// `Ok(true)` when it ended the membership. A node that was in fact alive learns at its
+    /// next heartbeat (`Err(Lost)`) and joins again; its old leases are lost, and the
+    /// document store's epoch fences any write it still makes under them.
+    async fn evict(&self, node: &NodeId, address: &str) -> Result<bool>;
+
     /// The live members, in no particular order.
     async fn members(&self) -> Result<Vec<Member>>;
 

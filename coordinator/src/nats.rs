@@ -16,7 +16,8 @@
 //!
 //! Round trips to the server, uncontended, measured by the contract tests' shape of calls:
 //! `join` 2 (read, write); `heartbeat` 1 (a write expecting the revision this instance last
-//! wrote; 2 when another instance joined the node); `leave` 1; `members` 0 (the watched view);
+//! wrote; 2 when another instance joined the node); `leave` 1; `evict` 2 (read, purge at the
+//! revision read); `members` 0 (the watched view);
 //! `acquire` of a free file 3 (read the lease, read the bucket's last revision, write the
 //! lease; only a race for the same file costs a retry), of a dead holder's file 4 (its
 //! membership is read from the server: a view that is behind must not make a live holder look

@@ -24,7 +24,7 @@
 //! a lapsed lease is not announced, its successor's acquire is.
 //!
 //! Round trips, each operation being one script call: `join` 1, `heartbeat` 1, `leave` 1,
-//! `members` 1, `acquire` 1, `renew` 1, `release` 1, `holder` 1, `count_up` 1, `count_down`
+//! `evict` 1, `members` 1, `acquire` 1, `renew` 1, `release` 1, `holder` 1, `count_up` 1, `count_down`
 //! 1, `count` 1, `publish` 1; `watch` 3 once per instance (subscriptions), then one members
 //! listing per heartbeat interval. Scripts are sent by hash (`EVALSHA`, with the usual
 //! fallback to `EVAL` once per connection). The scripts read keys they are not passed, so this
@@ -50,6 +50,7 @@ struct Scripts {
     join: Script,
     heartbeat: Script,
     leave: Script,
+    evict: Script,
     members: Script,
     acquire: Script,
     renew: Script,
@@ -64,6 +65,7 @@ impl Scripts {
             join: Script::new(include_str!("lua/join.lua")),
             heartbeat: Script::new(include_str!("lua/heartbeat.lua")),
             leave: Script::new(include_str!("lua/leave.lua")),
+            evict: Script::new(include_str!("lua/evict.lua")),
             members: Script::new(include_str!("lua/members.lua")),
             acquire: Script::new(include_str!("lua/acquire.lua")),
             renew: Script::new(include_str!("lua/renew.lua")),

@@ -49,6 +49,11 @@ impl Coordinator for Counted {
         self.inner.leave(node).await
     }
 
+    async fn evict(&self, node: &NodeId, address: &str) -> Result<bool, CoordinatorError> {
+        self.count("evict");
+        self.inner.evict(node, address).await
+    }
+
     async fn members(&self) -> Result<Vec<Member>, CoordinatorError> {
         self.count("members");
         self.inner.members().await

@@ -61,6 +61,17 @@ pub struct FleetSettings {
     /// Files whose lease holder the router remembers (least recently used forgotten first).
     #[arg(long, env = "ATRIUM_ROUTER_HOLDERS", default_value_t = 100_000)]
     pub holders: usize,
+
+    /// End the membership of a node whose address refuses connections (a second try 100 ms
+    /// later refused too): nothing listens there, so its files move to their successors at
+    /// once instead of a lease time later.
+    #[arg(
+        long,
+        env = "ATRIUM_ROUTER_EVICT_REFUSED",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+    )]
+    pub evict_refused: bool,
 }
 
 /// How long the proxy waits on a node.

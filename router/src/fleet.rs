@@ -104,6 +104,19 @@ impl Fleet {
             .and_then(|id| view.choice(id, Kind::Any))
     }
 
+    /// A live member as the router routes to it.
+    pub fn member(&self, node: &NodeId) -> Option<Node> {
+        self.view.load().live.get(node).cloned()
+    }
+
+    /// Drops a member the coordinator no longer has (an eviction), without waiting for the
+    /// watcher to hear of it.
+    pub fn forget(&self, node: &NodeId) {
+        let view = self.view.load();
+        let rest = view.live.values().filter(|n| &n.id != node).cloned();
+        self.set_members(rest.collect());
+    }
+
     /// Whether `node` is in the live set.
     pub fn is_live(&self, node: &NodeId) -> bool {
         self.view.load().live.contains_key(node)

@@ -32,6 +32,8 @@ pub struct Metrics {
     pub upgrade_failures: IntCounterVec,
     /// `409 moved` answers from nodes (the router then learns the holder).
     pub moved: IntCounter,
+    /// Nodes found refusing connections, by what became of them (see `proxy/evict.rs`).
+    pub evictions: IntCounterVec,
     /// From a request's arrival to the node's response header.
     pub latency: Histogram,
     /// Members on the ring (live, not draining).
@@ -74,6 +76,13 @@ impl Metrics {
                 "atrium_router_upstream_errors_total",
                 "Failures reaching or talking to a node, by node and kind (connect, proxy)",
                 &["node", "kind"],
+            ),
+            evictions: f.counter_vec(
+                "atrium_router_evictions_total",
+                "Nodes whose address refused connections, by outcome: evicted (membership ended), \
+                 answered (the second try connected), unreachable (it failed otherwise), kept \
+                 (the coordinator left it: draining, moved or gone), failed (no answer)",
+                &["outcome"],
             ),
             refused: f.counter_vec(
                 "atrium_router_refused_total",

@@ -4,6 +4,7 @@
 //! - `hooks`: the [`ProxyHttp`](pingora::proxy::ProxyHttp) calls, in the order pingora makes
 //!   them;
 //! - `choose`: which node a request goes to, and what happens when it cannot be reached;
+//! - `evict`: ending the membership of a node whose address refuses connections;
 //! - `moved`: learning a file's holder from a node's `409 moved`;
 //! - `answer`: the router's own answers (refusals, failures);
 //! - `upgrade`: sockets through the proxy, and upgrades that failed;
@@ -11,6 +12,7 @@
 
 mod answer;
 mod choose;
+mod evict;
 mod forwarded;
 mod hooks;
 mod moved;
@@ -23,6 +25,8 @@ use std::time::{Duration, Instant};
 
 use atrium_coordinator::NodeId;
 use bytes::BytesMut;
+
+pub use evict::Evictions;
 
 use crate::fleet::{Choice, Fleet};
 use crate::metrics::Metrics;
@@ -42,12 +46,14 @@ pub struct Timeouts {
 }
 
 /// The router's [`ProxyHttp`](pingora::proxy::ProxyHttp).
+#[derive(Clone)]
 pub struct Router {
     pub fleet: Arc<Fleet>,
     pub metrics: Arc<Metrics>,
     pub tracker: Arc<Tracker>,
     pub coordinator: SharedCoordinator,
     pub timeouts: Timeouts,
+    pub evictions: Arc<Evictions>,
 }
 
 /// Per-request state.

@@ -15,7 +15,7 @@ use crate::admin::Admin;
 use crate::config::RouterConfig;
 use crate::fleet::Fleet;
 use crate::metrics::Metrics;
-use crate::proxy::Router;
+use crate::proxy::{Evictions, Router};
 use crate::shutdown::Drainer;
 use crate::sockets::Tracker;
 use crate::watcher::Watcher;
@@ -67,6 +67,7 @@ pub fn run(
         tracker: tracker.clone(),
         coordinator,
         timeouts: config.timeouts.proxy(config.fleet.lease()),
+        evictions: Evictions::new(config.fleet.evict_refused),
     };
     let mut proxy = pingora::proxy::http_proxy_service_with_name(
         &server.configuration,

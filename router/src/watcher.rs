@@ -105,6 +105,7 @@ impl Watcher {
                 Some(addr) => nodes.push(Node {
                     id: m.id,
                     addr,
+                    address: m.address,
                     draining: m.draining,
                 }),
                 None => tracing::warn!(node = %m.id, address = %m.address,

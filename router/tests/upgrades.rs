@@ -108,9 +108,10 @@ async fn an_upgrade_answered_at_once_stays_open_both_ways() {
     );
 }
 
-/// A node that died (nothing listens on its address any more) is still a member until its
-/// membership lapses: a socket for one of its files waits in the router for that lapse and
-/// then goes to the successor, instead of being answered 502 to come back after a backoff.
+/// With eviction off, a node that died (nothing listens on its address any more) is still a
+/// member until its membership lapses: a socket for one of its files waits in the router for
+/// that lapse and then goes to the successor, instead of being answered 502 to come back
+/// after a backoff.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_join_for_a_dead_members_file_waits_for_the_lapse_and_reaches_the_successor() {
     let _serial = serial().await;
@@ -126,7 +127,7 @@ async fn a_join_for_a_dead_members_file_waits_for_the_lapse_and_reaches_the_succ
     // Only the live one heartbeats: the dead one lapses one lease time after its join.
     let joined = Instant::now();
     let heartbeats = coordinator.heartbeat(alive.clone());
-    let router = InsideRouter::start(&coordinator.url, 2).await;
+    let router = InsideRouter::start_with(&coordinator.url, 2, &["--evict-refused=false"]).await;
     let port = router.port;
     let ring = atrium_coordinator::Ring::new([alive, dead.clone()].iter());
     let file = (0..)
@@ -151,4 +152,54 @@ async fn a_join_for_a_dead_members_file_waits_for_the_lapse_and_reaches_the_succ
     eprintln!(
         "a dead member's file reached the successor {answered:?} after the member's last join"
     );
+}
+
+/// A member whose address refuses connections is evicted: the router tries once more, ends
+/// its membership, and a socket for one of its files goes to the successor at once. Its
+/// heartbeats go on (as a process that still held the membership would send them): without
+/// eviction it would never lapse, and the join would be answered 502 after the lapse wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_for_a_member_whose_address_refuses_goes_to_the_successor_at_once() {
+    let _serial = serial().await;
+    let alive_port = eager_node().await;
+    let dead_port = free_port();
+    let coordinator = coordinator().await;
+    let (alive, dead) = (
+        NodeId::parse("alive").unwrap(),
+        NodeId::parse("dead").unwrap(),
+    );
+    coordinator.announce(&alive, alive_port).await;
+    coordinator.announce(&dead, dead_port).await;
+    let heartbeats = [
+        coordinator.heartbeat(alive.clone()),
+        coordinator.heartbeat(dead.clone()),
+    ];
+    let router = InsideRouter::start(&coordinator.url, 2).await;
+    let port = router.port;
+    let ring = atrium_coordinator::Ring::new([alive, dead.clone()].iter());
+    let file = (0..)
+        .map(|i| format!("f{i}"))
+        .find(|f| ring.owner(f) == Some(dead.clone()))
+        .unwrap();
+
+    let mut tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let (head, _) = ws::upgrade(&mut tcp, port, &format!("/files/{file}/ws"), "").await;
+    assert!(
+        head.starts_with("HTTP/1.1 101"),
+        "the join was not carried to the successor: {head}"
+    );
+    let members = coordinator.connection.members().await.unwrap();
+    assert!(
+        members.iter().all(|m| m.id != dead),
+        "the refusing member is still listed: {members:?}"
+    );
+    let metrics = common::http::try_http(router.admin, "GET", "/metrics", &[], None)
+        .await
+        .expect("the router's metrics");
+    let evicted = "atrium_router_evictions_total{outcome=\"evicted\"} 1";
+    assert!(metrics.text.contains(evicted), "{}", metrics.text);
+    drop(heartbeats);
+    let beat = coordinator.connection.heartbeat(&dead, false).await;
+    assert_eq!(beat, Err(atrium_coordinator::CoordinatorError::Lost));
+    assert_eq!(router.stop(STOP).await, Ok(()));
 }

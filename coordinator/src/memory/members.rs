@@ -70,6 +70,21 @@ impl Inner {
         Ok(())
     }
 
+    pub(super) async fn evict(&self, node: &NodeId, address: &str) -> Result<bool> {
+        let now = Instant::now();
+        let mut st = self.lock();
+        let found = st
+            .members
+            .get(node)
+            .is_some_and(|m| m.expires > now && m.address == address && !m.draining);
+        if found {
+            st.members.remove(node);
+            st.purge_slots(node);
+            self.announce_members(&st);
+        }
+        Ok(found)
+    }
+
     pub(super) async fn members(&self) -> Result<Vec<Member>> {
         let now = Instant::now();
         let mut st = self.lock();

@@ -3,7 +3,7 @@
 
 use async_nats::jetstream::kv::UpdateErrorKind;
 
-use super::{lock, stored, Inner};
+use super::{lock, stored, Inner, MARKER_TTL};
 use crate::keys::encode;
 use crate::record::{check_member, new_incarnation, unavailable, MemberRecord};
 use crate::{CoordinatorError, Member, NodeId, Result};
@@ -72,6 +72,28 @@ impl Inner {
             }
             Err(e) => Err(unavailable("nats heartbeat", e)),
         }
+    }
+
+    pub(super) async fn evict(&self, node: &NodeId, address: &str) -> Result<bool> {
+        let key = member_key(node);
+        let Some(entry) = stored(&self.members, &key, "nats evict").await? else {
+            return Ok(false);
+        };
+        let record = MemberRecord::parse(&entry.value);
+        if !record.is_some_and(|r| r.address == address && !r.draining) {
+            return Ok(false);
+        }
+        // Only the record as read: a heartbeat since then means it is alive after all.
+        // What is left is a marker that expires within a second, as for a released lease.
+        let ended = self
+            .members
+            .purge_expect_revision_with_ttl(key.as_str(), entry.revision, MARKER_TTL)
+            .await
+            .is_ok();
+        if ended && self.view.forget(node) {
+            self.view.announce(&self.hub, None);
+        }
+        Ok(ended)
     }
 
     pub(super) async fn members(&self) -> Result<Vec<Member>> {

@@ -63,6 +63,22 @@ impl Inner {
         Ok(())
     }
 
+    pub(super) async fn evict(&self, node: &NodeId, address: &str) -> Result<bool> {
+        let mut conn = self.conn().await?;
+        let ended: i64 = self
+            .scripts
+            .evict
+            .key(self.key("m", node.as_str()))
+            .key(self.member_set())
+            .arg(node.as_str())
+            .arg(address)
+            .arg(self.channel("members"))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| self.failed("redis evict", e))?;
+        Ok(ended == 1)
+    }
+
     pub(super) async fn members(&self) -> Result<Vec<Member>> {
         let mut conn = self.conn().await?;
         let records: Vec<Vec<u8>> = self

@@ -4,7 +4,7 @@
 use atrium_coordinator::CoordinatorError;
 
 use crate::fleet::{Backend, Fleet, LAPSE, LEASE};
-use crate::support::{a_beating_b_silent, beat_as, eventually, ids, member, node};
+use crate::support::{a_and_b_live, a_beating_b_silent, beat_as, eventually, ids, member, node};
 
 pub async fn membership_lapses_and_carries_draining(backend: Backend) {
     let mut fleet = Fleet::new(backend);
@@ -79,5 +79,47 @@ pub async fn counter_slots_vanish_with_their_node(backend: Backend) {
     }
     assert_eq!(c2.count(acct).await.unwrap(), 0);
     assert!(!c1.count_up("other", &a, 0).await.unwrap());
+    fleet.cleanup().await;
+}
+
+/// A node found dead from outside is evicted at once: its files are free without waiting out
+/// the lease. Eviction leaves alone a record with another address (the node came back
+/// elsewhere) and a draining node; a node that was alive after all learns at its next
+/// heartbeat and joins again as a new incarnation.
+pub async fn an_evicted_node_frees_its_files_at_once(backend: Backend) {
+    let (fleet, [c1, c2], [a_beats, _b]) = a_and_b_live(backend).await;
+    let (a, b) = (node("a"), node("b"));
+    let address = member("a", false).address;
+    let held = c1.acquire("evicted 1", &a).await.unwrap();
+
+    assert!(
+        !c2.evict(&a, "a.elsewhere:8080").await.unwrap(),
+        "another address"
+    );
+    let still = c2.acquire("evicted 1", &b).await.unwrap_err();
+    assert_eq!(still, CoordinatorError::Held { holder: a.clone() });
+
+    // a keeps heartbeating, yet once evicted its file is free at once, long before a lapse.
+    assert!(c2.evict(&a, &address).await.unwrap());
+    let taken = c2.acquire("evicted 1", &b).await.unwrap();
+    assert!(taken.epoch > held.epoch, "{} > {}", taken.epoch, held.epoch);
+    for c in [&c1, &c2] {
+        eventually(LEASE, "a gone from the members", || async {
+            ids(c).await == ["b"]
+        })
+        .await;
+    }
+    assert!(!c2.evict(&a, &address).await.unwrap(), "already gone");
+    drop(a_beats);
+    assert_eq!(
+        c1.heartbeat(&a, false).await.unwrap_err(),
+        CoordinatorError::Lost
+    );
+    assert_eq!(c1.renew(&held).await.unwrap_err(), CoordinatorError::Lost);
+
+    // Back, and draining: a drain ends in leave, never in eviction.
+    c1.join(member("a", true)).await.unwrap();
+    assert!(!c2.evict(&a, &address).await.unwrap(), "draining");
+    eventually(LEASE, "a back", || async { ids(&c2).await == ["a", "b"] }).await;
     fleet.cleanup().await;
 }

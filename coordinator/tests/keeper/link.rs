@@ -57,6 +57,10 @@ impl Coordinator for Link {
         self.check()?;
         self.inner.leave(n).await
     }
+    async fn evict(&self, n: &NodeId, address: &str) -> Result<bool, CoordinatorError> {
+        self.check()?;
+        self.inner.evict(n, address).await
+    }
     async fn members(&self) -> Result<Vec<Member>, CoordinatorError> {
         self.check()?;
         self.inner.members().await

@@ -13,6 +13,7 @@ fn node(name: &str, port: u16, draining: bool) -> Node {
     Node {
         id: id(name),
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        address: format!("127.0.0.1:{port}"),
         draining,
     }
 }

@@ -11,6 +11,8 @@ pub struct Node {
     pub id: NodeId,
     /// Where to connect (its advertised address, resolved when the membership changed).
     pub addr: SocketAddr,
+    /// Its advertised address as its membership record has it.
+    pub address: String,
     pub draining: bool,
 }
 

@@ -11,6 +11,7 @@ fn every_family_is_exported_once_touched() {
         .with_label_values(&["n0", "connect"])
         .inc();
     m.refused.with_label_values(&["bad-id"]).inc();
+    m.evictions.with_label_values(&["evicted"]).inc();
     m.upgrade_failures.with_label_values(&["connect"]).inc();
     m.latency.observe(0.001);
     let text = String::from_utf8(m.render()).unwrap();
@@ -28,6 +29,7 @@ fn every_family_is_exported_once_touched() {
         "atrium_router_routing_decisions_total",
         "atrium_router_upstream_errors_total",
         "atrium_router_refused_total",
+        "atrium_router_evictions_total",
         "atrium_router_moved_total",
         "atrium_router_proxy_latency_seconds",
         "atrium_router_upgrade_failures_total",

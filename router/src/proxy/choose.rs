@@ -109,6 +109,9 @@ impl Router {
             .upstream_errors
             .with_label_values(&[chosen.node.as_str(), "connect"])
             .inc();
+        if e.etype() == &ErrorType::ConnectRefused {
+            self.refused(&chosen.node);
+        }
         let retry = match ctx.route {
             // A file's node is only skipped when it is known gone: while it is a member, the
             // file's lease is its and no other node may take the file. A node that cannot be

@@ -20,8 +20,13 @@ impl InsideRouter {
     /// Starts a router on the coordinator `url` (the suite's lease time, a short drain) and
     /// waits (four lease times at most) until it sees `members` nodes on its ring.
     pub async fn start(url: &str, members: usize) -> InsideRouter {
+        Self::start_with(url, members, &[]).await
+    }
+
+    /// [`start`](Self::start) with more command-line settings.
+    pub async fn start_with(url: &str, members: usize, more: &[&str]) -> InsideRouter {
         let (port, admin) = (free_port(), free_port());
-        let config = atrium_router::RouterConfig::parse_from([
+        let settings = [
             "atrium-router".to_string(),
             format!("--bind=127.0.0.1:{port}"),
             format!("--admin-bind=127.0.0.1:{admin}"),
@@ -29,7 +34,9 @@ impl InsideRouter {
             format!("--lease-ms={LEASE_MS}"),
             "--drain-ms=100".into(),
             "--shutdown-ms=2000".into(),
-        ]);
+        ];
+        let more = more.iter().map(|s| s.to_string());
+        let config = atrium_router::RouterConfig::parse_from(settings.into_iter().chain(more));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             let when = atrium_router::When::new(async move {
