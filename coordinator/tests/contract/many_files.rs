@@ -8,7 +8,7 @@ use atrium_coordinator::{Coordinator, NatsCoordinator};
 use crate::fleet::{env_url, settings, Backend, Fleet};
 use crate::support::{eventually, live, node};
 
-/// Rooms that open together must not fail one another: 600 files taken at once by
+/// Rooms that open together must not fail one another: 1,000 files taken at once by
 /// three nodes (a dead node's files coming back) are all granted, none refused for
 /// contention; each file's epoch still grows when it changes hands.
 pub async fn files_opening_together_never_contend(backend: Backend) {
@@ -24,7 +24,7 @@ pub async fn files_opening_together_never_contend(backend: Backend) {
         beats.push(live(c, n.as_str()).await);
     }
     let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..600usize {
+    for i in 0..1000usize {
         let (c, n) = (instances[i % 3].clone(), nodes[i % 3].clone());
         tasks.spawn(async move { (i, c.acquire(&format!("storm-{i}"), &n).await) });
     }
@@ -34,12 +34,12 @@ pub async fn files_opening_together_never_contend(backend: Backend) {
         let lease = got.unwrap_or_else(|e| panic!("file storm-{i} was refused: {e:?}"));
         leases.push((i, lease));
     }
-    assert_eq!(leases.len(), 600);
+    assert_eq!(leases.len(), 1000);
     // Released, then taken by another node: every file's epoch is higher than before.
     for (i, lease) in &leases {
         instances[i % 3].release(lease).await.unwrap();
     }
-    for (i, lease) in leases.iter().step_by(50) {
+    for (i, lease) in leases.iter().step_by(80) {
         let other = (i + 1) % 3;
         let again = instances[other]
             .acquire(&lease.file, &nodes[other])
