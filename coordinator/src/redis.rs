@@ -24,9 +24,9 @@
 //! a lapsed lease is not announced, its successor's acquire is.
 //!
 //! Round trips, each operation being one script call: `join` 1, `heartbeat` 1, `leave` 1,
-//! `evict` 1, `members` 1, `acquire` 1, `renew` 1, `release` 1, `holder` 1, `count_up` 1, `count_down`
-//! 1, `count` 1, `publish` 1; `watch` 3 once per instance (subscriptions), then one members
-//! listing per heartbeat interval. Scripts are sent by hash (`EVALSHA`, with the usual
+//! `evict` 1, `members` 1, `acquire` 1, `renew` 1, `release` 1, `holder` 1, `count_up` 1,
+//! `count_down` 1, `count` 1, `publish` 1; `watch` 3 once per instance (subscriptions), then
+//! one members listing per heartbeat interval. Scripts are sent by hash (`EVALSHA`, with the usual
 //! fallback to `EVAL` once per connection). The scripts read keys they are not passed, so this
 //! backend needs a single Redis server (or a primary), not Redis Cluster.
 

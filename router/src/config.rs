@@ -70,6 +70,7 @@ pub struct FleetSettings {
         env = "ATRIUM_ROUTER_EVICT_REFUSED",
         default_value_t = true,
         action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub evict_refused: bool,
 }
