@@ -17,6 +17,9 @@ use crate::ws::frame;
 const BATCH: usize = 64;
 /// Batches up to this size are gathered into one buffer for one write.
 const GATHER: usize = 64 * 1024;
+/// The gathering buffer a socket keeps between writes; one grown past it for a
+/// large batch is freed once written, so a quiet socket holds no more than this.
+const GATHER_KEEP: usize = 2 * 1024;
 
 /// A ping interval drawn at random within ±25% of `every`, so a crowd that
 /// connected together does not ping together.
@@ -45,10 +48,14 @@ async fn write_all(
         }
     } else {
         gather.clear();
+        gather.reserve_exact(total);
         for f in &frames {
             gather.extend_from_slice(f);
         }
         io.write_all(gather).await?;
+        if gather.capacity() > GATHER_KEEP {
+            *gather = Vec::new();
+        }
     }
     io.flush().await?;
     Ok(total)
@@ -62,7 +69,8 @@ pub async fn write(
     metrics: &crate::metrics::Metrics,
 ) {
     let close = rx.close.clone();
-    let mut batch = Vec::with_capacity(BATCH);
+    // Grows to the most items a socket gets at once, not to `BATCH`.
+    let mut batch = Vec::new();
     let mut gather = Vec::new();
     let mut next_ping = Instant::now() + jittered(ping_every);
     loop {
@@ -103,3 +111,6 @@ pub async fn write(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,6 +10,7 @@ use tokio::time::{timeout_at, Instant};
 mod incoming;
 mod limits;
 mod message;
+mod scratch;
 mod wire;
 
 pub use incoming::{Incoming, ReadError};
@@ -17,7 +18,8 @@ pub use limits::{ReaderLimits, INFLATE_CREDIT};
 use message::Partial;
 use wire::parse_header;
 
-/// Read buffer capacity of an idle socket; grown for big frames, then shrunk back.
+/// Read buffer capacity while a frame is incomplete; grown for big frames, then
+/// shrunk back.
 const BUF_START: usize = 4 * 1024;
 
 /// Reads client frames from `R` and reassembles messages.
@@ -39,7 +41,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     pub fn new(io: R, limits: ReaderLimits, deflate: bool) -> Self {
         Self {
             io,
-            buf: Vec::with_capacity(BUF_START),
+            buf: Vec::new(),
             limits,
             deflate,
             partial: None,
@@ -96,19 +98,19 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     /// Reads more bytes, enough room for a frame of `total` bytes if known.
     /// Cancel-safe: the bytes land in `self.buf` only when the read completes.
     async fn fill(&mut self, total: usize) -> Result<(), ReadError> {
-        let want = total.max(self.buf.len() + 1);
-        if self.buf.capacity() < want {
-            // Grow with the bytes that arrive, not with what a header claims.
-            let doubled = self.buf.capacity().saturating_mul(2).max(BUF_START);
-            self.buf.reserve_exact(want.min(doubled) - self.buf.len());
-        }
-        let read = self.io.read_buf(&mut self.buf);
-        let n = match self.partial.as_ref().map(|p| p.deadline) {
-            Some(deadline) if Instant::now() >= deadline => return Err(ReadError::FragmentTimeout),
-            Some(deadline) => timeout_at(deadline, read)
-                .await
-                .map_err(|_| ReadError::FragmentTimeout)??,
-            None => read.await?,
+        let deadline = self.partial.as_ref().map(|p| p.deadline);
+        let n = if self.buf.is_empty() {
+            // Between frames (most of a socket's life) it holds no buffer: the read
+            // borrows the thread's, and the socket keeps only the bytes that came.
+            within(deadline, scratch::read(&mut self.io, &mut self.buf)).await?
+        } else {
+            let want = total.max(self.buf.len() + 1);
+            if self.buf.capacity() < want {
+                // Grow with the bytes that arrive, not with what a header claims.
+                let doubled = self.buf.capacity().saturating_mul(2).max(BUF_START);
+                self.buf.reserve_exact(want.min(doubled) - self.buf.len());
+            }
+            within(deadline, self.io.read_buf(&mut self.buf)).await?
         };
         if n == 0 {
             return Err(ReadError::Closed);
@@ -116,12 +118,29 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         Ok(())
     }
 
-    /// Drops the first `total` bytes; shrinks the buffer back after a big frame.
+    /// Drops the first `total` bytes; frees the buffer once every byte is taken,
+    /// and shrinks it back after a big frame.
     fn consume(&mut self, total: usize) {
         self.buf.drain(..total);
-        if self.buf.capacity() > BUF_START && self.buf.len() <= BUF_START {
+        if self.buf.is_empty() {
+            self.buf = Vec::new();
+        } else if self.buf.capacity() > BUF_START && self.buf.len() <= BUF_START {
             self.buf.shrink_to(BUF_START);
         }
+    }
+}
+
+/// A read that must end by the fragment deadline, if one runs.
+async fn within(
+    deadline: Option<Instant>,
+    read: impl std::future::Future<Output = std::io::Result<usize>>,
+) -> Result<usize, ReadError> {
+    match deadline {
+        Some(deadline) if Instant::now() >= deadline => Err(ReadError::FragmentTimeout),
+        Some(deadline) => Ok(timeout_at(deadline, read)
+            .await
+            .map_err(|_| ReadError::FragmentTimeout)??),
+        None => Ok(read.await?),
     }
 }
 

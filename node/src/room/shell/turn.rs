@@ -8,6 +8,16 @@ use super::super::{snapshot, RoomCmd};
 use super::Room;
 use crate::journal::JournalEntry;
 
+/// Commands a room keeps room for between turns: a backlog's batch (up to 256)
+/// is given back once handled, so a room that was behind once does not keep it.
+const COMMANDS_KEPT: usize = 64;
+
+/// Empties the turn's batch and gives back what a large one grew it to.
+fn settle<T>(commands: &mut Vec<T>) {
+    commands.clear();
+    commands.shrink_to(COMMANDS_KEPT);
+}
+
 impl Room {
     /// One turn: the commands that arrived together, then their patches to the journal.
     pub(super) fn turn(&mut self, commands: &mut Vec<RoomCmd>) -> Option<Exit> {
@@ -26,6 +36,7 @@ impl Room {
                 break;
             }
         }
+        settle(commands);
         if exit.is_none() {
             self.core.end_turn(now);
         }
@@ -59,5 +70,23 @@ impl Room {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_batch_is_given_back_after_its_turn() {
+        let mut commands: Vec<u64> = Vec::with_capacity(COMMANDS_KEPT);
+        commands.extend(0..256);
+        settle(&mut commands);
+        assert!(commands.is_empty());
+        assert!(
+            commands.capacity() <= COMMANDS_KEPT,
+            "{}",
+            commands.capacity()
+        );
     }
 }
