@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 
 use super::check::check;
+use crate::pin::CpuList;
+
 use super::{fault, Cli, FileConfig, Options, Target, DEFAULT_CALL_GRAPH, STORM_RAMP};
 
 fn default_workers() -> usize {
@@ -40,6 +42,11 @@ fn env(
         env.insert(key.to_string(), value.to_string());
     }
     Ok(env)
+}
+
+/// A `--pin-*` CPU list, when given.
+fn cpus(option: &str, text: Option<&str>) -> Result<Option<CpuList>> {
+    text.map(|t| CpuList::parse(option, t)).transpose()
 }
 
 /// Where the load goes: one of --spawn, --spawn-cluster N and --url.
@@ -110,6 +117,8 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
         drop: g.drop,
         verbose: g.verbose,
         workers: g.workers.unwrap_or_else(default_workers),
+        pin_server: cpus("--pin-server", g.pin_server.as_deref())?,
+        pin_generator: cpus("--pin-generator", g.pin_generator.as_deref())?,
     };
     check(&options)?;
     Ok(options)
