@@ -55,7 +55,8 @@ impl CpuList {
         &self.0
     }
 
-    pub fn len(&self) -> usize {
+    /// How many CPUs (never none: an empty list does not parse).
+    pub fn count(&self) -> usize {
         self.0.len()
     }
 

@@ -116,6 +116,8 @@ fn pinning_takes_cpu_lists_and_only_for_servers_this_tool_starts() {
     .unwrap();
     assert_eq!(o.pin_server.unwrap().to_string(), "0");
     assert_eq!(o.pin_generator.unwrap().to_string(), "0");
+    // One CPU: one thread, unless told otherwise.
+    assert_eq!(o.workers, 1);
     let o = merge(
         cli(&["--spawn"]),
         file(r#"{"pin-server": "0", "pin_generator": "0-0"}"#),

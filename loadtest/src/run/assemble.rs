@@ -139,6 +139,6 @@ fn usable_cores(o: &Options) -> f64 {
         .pin_generator
         .as_ref()
         .or(pin::started_on())
-        .map_or_else(machine_cores, CpuList::len);
+        .map_or_else(machine_cores, CpuList::count);
     o.workers.min(cpus) as f64
 }
