@@ -51,10 +51,6 @@ impl CpuList {
         Ok(CpuList(cpus))
     }
 
-    pub fn cpus(&self) -> &[usize] {
-        &self.0
-    }
-
     /// How many CPUs (never none: an empty list does not parse).
     pub fn count(&self) -> usize {
         self.0.len()

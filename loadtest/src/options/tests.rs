@@ -123,7 +123,7 @@ fn pinning_takes_cpu_lists_and_only_for_servers_this_tool_starts() {
         file(r#"{"pin-server": "0", "pin_generator": "0-0"}"#),
     )
     .unwrap();
-    assert_eq!(o.pin_generator.unwrap().cpus(), &[0]);
+    assert_eq!(o.pin_generator.unwrap().to_string(), "0");
     let refused = |args: &[&str]| {
         merge(cli(args), FileConfig::default())
             .unwrap_err()

@@ -3,10 +3,10 @@ use super::*;
 #[test]
 fn cpu_lists_read_as_taskset_writes_them() {
     let list = |t: &str| CpuList::parse("--pin-server", t).unwrap();
-    assert_eq!(list("1").cpus(), &[1]);
-    assert_eq!(list("0-1").cpus(), &[0, 1]);
-    assert_eq!(list("3,0-1, 5").cpus(), &[0, 1, 3, 5]);
-    assert_eq!(list("2,2,1-2").cpus(), &[1, 2]);
+    assert_eq!(list("1").0, &[1]);
+    assert_eq!(list("0-1").0, &[0, 1]);
+    assert_eq!(list("3,0-1, 5").0, &[0, 1, 3, 5]);
+    assert_eq!(list("2,2,1-2").0, &[1, 2]);
     assert_eq!(list("0-2,4,6-7").to_string(), "0-2,4,6-7");
     assert_eq!(list("1").to_string(), "1");
 }
@@ -58,7 +58,7 @@ fn the_allowed_cpus_are_read_from_proc_status() {
 #[test]
 fn a_spawned_process_runs_where_it_is_placed() {
     let Some(started) = started_on() else { return };
-    let cpu = CpuList(vec![*started.cpus().last().unwrap()]);
+    let cpu = CpuList(vec![*started.0.last().unwrap()]);
     let mut cmd = Command::new("sleep");
     cmd.arg("5");
     place(&mut cmd, Some(&cpu));
