@@ -129,8 +129,13 @@ fn generator_and_machine(r: &mut Report, o: &Options, m: &Measures, w: &Window, 
     r.generator.generator_limited = r.generator.generator_limited_reason.is_some();
 }
 
+/// The cores the tool was started with: once the generator is pinned, the standard library's
+/// count would be its own CPUs, not the machine's.
 fn machine_cores() -> usize {
-    std::thread::available_parallelism().map_or(0, |n| n.get())
+    pin::started_on().map_or_else(
+        || std::thread::available_parallelism().map_or(0, |n| n.get()),
+        CpuList::count,
+    )
 }
 
 /// The cores the generator may use: its runtime's threads, at most the CPUs it may run on.
