@@ -11,6 +11,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use crate::measure::Measures;
 use crate::setup::ClientPlan;
 
+mod delivered;
 mod join;
 mod life;
 mod messages;

@@ -13,6 +13,7 @@ use anyhow::{bail, Result};
 use crate::http::Endpoint;
 use crate::node::Spawned;
 use crate::options::Options;
+use crate::pin::CpuList;
 
 use nats::OwnNats;
 use postgres::OwnPostgres;
@@ -49,6 +50,8 @@ pub struct Cluster {
     router_bin: PathBuf,
     router_env: Vec<(String, String)>,
     node_bin: PathBuf,
+    /// `--pin-server`: the CPUs of every node and the router.
+    server_cpus: Option<CpuList>,
     dir: PathBuf,
     /// Server URL to connect to for CREATE/DROP DATABASE, and the scratch database's name.
     admin_db: String,

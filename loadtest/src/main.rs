@@ -10,6 +10,7 @@ mod http;
 mod measure;
 mod node;
 mod options;
+mod pin;
 mod profile;
 mod report;
 mod run;
@@ -21,6 +22,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Before anything pins this process: what spawned processes get back unless pinned.
+    pin::started_on();
     let cli = options::Cli::parse();
     let options = match options::load_file(&cli).and_then(|file| options::merge(cli, file)) {
         Ok(o) => o,
@@ -31,6 +34,13 @@ fn main() -> ExitCode {
     };
     if options.profile.is_some() {
         if let Err(e) = profile::check(&profile::perf_binary()) {
+            eprintln!("atrium-loadtest: {e:#}");
+            return ExitCode::from(2);
+        }
+    }
+    // Before the runtime starts, so every thread it starts inherits the pinning.
+    if let Some(cpus) = &options.pin_generator {
+        if let Err(e) = pin::pin_generator(cpus) {
             eprintln!("atrium-loadtest: {e:#}");
             return ExitCode::from(2);
         }

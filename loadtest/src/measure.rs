@@ -107,6 +107,7 @@ impl Measures {
                 messages_received,
                 bytes_received,
                 sends_skipped,
+                delivered_updates,
             ],
         )
     }

@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::pin::CpuList;
+
 /// The ramp of `--storm`: the most `--ramp` allows, so every socket opens at once.
 pub const STORM_RAMP: f64 = 1_000_000.0;
 
@@ -75,4 +77,8 @@ pub struct Options {
     pub drop: bool,
     pub verbose: bool,
     pub workers: usize,
+    /// `--pin-server`: the CPUs of the spawned node(s) and router.
+    pub pin_server: Option<CpuList>,
+    /// `--pin-generator`: the CPUs of this tool.
+    pub pin_generator: Option<CpuList>,
 }

@@ -25,6 +25,8 @@ pub use parts::{
 pub const BUSY_DELAY_P99_MS: f64 = 20.0;
 /// Share of scheduled sends skipped above which the offered load was not delivered.
 pub const BUSY_SKIPPED_SHARE: f64 = 0.01;
+/// Share of its usable cores above which the generator, not the server, set the pace.
+pub const LIMITED_CPU_SHARE: f64 = 0.9;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
@@ -68,9 +70,10 @@ pub struct Report {
     pub seconds: Vec<Second>,
 }
 
-/// CPU µs per message: CPU seconds over the window ÷ messages handled in it.
-pub fn cpu_us_per_message(cpu_seconds: f64, messages: u64) -> Option<f64> {
-    (messages > 0).then(|| round3(cpu_seconds * 1e6 / messages as f64))
+/// CPU µs per message (or per delivered update): CPU seconds over the window ÷ how many were
+/// handled in it.
+pub fn cpu_us_per(cpu_seconds: f64, handled: u64) -> Option<f64> {
+    (handled > 0).then(|| round3(cpu_seconds * 1e6 / handled as f64))
 }
 
 /// Memory per connection in KB: the rise of resident memory ÷ connections.
@@ -96,6 +99,24 @@ pub fn busy(delay_p99_ms: f64, skipped: u64, sent: u64) -> Option<String> {
         return Some(format!(
             "the generator skipped {skipped} of {scheduled} scheduled sends: it could not offer \
              the whole load"
+        ));
+    }
+    None
+}
+
+/// Whether the generator, not the server, was the limit, and why: it used nearly all the
+/// cores it may use (so the load it could offer and read was capped by its own CPU), or it woke
+/// so late that the schedules and readings were its own.
+pub fn limited(cpu_cores: Option<f64>, usable_cores: f64, delay_p99_ms: f64) -> Option<String> {
+    if let Some(cores) = cpu_cores.filter(|c| *c > LIMITED_CPU_SHARE * usable_cores) {
+        return Some(format!(
+            "it used {cores:.2} of the {usable_cores} cores it may use (over {:.0}%)",
+            LIMITED_CPU_SHARE * 100.0
+        ));
+    }
+    if delay_p99_ms > BUSY_DELAY_P99_MS {
+        return Some(format!(
+            "its scheduling delay p99 was {delay_p99_ms:.1} ms (over {BUSY_DELAY_P99_MS} ms)"
         ));
     }
     None

@@ -67,9 +67,11 @@ pub async fn run(o: Options) -> Result<Report> {
         Target::Spawn { server, port } => {
             let binary = node::find_binary(server.as_deref());
             let env = node::spawn_env(&o);
-            let port = *port;
-            let s =
-                tokio::task::spawn_blocking(move || Spawned::start(&binary, port, &env)).await??;
+            let (port, cpus) = (*port, o.pin_server.clone());
+            let s = tokio::task::spawn_blocking(move || {
+                Spawned::start(&binary, port, &env, cpus.as_ref())
+            })
+            .await??;
             let url = s.url.clone();
             spawned = Some(s);
             (url.clone(), format!("spawned node at {url}"))

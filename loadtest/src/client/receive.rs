@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::delivered::presences_delivered;
 use super::messages::{record_presences, Incoming};
 use super::session::Connection;
 use super::state::State;
@@ -18,6 +19,10 @@ impl Client {
         add(&m.counters.bytes_received, text.len() as u64);
         if leading_type(text) == Some("presences") {
             add(&m.counters.presence_received, 1);
+            add(
+                &m.counters.delivered_updates,
+                presences_delivered(text, &c.me),
+            );
             c.presence_seen += 1;
             if c.presence_seen % PRESENCE_SAMPLE == 0 {
                 record_presences(m, text);
@@ -29,7 +34,12 @@ impl Client {
         };
         match msg.kind.as_str() {
             "ack" | "patch" => self.received_patch(c, &msg, text, st),
-            "presence" => add(&m.counters.presence_received, 1),
+            "presence" => {
+                add(&m.counters.presence_received, 1);
+                // One person's presence on its own (servers that send them one by one).
+                let mine = msg.id.as_ref().and_then(Value::as_str) == Some(c.me.as_str());
+                add(&m.counters.delivered_updates, u64::from(!mine));
+            }
             "presence-rate" => {
                 if let Some(hz) = msg.hz {
                     let presence_hz = schedule::presence_rate(self.presence_rate, Some(hz));
@@ -88,6 +98,7 @@ impl Client {
             }
         } else if msg.by.as_deref() != Some(c.me.as_str()) {
             add(&m.counters.patches_received, 1);
+            add(&m.counters.delivered_updates, 1);
             if let Some(t) = msg.t {
                 m.record_since(&m.relay, t);
             }

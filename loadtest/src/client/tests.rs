@@ -38,3 +38,28 @@ fn cursors_stay_on_the_canvas() {
     }
     assert_ne!(cursor_at(3, 1), cursor_at(3, 2));
 }
+
+#[test]
+fn every_person_in_a_presences_message_is_a_delivered_update_but_the_receiver() {
+    use super::delivered::presences_delivered;
+    // As the node writes them: full entries with sorted keys (`id` in the middle), a short one.
+    let full = |id: &str| {
+        format!(
+            r#"{{"camera":null,"cursor":[1.5,2],"id":"{id}","page":"p1","sel":["id","x\"id\":"],"t":12.5}}"#
+        )
+    };
+    let people: Vec<String> = (0..9).map(|i| full(&format!("P{i}"))).collect();
+    let nine = format!(r#"{{"type":"presences","people":[{}]}}"#, people.join(","));
+    assert_eq!(presences_delivered(&nine, "me"), 9);
+    let short =
+        r#"{"type":"presences","people":[{"id":"P1","page":"p2"},{"page":null,"id":"me"}]}"#;
+    // The receiver's own entry is not delivered to anyone else; an id that merely starts
+    // like the receiver's is someone else.
+    assert_eq!(presences_delivered(short, "me"), 1);
+    assert_eq!(presences_delivered(short, "m"), 2);
+    assert_eq!(presences_delivered(short, "P1"), 1);
+    assert_eq!(
+        presences_delivered(r#"{"type":"presences","people":[]}"#, "me"),
+        0
+    );
+}

@@ -70,7 +70,9 @@ impl Cluster {
             .create(true)
             .append(true)
             .open(self.dir.join("nats.log"))?;
-        let child = Command::new(&bin)
+        let mut cmd = Command::new(&bin);
+        crate::pin::place(&mut cmd, None);
+        let child = cmd
             .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
             .arg(&store)
             .stdin(Stdio::null())

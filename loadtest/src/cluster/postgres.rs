@@ -41,6 +41,8 @@ pub(super) fn pg_tool(bin: &Path, tool: &str, as_postgres: bool, args: &[&str]) 
     } else {
         Command::new(bin.join(tool))
     };
+    // The server pg_ctl starts inherits this, not the generator's own pinning.
+    crate::pin::place(&mut cmd, None);
     let out = cmd
         .args(args)
         .stdin(Stdio::null())

@@ -39,6 +39,7 @@ impl Cluster {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
+        crate::pin::place(&mut cmd, self.server_cpus.as_ref());
         self.router = Some(
             cmd.spawn()
                 .with_context(|| format!("cannot start {}", self.router_bin.display()))?,

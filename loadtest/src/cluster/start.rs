@@ -37,6 +37,7 @@ impl Cluster {
             router_bin: router_binary(router),
             router_env: Vec::new(),
             node_bin: crate::node::find_binary(server),
+            server_cpus: o.pin_server.clone(),
             dir,
             admin_db: String::new(),
             db_name: None,
@@ -125,8 +126,12 @@ impl Cluster {
     }
 
     async fn spawn_node(&self, port: u16, env: &[(String, String)]) -> Result<Spawned> {
-        let (bin, env) = (self.node_bin.clone(), env.to_vec());
-        tokio::task::spawn_blocking(move || Spawned::start(&bin, port, &env)).await?
+        let (bin, env, cpus) = (
+            self.node_bin.clone(),
+            env.to_vec(),
+            self.server_cpus.clone(),
+        );
+        tokio::task::spawn_blocking(move || Spawned::start(&bin, port, &env, cpus.as_ref())).await?
     }
 
     pub fn node_mut(&mut self, id: &str) -> Option<&mut Node> {

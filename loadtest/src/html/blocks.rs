@@ -71,3 +71,8 @@ pub fn codes(map: &std::collections::BTreeMap<String, u64>) -> String {
     let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     parts.join(", ")
 }
+
+/// A `--pin-*` CPU list as given, or "no".
+pub fn pinned(cpus: &Option<String>) -> String {
+    cpus.clone().unwrap_or_else(|| "no".into())
+}

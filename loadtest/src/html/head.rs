@@ -58,6 +58,13 @@ pub fn head_section(out: &mut String, r: &Report) {
              connection errors.</p>\n",
         );
     }
+    if let Some(reason) = &r.generator.generator_limited_reason {
+        let _ = writeln!(
+            out,
+            "<p class=\"warn\"><b>The generator, not the server, was the limit:</b> {}</p>",
+            esc(reason)
+        );
+    }
     if let Some(reason) = &r.generator.busy_reason {
         let _ = writeln!(
             out,

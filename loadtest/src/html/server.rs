@@ -1,6 +1,6 @@
 //! The server section.
 
-use super::blocks::{figure, pairs, per_second};
+use super::blocks::{figure, pairs, per_second, pinned};
 use super::{line_chart, opt, Series, BLUE, GREEN, GREY, PURPLE};
 use crate::report::Report;
 
@@ -61,6 +61,19 @@ pub fn server_section(out: &mut String, r: &Report, window: Option<(f64, f64)>) 
         &[
             ("CPU, % of a core", opt(s.cpu_percent)),
             ("CPU µs per message in + out", opt(s.cpu_us_per_message)),
+            (
+                "CPU µs per delivered update",
+                opt(s.cpu_us_per_delivered_update),
+            ),
+            (
+                "updates delivered a second",
+                opt(s.delivered_updates_per_second),
+            ),
+            ("pinned to CPUs", pinned(&s.pinned_to)),
+            (
+                "CPUs allowed",
+                s.cpus_allowed.clone().unwrap_or_else(|| "n/a".into()),
+            ),
             ("messages counted by", s.messages_counted_by.clone()),
             ("messages in a second", opt(s.messages_in_per_s)),
             ("messages out a second", opt(s.messages_out_per_s)),

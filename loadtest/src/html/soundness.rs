@@ -1,7 +1,7 @@
 //! Sections that tell whether the run and its measure were sound: problems, the
 //! generator, the drop and the profile.
 
-use super::blocks::{codes, pairs};
+use super::blocks::{codes, pairs, pinned};
 use super::{num, opt};
 use crate::report::Report;
 
@@ -39,7 +39,23 @@ pub fn generator_section(out: &mut String, r: &Report) {
             ("scheduling delay max, ms", num(g.sched_delay_max_ms)),
             ("CPU, % of a core", opt(g.cpu_cores.map(|c| c * 100.0))),
             ("CPU µs per message", opt(g.cpu_us_per_message)),
+            (
+                "CPU µs per delivered update",
+                opt(g.cpu_us_per_delivered_update),
+            ),
             ("busy", g.busy_reason.clone().unwrap_or_else(|| "no".into())),
+            (
+                "the limit of the run",
+                g.generator_limited_reason
+                    .clone()
+                    .unwrap_or_else(|| "no".into()),
+            ),
+            ("usable cores", num(g.usable_cores)),
+            ("pinned to CPUs", pinned(&g.pinned_to)),
+            (
+                "CPUs allowed",
+                g.cpus_allowed.clone().unwrap_or_else(|| "n/a".into()),
+            ),
             ("machine cores", r.machine.cores.to_string()),
             ("busy cores over the window", opt(r.machine.busy_cores)),
             (

@@ -16,6 +16,8 @@ pub struct Counters {
     pub messages_received: AtomicU64,
     pub bytes_received: AtomicU64,
     pub sends_skipped: AtomicU64,
+    /// Patches and presence entries that reached a client other than their sender.
+    pub delivered_updates: AtomicU64,
     pub dropped_patches: AtomicU64,
     pub out_of_order: AtomicU64,
     pub connection_errors: AtomicU64,
@@ -52,11 +54,12 @@ pub struct Snapshot {
     pub messages_received: u64,
     pub bytes_received: u64,
     pub sends_skipped: u64,
+    pub delivered_updates: u64,
 }
 
 impl Snapshot {
     /// Per-second rates between two snapshots `secs` apart.
-    pub fn rates(&self, later: &Snapshot, secs: f64) -> [f64; 9] {
+    pub fn rates(&self, later: &Snapshot, secs: f64) -> [f64; 10] {
         let r = |a: u64, b: u64| {
             if secs > 0.0 {
                 b.saturating_sub(a) as f64 / secs
@@ -74,6 +77,7 @@ impl Snapshot {
             r(self.messages_received, later.messages_received),
             r(self.bytes_received, later.bytes_received),
             r(self.sends_skipped, later.sends_skipped),
+            r(self.delivered_updates, later.delivered_updates),
         ]
     }
 }

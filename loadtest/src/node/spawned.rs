@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use super::listening_url;
+use crate::pin::{self, CpuList};
 
 /// A scratch node: its process and its temporary folder, both gone when this is stopped or
 /// dropped.
@@ -22,8 +23,13 @@ pub struct Spawned {
 
 impl Spawned {
     /// Starts `binary` on 127.0.0.1:`port` (0: any free port) with a fresh data folder and
-    /// `env`, and waits (up to 30 s) for it to say where it listens.
-    pub fn start(binary: &Path, port: u16, env: &[(String, String)]) -> Result<Spawned> {
+    /// `env`, on `cpus` when given, and waits (up to 30 s) for it to say where it listens.
+    pub fn start(
+        binary: &Path,
+        port: u16,
+        env: &[(String, String)],
+        cpus: Option<&CpuList>,
+    ) -> Result<Spawned> {
         let dir = std::env::temp_dir().join(format!(
             "atrium-loadtest-{}-{}",
             std::process::id(),
@@ -44,6 +50,7 @@ impl Spawned {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        pin::place(&mut cmd, cpus);
         let mut child = match cmd.spawn() {
             Ok(child) => child,
             Err(e) => {

@@ -3,6 +3,7 @@
 use anyhow::{bail, Result};
 
 use super::{Options, Target};
+use crate::pin;
 
 /// Whether the options make a run this tool can do.
 pub fn check(o: &Options) -> Result<()> {
@@ -61,6 +62,19 @@ pub fn check(o: &Options) -> Result<()> {
         if let Some(ms) = f.hold_ms {
             if !(1..=600_000).contains(&ms) {
                 bail!("--fault-for must be between 1 and 600000 ms, got {ms}");
+            }
+        }
+    }
+    if o.pin_server.is_some() && matches!(o.target, Target::Url(_)) {
+        bail!("--pin-server needs --spawn or --spawn-cluster: only servers this tool starts can be pinned");
+    }
+    if let Some(allowed) = pin::started_on() {
+        for (option, cpus) in [
+            ("--pin-server", &o.pin_server),
+            ("--pin-generator", &o.pin_generator),
+        ] {
+            if let Some(cpus) = cpus {
+                cpus.within(option, allowed)?;
             }
         }
     }

@@ -139,6 +139,15 @@ pub struct Cli {
     /// Print a line a second: throughput, latency, server CPU
     #[arg(long)]
     pub verbose: bool,
+    /// Run the spawned node (or, with --spawn-cluster, every node and the router) only on
+    /// these CPUs, e.g. 1 or 0-1
+    #[arg(long, value_name = "CPUS")]
+    #[serde(alias = "pin_server")]
+    pub pin_server: Option<String>,
+    /// Run this tool (every thread of it) only on these CPUs, e.g. 0
+    #[arg(long, value_name = "CPUS")]
+    #[serde(alias = "pin_generator")]
+    pub pin_generator: Option<String>,
     /// Generator threads (default: the machine's cores)
     #[arg(long, alias = "threads")]
     #[serde(alias = "threads")]

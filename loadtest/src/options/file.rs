@@ -49,6 +49,8 @@ impl Cli {
                 profile,
                 profile_call_graph,
                 workers,
+                pin_server,
+                pin_generator,
             ],
             [spawn, i_have_permission, storm, drop, verbose]
         )

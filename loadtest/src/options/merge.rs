@@ -5,10 +5,17 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 
 use super::check::check;
+use crate::pin::CpuList;
+
 use super::{fault, Cli, FileConfig, Options, Target, DEFAULT_CALL_GRAPH, STORM_RAMP};
 
-fn default_workers() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
+/// One thread per CPU the generator may use: pinned to one CPU, a second thread would only
+/// add wake-ups between threads that share it.
+fn default_workers(pin: Option<&CpuList>) -> usize {
+    pin.map_or_else(
+        || std::thread::available_parallelism().map_or(2, |n| n.get()),
+        |cpus| cpus.count(),
+    )
 }
 
 /// A config value for the environment: strings as they are, numbers and booleans as written.
@@ -40,6 +47,11 @@ fn env(
         env.insert(key.to_string(), value.to_string());
     }
     Ok(env)
+}
+
+/// A `--pin-*` CPU list, when given.
+fn cpus(option: &str, text: Option<&str>) -> Result<Option<CpuList>> {
+    text.map(|t| CpuList::parse(option, t)).transpose()
 }
 
 /// Where the load goes: one of --spawn, --spawn-cluster N and --url.
@@ -79,6 +91,7 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
     let fault = fault::given(&g, duration)?;
     let target = target(&g)?;
     let users = g.users.unwrap_or(200);
+    let pin_generator = cpus("--pin-generator", g.pin_generator.as_deref())?;
     let options = Options {
         target,
         fault,
@@ -109,7 +122,11 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
             .unwrap_or_else(|| DEFAULT_CALL_GRAPH.to_string()),
         drop: g.drop,
         verbose: g.verbose,
-        workers: g.workers.unwrap_or_else(default_workers),
+        workers: g
+            .workers
+            .unwrap_or_else(|| default_workers(pin_generator.as_ref())),
+        pin_server: cpus("--pin-server", g.pin_server.as_deref())?,
+        pin_generator,
     };
     check(&options)?;
     Ok(options)

@@ -106,3 +106,35 @@ fn files_default_to_rooms_of_ten() {
     let o = merge(cli(&["--spawn", "--users", "5"]), FileConfig::default()).unwrap();
     assert_eq!(o.files, 1);
 }
+
+#[test]
+fn pinning_takes_cpu_lists_and_only_for_servers_this_tool_starts() {
+    let o = merge(
+        cli(&["--spawn", "--pin-server", "0", "--pin-generator", "0"]),
+        FileConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(o.pin_server.unwrap().to_string(), "0");
+    assert_eq!(o.pin_generator.unwrap().to_string(), "0");
+    // One CPU: one thread, unless told otherwise.
+    assert_eq!(o.workers, 1);
+    let o = merge(
+        cli(&["--spawn"]),
+        file(r#"{"pin-server": "0", "pin_generator": "0-0"}"#),
+    )
+    .unwrap();
+    assert_eq!(o.pin_generator.unwrap().to_string(), "0");
+    let refused = |args: &[&str]| {
+        merge(cli(args), FileConfig::default())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = refused(&["--spawn", "--pin-server", "1-0"]);
+    assert!(e.contains("--pin-server") && e.contains("backwards"), "{e}");
+    let e = refused(&["--spawn", "--pin-generator", "zero"]);
+    assert!(e.contains("--pin-generator takes a CPU list"), "{e}");
+    let e = refused(&["--spawn", "--pin-generator", "1023"]);
+    assert!(e.contains("not one this tool may run on"), "{e}");
+    let e = refused(&["--url", "http://127.0.0.1:1", "--pin-server", "0"]);
+    assert!(e.contains("--pin-server needs --spawn"), "{e}");
+}

@@ -51,6 +51,10 @@ pub struct Server {
     pub cpu_cores: Option<f64>,
     pub cpu_percent: Option<f64>,
     pub cpu_us_per_message: Option<f64>,
+    /// CPU seconds over the window ÷ updates delivered in it (patches and presence entries
+    /// that reached a client other than their sender).
+    pub cpu_us_per_delivered_update: Option<f64>,
+    pub delivered_updates_per_second: Option<f64>,
     pub messages_in_per_s: Option<f64>,
     pub messages_out_per_s: Option<f64>,
     /// `health` (the node's counters) or `generator` (our own counts).
@@ -64,6 +68,10 @@ pub struct Server {
     pub rooms: Option<u64>,
     pub people: Option<u64>,
     pub editors: Option<u64>,
+    /// `--pin-server`, as given.
+    pub pinned_to: Option<String>,
+    /// The CPUs the measured process may run on, read back from its `/proc/<pid>/status`.
+    pub cpus_allowed: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -74,8 +82,20 @@ pub struct Generator {
     pub sched_delay_max_ms: f64,
     pub cpu_cores: Option<f64>,
     pub cpu_us_per_message: Option<f64>,
+    /// The generator's CPU over the window ÷ the same delivered updates as the server's.
+    pub cpu_us_per_delivered_update: Option<f64>,
+    pub delivered_updates_per_second: f64,
     pub busy_warning: bool,
     pub busy_reason: Option<String>,
+    /// Cores the generator may use: its threads, at most the CPUs it may run on.
+    pub usable_cores: f64,
+    /// The generator, not the server, was the limit of the run.
+    pub generator_limited: bool,
+    pub generator_limited_reason: Option<String>,
+    /// `--pin-generator`, as given.
+    pub pinned_to: Option<String>,
+    /// The CPUs this tool may run on, read back from its `/proc/self/status`.
+    pub cpus_allowed: Option<String>,
 }
 
 /// The whole machine over the window: what the server and generator used, and everything else.

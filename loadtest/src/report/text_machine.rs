@@ -4,6 +4,15 @@ use std::fmt::Write;
 
 use super::{opt, Report};
 
+/// Where a process ran: pinned or not, and the CPUs the kernel lets it use.
+fn cpus(pinned: &Option<String>, allowed: &Option<String>) -> String {
+    let allowed = allowed.as_deref().unwrap_or("unknown");
+    match pinned {
+        Some(p) => format!("pinned to CPUs {p} (allowed: {allowed})"),
+        None => format!("not pinned (CPUs {allowed})"),
+    }
+}
+
 impl Report {
     /// The server's CPU, memory and scheduling delay.
     pub(super) fn text_server(&self, w: &mut String) {
@@ -17,6 +26,13 @@ impl Report {
             s.messages_counted_by,
             opt(s.messages_in_per_s, ""),
             opt(s.messages_out_per_s, ""),
+        );
+        let _ = writeln!(
+            w,
+            "  {} µs per delivered update ({} updates delivered a second) | {}",
+            opt(s.cpu_us_per_delivered_update, ""),
+            opt(s.delivered_updates_per_second, ""),
+            cpus(&s.pinned_to, &s.cpus_allowed),
         );
         let _ = writeln!(
             w,
@@ -46,8 +62,22 @@ impl Report {
             opt(g.cpu_cores.map(|c| c * 100.0), "%"),
             opt(g.cpu_us_per_message, ""),
         );
+        let _ = writeln!(
+            w,
+            "  {} µs per delivered update ({:.0} a second) | {}",
+            opt(g.cpu_us_per_delivered_update, ""),
+            g.delivered_updates_per_second,
+            cpus(&g.pinned_to, &g.cpus_allowed),
+        );
         if let Some(reason) = &g.busy_reason {
             let _ = writeln!(w, "  WARNING: {reason}");
+        }
+        if let Some(reason) = &g.generator_limited_reason {
+            let _ = writeln!(
+                w,
+                "  WARNING: the generator, not the server, was the limit: {reason}; the server's \
+                 figures are for the load the generator could offer, not the server's most"
+            );
         }
         let _ = writeln!(
             w,

@@ -1,11 +1,12 @@
 //! The report, assembled from what the run saw.
 
-use super::measures::{expected, problems, rates, server_measures};
+use super::measures::{expected, problems, rates, server_measures, Counted};
 use super::sampler::Collected;
 use super::window::Window;
 use crate::measure::{round3, Measures, Summary};
 use crate::node::Sample;
 use crate::options::Options;
+use crate::pin::{self, CpuList};
 use crate::profile::{self, ProfileReport};
 use crate::report::{self, ClusterInfo, DropResult, Failover, Report};
 use crate::setup::ClientPlan;
@@ -69,8 +70,11 @@ impl Ran {
                 ..Default::default()
             });
         }
-        let own_messages = (c1.messages_sent + c1.messages_received)
-            .saturating_sub(c0.messages_sent + c0.messages_received);
+        let counted = Counted {
+            messages: (c1.messages_sent + c1.messages_received)
+                .saturating_sub(c0.messages_sent + c0.messages_received),
+            delivered: c1.delivered_updates.saturating_sub(c0.delivered_updates),
+        };
         let (s0, s1) = &w.server;
         server_measures(
             &mut r,
@@ -78,19 +82,21 @@ impl Ran {
             s0,
             s1,
             window_s,
-            own_messages,
+            counted,
             w.open_at_end,
         );
         r.server.pid = self.pid;
+        r.server.pinned_to = o.pin_server.as_ref().map(ToString::to_string);
+        r.server.cpus_allowed = self.pid.and_then(pin::allowed_for);
         r.server.sched_delay_p99_ms = collected.window_sched_p99;
         r.server.max_rss_mb = collected.max_rss.max(s1.peak_rss_bytes).map(report::mb);
-        generator_and_machine(&mut r, o, m, w, own_messages);
+        generator_and_machine(&mut r, o, m, w, counted);
         r
     }
 }
 
 /// The generator's own measures and the machine's: was the measure itself sound?
-fn generator_and_machine(r: &mut Report, o: &Options, m: &Measures, w: &Window, own_messages: u64) {
+fn generator_and_machine(r: &mut Report, o: &Options, m: &Measures, w: &Window, counted: Counted) {
     let window_s = w.seconds;
     let (c0, c1) = &w.counters;
     let delay: Summary = Measures::total(&m.generator_delay);
@@ -100,9 +106,13 @@ fn generator_and_machine(r: &mut Report, o: &Options, m: &Measures, w: &Window, 
     r.generator.sched_delay_max_ms = delay.max;
     if let (Some(a), Some(b)) = w.own_cpu {
         r.generator.cpu_cores = Some(round3((b - a) / window_s));
-        r.generator.cpu_us_per_message = report::cpu_us_per_message(b - a, own_messages);
+        r.generator.cpu_us_per_message = report::cpu_us_per(b - a, counted.messages);
+        r.generator.cpu_us_per_delivered_update = report::cpu_us_per(b - a, counted.delivered);
     }
-    r.machine.cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    r.generator.delivered_updates_per_second = round3(counted.delivered as f64 / window_s);
+    r.generator.pinned_to = o.pin_generator.as_ref().map(ToString::to_string);
+    r.generator.cpus_allowed = pin::allowed_for(std::process::id());
+    r.machine.cores = machine_cores();
     if let (Some(a), Some(b)) = w.machine_cpu {
         let busy = (b - a) / window_s;
         r.machine.busy_cores = Some(round3(busy));
@@ -113,4 +123,27 @@ fn generator_and_machine(r: &mut Report, o: &Options, m: &Measures, w: &Window, 
     let sent = c1.messages_sent - c0.messages_sent;
     r.generator.busy_reason = report::busy(delay.p99, c1.sends_skipped - c0.sends_skipped, sent);
     r.generator.busy_warning = r.generator.busy_reason.is_some();
+    r.generator.usable_cores = usable_cores(o);
+    r.generator.generator_limited_reason =
+        report::limited(r.generator.cpu_cores, r.generator.usable_cores, delay.p99);
+    r.generator.generator_limited = r.generator.generator_limited_reason.is_some();
+}
+
+/// The cores the tool was started with: once the generator is pinned, the standard library's
+/// count would be its own CPUs, not the machine's.
+fn machine_cores() -> usize {
+    pin::started_on().map_or_else(
+        || std::thread::available_parallelism().map_or(0, |n| n.get()),
+        CpuList::count,
+    )
+}
+
+/// The cores the generator may use: its runtime's threads, at most the CPUs it may run on.
+fn usable_cores(o: &Options) -> f64 {
+    let cpus = o
+        .pin_generator
+        .as_ref()
+        .or(pin::started_on())
+        .map_or_else(machine_cores, CpuList::count);
+    o.workers.min(cpus) as f64
 }

@@ -63,6 +63,15 @@ pub fn problems(m: &Measures) -> Problems {
     )
 }
 
+/// What the generator counted over the window.
+#[derive(Debug, Clone, Copy)]
+pub struct Counted {
+    /// Messages it sent and received.
+    pub messages: u64,
+    /// Patches and presence entries its clients received from someone else.
+    pub delivered: u64,
+}
+
 /// Server CPU, messages and memory over the window, from two samples.
 pub fn server_measures(
     r: &mut Report,
@@ -70,7 +79,7 @@ pub fn server_measures(
     s0: &Sample,
     s1: &Sample,
     window_s: f64,
-    own_messages: u64,
+    counted: Counted,
     open: u64,
 ) {
     let s = &mut r.server;
@@ -88,10 +97,12 @@ pub fn server_measures(
             s.messages_out_per_s = Some(round3(out as f64 / window_s));
             (inn + out, "health")
         }
-        _ => (own_messages, "generator"),
+        _ => (counted.messages, "generator"),
     };
     s.messages_counted_by = by.to_string();
-    s.cpu_us_per_message = cpu.and_then(|c| report::cpu_us_per_message(c, messages));
+    s.cpu_us_per_message = cpu.and_then(|c| report::cpu_us_per(c, messages));
+    s.cpu_us_per_delivered_update = cpu.and_then(|c| report::cpu_us_per(c, counted.delivered));
+    s.delivered_updates_per_second = Some(round3(counted.delivered as f64 / window_s));
     s.rss_before_mb = before.rss_bytes.map(report::mb);
     s.rss_end_mb = s1.rss_bytes.map(report::mb);
     if let (Some(a), Some(b)) = (before.rss_bytes, s1.rss_bytes) {
