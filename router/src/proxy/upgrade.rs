@@ -52,9 +52,16 @@ impl Router {
             node_ended: t.upstream_ended,
         };
         let closing = ctx.socket.as_ref().map(|s| s.closing());
-        match tunnel::carry(sockets, closing, self.timeouts.socket_write).await {
-            Ok(end) => tracing::debug!(?end, node = %ctx.node_label(), "socket ended"),
-            Err(e) => tracing::debug!(error = %e, node = %ctx.node_label(), "socket failed"),
+        // A task of its own: a wake then polls the tunnel only, not pingora's request future
+        // around it. The request (and the socket's count) waits for it.
+        let carried = tokio::spawn(tunnel::carry(sockets, closing, self.timeouts.socket_write));
+        let _abort = AbortOnDrop(carried.abort_handle());
+        match carried.await {
+            Ok(Ok(end)) => tracing::debug!(?end, node = %ctx.node_label(), "socket ended"),
+            Ok(Err(e)) => tracing::debug!(error = %e, node = %ctx.node_label(), "socket failed"),
+            Err(e) => {
+                tracing::warn!(error = %e, node = %ctx.node_label(), "socket's tunnel failed")
+            }
         }
     }
 
@@ -66,5 +73,15 @@ impl Router {
             .with_label_values(&[reason])
             .inc();
         tracing::info!(reason, node = %ctx.node_label(), "socket upgrade failed");
+    }
+}
+
+/// Ends a socket's tunnel if its request ends first (pingora dropped it): a tunnel never
+/// outlives the count of its socket.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
