@@ -10,7 +10,8 @@
 //! - `fleet`: [`Fleet`], live members, the ring and remembered lease holders;
 //! - `watcher`: the background service that feeds the fleet from the coordinator;
 //! - `proxy`: the pingora [`Router`](proxy::Router): routing, retries, `X-Forwarded-For`;
-//! - `sockets`: proxied sockets and in-flight requests, and the 1012 close frame;
+//! - `sockets`: proxied sockets and in-flight requests, frame boundaries, the 1012 close frame;
+//! - `tunnel`: an upgraded socket's bytes carried between client and node, and its drain;
 //! - `shutdown`: SIGTERM handling (stop accepting, drain, close sockets, exit);
 //! - `admin`: `/health` and `/metrics` on the admin port;
 //! - `metrics`: the `atrium_router_*` Prometheus metrics.
@@ -26,6 +27,7 @@ pub mod route;
 mod server;
 pub mod shutdown;
 pub mod sockets;
+pub mod tunnel;
 pub mod watcher;
 
 pub use config::RouterConfig;

@@ -7,7 +7,8 @@
 //! - `evict`: ending the membership of a node whose address refuses connections;
 //! - `moved`: learning a file's holder from a node's `409 moved`;
 //! - `answer`: the router's own answers (refusals, failures);
-//! - `upgrade`: sockets through the proxy, and upgrades that failed;
+//! - `upgrade`: sockets through the proxy (carried by `crate::tunnel`), and upgrades that
+//!   failed;
 //! - `forwarded`: the `X-Forwarded-For` header.
 
 mod answer;
@@ -18,8 +19,6 @@ mod hooks;
 mod moved;
 mod upgrade;
 
-use std::net::SocketAddr;
-use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -70,8 +69,6 @@ pub struct Ctx {
     /// for its membership to lapse before choosing again (once per request).
     lapse_wait: Option<(NodeId, Instant)>,
     lapse_waited: bool,
-    /// The upstream connection of an upgrade: (fd, local, peer).
-    upstream: Option<(RawFd, SocketAddr, SocketAddr)>,
     /// Collecting a `409 moved` body to learn the holder from it.
     moved_body: Option<BytesMut>,
     timed: bool,
@@ -90,7 +87,6 @@ impl Ctx {
             moved_retry: false,
             lapse_wait: None,
             lapse_waited: false,
-            upstream: None,
             moved_body: None,
             timed: false,
             request: Some(request),

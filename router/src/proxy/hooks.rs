@@ -1,15 +1,13 @@
 //! pingora's calls into the router, in the order a request meets them; the work is in the
 //! sibling modules.
 
-use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
-use pingora::protocols::Digest;
-use pingora::proxy::{FailToProxy, ProxyHttp, Session};
+use pingora::proxy::{FailToProxy, ProxyHttp, Session, UpgradedTunnel};
 use pingora::{Error, ErrorType};
 
 use super::{forwarded, Ctx, Router};
@@ -78,19 +76,6 @@ impl ProxyHttp for Router {
         e
     }
 
-    async fn connected_to_upstream(
-        &self,
-        _session: &mut Session,
-        _reused: bool,
-        _peer: &HttpPeer,
-        fd: RawFd,
-        _digest: Option<&Digest>,
-        ctx: &mut Ctx,
-    ) -> Result<()> {
-        Self::connected(ctx, fd);
-        Ok(())
-    }
-
     async fn upstream_request_filter(
         &self,
         session: &mut Session,
@@ -128,10 +113,21 @@ impl ProxyHttp for Router {
         ctx: &mut Ctx,
     ) -> Result<Option<Duration>> {
         self.read_moved_body(body.as_ref(), end_of_stream, ctx);
-        if end_of_stream {
-            Self::end_socket(ctx, body);
-        }
         Ok(None)
+    }
+
+    fn tunnel_upgrade(&self, _session: &Session, ctx: &Ctx) -> bool {
+        ctx.upgrade
+    }
+
+    async fn upgraded_tunnel(
+        &self,
+        _session: &mut Session,
+        tunnel: UpgradedTunnel,
+        ctx: &mut Ctx,
+    ) -> Result<()> {
+        self.carry(tunnel, ctx).await;
+        Ok(())
     }
 
     async fn fail_to_proxy(&self, session: &mut Session, e: &Error, ctx: &mut Ctx) -> FailToProxy {

@@ -1,14 +1,11 @@
-//! Sockets through the proxy: the upstream connection an upgrade made, the socket registered
-//! once the node switches protocols, the close frame a drain adds at its end, and the count of
-//! upgrades that did not become sockets.
+//! Sockets through the proxy: the socket registered once the node switches protocols, the
+//! tunnel that carries it from there, and the count of upgrades that did not become sockets.
 
-use std::os::fd::RawFd;
-
-use bytes::{Bytes, BytesMut};
+use pingora::proxy::UpgradedTunnel;
 use pingora::{Error, ErrorSource, ErrorType};
 
 use super::{Ctx, Router};
-use crate::sockets::addresses;
+use crate::tunnel::{self, Sockets};
 
 /// Why a socket upgrade failed, for the `upgrade_failures` metric.
 pub(super) fn upgrade_failure(e: &Error, chosen: bool) -> &'static str {
@@ -30,13 +27,6 @@ pub(super) fn upgrade_failure(e: &Error, chosen: bool) -> &'static str {
 }
 
 impl Router {
-    /// Remembers an upgrade's upstream connection, to shut it down in a drain.
-    pub(super) fn connected(ctx: &mut Ctx, fd: RawFd) {
-        if ctx.upgrade {
-            ctx.upstream = addresses(fd).map(|(local, peer)| (fd, local, peer));
-        }
-    }
-
     /// On the node's response header to an upgrade: a socket from `101`, a failure otherwise.
     pub(super) fn upgrade_answered(&self, ctx: &mut Ctx, status: u16) {
         if !ctx.upgrade {
@@ -46,23 +36,32 @@ impl Router {
             self.upgrade_failed(ctx, &format!("node-{status}"));
             return;
         }
-        if let (Some((fd, local, peer)), Some(chosen)) = (ctx.upstream, &ctx.chosen) {
-            ctx.socket = Some(self.tracker.socket(&chosen.node, fd, local, peer));
+        if let Some(chosen) = &ctx.chosen {
+            ctx.socket = Some(self.tracker.socket(&chosen.node));
         }
         // A socket is no longer an HTTP request in flight.
         ctx.request = None;
     }
 
-    /// At the end of the node's side of a socket the router ended: the close frame after the
-    /// last bytes.
-    pub(super) fn end_socket(ctx: &mut Ctx, body: &mut Option<Bytes>) {
-        if let Some(frame) = ctx.socket.as_mut().and_then(|s| s.close_frame_at_end()) {
-            let mut out = BytesMut::new();
-            if let Some(data) = body.take() {
-                out.extend_from_slice(&data);
+    /// Carries an upgraded socket until it ends (`crate::tunnel`).
+    pub(super) async fn carry(&self, t: UpgradedTunnel, ctx: &Ctx) {
+        let sockets = Sockets {
+            client: t.downstream,
+            node: t.upstream,
+            preread: t.upstream_preread,
+            node_ended: t.upstream_ended,
+        };
+        let closing = ctx.socket.as_ref().map(|s| s.closing());
+        // A task of its own: a wake then polls the tunnel only, not pingora's request future
+        // around it. The request (and the socket's count) waits for it.
+        let carried = tokio::spawn(tunnel::carry(sockets, closing, self.timeouts.socket_write));
+        let _abort = AbortOnDrop(carried.abort_handle());
+        match carried.await {
+            Ok(Ok(end)) => tracing::debug!(?end, node = %ctx.node_label(), "socket ended"),
+            Ok(Err(e)) => tracing::debug!(error = %e, node = %ctx.node_label(), "socket failed"),
+            Err(e) => {
+                tracing::warn!(error = %e, node = %ctx.node_label(), "socket's tunnel failed")
             }
-            out.extend_from_slice(&frame);
-            *body = Some(out.freeze());
         }
     }
 
@@ -74,5 +73,15 @@ impl Router {
             .with_label_values(&[reason])
             .inc();
         tracing::info!(reason, node = %ctx.node_label(), "socket upgrade failed");
+    }
+}
+
+/// Ends a socket's tunnel if its request ends first (pingora dropped it): a tunnel never
+/// outlives the count of its socket.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

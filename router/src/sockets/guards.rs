@@ -1,14 +1,11 @@
 //! What a request or a socket holds while it lives: dropping it is what counts it out.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use atrium_coordinator::NodeId;
-use atrium_protocol::CloseCode;
 
-use super::{close_frame, Tracker};
+use super::{Closing, Tracker};
 
 /// One HTTP request in flight.
 pub struct RequestGuard(pub(super) Arc<Tracker>);
@@ -24,34 +21,22 @@ pub struct SocketGuard {
     tracker: Arc<Tracker>,
     id: u64,
     node: NodeId,
-    closing: Arc<AtomicBool>,
-    sent_close: bool,
+    closing: Arc<Closing>,
 }
 
 impl SocketGuard {
-    pub(super) fn new(
-        tracker: Arc<Tracker>,
-        id: u64,
-        node: NodeId,
-        closing: Arc<AtomicBool>,
-    ) -> Self {
+    pub(super) fn new(tracker: Arc<Tracker>, id: u64, node: NodeId, closing: Arc<Closing>) -> Self {
         Self {
             tracker,
             id,
             node,
             closing,
-            sent_close: false,
         }
     }
 
-    /// At the end of the node's side of the socket: the close frame to send the client when
-    /// the router itself ended the socket (a drain), once.
-    pub fn close_frame_at_end(&mut self) -> Option<Bytes> {
-        if self.sent_close || !self.closing.load(Ordering::Acquire) {
-            return None;
-        }
-        self.sent_close = true;
-        Some(close_frame(CloseCode::ServiceRestart, "router restarting"))
+    /// The signal that the router closes this socket (a drain).
+    pub fn closing(&self) -> Arc<Closing> {
+        self.closing.clone()
     }
 }
 

@@ -93,6 +93,8 @@ mod proxy_h1;
 mod proxy_h2;
 mod proxy_purge;
 mod proxy_trait;
+// Atrium's patch: upgrades handed to `ProxyHttp::upgraded_tunnel`.
+mod proxy_tunnel;
 pub mod subrequest;
 
 use subrequest::{BodyMode, Ctx as SubrequestCtx};
@@ -100,6 +102,7 @@ use subrequest::{BodyMode, Ctx as SubrequestCtx};
 pub use proxy_cache::range_filter::{range_header_filter, MultiRangeInfo, RangeType};
 pub use proxy_purge::PurgeStatus;
 pub use proxy_trait::{FailToProxy, ProxyHttp, ProxyWarnLogContext};
+pub use proxy_tunnel::UpgradedTunnel;
 
 pub mod prelude {
     pub use crate::{http_proxy, http_proxy_service, ProxyHttp, ProxyWarnLogContext, Session};

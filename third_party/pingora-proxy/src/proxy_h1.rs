@@ -139,6 +139,14 @@ where
             Err(e) => return (false, false, Some(e)),
         };
 
+        // Atrium's patch: an upgrade the service tunnels itself stops being proxied here once
+        // the 101 is written downstream (see proxy_tunnel.rs).
+        let tunnel = if session.is_upgrade_req() && self.inner.tunnel_upgrade(session, ctx) {
+            crate::proxy_tunnel::sockets(session, client_session)
+        } else {
+            None
+        };
+
         let (tx_upstream, rx_upstream) = mpsc::channel::<HttpTask>(TASK_BUFFER_SIZE);
         let (tx_downstream, rx_downstream) = mpsc::channel::<HttpTask>(TASK_BUFFER_SIZE);
 
@@ -158,8 +166,15 @@ where
                 &mut downstream_custom_message_writer,
                 &mut downstream_custom_message_reader,
                 pipe_state.clone(),
+                tunnel.is_some(),
             ),
-            self.proxy_handle_upstream(client_session, tx_upstream, rx_downstream, pipe_state),
+            self.proxy_handle_upstream(
+                client_session,
+                tx_upstream,
+                rx_downstream,
+                pipe_state,
+                tunnel.is_some(),
+            ),
         );
 
         if let Some(custom_session) = session.downstream_session.as_custom_mut() {
@@ -180,6 +195,24 @@ where
                         return (false, false, Some(e));
                     }
                 }
+            }
+        }
+
+        // Atrium's patch: the upgrade went through; the service carries it from here.
+        if let (Some((downstream, upstream)), Ok(_)) = (tunnel, &ret) {
+            if session.was_upgraded() && client_session.was_upgraded() {
+                let (upstream_preread, upstream_ended) =
+                    crate::proxy_tunnel::upstream_preread(client_session);
+                let tunnel = crate::UpgradedTunnel {
+                    downstream,
+                    upstream,
+                    upstream_preread,
+                    upstream_ended,
+                };
+                return match self.inner.upgraded_tunnel(session, tunnel, ctx).await {
+                    Ok(()) => (false, false, None),
+                    Err(e) => (false, false, Some(e)),
+                };
             }
         }
 
@@ -251,6 +284,7 @@ where
         tx: mpsc::Sender<HttpTask>,
         mut rx: mpsc::Receiver<HttpTask>,
         pipe_state: Arc<AtomicU8>,
+        tunnel: bool,
     ) -> Result<bool>
     where
         SV: ProxyHttp + Send + Sync,
@@ -310,6 +344,11 @@ where
                                 // The pipe closed but the downstream half did not signal completion:
                                 // this is an unexpected closure, so surface the original send error.
                                 return Err(result.expect_err("send failure already checked via is_err() above"));
+                            }
+                            // Atrium's patch: a tunnelled upgrade's upstream half ends with the
+                            // 101; its bytes are the tunnel's from here.
+                            if tunnel && upgraded {
+                                return Ok(false);
                             }
                         },
                         Err(e) => {
@@ -459,6 +498,7 @@ where
             Box<dyn futures::Stream<Item = Result<Bytes>> + Unpin + Send + Sync + 'static>,
         >,
         pipe_state: Arc<AtomicU8>,
+        tunnel: bool,
     ) -> Result<bool>
     where
         SV: ProxyHttp + Send + Sync,
@@ -536,6 +576,11 @@ where
             || downstream_custom_read && !downstream_state.is_errored()
             || downstream_custom_write
         {
+            // Atrium's patch: a tunnelled upgrade's downstream half ends once the 101 is
+            // written; its bytes are the tunnel's from here.
+            if tunnel && session.was_upgraded() {
+                return Ok(false);
+            }
             // reserve tx capacity ahead to avoid deadlock, see below
 
             let send_permit = tx

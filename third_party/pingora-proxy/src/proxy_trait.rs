@@ -499,6 +499,28 @@ pub trait ProxyHttp {
         Ok(None)
     }
 
+    /// Atrium's patch: whether an HTTP/1 upgrade request is handed, once the upstream's `101`
+    /// has been written downstream, to [Self::upgraded_tunnel] instead of being proxied chunk by
+    /// chunk (two tasks, a task pipe and the body filters for every chunk). Only upgrades whose
+    /// two connections are plain TCP sockets are handed over.
+    fn tunnel_upgrade(&self, _session: &Session, _ctx: &Self::CTX) -> bool {
+        false
+    }
+
+    /// Atrium's patch: carries an upgraded connection (see [Self::tunnel_upgrade]) until it
+    /// ends; the request ends when this returns. The body filters are not called for its bytes.
+    async fn upgraded_tunnel(
+        &self,
+        _session: &mut Session,
+        _tunnel: crate::UpgradedTunnel,
+        _ctx: &mut Self::CTX,
+    ) -> Result<()>
+    where
+        Self::CTX: Send + Sync,
+    {
+        Ok(())
+    }
+
     /// This filter is called when the entire response is sent to the downstream successfully or
     /// there is a fatal error that terminate the request.
     ///
