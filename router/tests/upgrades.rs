@@ -52,6 +52,29 @@ async fn coordinator() -> Namespace {
     Namespace::create(&nats, "up", Duration::from_millis(LEASE_MS)).await
 }
 
+/// Two members announced in a namespace of their own: `alive`, a stand-in node, and `dead`,
+/// whose address nothing listens on. Neither heartbeats yet.
+async fn alive_and_dead() -> (Namespace, NodeId, NodeId) {
+    let alive_port = eager_node().await;
+    let coordinator = coordinator().await;
+    let (alive, dead) = (
+        NodeId::parse("alive").unwrap(),
+        NodeId::parse("dead").unwrap(),
+    );
+    coordinator.announce(&alive, alive_port).await;
+    coordinator.announce(&dead, free_port()).await;
+    (coordinator, alive, dead)
+}
+
+/// A file whose ring owner among `owner` and `other` is `owner`.
+fn a_file_of(owner: &NodeId, other: &NodeId) -> String {
+    let ring = atrium_coordinator::Ring::new([owner.clone(), other.clone()].iter());
+    (0..)
+        .map(|i| format!("f{i}"))
+        .find(|f| ring.owner(f).as_ref() == Some(owner))
+        .unwrap()
+}
+
 /// Reads up to the end of an HTTP head; returns what came after it.
 async fn read_head(tcp: &mut TcpStream) -> Vec<u8> {
     let mut buf = Vec::new();
@@ -115,25 +138,13 @@ async fn an_upgrade_answered_at_once_stays_open_both_ways() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_join_for_a_dead_members_file_waits_for_the_lapse_and_reaches_the_successor() {
     let _serial = serial().await;
-    let alive_port = eager_node().await;
-    let dead_port = free_port();
-    let coordinator = coordinator().await;
-    let (alive, dead) = (
-        NodeId::parse("alive").unwrap(),
-        NodeId::parse("dead").unwrap(),
-    );
-    coordinator.announce(&alive, alive_port).await;
-    coordinator.announce(&dead, dead_port).await;
+    let (coordinator, alive, dead) = alive_and_dead().await;
     // Only the live one heartbeats: the dead one lapses one lease time after its join.
     let joined = Instant::now();
     let heartbeats = coordinator.heartbeat(alive.clone());
     let router = InsideRouter::start_with(&coordinator.url, 2, &["--evict-refused=false"]).await;
     let port = router.port;
-    let ring = atrium_coordinator::Ring::new([alive, dead.clone()].iter());
-    let file = (0..)
-        .map(|i| format!("f{i}"))
-        .find(|f| ring.owner(f) == Some(dead.clone()))
-        .unwrap();
+    let file = a_file_of(&dead, &alive);
 
     let mut tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let (head, _) = ws::upgrade(&mut tcp, port, &format!("/files/{file}/ws"), "").await;
@@ -161,26 +172,14 @@ async fn a_join_for_a_dead_members_file_waits_for_the_lapse_and_reaches_the_succ
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_join_for_a_member_whose_address_refuses_goes_to_the_successor_at_once() {
     let _serial = serial().await;
-    let alive_port = eager_node().await;
-    let dead_port = free_port();
-    let coordinator = coordinator().await;
-    let (alive, dead) = (
-        NodeId::parse("alive").unwrap(),
-        NodeId::parse("dead").unwrap(),
-    );
-    coordinator.announce(&alive, alive_port).await;
-    coordinator.announce(&dead, dead_port).await;
+    let (coordinator, alive, dead) = alive_and_dead().await;
     let heartbeats = [
         coordinator.heartbeat(alive.clone()),
         coordinator.heartbeat(dead.clone()),
     ];
     let router = InsideRouter::start(&coordinator.url, 2).await;
     let port = router.port;
-    let ring = atrium_coordinator::Ring::new([alive, dead.clone()].iter());
-    let file = (0..)
-        .map(|i| format!("f{i}"))
-        .find(|f| ring.owner(f) == Some(dead.clone()))
-        .unwrap();
+    let file = a_file_of(&dead, &alive);
 
     let mut tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let (head, _) = ws::upgrade(&mut tcp, port, &format!("/files/{file}/ws"), "").await;
