@@ -25,7 +25,6 @@ use crate::fleet::Node;
 const SECOND_TRY_AFTER: Duration = Duration::from_millis(100);
 
 /// Which nodes are being checked now, so a burst of refused requests checks each once.
-#[derive(Default)]
 pub struct Evictions {
     enabled: bool,
     checking: Mutex<HashSet<NodeId>>,
