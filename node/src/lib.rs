@@ -11,13 +11,15 @@
 //! - [`journal`]: group commit of every room's patches, one sync per turn.
 //! - [`store`]: the document store trait and the embedded SQLite store.
 //! - [`auth`], [`sessions`]: passwords, tokens, and sockets by session.
-//! - [`limits`], [`memory`]: rate limits, address caps, the node's memory budget.
+//! - [`limits`], [`memory`]: rate limits, address caps, the node's memory budget;
+//!   [`allocator`]: mimalloc, and giving memory back.
 //! - [`config`], [`metrics`], [`ids`], [`clock`]: settings, metrics, typed ids, time.
 
-// One call needs `unsafe`: asking glibc to return freed memory (memory.rs).
+// `unsafe` is allowed only where a system call needs it, and says why (allocator, lane).
 #![deny(unsafe_code)]
 
 pub mod admission;
+pub mod allocator;
 pub mod auth;
 pub mod clock;
 pub mod cluster;

@@ -88,7 +88,7 @@ impl MemoryGuard {
                 metrics.memory_rss.set(rss as i64);
                 if rss >= guard.high_water() && trimmed.elapsed() >= Duration::from_secs(1) {
                     trimmed = tokio::time::Instant::now();
-                    give_back_free_memory();
+                    crate::allocator::give_back_free_memory();
                     guard
                         .rss
                         .store(crate::stats::rss_bytes(), Ordering::Release);
@@ -97,19 +97,6 @@ impl MemoryGuard {
         });
     }
 }
-
-#[cfg(target_env = "gnu")]
-#[allow(unsafe_code)]
-fn give_back_free_memory() {
-    // SAFETY: malloc_trim takes no pointers and only releases memory glibc's
-    // allocator holds free; it is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-#[cfg(not(target_env = "gnu"))]
-fn give_back_free_memory() {}
 
 #[cfg(test)]
 mod tests;

@@ -4,14 +4,19 @@
 //! messages ([`Msg`]: the wire frame built once per room message, and its
 //! compressed form built at most once) into each person's bounded queue, and the
 //! socket's writer drains it. A queue that overflows closes its socket with 4008
-//! instead of slowing the room (invariant 4 in docs/architecture.md).
+//! instead of slowing the room (invariant 4 in docs/architecture.md). When the
+//! queue is empty and the writer idle, a sender writes to the socket itself,
+//! without waiting ([`direct`]): no wake-up of the writer for a message the socket
+//! takes at once.
 
 mod budget;
 mod closing;
+mod direct;
 mod receiving;
 mod sending;
 
 pub use budget::Budget;
+pub use direct::Line;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -67,6 +72,8 @@ struct Shared {
     /// The node's metrics: overflows and closes are counted there.
     metrics: Arc<Metrics>,
     close: Mutex<Option<CloseRequest>>,
+    /// Set once `close` holds a request: read on every message, locked never.
+    closing: AtomicBool,
     notify: Notify,
     /// Bytes queued and not yet taken by the writer.
     bytes: AtomicUsize,
@@ -75,6 +82,8 @@ struct Shared {
     /// (the contract: the welcome comes first, then the stream).
     held: AtomicBool,
     gate: Mutex<Option<Vec<Out>>>,
+    /// The socket, for senders that write to it themselves (see [`direct`]).
+    line: Mutex<Line>,
 }
 
 /// One queued item; one drawn on the [`Budget`] gives its bytes back there.
@@ -107,6 +116,8 @@ pub struct Outbox {
 /// The socket writer's side.
 pub struct OutboxReceiver {
     frames: mpsc::Receiver<Queued>,
+    /// What one take drew from the channel, kept for the next take.
+    taken: Vec<Queued>,
     pub close: CloseWatch,
 }
 
@@ -120,11 +131,13 @@ pub fn outbox(frames: usize, bytes: usize, metrics: Arc<Metrics>) -> (Outbox, Ou
     let shared = Arc::new(Shared {
         metrics,
         close: Mutex::new(None),
+        closing: AtomicBool::new(false),
         notify: Notify::new(),
         bytes: AtomicUsize::new(0),
         max_bytes: bytes.max(1),
         held: AtomicBool::new(false),
         gate: Mutex::new(None),
+        line: Mutex::new(Line::default()),
     });
     (
         Outbox {
@@ -134,6 +147,7 @@ pub fn outbox(frames: usize, bytes: usize, metrics: Arc<Metrics>) -> (Outbox, Ou
         },
         OutboxReceiver {
             frames: rx,
+            taken: Vec::new(),
             close: CloseWatch(shared),
         },
     )

@@ -1,9 +1,11 @@
 //! Closing a socket: the writer is asked to close it after what is queued; the
 //! first request wins.
 
+use std::sync::atomic::Ordering;
+
 use atrium_protocol::CloseCode;
 
-use super::{CloseRequest, CloseWatch, Outbox};
+use super::{CloseRequest, Outbox};
 
 impl Outbox {
     /// A full queue: the socket is closed with 4008 (counted once).
@@ -40,12 +42,13 @@ impl Outbox {
             code,
             reason: reason.to_owned(),
         });
+        self.shared.closing.store(true, Ordering::Release);
         drop(slot);
         self.shared.notify.notify_one();
         true
     }
 
     pub fn is_closing(&self) -> bool {
-        CloseWatch(self.shared.clone()).requested().is_some()
+        self.shared.closing.load(Ordering::Acquire)
     }
 }

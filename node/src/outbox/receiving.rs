@@ -1,14 +1,19 @@
 //! The writer's side: taking what is queued, and watching for a close.
 
+use std::sync::atomic::Ordering;
+
 use super::{CloseRequest, CloseWatch, Out, OutboxReceiver, Queued};
 
 impl OutboxReceiver {
     /// Takes up to `max` queued items (waiting for the first); 0 once every
     /// sender is gone. Their bytes leave the queue's account here.
     pub async fn recv_many(&mut self, out: &mut Vec<Out>, max: usize) -> usize {
-        let mut queued = Vec::with_capacity(max);
-        let n = self.frames.recv_many(&mut queued, max).await;
-        out.extend(queued.into_iter().map(|q| self.release(q)));
+        let n = self.frames.recv_many(&mut self.taken, max).await;
+        let shared = &self.close.0;
+        out.extend(self.taken.drain(..).map(|q| {
+            q.give_back(shared, q.out.len());
+            q.out
+        }));
         n
     }
 
@@ -16,12 +21,12 @@ impl OutboxReceiver {
     pub fn drain_now(&mut self) -> Vec<Out> {
         let mut out = Vec::new();
         while let Ok(q) = self.frames.try_recv() {
-            out.push(self.release(q));
+            out.push(self.unqueue(q));
         }
         out
     }
 
-    fn release(&self, q: Queued) -> Out {
+    fn unqueue(&self, q: Queued) -> Out {
         q.give_back(&self.close.0, q.out.len());
         q.out
     }
@@ -40,6 +45,9 @@ impl CloseWatch {
     }
 
     pub fn requested(&self) -> Option<CloseRequest> {
+        if !self.0.closing.load(Ordering::Acquire) {
+            return None;
+        }
         self.0
             .close
             .lock()

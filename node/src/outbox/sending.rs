@@ -8,7 +8,7 @@ use atrium_protocol::CloseCode;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::{shared, Budget, Msg, Out, Outbox, Queued};
+use super::{shared, Budget, Line, Msg, Out, Outbox, Queued};
 
 impl Outbox {
     /// Queues one message. A full queue (in items or bytes) closes the socket
@@ -38,7 +38,7 @@ impl Outbox {
                 return true;
             }
         }
-        self.push(Queued { out, budget: None }, len)
+        self.write_or_push(out, len)
     }
 
     /// Holds everything sent from now on until [`Outbox::open_with`] sends the
@@ -95,7 +95,7 @@ impl Outbox {
     }
 
     /// Counts `len` more bytes in the queue; over its cap, the socket overflows.
-    fn account(&self, len: usize) -> bool {
+    pub(super) fn account(&self, len: usize) -> bool {
         let queued = self.shared.bytes.fetch_add(len, Ordering::AcqRel) + len;
         if queued > self.shared.max_bytes {
             self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
@@ -107,6 +107,13 @@ impl Outbox {
 
     /// Hands an accounted item to the channel, undoing the account if it fails.
     fn push(&self, queued: Queued, len: usize) -> bool {
+        let mut line = self.shared.line.lock().unwrap_or_else(|p| p.into_inner());
+        self.push_locked(&mut line, queued, len)
+    }
+
+    /// [`Outbox::push`] with the line held: the writer is told it has work.
+    pub(super) fn push_locked(&self, line: &mut Line, queued: Queued, len: usize) -> bool {
+        line.busy = true;
         match self.frames.try_send(queued) {
             Ok(()) => true,
             Err(e) => {

@@ -67,6 +67,11 @@ impl Room {
             next_tick: tokio::time::Instant::now(),
         };
         let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
+        // The tick's timer and the lease watch are made once for the room's life: made
+        // anew on every turn, each would be registered and dropped per command.
+        let lost = lost(&mut lease_lost);
+        let tick = tokio::time::sleep_until(room.next_tick);
+        tokio::pin!(lost, tick);
         serving.store(true, Ordering::Release);
         room.ctx.rules.metrics.rooms.inc();
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
@@ -81,16 +86,17 @@ impl Room {
                     room.turn(&mut commands)
                 }
                 _ = housekeeping.tick() => room.core.housekeeping(Instant::now()),
-                _ = tokio::time::sleep_until(room.next_tick), if room.core.board.wants_tick() => {
+                _ = &mut tick, if room.core.board.wants_tick() => {
                     room.core.presence_tick(Instant::now());
                     room.next_tick = tokio::time::Instant::now() + room.core.tick_period();
+                    tick.as_mut().reset(room.next_tick);
                     None
                 }
                 _ = std::future::ready(()), if room.core.board.in_round() => {
                     room.core.serve_presence_slice(Instant::now());
                     None
                 }
-                _ = lost(&mut lease_lost) => {
+                _ = &mut lost => {
                     tracing::warn!(file = %room.core.file(), "lease lost; closing the room");
                     Some(Exit::LeaseLost)
                 }

@@ -1,17 +1,24 @@
 //! The two halves of an upgraded connection, as the reader and the writer use them.
 
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
 use bytes::Bytes;
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 
 pub(super) type ReadIo = Box<dyn AsyncRead + Send + Unpin>;
 pub(super) type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;
 
-/// The two halves of an upgraded connection. A plain TCP socket splits without
-/// a lock; bytes hyper read past the handshake are put back in front.
-pub(super) fn split(upgraded: Upgraded) -> (ReadIo, WriteIo) {
+/// The two halves of an upgraded connection, and for a plain TCP socket its
+/// sending half to share with the outbox's senders (see `outbox/direct.rs`). A
+/// plain TCP socket splits without a lock; bytes hyper read past the handshake
+/// are put back in front.
+pub(super) fn split(upgraded: Upgraded) -> (ReadIo, WriteIo, Option<Arc<OwnedWriteHalf>>) {
     match upgraded.downcast::<TokioIo<TcpStream>>() {
         Ok(parts) => {
             let (read, write) = parts.io.into_inner().into_split();
@@ -19,12 +26,43 @@ pub(super) fn split(upgraded: Upgraded) -> (ReadIo, WriteIo) {
                 None => Box::new(read),
                 Some(early) => Box::new(std::io::Cursor::new(early).chain(read)),
             };
-            (read, Box::new(write))
+            let write = Arc::new(write);
+            (read, Box::new(Shared(write.clone())), Some(write))
         }
         Err(upgraded) => {
             let (read, write) = tokio::io::split(TokioIo::new(upgraded));
-            (Box::new(read), Box::new(write))
+            (Box::new(read), Box::new(write), None)
         }
+    }
+}
+
+/// A sending half the writer shares with the outbox's senders. Who writes when is
+/// the outbox's business (its line); this only waits for the socket to take bytes.
+struct Shared(Arc<OwnedWriteHalf>);
+
+impl AsyncWrite for Shared {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let stream: &TcpStream = self.0.as_ref().as_ref();
+        loop {
+            ready!(stream.poll_write_ready(cx))?;
+            match stream.try_write(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                done => return Poll::Ready(done),
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        // The connection ends when its last holder lets go of it.
+        Poll::Ready(Ok(()))
     }
 }
 

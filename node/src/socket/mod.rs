@@ -64,7 +64,10 @@ pub async fn serve(
             "too many sockets from this address",
         );
     }
-    let (read_io, mut write_io) = split(upgraded);
+    let (read_io, mut write_io, socket) = split(upgraded);
+    if let Some(socket) = socket {
+        out.attach(socket, deflate);
+    }
     let limits = ReaderLimits {
         max_message: config.max_message_bytes,
         fragment_timeout: config.hello_timeout(),
@@ -110,6 +113,8 @@ pub async fn serve(
             }
         }
     }
+    // Senders may not write to a socket that is ending.
+    rx.detach();
     finish(&session).await;
     drop(address_slot);
     metrics.connections.dec();

@@ -1,5 +1,6 @@
 //! The writing half of a socket: drains the outbox in batches (one write per
-//! batch), sends pings, and sends the close frame when one is asked for.
+//! batch), sends pings, and sends the close frame when one is asked for. Senders
+//! write to the socket themselves while this has nothing to do (outbox/direct.rs).
 
 use std::time::Duration;
 
@@ -38,18 +39,18 @@ fn wire(out: Out, deflate: bool) -> Bytes {
 /// Writes `frames` with as few writes as it can.
 async fn write_all(
     io: &mut WriteIo,
-    frames: Vec<Bytes>,
+    frames: &[Bytes],
     gather: &mut Vec<u8>,
 ) -> std::io::Result<usize> {
     let total: usize = frames.iter().map(Bytes::len).sum();
     if frames.len() == 1 || total > GATHER {
-        for f in &frames {
+        for f in frames {
             io.write_all(f).await?;
         }
     } else {
         gather.clear();
         gather.reserve_exact(total);
-        for f in &frames {
+        for f in frames {
             gather.extend_from_slice(f);
         }
         io.write_all(gather).await?;
@@ -69,47 +70,59 @@ pub async fn write(
     metrics: &crate::metrics::Metrics,
 ) {
     let close = rx.close.clone();
-    // Grows to the most items a socket gets at once, not to `BATCH`.
+    // Made once for the socket's life: a future per turn of the loop would put a
+    // waiter on the close signal's list and a timer in the wheel for every batch.
+    let closed = close.closed();
+    let ping = tokio::time::sleep(jittered(ping_every));
+    tokio::pin!(closed, ping);
+    // Grow to the most items a socket gets at once, not to `BATCH`.
     let mut batch = Vec::new();
+    let mut frames: Vec<Bytes> = Vec::new();
     let mut gather = Vec::new();
-    let mut next_ping = Instant::now() + jittered(ping_every);
-    loop {
+    // The close request, and whether it cut a write short.
+    let (req, cut) = loop {
         tokio::select! {
             biased;
-            req = close.closed() => {
-                let mut frames: Vec<Bytes> = Vec::new();
-                // After an overflow the queue is what went wrong: drop it.
-                if req.code != CloseCode::TooSlow.code() {
-                    frames.extend(rx.drain_now().into_iter().map(|o| wire(o, deflate)));
-                }
-                frames.push(frame::close(req.code, &req.reason));
-                let _ = timeout(CLOSE_DEADLINE, write_all(io, frames, &mut gather)).await;
-                return;
-            }
-            _ = tokio::time::sleep_until(next_ping) => {
-                next_ping = Instant::now() + jittered(ping_every);
-                let ping = timeout(CLOSE_DEADLINE, write_all(io, vec![frame::ping(&[])], &mut gather)).await;
+            req = &mut closed => break (req, false),
+            _ = &mut ping => {
+                ping.as_mut().reset(Instant::now() + jittered(ping_every));
+                rx.claim();
+                let ping = timeout(CLOSE_DEADLINE, write_all(io, &[frame::ping(&[])], &mut gather)).await;
                 if !matches!(ping, Ok(Ok(_))) {
                     return;
                 }
+                rx.done_writing();
             }
             n = rx.recv_many(&mut batch, BATCH) => {
                 if n == 0 {
                     return;
                 }
-                let frames: Vec<Bytes> = batch.drain(..).map(|o| wire(o, deflate)).collect();
+                frames.extend(batch.drain(..).map(|o| wire(o, deflate)));
                 // A peer that stops reading blocks the write; a close request (its
                 // queue overflowing, say) ends the wait.
-                tokio::select! {
-                    written = write_all(io, frames, &mut gather) => match written {
-                        Ok(bytes) => metrics.bytes_sent.inc_by(bytes as u64),
-                        Err(_) => return,
-                    },
-                    _ = close.closed() => {}
+                let written = tokio::select! {
+                    written = write_all(io, &frames, &mut gather) => written,
+                    req = &mut closed => break (req, true),
+                };
+                frames.clear();
+                match written {
+                    Ok(bytes) => metrics.bytes_sent.inc_by(bytes as u64),
+                    Err(_) => return,
                 }
+                rx.done_writing();
             }
         }
+    };
+    // The socket is the writer's alone from here.
+    rx.detach();
+    // After an overflow the queue is what went wrong: drop it. After a write cut
+    // short (a peer that stopped reading), so is the rest.
+    frames.clear();
+    if req.code != CloseCode::TooSlow.code() && !cut {
+        frames.extend(rx.drain_now().into_iter().map(|o| wire(o, deflate)));
     }
+    frames.push(frame::close(req.code, &req.reason));
+    let _ = timeout(CLOSE_DEADLINE, write_all(io, &frames, &mut gather)).await;
 }
 
 #[cfg(test)]

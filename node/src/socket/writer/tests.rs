@@ -9,11 +9,11 @@ async fn the_gathering_buffer_shrinks_back_after_a_large_batch() {
     let mut io: WriteIo = Box::new(tokio::io::sink());
     let mut gather = Vec::new();
     // A large batch (under GATHER, so gathered) grows the buffer...
-    let written = write_all(&mut io, frames(40, 1000), &mut gather).await;
+    let written = write_all(&mut io, &frames(40, 1000), &mut gather).await;
     assert!(written.unwrap() > 40_000);
     // ...small ones after it must not keep it.
     for _ in 0..3 {
-        write_all(&mut io, frames(3, 100), &mut gather)
+        write_all(&mut io, &frames(3, 100), &mut gather)
             .await
             .unwrap();
     }
@@ -24,11 +24,11 @@ async fn the_gathering_buffer_shrinks_back_after_a_large_batch() {
 async fn small_batches_reuse_the_buffer() {
     let mut io: WriteIo = Box::new(tokio::io::sink());
     let mut gather = Vec::new();
-    write_all(&mut io, frames(3, 100), &mut gather)
+    write_all(&mut io, &frames(3, 100), &mut gather)
         .await
         .unwrap();
     let kept = gather.as_ptr();
-    write_all(&mut io, frames(2, 120), &mut gather)
+    write_all(&mut io, &frames(2, 120), &mut gather)
         .await
         .unwrap();
     assert_eq!(gather.as_ptr(), kept);

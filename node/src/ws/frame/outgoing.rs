@@ -54,6 +54,15 @@ impl Outgoing {
             .clone()
     }
 
+    /// The frame for this socket if it needs no work (no compression still to
+    /// do): what a sender may write at once without holding up its own task.
+    pub fn frame_if_ready(&self, deflate: bool) -> Option<Bytes> {
+        if !(deflate && self.compress) {
+            return Some(self.plain.clone());
+        }
+        self.deflated.get().cloned()
+    }
+
     /// The uncompressed payload.
     pub fn payload(&self) -> &[u8] {
         &self.plain[self.header..]

@@ -1,0 +1,110 @@
+//! Writing to the socket from the sender's own task.
+//!
+//! Handing a message to the socket's writer costs a channel push, a wake-up of
+//! the writer's task and a poll of it, per message. When nothing is queued and
+//! the writer has nothing in hand, the sender (a room, mostly) writes the frame
+//! itself with a non-blocking write instead. Whatever the socket does not take
+//! at once is queued, and the writer (which may wait for the socket) sends it.
+//! The room still never waits for a socket.
+//!
+//! Order is kept by [`Line::busy`], changed only with the line locked: a sender
+//! that queues sets it, and the writer clears it only once the queue is empty and
+//! what it took is written. While it is set, every sender queues.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::net::tcp::OwnedWriteHalf;
+
+use super::{Out, Outbox, OutboxReceiver, Queued};
+
+/// The socket as senders share it.
+#[derive(Default)]
+pub struct Line {
+    /// The socket's sending half; none until attached, and none for connections
+    /// that are not plain TCP (they always go through the writer).
+    socket: Option<Arc<OwnedWriteHalf>>,
+    /// Whether the socket agreed to permessage-deflate.
+    deflate: bool,
+    /// The writer has something to write (or is writing): senders must queue.
+    pub(super) busy: bool,
+}
+
+impl Outbox {
+    /// Lets senders write to `socket` themselves from now on.
+    pub fn attach(&self, socket: Arc<OwnedWriteHalf>, deflate: bool) {
+        let mut line = self.shared.line.lock().unwrap_or_else(|p| p.into_inner());
+        line.socket = Some(socket);
+        line.deflate = deflate;
+    }
+
+    /// Writes `out` at once if the socket takes it, else queues it (or what is
+    /// left of it). Its `len` bytes are counted in the queue already.
+    pub(super) fn write_or_push(&self, out: Out, len: usize) -> bool {
+        let mut line = self.shared.line.lock().unwrap_or_else(|p| p.into_inner());
+        let ready = match (&line.socket, &out) {
+            _ if line.busy || self.is_closing() => None,
+            // Something queued by a sender that did not take the line (none do
+            // today), or items the writer has not taken yet.
+            _ if self.frames.capacity() != self.frames.max_capacity() => None,
+            (None, _) => None,
+            (Some(_), Out::Message(m)) => m.frame_if_ready(line.deflate),
+            (Some(_), Out::Control(b)) => Some(b.clone()),
+        };
+        let (Some(frame), Some(socket)) = (ready, line.socket.as_ref()) else {
+            return self.push_locked(&mut line, Queued { out, budget: None }, len);
+        };
+        let written = match socket.try_write(&frame) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+            // A broken socket: its reader finds out and ends it; this message is moot.
+            Err(_) => {
+                self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
+                return true;
+            }
+        };
+        self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
+        self.shared.metrics.bytes_sent.inc_by(written as u64);
+        if written == frame.len() {
+            return true;
+        }
+        // The rest of a frame goes first, before anything sent after it.
+        let rest: Bytes = frame.slice(written..);
+        let rest_len = rest.len();
+        if !self.account(rest_len) {
+            return false;
+        }
+        let queued = Queued {
+            out: Out::Control(rest),
+            budget: None,
+        };
+        self.push_locked(&mut line, queued, rest_len)
+    }
+}
+
+impl OutboxReceiver {
+    /// The writer is about to write something of its own (a ping): senders queue.
+    pub fn claim(&self) {
+        let shared = &self.close.0;
+        shared.line.lock().unwrap_or_else(|p| p.into_inner()).busy = true;
+    }
+
+    /// The writer wrote all it had: once nothing is queued either, senders may
+    /// write themselves again.
+    pub fn done_writing(&self) {
+        let shared = &self.close.0;
+        let mut line = shared.line.lock().unwrap_or_else(|p| p.into_inner());
+        if self.frames.is_empty() {
+            line.busy = false;
+        }
+    }
+
+    /// The socket is no longer the senders' to write (the writer is ending).
+    pub fn detach(&self) {
+        let shared = &self.close.0;
+        let mut line = shared.line.lock().unwrap_or_else(|p| p.into_inner());
+        line.socket = None;
+        line.busy = true;
+    }
+}
