@@ -108,3 +108,38 @@ fn presence_fields_keep_missing_apart_from_null() {
     let text = format!(r#"{{"type":"presence","sel":[{}]}}"#, many.join(","));
     assert!(parse(&text, &limits()).is_err());
 }
+
+#[test]
+fn fields_are_read_as_a_map_would_read_them() {
+    // A repeated name counts by its last value; an escaped name is still its name.
+    let m = parse(
+        r#"{"type":"presence","cursor":[1,2],"\u0063ursor":[3,4.5]}"#,
+        &limits(),
+    )
+    .unwrap();
+    let ClientMessage::Presence(p) = m else {
+        panic!("not a presence")
+    };
+    assert_eq!(p.cursor, Some(Some([3.0, 4.5])));
+    for bad in [
+        r#"{"type":"presence","cursor":[1]}"#,
+        r#"{"type":"presence","cursor":[1,2,3]}"#,
+        r#"{"type":"presence","cursor":[1,"2"]}"#,
+        r#"{"type":"presence","camera":[1,2]}"#,
+        r#"["type","presence"]"#,
+    ] {
+        assert!(parse(bad, &limits()).is_err(), "{bad}");
+    }
+    let m = parse(
+        r#"{"type":"presence","cursor":null,"camera":[1,2,0.5]}"#,
+        &limits(),
+    )
+    .unwrap();
+    let ClientMessage::Presence(p) = m else {
+        panic!("not a presence")
+    };
+    assert_eq!(
+        (p.cursor, p.camera),
+        (Some(None), Some(Some([1.0, 2.0, 0.5])))
+    );
+}

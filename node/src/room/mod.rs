@@ -30,7 +30,7 @@ mod load;
 mod participant;
 mod pending;
 mod people;
-mod presence;
+pub mod presence;
 pub mod recent;
 pub mod registry;
 mod seats;

@@ -30,6 +30,9 @@ pub const MAX_CONTROL_PAYLOAD: usize = 125;
 const MAX_CLOSE_REASON: usize = MAX_CONTROL_PAYLOAD - 2;
 
 /// Length of the header for a payload of `len` bytes (unmasked).
+/// The longest frame header the node writes (no mask): 2 bytes and a 64-bit length.
+const MAX_HEADER: usize = 10;
+
 fn header_len(len: usize) -> usize {
     match len {
         0..=125 => 2,
@@ -39,7 +42,9 @@ fn header_len(len: usize) -> usize {
 }
 
 /// Writes one final, unmasked frame header for a payload of `len` bytes.
-fn put_header(out: &mut BytesMut, first: u8, len: usize) {
+/// Writes a frame's header for a payload of `len` bytes into `out`, which holds
+/// exactly [`header_len`]`(len)` bytes.
+fn put_header(mut out: &mut [u8], first: u8, len: usize) {
     out.put_u8(first);
     match len {
         0..=125 => out.put_u8(len as u8),
@@ -57,8 +62,10 @@ fn put_header(out: &mut BytesMut, first: u8, len: usize) {
 /// One complete frame with FIN set, `first_extra` or-ed into the first byte.
 fn build(opcode: u8, first_extra: u8, parts: &[&[u8]]) -> Bytes {
     let len: usize = parts.iter().map(|p| p.len()).sum();
-    let mut out = BytesMut::with_capacity(header_len(len) + len);
-    put_header(&mut out, FIN | first_extra | opcode, len);
+    let header = header_len(len);
+    let mut out = BytesMut::with_capacity(header + len);
+    out.resize(header, 0);
+    put_header(&mut out[..header], FIN | first_extra | opcode, len);
     for part in parts {
         out.put_slice(part);
     }

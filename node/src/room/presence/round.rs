@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use serde_json::json;
 
 use crate::metrics::Metrics;
@@ -79,24 +78,19 @@ impl Board {
 
     /// One receiver's message for this tick, advancing its watermark.
     fn message_for(&mut self, conn: ConnId) -> Option<Msg> {
-        let seat = self.seats.get(&conn)?;
-        let page = seat.page.clone();
-        let watermark = seat.watermark;
         let mut catch_up = std::mem::take(&mut self.seats.get_mut(&conn)?.catch_up);
-        let mut included: Vec<ConnId> = Vec::new();
-        let mut body = String::from("{\"type\":\"presences\",\"people\":[");
-        let push = |body: &mut String, entry: &str| {
-            if body.ends_with('}') {
-                body.push(',');
-            }
-            body.push_str(entry);
-        };
+        let seats = &self.seats;
+        let me = seats.get(&conn)?;
+        let (page, watermark) = (&me.page, me.watermark);
+        // Who goes in, and whether in full: decided first, so the frame is written once.
+        let mut included: Vec<(ConnId, bool)> = Vec::new();
+        let mut len = 0;
         while included.len() < MAX_PEOPLE {
             let Some(other) = catch_up.pop() else { break };
-            match self.seats.get(&other) {
-                Some(s) if s.page == page && s.changed > 0 => {
-                    push(&mut body, &s.full);
-                    included.push(other);
+            match seats.get(&other) {
+                Some(s) if s.page == *page && s.changed > 0 => {
+                    len += s.full.len() + 1;
+                    included.push((other, true));
                 }
                 _ => {}
             }
@@ -107,31 +101,43 @@ impl Board {
                 new_watermark = at - 1;
                 break;
             }
-            if other == conn || included.contains(&other) {
+            if other == conn || included.iter().any(|(c, _)| *c == other) {
                 continue;
             }
-            let Some(s) = self.seats.get(&other) else {
+            let Some(s) = seats.get(&other) else {
                 continue;
             };
-            if s.page == page {
-                push(&mut body, &s.full);
-                included.push(other);
+            if s.page == *page {
+                len += s.full.len() + 1;
+                included.push((other, true));
             } else if s.page_changed > watermark {
-                push(&mut body, &s.short);
-                included.push(other);
+                len += s.short.len() + 1;
+                included.push((other, false));
             }
         }
+        // Presence is never compressed: it is small, frequent, and latency-bound.
+        let message = (!included.is_empty()).then(|| {
+            Outgoing::written(PREFIX.len() + len + 2, |out| {
+                out.extend_from_slice(PREFIX);
+                for (n, (other, full)) in included.iter().enumerate() {
+                    if n > 0 {
+                        out.push(b',');
+                    }
+                    let s = &seats[other];
+                    out.extend_from_slice(if *full { &s.full } else { &s.short }.as_bytes());
+                }
+                out.extend_from_slice(b"]}");
+            })
+        });
         let seat = self.seats.get_mut(&conn)?;
         seat.watermark = new_watermark;
         seat.catch_up = catch_up;
         if !seat.catch_up.is_empty() || new_watermark < self.counter {
             self.dirty = true;
         }
-        if included.is_empty() {
-            return None;
-        }
-        body.push_str("]}");
-        // Presence is never compressed: it is small, frequent, and latency-bound.
-        Some(Outgoing::new(Bytes::from(body), false))
+        message
     }
 }
+
+/// How every `presences` message starts.
+const PREFIX: &[u8] = b"{\"type\":\"presences\",\"people\":[";

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::ids::PersonId;
 use crate::outbox::{ConnId, Outbox};
@@ -64,20 +64,87 @@ pub(super) struct Seat {
 }
 
 impl Seat {
+    /// Writes the person's entries: `full` (every field) and `short` (id and page),
+    /// into the seat's own buffers, which keep their room between changes.
     pub(super) fn encode(&mut self) {
-        self.full = json!({
-            "id": self.person.as_str(),
-            "page": self.page,
-            "cursor": self.cursor,
-            "sel": self.sel,
-            "camera": self.camera,
-        })
-        .to_string();
+        let mut full = std::mem::take(&mut self.full).into_bytes();
+        full.clear();
+        full.extend_from_slice(b"{\"camera\":");
+        put(&mut full, &self.camera);
+        full.extend_from_slice(b",\"cursor\":");
+        put(&mut full, &self.cursor);
+        full.extend_from_slice(b",\"id\":");
+        put(&mut full, &self.person.as_str());
+        full.extend_from_slice(b",\"page\":");
+        put(&mut full, &self.page);
+        full.extend_from_slice(b",\"sel\":");
+        put(&mut full, &self.sel);
         // `t` is spliced in verbatim, as the sender wrote it.
-        self.full.pop();
-        self.full.push_str(",\"t\":");
-        self.full.push_str(self.t.as_deref().unwrap_or("null"));
-        self.full.push('}');
-        self.short = json!({"id": self.person.as_str(), "page": self.page}).to_string();
+        full.extend_from_slice(b",\"t\":");
+        full.extend_from_slice(self.t.as_deref().unwrap_or("null").as_bytes());
+        full.push(b'}');
+        self.full = String::from_utf8(full).unwrap_or_default();
+        let mut short = std::mem::take(&mut self.short).into_bytes();
+        short.clear();
+        short.extend_from_slice(b"{\"id\":");
+        put(&mut short, &self.person.as_str());
+        short.extend_from_slice(b",\"page\":");
+        put(&mut short, &self.page);
+        short.push(b'}');
+        self.short = String::from_utf8(short).unwrap_or_default();
+    }
+}
+
+/// Appends `value` as JSON, as `serde_json` writes it (escaped strings, numbers
+/// in their shortest form, `null` for none). Writing plain data to a `Vec` cannot
+/// fail, and what it writes is UTF-8.
+fn put(out: &mut Vec<u8>, value: &impl Serialize) {
+    let _ = serde_json::to_writer(out, value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn entries_are_the_json_of_the_state() {
+        let (outbox, _rx) = crate::outbox::outbox(4, 1024, crate::metrics::Metrics::new());
+        let now = Instant::now();
+        let mut seat = Seat {
+            outbox,
+            person: PersonId::generate(),
+            page: Some("p\"1".into()),
+            cursor: Some([1.5, -2.0]),
+            sel: Some(vec!["a".into(), "b".into()]),
+            camera: None,
+            t: Some("12.50".into()),
+            changed: 0,
+            page_changed: 0,
+            watermark: 0,
+            catch_up: Vec::new(),
+            full: String::new(),
+            short: String::new(),
+            credit: Credit::new(now),
+            deferred: None,
+        };
+        seat.encode();
+        let id = seat.person.as_str().to_owned();
+        let full: Value = serde_json::from_str(&seat.full).unwrap();
+        assert_eq!(
+            full,
+            json!({"id": id, "page": "p\"1", "cursor": [1.5, -2.0], "sel": ["a", "b"],
+                   "camera": null, "t": 12.50})
+        );
+        assert!(seat.full.ends_with(r#","t":12.50}"#), "{}", seat.full);
+        let short: Value = serde_json::from_str(&seat.short).unwrap();
+        assert_eq!(short, json!({"id": id, "page": "p\"1"}));
+        // Encoding again starts afresh.
+        seat.page = None;
+        seat.encode();
+        assert_eq!(
+            serde_json::from_str::<Value>(&seat.short).unwrap(),
+            json!({"id": id, "page": null})
+        );
     }
 }

@@ -4,7 +4,9 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
-use super::{header_len, text, text_deflated, COMPRESS_THRESHOLD};
+use super::{
+    header_len, opcode, put_header, text, text_deflated, COMPRESS_THRESHOLD, FIN, MAX_HEADER,
+};
 
 /// A text message the room sends to many sockets. The plain frame is built once
 /// at creation; the compressed one is built at most once, on first demand, for
@@ -33,6 +35,26 @@ impl Outgoing {
             header: header_len(payload.len()),
             plain: text(&payload),
             compress: compressible && payload.len() >= threshold,
+            deflated: OnceLock::new(),
+        })
+    }
+
+    /// A message never compressed, whose text is written by `write` straight into
+    /// its frame: no text of its own first, no copy. `capacity` is a guess of the
+    /// text's length (the buffer grows past it if need be).
+    pub fn written(capacity: usize, write: impl FnOnce(&mut Vec<u8>)) -> Arc<Self> {
+        // Room for the longest header in front; the unused part of it is cut off.
+        let mut buf = Vec::with_capacity(MAX_HEADER + capacity);
+        buf.resize(MAX_HEADER, 0);
+        write(&mut buf);
+        let len = buf.len() - MAX_HEADER;
+        let header = header_len(len);
+        let start = MAX_HEADER - header;
+        put_header(&mut buf[start..MAX_HEADER], FIN | opcode::TEXT, len);
+        Arc::new(Self {
+            plain: Bytes::from(buf).slice(start..),
+            header,
+            compress: false,
             deflated: OnceLock::new(),
         })
     }
