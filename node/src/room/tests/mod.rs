@@ -48,6 +48,7 @@ pub fn record(owner: &AccountId, link: LinkAccess) -> FileRecord {
         key_generation: 1,
         version: 0,
         updated_at: 0,
+        viewers_see_history: false,
     }
 }
 
