@@ -2,6 +2,7 @@
 
 mod access;
 mod create;
+pub mod versions;
 
 pub use create::create;
 
