@@ -155,7 +155,6 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Naming {
     title: Option<String>,
     #[serde(default, deserialize_with = "present")]
