@@ -4,6 +4,7 @@
 
 mod edits;
 mod harness;
+mod history;
 mod lifecycle;
 mod people;
 mod person;
