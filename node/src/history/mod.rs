@@ -17,6 +17,8 @@
 //! the last base weigh more than that base, so reading a version costs one base plus a
 //! bounded number of deltas however long the history is.
 
+#[cfg(test)]
+mod bench;
 mod codec;
 mod compare;
 mod retention;
