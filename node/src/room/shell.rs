@@ -21,7 +21,7 @@ mod turn;
 const HOUSEKEEPING: Duration = Duration::from_secs(1);
 
 /// How long a closing room waits for the versions it asked for to be saved.
-const HISTORY_AT_CLOSE: Duration = Duration::from_secs(10);
+const HISTORY_AT_CLOSE: Duration = Duration::from_secs(3);
 
 /// The room's shell: one task around its [`RoomCore`], carrying out what the core
 /// decides (journal appends, snapshots) and holding the file's lease.
