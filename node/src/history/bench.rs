@@ -23,7 +23,8 @@ const MINUTE_MS: i64 = 60_000;
 fn shape(i: usize, x: i64, y: i64) -> serde_json::Value {
     json!({"type": "rect", "page": "p1", "x": x, "y": y, "w": 120, "h": 80,
            "fill": format!("#{:06x}", i * 2654435761 % 0xffffff), "stroke": "#333333",
-           "label": format!("Shape {i}: a box of the flow"), "z": i})
+           "label": format!("Shape {i}: a box of the flow"), "z": i,
+           "note": "a line of text the shape carries, as designs do"})
 }
 
 fn pct(mut v: Vec<Duration>, p: f64) -> Duration {
