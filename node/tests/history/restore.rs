@@ -78,7 +78,18 @@ async fn converge(c: &mut Client, seen: &mut Seen, upto: u64, last: &Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restore_while_twenty_people_edit() {
-    let node = Node::start(&[]).await;
+    twenty_edit_through_a_restore(&[]).await;
+}
+
+/// The same on the Postgres store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_while_twenty_people_edit_on_postgres() {
+    let db = TestDatabase::create().await;
+    twenty_edit_through_a_restore(&[("ATRIUM_DATABASE_URL", db.url.as_str())]).await;
+}
+
+async fn twenty_edit_through_a_restore(envs: &[(&str, &str)]) {
+    let node = Node::start(envs).await;
     let file = shared_file(&node, "edit").await;
     let (id, owner) = (file.id.clone(), file.owner.clone());
     let (mut me, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
@@ -126,10 +137,21 @@ async fn restore_while_twenty_people_edit() {
 /// whole restore or none of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_nine_in_the_middle_of_a_restore_is_all_or_nothing() {
+    kill_nine_mid_restore(&[]).await;
+}
+
+/// The same on the Postgres store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_nine_in_the_middle_of_a_restore_is_all_or_nothing_on_postgres() {
+    let db = TestDatabase::create().await;
+    kill_nine_mid_restore(&[("ATRIUM_DATABASE_URL", db.url.as_str())]).await;
+}
+
+async fn kill_nine_mid_restore(envs: &[(&str, &str)]) {
     let data = tempfile::tempdir().expect("temp dir");
     let mut outcomes = Vec::new();
     for (round, pause) in [2u64, 8, 20, 40, 80, 200].into_iter().enumerate() {
-        let mut node = Node::start_in(data.path(), &[]).await;
+        let mut node = Node::start_in(data.path(), envs).await;
         let (file, owner) = if round == 0 {
             let f = shared_file(&node, "edit").await;
             (f.id.clone(), f.owner.clone())
@@ -175,7 +197,7 @@ async fn kill_nine_in_the_middle_of_a_restore_is_all_or_nothing() {
         node.kill9();
         let _ = restore.await;
         drop(me);
-        let node = Node::start_in(data.path(), &[]).await;
+        let node = Node::start_in(data.path(), envs).await;
         let saved = std::fs::read_to_string(data.path().join("test-file")).unwrap();
         let (file, owner) = saved.split_once(' ').unwrap();
         let (_, after) = get_doc(&node, owner, file).await;
