@@ -73,6 +73,25 @@ pub async fn request(
     .map(Answer::parse)
 }
 
+/// A request with a file's link key (`X-Atrium-Key`) and an optional JSON body, within
+/// `timeout`.
+pub async fn request_with_key(
+    endpoint: &Endpoint,
+    method: &str,
+    path: &str,
+    key: &str,
+    body: Option<&Value>,
+    timeout: Duration,
+) -> Result<Answer> {
+    tokio::time::timeout(
+        timeout,
+        request_raw(endpoint, method, path, None, Some(key), body),
+    )
+    .await
+    .map_err(|_| anyhow!("{method} {path}: no answer within {timeout:?}"))?
+    .map(Answer::parse)
+}
+
 /// A GET with a file's link key (`X-Atrium-Key`), within `timeout`.
 pub async fn get_with_key(
     endpoint: &Endpoint,

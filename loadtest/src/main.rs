@@ -13,6 +13,7 @@ mod options;
 mod pin;
 mod profile;
 mod report;
+mod restores;
 mod run;
 mod schedule;
 mod setup;

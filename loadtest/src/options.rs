@@ -62,6 +62,8 @@ pub struct Options {
     pub editors: f64,
     pub edit_rate: f64,
     pub presence_rate: f64,
+    /// Seconds between restores during the measured window (0: none).
+    pub restore_every: f64,
     pub ramp: f64,
     /// Every socket connected at once (`--storm`): `ramp` is then [`STORM_RAMP`].
     pub storm: bool,

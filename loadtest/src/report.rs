@@ -61,6 +61,9 @@ pub struct Report {
     /// `--kill-node`: what the kill cost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failover: Option<Failover>,
+    /// `--restore-every`: the restores made during the measured window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restores: Option<crate::restores::Restores>,
     pub machine: Machine,
     /// `--profile`: where the node's CPU profile went.
     pub profile: Option<ProfileReport>,

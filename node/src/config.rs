@@ -245,6 +245,29 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_SNAPSHOT_BYTES", default_value_t = 1024 * 1024)]
     pub snapshot_bytes: usize,
 
+    /// A file being edited gets an automatic version (a checkpoint) at least this often;
+    /// a room that closes after edits saves one too.
+    #[arg(long, env = "ATRIUM_CHECKPOINT_MS", default_value_t = 600_000)]
+    pub checkpoint_ms: u64,
+
+    /// A version stores the whole document (compressed) at least every this many
+    /// versions; the others store only what changed.
+    #[arg(long, env = "ATRIUM_HISTORY_BASE_EVERY", default_value_t = 32)]
+    pub history_base_every: u64,
+
+    /// Every automatic version younger than this is kept.
+    #[arg(long, env = "ATRIUM_HISTORY_ALL_MS", default_value_t = 86_400_000)]
+    pub history_all_ms: u64,
+
+    /// Automatic versions up to this age are thinned to one an hour.
+    #[arg(long, env = "ATRIUM_HISTORY_HOURLY_MS", default_value_t = 604_800_000)]
+    pub history_hourly_ms: u64,
+
+    /// Automatic versions up to this age are thinned to one a day; older ones are dropped
+    /// (named versions are kept until deleted).
+    #[arg(long, env = "ATRIUM_HISTORY_DAILY_MS", default_value_t = 2_592_000_000)]
+    pub history_daily_ms: u64,
+
     /// Frames a socket's send queue may hold before the socket is closed (4008).
     #[arg(long, env = "ATRIUM_SEND_QUEUE", default_value_t = 1024)]
     pub send_queue: usize,

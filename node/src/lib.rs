@@ -26,6 +26,7 @@ pub mod cluster;
 pub mod config;
 pub mod counted;
 pub mod doc;
+pub mod history;
 pub mod http;
 pub mod ids;
 pub mod journal;

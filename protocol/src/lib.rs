@@ -37,6 +37,8 @@ pub const SERVER_MESSAGES: &[&str] = &[
     "page",
     "notice",
     "presence-rate",
+    "version",
+    "restored",
 ];
 
 #[cfg(test)]

@@ -87,6 +87,24 @@ pub fn drop_section(out: &mut String, r: &Report) {
     }
 }
 
+/// `--restore-every`: the restores made, and how long each took to be durable.
+pub fn restores_section(out: &mut String, r: &Report) {
+    if let Some(x) = &r.restores {
+        out.push_str("<h2>Restores</h2>\n");
+        pairs(
+            out,
+            &[
+                ("one every, s", num(x.every_s)),
+                ("restored", x.restored.to_string()),
+                ("failed", x.failed.to_string()),
+                ("restore p50, ms", num(x.restore_ms.p50)),
+                ("restore p99, ms", num(x.restore_ms.p99)),
+                ("restore max, ms", num(x.restore_ms.max)),
+            ],
+        );
+    }
+}
+
 /// The CPU profile, when asked for.
 pub fn profile_section(out: &mut String, r: &Report) {
     if let Some(pr) = &r.profile {

@@ -35,6 +35,7 @@ pub fn check(o: &Options) -> Result<()> {
     finite("editors", o.editors, 0.0, 1.0)?;
     finite("edit-rate", o.edit_rate, 0.0, 1000.0)?;
     finite("presence-rate", o.presence_rate, 0.0, 1000.0)?;
+    finite("restore-every", o.restore_every, 0.0, 86_400.0)?;
     finite("ramp", o.ramp, 0.001, 1_000_000.0)?;
     finite("warmup", o.warmup, 0.0, 3600.0)?;
     finite("duration", o.duration, 0.1, 3600.0)?;

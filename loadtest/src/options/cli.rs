@@ -103,6 +103,11 @@ pub struct Cli {
     #[arg(long)]
     #[serde(alias = "presence_rate")]
     pub presence_rate: Option<f64>,
+    /// Restore a version of a file every this many seconds of the measured window, files in
+    /// turn (each names its first version when first restored); 0 never restores
+    #[arg(long)]
+    #[serde(alias = "restore_every")]
+    pub restore_every: Option<f64>,
     /// New connections a second while connecting
     #[arg(long)]
     pub ramp: Option<f64>,

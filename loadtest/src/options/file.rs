@@ -40,6 +40,7 @@ impl Cli {
                 editors,
                 edit_rate,
                 presence_rate,
+                restore_every,
                 ramp,
                 warmup,
                 duration,

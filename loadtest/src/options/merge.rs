@@ -105,6 +105,7 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
         editors: g.editors.unwrap_or(0.1),
         edit_rate: g.edit_rate.unwrap_or(2.0),
         presence_rate: g.presence_rate.unwrap_or(20.0),
+        restore_every: g.restore_every.unwrap_or(0.0),
         ramp: if g.storm {
             STORM_RAMP
         } else {

@@ -18,6 +18,7 @@ impl Report {
         self.text_profile(w);
         self.text_cluster(w);
         self.text_failover(w);
+        self.text_restores(w);
         self.text_drop(w);
         out
     }

@@ -22,6 +22,20 @@ impl Report {
     }
 
     /// The fault and the recovery, in a fault run.
+    pub(super) fn text_restores(&self, w: &mut String) {
+        if let Some(x) = &self.restores {
+            let _ = writeln!(
+                w,
+                "\nRestores (one every {} s): {} made, {} failed; durable and answered in p50 {} ms, \
+                 p99 {} ms, max {} ms (relay latency and version gaps above include them)",
+                x.every_s, x.restored, x.failed, x.restore_ms.p50, x.restore_ms.p99, x.restore_ms.max
+            );
+            for e in &x.errors {
+                let _ = writeln!(w, "  {e}");
+            }
+        }
+    }
+
     pub(super) fn text_failover(&self, w: &mut String) {
         if let Some(f) = &self.failover {
             let _ = writeln!(

@@ -79,7 +79,33 @@ pub async fn drive(
         pid,
         cluster,
     };
+    let restoring = (o.restore_every > 0.0).then(|| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let files = made
+            .files
+            .iter()
+            .map(|f| crate::setup::FileKeys {
+                id: f.id.clone(),
+                view_key: f.view_key.clone(),
+                edit_key: f.edit_key.clone(),
+            })
+            .collect();
+        let task = tokio::spawn(crate::restores::run(
+            endpoint.clone(),
+            files,
+            o.restore_every,
+            stop.clone(),
+        ));
+        (stop, task)
+    });
     let mut window = window::measure(o, &mut t, &m, &made.files).await?;
+    let restores = match restoring {
+        Some((stop, task)) => {
+            stop.store(true, Ordering::Relaxed);
+            task.await.ok()
+        }
+        None => None,
+    };
 
     // The end: a clean close, or everyone dropping at once.
     let (drop_result, ends) =
@@ -131,5 +157,7 @@ pub async fn drive(
         }),
         pid,
     };
-    Ok(ran.report(o, &m, &window, collected))
+    let mut report = ran.report(o, &m, &window, collected);
+    report.restores = restores;
+    Ok(report)
 }

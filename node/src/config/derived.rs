@@ -18,6 +18,24 @@ impl NodeConfig {
         Duration::from_millis(self.snapshot_ms)
     }
 
+    pub fn checkpoint_interval(&self) -> Duration {
+        Duration::from_millis(self.checkpoint_ms)
+    }
+
+    /// How versions are stored and thinned.
+    pub fn history_rules(&self) -> crate::history::HistoryRules {
+        let ms = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        crate::history::HistoryRules {
+            base_every: self.history_base_every.max(1),
+            retention: crate::history::Retention {
+                all_ms: ms(self.history_all_ms),
+                hourly_ms: ms(self.history_hourly_ms),
+                daily_ms: ms(self.history_daily_ms),
+            },
+            max_doc_bytes: self.max_doc_bytes,
+        }
+    }
+
     pub fn coordinator_settings(&self) -> atrium_coordinator::CoordinatorSettings {
         atrium_coordinator::CoordinatorSettings::from_lease(Duration::from_millis(self.lease_ms))
     }

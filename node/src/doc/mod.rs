@@ -121,6 +121,54 @@ impl Document {
         self.nodes.len()
     }
 
+    /// The ops (a JSON array) that turn this document into `target`: a `put` of each node
+    /// that is new or differs, a `delete` of each node `target` lacks. One pass over both
+    /// documents in id order; the props are copied as their stored text.
+    pub fn patch_to(&self, target: &Document) -> String {
+        let mut out = String::from("[");
+        let mut push = |s: &str| {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(s);
+        };
+        let (mut mine, mut theirs) = (self.nodes.iter().peekable(), target.nodes.iter().peekable());
+        loop {
+            let order = match (mine.peek(), theirs.peek()) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some(a), Some(b)) => a.id().cmp(b.id()),
+            };
+            match order {
+                std::cmp::Ordering::Less => {
+                    let a = mine.next().expect("peeked");
+                    push(&format!("{{\"op\":\"delete\",\"id\":\"{}\"}}", a.id()));
+                }
+                std::cmp::Ordering::Greater => {
+                    let b = theirs.next().expect("peeked");
+                    push(&format!(
+                        "{{\"op\":\"put\",\"id\":\"{}\",\"props\":{}}}",
+                        b.id(),
+                        b.props_json()
+                    ));
+                }
+                std::cmp::Ordering::Equal => {
+                    let (a, b) = (mine.next().expect("peeked"), theirs.next().expect("peeked"));
+                    if a.props_json() != b.props_json() {
+                        push(&format!(
+                            "{{\"op\":\"put\",\"id\":\"{}\",\"props\":{}}}",
+                            b.id(),
+                            b.props_json()
+                        ));
+                    }
+                }
+            }
+        }
+        out.push(']');
+        out
+    }
+
     /// A node's props (parsed from its text: a copy, not a view).
     pub fn get(&self, id: &str) -> Option<Props> {
         self.nodes.get(id).map(Entry::props)

@@ -2,6 +2,7 @@
 
 mod access;
 mod create;
+pub mod versions;
 
 pub use create::create;
 
@@ -27,6 +28,7 @@ const MAX_FILE_NAME_CHARS: usize = 200;
 struct FileChanges {
     name: Option<String>,
     link: Option<String>,
+    viewers_see_history: Option<bool>,
 }
 
 fn file_name(name: &str) -> Result<String, ApiError> {
@@ -47,6 +49,7 @@ fn file_json(f: &FileRecord, with_keys: bool) -> Value {
         "version": f.version,
         "updated_at": f.updated_at,
         "owner": f.owner.as_str(),
+        "viewers_see_history": f.viewers_see_history,
     });
     if with_keys {
         v["view_key"] = json!(f.view_key);
@@ -122,6 +125,7 @@ pub async fn update(state: &AppState, req: Request<Incoming>, id: FileId) -> Api
             })
             .transpose()?,
         keys: None,
+        viewers_see_history: body.viewers_see_history,
     };
     let file = state.store.update_file(&id, update).await?;
     state.rooms.file_changed(&file);

@@ -6,6 +6,7 @@ use hyper::body::Incoming;
 use hyper::{Method, Request};
 
 use super::error::method_not_allowed;
+use super::files::versions;
 use super::upgrade::upgrade;
 use super::{accounts, assets, files, ops, ApiError, ApiResult};
 use crate::ids::FileId;
@@ -48,6 +49,37 @@ pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiR
             let id = file_id(id)?;
             match method {
                 Method::GET => files::doc(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "versions"]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::GET => versions::list(state, req, id).await,
+                Method::POST => versions::name(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "versions", "compare"]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::GET => versions::compare(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "versions", vid]) => {
+            let (id, vid) = (file_id(id)?, versions::version_id(vid)?);
+            match method {
+                Method::GET => versions::read(state, req, id, vid).await,
+                Method::PATCH => versions::rename(state, req, id, vid).await,
+                Method::DELETE => versions::delete(state, req, id, vid).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "versions", vid, "restore"]) => {
+            let (id, vid) = (file_id(id)?, versions::version_id(vid)?);
+            match method {
+                Method::POST => versions::restore(state, req, id, vid).await,
                 _ => Err(method_not_allowed()),
             }
         }

@@ -145,6 +145,7 @@ mod tests {
             key_generation: 3,
             version: 0,
             updated_at: 0,
+            viewers_see_history: false,
         }
     }
 

@@ -85,6 +85,8 @@ pub struct RoomCore {
     pub(super) editors_counted: i64,
     /// Whether this store stall was announced already.
     pub(super) stall_noticed: bool,
+    /// Who edited since the last version, and since when.
+    pub(super) history: super::history::HistoryState,
     effects: Vec<Effect>,
 }
 
@@ -124,6 +126,7 @@ impl RoomCore {
             people,
             editors_counted: 0,
             stall_noticed: false,
+            history: Default::default(),
             effects: Vec::new(),
         }
     }
@@ -162,6 +165,10 @@ impl RoomCore {
                     reply: None,
                 });
             }
+            RoomCmd::NameVersion(req) => self.name_version(req),
+            RoomCmd::Restore(req) => self.restore(req, now),
+            RoomCmd::History(job) => self.history_job(job),
+            RoomCmd::Announce(event, version) => self.announce(event, &version),
             // The lease is the shell's: it never reaches the core.
             RoomCmd::CheckLease => {}
         }

@@ -69,6 +69,29 @@ impl RoomCore {
             Pending::Doc { v, doc, reply } => {
                 let _ = reply.send((v, doc));
             }
+            Pending::Version { job, .. } => self.effect(super::exit::Effect::History(job)),
+            Pending::Restore {
+                v,
+                relay,
+                notice,
+                reply,
+                done,
+            } => {
+                let mut relayed = 0;
+                for m in self.participants.values() {
+                    if m.from_version < v {
+                        m.outbox.send(relay.clone());
+                        relayed += 1;
+                    }
+                }
+                self.rules
+                    .metrics
+                    .messages_sent
+                    .with_label_values(&["patch"])
+                    .inc_by(relayed);
+                self.broadcast(notice, "restored");
+                let _ = reply.send(Ok(done));
+            }
         }
     }
 

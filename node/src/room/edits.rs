@@ -47,6 +47,9 @@ impl RoomCore {
         }
         let client = member.client;
         let person = member.person.clone();
+        // A new editor since the last version is named in the next one.
+        let new_editor =
+            (!self.history.editors.contains(&member.name)).then(|| member.name.clone());
         let state = self
             .clients
             .get_mut(&client)
@@ -109,5 +112,11 @@ impl RoomCore {
             ack,
             relay,
         });
+        match new_editor {
+            Some(name) => self.edited(&name, now),
+            None => {
+                self.history.dirty_since.get_or_insert(now);
+            }
+        }
     }
 }

@@ -12,6 +12,8 @@ pub enum Effect {
     Append(FileAppend),
     /// Rebuild and write a snapshot; the result comes back as `SnapshotDone`.
     Snapshot(SnapshotJob),
+    /// Save or delete a version, on the room's history worker (in order).
+    History(super::history::HistoryJob),
 }
 
 /// How a room ended.

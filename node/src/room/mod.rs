@@ -25,6 +25,7 @@ pub mod core;
 mod durable;
 mod edits;
 mod exit;
+pub mod history;
 mod join;
 mod load;
 mod participant;
@@ -33,6 +34,7 @@ mod people;
 pub mod presence;
 pub mod recent;
 pub mod registry;
+pub mod restore;
 mod seats;
 mod shell;
 mod snapshot;
@@ -89,4 +91,12 @@ pub enum RoomCmd {
     /// Another node was seen taking the file's lease: the shell has its lease checked
     /// at once (a lost lease ends the room with 4009).
     CheckLease,
+    /// Save the current document as a named version.
+    NameVersion(history::NameRequest),
+    /// Restore a version: an edit through the room.
+    Restore(restore::RestoreRequest),
+    /// A job for the room's history worker (deleting a version), in order with its saves.
+    History(history::HistoryJob),
+    /// Tell everyone in the room a version was saved, renamed or deleted.
+    Announce(&'static str, crate::history::VersionInfo),
 }

@@ -2,6 +2,8 @@
 
 use tokio::sync::oneshot;
 
+use super::history::HistoryJob;
+use super::restore::{RestoreError, Restored};
 use crate::outbox::{ConnId, Msg};
 
 /// Something waiting for a version to become durable.
@@ -22,6 +24,16 @@ pub(super) enum Pending {
         doc: String,
         reply: oneshot::Sender<(u64, String)>,
     },
+    /// A version to save once the document it holds is durable.
+    Version { v: u64, job: HistoryJob },
+    /// A restore: its patch for everyone, the `restored` message, the caller's answer.
+    Restore {
+        v: u64,
+        relay: Msg,
+        notice: Msg,
+        reply: oneshot::Sender<Result<Restored, RestoreError>>,
+        done: Restored,
+    },
 }
 
 impl Pending {
@@ -30,7 +42,9 @@ impl Pending {
             Pending::Patch { v, .. }
             | Pending::Direct { v, .. }
             | Pending::Welcome { v, .. }
-            | Pending::Doc { v, .. } => *v,
+            | Pending::Doc { v, .. }
+            | Pending::Version { v, .. }
+            | Pending::Restore { v, .. } => *v,
         }
     }
 }

@@ -10,6 +10,7 @@ use atrium_coordinator::LeaseKeeper;
 
 use super::core::RoomCore;
 use super::exit::Exit;
+use super::history::{self, HistoryJob};
 use super::registry::{self, RoomMap};
 use super::{load, JoinError, RoomCmd, RoomContext};
 use crate::ids::FileId;
@@ -18,6 +19,9 @@ mod turn;
 
 /// Housekeeping cadence: idle checks, time-based snapshots, store stalls.
 const HOUSEKEEPING: Duration = Duration::from_secs(1);
+
+/// How long a closing room waits for the versions it asked for to be saved.
+const HISTORY_AT_CLOSE: Duration = Duration::from_secs(3);
 
 /// The room's shell: one task around its [`RoomCore`], carrying out what the core
 /// decides (journal appends, snapshots) and holding the file's lease.
@@ -31,6 +35,8 @@ pub struct Room {
     lease: Option<LeaseKeeper>,
     /// When the next presence tick may start.
     next_tick: tokio::time::Instant,
+    /// The room's history worker: versions saved and deleted one at a time, in order.
+    history: Option<mpsc::UnboundedSender<HistoryJob>>,
 }
 
 impl Room {
@@ -57,6 +63,11 @@ impl Room {
                 return;
             }
         };
+        let (history, history_task) = history::worker(
+            ctx.store.clone(),
+            ctx.rules.config.history_rules(),
+            tx.clone(),
+        );
         let mut room = Room {
             core,
             generation,
@@ -65,6 +76,7 @@ impl Room {
             tx,
             lease: Some(lease),
             next_tick: tokio::time::Instant::now(),
+            history: Some(history),
         };
         let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
         // The tick's timer and the lease watch are made once for the room's life: made
@@ -115,6 +127,20 @@ impl Room {
             .room_exits
             .with_label_values(&[exit.reason()])
             .inc();
+        // A room that ends after edits saves a version of them, and every version asked
+        // for is written, while the room still holds the file (the writes are fenced).
+        if matches!(exit, Exit::Idle | Exit::Shutdown | Exit::Moved) {
+            if let (Some(job), Some(history)) = (room.core.closing_version(), &room.history) {
+                let _ = history.send(job);
+            }
+        }
+        room.history = None;
+        if tokio::time::timeout(HISTORY_AT_CLOSE, history_task)
+            .await
+            .is_err()
+        {
+            tracing::warn!(file = %room.core.file(), "versions still being saved as the room closes");
+        }
         // The lease goes first: a client told to come back (4009, 1012) may reach
         // the successor at once, and must not find the file still held here.
         if let Some(keeper) = room.lease.take() {

@@ -14,6 +14,7 @@ impl RoomCore {
     /// Once a second: snapshots due by time, store stalls, and idleness.
     pub fn housekeeping(&mut self, now: Instant) -> Option<Exit> {
         self.maybe_snapshot(now);
+        self.maybe_checkpoint(now);
         self.check_store_stall(now);
         let idle = self.idle_since.is_some_and(|since| {
             now.saturating_duration_since(since) >= self.rules.config.room_idle()

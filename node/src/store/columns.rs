@@ -2,11 +2,12 @@
 //! reads one column of its rows ([`Columns`]), the records are built here.
 
 use super::{Account, FileRecord, LinkAccess, LoggedPatch};
+use crate::history::{VersionData, VersionInfo, VersionKind, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 
 /// The file columns, in the order [`file_from`] reads them.
 pub(crate) const FILE_COLUMNS: &str =
-    "id, owner, name, link, view_key, edit_key, key_generation, version, updated_at";
+    "id, owner, name, link, view_key, edit_key, key_generation, version, updated_at, viewers_see_history";
 
 /// The account columns, in the order [`account_from`] reads them.
 pub(crate) const ACCOUNT_COLUMNS: &str = "id, email, name, password_hash";
@@ -18,6 +19,8 @@ pub(crate) trait Columns {
     fn maybe_text(&self, i: usize) -> Result<Option<String>, Self::Error>;
     fn int(&self, i: usize) -> Result<i64, Self::Error>;
     fn bytes(&self, i: usize) -> Result<Vec<u8>, Self::Error>;
+    fn maybe_int(&self, i: usize) -> Result<Option<i64>, Self::Error>;
+    fn maybe_bytes(&self, i: usize) -> Result<Option<Vec<u8>>, Self::Error>;
 }
 
 /// A file record from [`FILE_COLUMNS`], starting at column `at`.
@@ -32,6 +35,7 @@ pub(crate) fn file_from<R: Columns>(row: &R, at: usize) -> Result<FileRecord, R:
         key_generation: row.int(at + 6)? as u64,
         version: row.int(at + 7)? as u64,
         updated_at: row.int(at + 8)?,
+        viewers_see_history: row.int(at + 9)? != 0,
     })
 }
 
@@ -61,4 +65,47 @@ pub(crate) fn patch_from<R: Columns>(row: &R) -> Result<LoggedPatch, R::Error> {
         ops: row.text(4)?,
         t: row.maybe_text(5)?,
     })
+}
+
+/// The version columns, in the order [`version_from`] reads them.
+pub(crate) const VERSION_COLUMNS: &str =
+    "id, version, created_at, kind, title, description, editors, restored_from, base, delta";
+
+/// The version columns without what the version stores (for lists): the same order, with
+/// the stored bytes' length in place of base and delta.
+pub(crate) const VERSION_INFO_COLUMNS: &str =
+    "id, version, created_at, kind, title, description, editors, restored_from, \
+     CAST(length(coalesce(base, delta)) AS BIGINT)";
+
+/// A version's info from [`VERSION_INFO_COLUMNS`] (or the first eight of [`VERSION_COLUMNS`],
+/// with `bytes` given).
+pub(crate) fn version_info_from<R: Columns>(
+    row: &R,
+    bytes: Option<u64>,
+) -> Result<VersionInfo, R::Error> {
+    let editors: Vec<String> = serde_json::from_str(&row.text(6)?).unwrap_or_default();
+    Ok(VersionInfo {
+        id: row.int(0)? as u64,
+        version: row.int(1)? as u64,
+        created_at: row.int(2)?,
+        kind: VersionKind::parse(&row.text(3)?).unwrap_or(VersionKind::Auto),
+        title: row.maybe_text(4)?,
+        description: row.maybe_text(5)?,
+        editors,
+        restored_from: row.maybe_int(7)?.map(|v| v as u64),
+        bytes: match bytes {
+            Some(b) => b,
+            None => row.maybe_int(8)?.unwrap_or(0) as u64,
+        },
+    })
+}
+
+/// A version row from [`VERSION_COLUMNS`].
+pub(crate) fn version_from<R: Columns>(row: &R) -> Result<VersionRow, R::Error> {
+    let data = match row.maybe_bytes(8)? {
+        Some(base) => VersionData::Base(base),
+        None => VersionData::Delta(row.maybe_bytes(9)?.unwrap_or_default()),
+    };
+    let info = version_info_from(row, Some(data.len() as u64))?;
+    Ok((info, data))
 }

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::history::{VersionData, VersionInfo, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 pub(crate) use records::SnapshotAndLog;
 pub use records::{
@@ -139,4 +140,48 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<(Option<(u64, String)>, Vec<LoggedPatch>)>;
     /// Whether the store answers (for /ready).
     async fn ping(&self) -> bool;
+
+    // ------------------------------------------------------------ version history
+    // Rows only: bases, deltas and what they mean are `crate::history`'s.
+
+    /// Stores a file's next version (`info.id` is ignored: the store gives the next id,
+    /// never reused) and answers its id. Fenced by `epoch`.
+    async fn insert_version(
+        &self,
+        file: &FileId,
+        epoch: u64,
+        info: &VersionInfo,
+        data: &VersionData,
+    ) -> StoreResult<u64>;
+    /// A file's versions with ids below `before` (all without it), newest first, at most
+    /// `limit`. A file with no versions (or no file) answers an empty list.
+    async fn versions(
+        &self,
+        file: &FileId,
+        before: Option<u64>,
+        limit: u64,
+    ) -> StoreResult<Vec<VersionInfo>>;
+    /// The rows a version is read from: the newest base at or before it, then every row
+    /// after that base up to the version itself, in id order. `NotFound` without it.
+    async fn version_chain(&self, file: &FileId, id: u64) -> StoreResult<Vec<VersionRow>>;
+    /// The version right after `id`, if any.
+    async fn version_after(&self, file: &FileId, id: u64) -> StoreResult<Option<VersionRow>>;
+    /// Names a version (it becomes `named`) or changes its title or description; `None`
+    /// leaves a field alone, `Some(None)` clears the description.
+    async fn name_version(
+        &self,
+        file: &FileId,
+        id: u64,
+        title: Option<String>,
+        description: Option<Option<String>>,
+    ) -> StoreResult<VersionInfo>;
+    /// Deletes a version and, in the same transaction, replaces what the version after it
+    /// stores (its delta merged, or made a base). Fenced by `epoch`.
+    async fn drop_version(
+        &self,
+        file: &FileId,
+        epoch: u64,
+        id: u64,
+        next: Option<(u64, VersionData)>,
+    ) -> StoreResult<()>;
 }

@@ -62,6 +62,8 @@ pub struct FileRecord {
     /// The last durable version.
     pub version: u64,
     pub updated_at: i64,
+    /// Whether viewers may list and read the file's versions (editors always may).
+    pub viewers_see_history: bool,
 }
 
 /// Changes to a file's settings; `None` leaves a field alone.
@@ -71,6 +73,7 @@ pub struct FileUpdate {
     pub link: Option<LinkAccess>,
     /// New (view_key, edit_key).
     pub keys: Option<(String, String)>,
+    pub viewers_see_history: Option<bool>,
 }
 
 /// One accepted patch, as the op log keeps it.

@@ -9,6 +9,7 @@ mod common;
 
 mod drain;
 mod failover;
+mod history;
 mod latency;
 mod meeting;
 mod moved;

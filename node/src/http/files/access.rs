@@ -51,6 +51,36 @@ pub(super) async fn readable(
     Ok((file, owner))
 }
 
+/// What a caller may do with a file's history.
+pub(super) struct Granted {
+    pub(super) file: FileRecord,
+    pub(super) role: access::Role,
+    pub(super) owner: bool,
+    /// Who they are, by name: an account's name, or "Guest".
+    pub(super) name: String,
+}
+
+/// The file and the caller's role in it (owner, or a key the link allows), where it is served.
+pub(super) async fn granted(
+    state: &AppState,
+    req: &Request<Incoming>,
+    id: &FileId,
+) -> Result<Granted, ApiError> {
+    let who = file_caller(state, req).await?;
+    let file = state.store.file(id).await?;
+    let account = who.account.as_ref().map(|a| &a.id);
+    let granted = access::access(&file, account, who.key.as_deref()).map_err(denied)?;
+    let (role, _) = access::role(&file, granted).map_err(denied)?;
+    served_here(state, id).await?;
+    let name = who.account.map_or_else(|| "Guest".to_owned(), |a| a.name);
+    Ok(Granted {
+        file,
+        role,
+        owner: granted == access::Access::Owner,
+        name,
+    })
+}
+
 /// File routes run where the file's room is: another node holding the lease
 /// means 409 `moved` (with its id). Without a live holder, or with the
 /// coordinator unreachable, the request is served here (the store's epoch fence

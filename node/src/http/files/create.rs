@@ -98,6 +98,7 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
         key_generation: 0,
         version: 0,
         updated_at: crate::clock::unix_ms(),
+        viewers_see_history: false,
     };
     let cap = state.config.files_per_account;
     match state.store.create_file_capped(&record, doc, cap).await {

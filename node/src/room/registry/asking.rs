@@ -67,12 +67,20 @@ impl Rooms {
 
     /// The current document as the room holds it (opening the room if needed).
     pub async fn document(&self, file: &FileId) -> Result<(u64, String), JoinError> {
+        self.command(file, RoomCmd::GetDoc).await
+    }
+
+    /// Sends the file's room (opening it if needed) the command `make` builds around a
+    /// reply channel, and answers the room's reply; asks again (see [`Again`]) when the
+    /// room ended before answering.
+    pub async fn command<T>(
+        &self,
+        file: &FileId,
+        make: impl Fn(oneshot::Sender<T>) -> RoomCmd,
+    ) -> Result<T, JoinError> {
         let mut again = Again::new();
         loop {
-            match self
-                .ask(file, CloseCode::TryAgainLater, RoomCmd::GetDoc)
-                .await?
-            {
+            match self.ask(file, CloseCode::TryAgainLater, &make).await? {
                 (_, Some(doc)) => return Ok(doc),
                 // The room ended before answering: it failed to load or went idle.
                 (_, None) => {
@@ -109,6 +117,22 @@ impl Rooms {
     pub fn file_changed(&self, record: &FileRecord) {
         if let Some(h) = self.existing(&record.id) {
             let _ = h.tx.send(RoomCmd::FileChanged(record.clone()));
+        }
+    }
+
+    /// Opens the file's room if needed and hands it `cmd`, whose answer (if any) comes on
+    /// the channel inside it; a room that ends before answering drops that channel.
+    pub fn send(&self, file: &FileId, cmd: RoomCmd) -> Result<(), JoinError> {
+        let handle = self
+            .open(file)
+            .ok_or(JoinError::Unavailable(CloseCode::TryAgainLater))?;
+        handle.tx.send(cmd).map_err(|_| JoinError::Retry)
+    }
+
+    /// Sends a live room a command that needs no answer (nothing when it is not open).
+    pub fn tell(&self, file: &FileId, cmd: RoomCmd) {
+        if let Some(h) = self.existing(file) {
+            let _ = h.tx.send(cmd);
         }
     }
 

@@ -60,6 +60,11 @@ impl Room {
                         tracing::error!("journal stopped; patches stay unacked");
                     }
                 }
+                Effect::History(job) => {
+                    if let Some(history) = &self.history {
+                        let _ = history.send(job);
+                    }
+                }
                 Effect::Snapshot(job) => {
                     snapshot::spawn(
                         job,

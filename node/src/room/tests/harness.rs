@@ -17,6 +17,7 @@ pub struct Harness {
     /// Appends handed out and not yet reported durable, oldest first.
     pub(super) appends: Vec<FileAppend>,
     pub(super) snapshots: Vec<SnapshotJob>,
+    pub(super) history: Vec<crate::room::history::HistoryJob>,
     pub(super) exit: Option<Exit>,
     pub(super) next_client: u8,
 }
@@ -55,6 +56,7 @@ impl Harness {
             owner,
             appends: Vec::new(),
             snapshots: Vec::new(),
+            history: Vec::new(),
             exit: None,
             next_client: 0,
         }
@@ -76,6 +78,7 @@ impl Harness {
             match effect {
                 Effect::Append(a) => self.appends.push(a),
                 Effect::Snapshot(job) => self.snapshots.push(job),
+                Effect::History(job) => self.history.push(job),
             }
         }
     }

@@ -4,6 +4,7 @@
 
 mod edits;
 mod harness;
+mod history;
 mod lifecycle;
 mod people;
 mod person;
@@ -48,6 +49,7 @@ pub fn record(owner: &AccountId, link: LinkAccess) -> FileRecord {
         key_generation: 1,
         version: 0,
         updated_at: 0,
+        viewers_see_history: false,
     }
 }
 

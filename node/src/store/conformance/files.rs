@@ -22,6 +22,7 @@ async fn update(
         name: name.map(Into::into),
         link,
         keys: keys.map(|(view, edit)| (view.into(), edit.into())),
+        ..FileUpdate::default()
     };
     store.update_file(id, update).await.expect("update")
 }

@@ -10,6 +10,7 @@ mod accounts;
 mod appends;
 mod client_ops;
 mod files;
+mod history;
 mod logs;
 mod round_trip;
 mod snapshots;
@@ -23,6 +24,10 @@ pub use appends::{
 };
 pub use client_ops::client_op_keeps_the_highest;
 pub use files::{file_cap_per_owner, files_crud};
+pub use history::{
+    deleted_file_history_is_gone, retention_thins_with_age, versions_are_fenced,
+    versions_named_and_dropped, versions_save_read_and_page,
+};
 pub(crate) use logs::patch;
 pub use round_trip::patches_round_trip;
 pub use snapshots::{
@@ -56,6 +61,11 @@ macro_rules! conformance_suite {
             deleted_file_is_gone_everywhere,
             patches_round_trip,
             ping_answers,
+            versions_save_read_and_page,
+            versions_named_and_dropped,
+            retention_thins_with_age,
+            versions_are_fenced,
+            deleted_file_history_is_gone,
         );
     };
     (@each $open:expr; $($check:ident),* $(,)?) => {

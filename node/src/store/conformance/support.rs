@@ -38,6 +38,7 @@ pub(super) fn record(owner: &AccountId, updated_at: i64) -> FileRecord {
         key_generation: 0,
         version: 0,
         updated_at,
+        viewers_see_history: false,
     }
 }
 

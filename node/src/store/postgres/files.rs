@@ -88,19 +88,23 @@ impl PgStore {
                  edit_key = COALESCE($5::text, edit_key),
                  key_generation = key_generation
                      + CASE WHEN $4::text IS NULL THEN 0 ELSE 1 END,
+                 viewers_see_history = COALESCE($7::bigint, viewers_see_history),
                  updated_at = CASE
                      WHEN $2::text IS NULL AND $3::text IS NULL AND $4::text IS NULL
+                          AND $7::bigint IS NULL
                      THEN updated_at ELSE $6 END
              WHERE id = $1
              RETURNING {FILE_COLUMNS}"
         );
-        let params: [&Param<'_>; 6] = [
+        let see = update.viewers_see_history.map(i64::from);
+        let params: [&Param<'_>; 7] = [
             &id.as_str(),
             &update.name.as_deref(),
             &update.link.map(LinkAccess::as_str),
             &view,
             &edit,
             &now_ms(),
+            &see,
         ];
         file_from(&self.query_found(&sql, &params).await?, 0)
     }

@@ -29,6 +29,7 @@ mod rows;
 mod store;
 #[cfg(test)]
 pub(crate) mod tests;
+mod versions;
 
 use deadpool_postgres::{Object, Pool, Transaction};
 use tokio_postgres::types::ToSql;

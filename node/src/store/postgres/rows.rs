@@ -84,6 +84,12 @@ impl Columns for Row {
     fn bytes(&self, i: usize) -> StoreResult<Vec<u8>> {
         get(self, i)
     }
+    fn maybe_int(&self, i: usize) -> StoreResult<Option<i64>> {
+        get(self, i)
+    }
+    fn maybe_bytes(&self, i: usize) -> StoreResult<Option<Vec<u8>>> {
+        get(self, i)
+    }
 }
 
 /// The snapshot of `SELECT version, doc FROM snapshots`, when there is one.

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 
 use super::rows::{get, insert_error, unavailable, unsigned};
 use super::{append, now_ms, Param, PgStore};
+use crate::history::{VersionData, VersionInfo, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, file_from, ACCOUNT_COLUMNS, FILE_COLUMNS};
 use crate::store::{
@@ -170,5 +171,52 @@ impl Store for PgStore {
 
     async fn ping(&self) -> bool {
         self.answers().await
+    }
+
+    async fn insert_version(
+        &self,
+        file: &FileId,
+        epoch: u64,
+        info: &VersionInfo,
+        data: &VersionData,
+    ) -> StoreResult<u64> {
+        self.put_version(file, epoch, info, data).await
+    }
+
+    async fn versions(
+        &self,
+        file: &FileId,
+        before: Option<u64>,
+        limit: u64,
+    ) -> StoreResult<Vec<VersionInfo>> {
+        self.list_versions(file, before, limit).await
+    }
+
+    async fn version_chain(&self, file: &FileId, id: u64) -> StoreResult<Vec<VersionRow>> {
+        self.chain_of(file, id).await
+    }
+
+    async fn version_after(&self, file: &FileId, id: u64) -> StoreResult<Option<VersionRow>> {
+        self.next_version(file, id).await
+    }
+
+    async fn name_version(
+        &self,
+        file: &FileId,
+        id: u64,
+        title: Option<String>,
+        description: Option<Option<String>>,
+    ) -> StoreResult<VersionInfo> {
+        self.rename_version(file, id, title, description).await
+    }
+
+    async fn drop_version(
+        &self,
+        file: &FileId,
+        epoch: u64,
+        id: u64,
+        next: Option<(u64, VersionData)>,
+    ) -> StoreResult<()> {
+        self.remove_version(file, epoch, id, next).await
     }
 }

@@ -93,6 +93,13 @@ pub(super) fn change(
         )
         .map_err(unavailable)?;
     }
+    if let Some(see) = update.viewers_see_history {
+        tx.execute(
+            "UPDATE files SET viewers_see_history = ?1, updated_at = ?2 WHERE id = ?3",
+            params![see as i64, now, id.as_str()],
+        )
+        .map_err(unavailable)?;
+    }
     if let Some((view, edit)) = &update.keys {
         tx.execute(
             "UPDATE files SET view_key = ?1, edit_key = ?2,

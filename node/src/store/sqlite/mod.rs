@@ -10,6 +10,7 @@ mod log;
 mod rows;
 mod schema;
 mod store;
+mod versions;
 mod writer;
 
 use std::path::Path;

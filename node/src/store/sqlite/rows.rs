@@ -35,6 +35,12 @@ impl Columns for Row<'_> {
     fn bytes(&self, i: usize) -> rusqlite::Result<Vec<u8>> {
         self.get(i)
     }
+    fn maybe_int(&self, i: usize) -> rusqlite::Result<Option<i64>> {
+        self.get(i)
+    }
+    fn maybe_bytes(&self, i: usize) -> rusqlite::Result<Option<Vec<u8>>> {
+        self.get(i)
+    }
 }
 
 /// The one row a query answers, read by `read`; `NotFound` when it answers none.

@@ -16,6 +16,15 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             "ALTER TABLE sessions ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;",
         )?;
     }
+    // Files gained the setting that lets viewers see their history.
+    let has_history_setting = conn
+        .prepare("SELECT 1 FROM pragma_table_info('files') WHERE name = 'viewers_see_history'")?
+        .exists([])?;
+    if !has_history_setting {
+        conn.execute_batch(
+            "ALTER TABLE files ADD COLUMN viewers_see_history INTEGER NOT NULL DEFAULT 0;",
+        )?;
+    }
     conn.execute_batch(
         "UPDATE sessions SET expires_at = created_at + 2592000000 WHERE expires_at = 0;
          CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions(expires_at);

@@ -31,7 +31,9 @@ CREATE TABLE IF NOT EXISTS files (
     epoch          INTEGER NOT NULL DEFAULT 0,
     version        INTEGER NOT NULL DEFAULT 0,
     created_at     INTEGER NOT NULL,
-    updated_at     INTEGER NOT NULL
+    updated_at     INTEGER NOT NULL,
+    -- 1 when viewers may list and read the file's versions.
+    viewers_see_history INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS files_by_owner ON files(owner, updated_at);
 
@@ -62,3 +64,28 @@ CREATE TABLE IF NOT EXISTS client_ops (
     version INTEGER NOT NULL,
     PRIMARY KEY (file_id, client)
 ) WITHOUT ROWID;
+
+-- Version history (node/src/history): one row per version, holding either a base (the
+-- whole document, deflate-compressed) or a delta against the row before it. `id` grows by
+-- one per saved version of the file and is never reused.
+CREATE TABLE IF NOT EXISTS versions (
+    file_id       TEXT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    id            INTEGER NOT NULL,
+    version       INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL,
+    kind          TEXT NOT NULL,
+    title         TEXT,
+    description   TEXT,
+    -- JSON array of names.
+    editors       TEXT NOT NULL,
+    restored_from INTEGER,
+    base          BLOB,
+    delta         BLOB,
+    PRIMARY KEY (file_id, id)
+) WITHOUT ROWID;
+
+-- The next id of each file's versions (ids are never reused, even after a drop).
+CREATE TABLE IF NOT EXISTS version_ids (
+    file_id TEXT PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+    next_id INTEGER NOT NULL
+);

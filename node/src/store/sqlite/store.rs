@@ -8,7 +8,8 @@ use rusqlite::{params, OptionalExtension};
 
 use super::append::append_batch;
 use super::rows::{found, read_file, unavailable};
-use super::{now_ms, SqliteStore};
+use super::{now_ms, versions, SqliteStore};
+use crate::history::{VersionData, VersionInfo, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, ACCOUNT_COLUMNS};
 use crate::store::{
@@ -203,5 +204,62 @@ impl Store for SqliteStore {
         self.read(|c| c.query_row("SELECT 1", [], |_| Ok(())).map_err(unavailable))
             .await
             .is_ok()
+    }
+
+    async fn insert_version(
+        &self,
+        file: &FileId,
+        epoch: u64,
+        info: &VersionInfo,
+        data: &VersionData,
+    ) -> StoreResult<u64> {
+        let (file, info, data) = (file.clone(), info.clone(), data.clone());
+        self.run(move |c| versions::insert(c, &file, epoch, &info, &data))
+            .await
+    }
+
+    async fn versions(
+        &self,
+        file: &FileId,
+        before: Option<u64>,
+        limit: u64,
+    ) -> StoreResult<Vec<VersionInfo>> {
+        let file = file.clone();
+        self.read(move |c| versions::list(c, &file, before, limit))
+            .await
+    }
+
+    async fn version_chain(&self, file: &FileId, id: u64) -> StoreResult<Vec<VersionRow>> {
+        let file = file.clone();
+        self.read(move |c| versions::chain(c, &file, id)).await
+    }
+
+    async fn version_after(&self, file: &FileId, id: u64) -> StoreResult<Option<VersionRow>> {
+        let file = file.clone();
+        self.read(move |c| versions::after(c, &file, id)).await
+    }
+
+    async fn name_version(
+        &self,
+        file: &FileId,
+        id: u64,
+        title: Option<String>,
+        description: Option<Option<String>>,
+    ) -> StoreResult<VersionInfo> {
+        let file = file.clone();
+        self.run(move |c| versions::name(c, &file, id, title, description))
+            .await
+    }
+
+    async fn drop_version(
+        &self,
+        file: &FileId,
+        epoch: u64,
+        id: u64,
+        next: Option<(u64, VersionData)>,
+    ) -> StoreResult<()> {
+        let file = file.clone();
+        self.run(move |c| versions::drop(c, &file, epoch, id, next))
+            .await
     }
 }

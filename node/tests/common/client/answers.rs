@@ -43,7 +43,7 @@ impl Client {
                         .as_u64()
                         .unwrap_or_else(|| panic!("ack without a numeric v: {m}"))
                 }
-                "patch" => continue,
+                "patch" | "version" | "restored" => continue,
                 _ => panic!("waiting for the ack of op {id}, got {m}"),
             }
         }

@@ -1,0 +1,111 @@
+//! Version history: what a version is, how it is stored, and what can be done with one.
+//!
+//! A version is a file's whole document at one of its versions, kept with when it was
+//! made, what made it (an automatic checkpoint, a name a person gave, a restore) and who
+//! edited since the version before it. The stores keep versions as rows (see
+//! [`VersionData`]); everything about documents (deltas, reading a version back, comparing
+//! two, thinning with age) is done here, once for every store.
+//!
+//! ## Storage proportional to change
+//!
+//! Each row holds either a **base** (the whole document, deflate-compressed) or a **delta**
+//! against the row before it: a JSON object `{node id: props, or null when the node is
+//! gone}`, also compressed. A delta names each changed node with its whole new props, so
+//! deltas compose by plain union (the later one wins): dropping a version in the middle
+//! folds its delta into the next row's, and dropping a base turns the next row into one.
+//! A base is written every [`HistoryRules::base_every`] rows, and whenever the deltas since
+//! the last base weigh more than that base, so reading a version costs one base plus a
+//! bounded number of deltas however long the history is.
+
+#[cfg(test)]
+mod bench;
+mod codec;
+mod compare;
+mod retention;
+#[cfg(test)]
+mod tests;
+mod work;
+
+use serde::Serialize;
+
+pub use codec::{apply_delta, deflate, delta, inflate, materialize, merge_deltas};
+pub use compare::{compare, Changed, Comparison};
+pub use retention::{thinned, Retention};
+pub use work::{new_info, read, remove, save, thin, HistoryRules};
+
+/// What made a version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VersionKind {
+    /// An automatic checkpoint (thinned with age).
+    Auto,
+    /// A version a person named (kept until deleted).
+    Named,
+    /// The state a restore made ("Restored from …"; thinned like a checkpoint unless named).
+    Restore,
+}
+
+impl VersionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VersionKind::Auto => "auto",
+            VersionKind::Named => "named",
+            VersionKind::Restore => "restore",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(VersionKind::Auto),
+            "named" => Some(VersionKind::Named),
+            "restore" => Some(VersionKind::Restore),
+            _ => None,
+        }
+    }
+}
+
+/// One version, without its document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VersionInfo {
+    /// The version's id in its file: grows by one with each version saved, never reused.
+    pub id: u64,
+    /// The document version it holds.
+    pub version: u64,
+    /// When it was saved (Unix ms).
+    pub created_at: i64,
+    pub kind: VersionKind,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// Who edited since the version before it: accounts by name, guests by display name.
+    pub editors: Vec<String>,
+    /// The version a restore brought back.
+    pub restored_from: Option<u64>,
+    /// Bytes the version's row stores (its base or its delta).
+    pub bytes: u64,
+}
+
+/// What a version row stores: a compressed base or a compressed delta, never both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionData {
+    Base(Vec<u8>),
+    Delta(Vec<u8>),
+}
+
+impl VersionData {
+    pub fn len(&self) -> usize {
+        match self {
+            VersionData::Base(b) | VersionData::Delta(b) => b.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn is_base(&self) -> bool {
+        matches!(self, VersionData::Base(_))
+    }
+}
+
+/// A version's row as the stores read it back: its info and what it stores.
+pub type VersionRow = (VersionInfo, VersionData);

@@ -1,0 +1,153 @@
+//! Versions in a store: saving one (as a base or a delta), reading one back, dropping one
+//! (its delta folded into the next), and thinning a file's history with age.
+//!
+//! Writes are made by the file's room only, one at a time (its history worker), and fenced
+//! by the room's epoch like every other durable write of the file.
+
+use super::codec::{deflate, delta, inflate, materialize, merge_deltas};
+use super::retention::{thinned, Retention};
+use super::{VersionData, VersionInfo};
+use crate::ids::FileId;
+use crate::store::{Store, StoreError, StoreResult};
+
+/// How versions are stored and kept.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryRules {
+    /// A base is written at least every this many versions.
+    pub base_every: u64,
+    pub retention: Retention,
+    /// The largest document: no stored version inflates past it.
+    pub max_doc_bytes: usize,
+}
+
+impl Default for HistoryRules {
+    fn default() -> Self {
+        Self {
+            base_every: 32,
+            retention: Retention::default(),
+            max_doc_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+fn corrupt(e: String) -> StoreError {
+    StoreError::Unavailable(e)
+}
+
+/// Saves `doc` (compact JSON) as the file's next version, described by `info` (its id and
+/// size are filled in): a delta against the newest version, or a base when the chain since
+/// the last base is long or heavy enough. Fenced by `epoch`.
+pub async fn save(
+    store: &dyn Store,
+    file: &FileId,
+    epoch: u64,
+    doc: &str,
+    mut info: VersionInfo,
+    rules: &HistoryRules,
+) -> StoreResult<VersionInfo> {
+    let last = store.versions(file, None, 1).await?.into_iter().next();
+    let mut data = None;
+    if let Some(last) = last {
+        let chain = store.version_chain(file, last.id).await?;
+        let weights: Vec<usize> = chain.iter().map(|(_, d)| d.len()).collect();
+        let rows: Vec<VersionData> = chain.into_iter().map(|(_, d)| d).collect();
+        if (rows.len() as u64) < rules.base_every.max(1) {
+            let previous = materialize(&rows, rules.max_doc_bytes).map_err(corrupt)?;
+            let d = deflate(&delta(&previous, doc).map_err(corrupt)?);
+            let base = weights.first().copied().unwrap_or(0);
+            let deltas: usize = weights.iter().skip(1).sum();
+            if deltas + d.len() <= base {
+                data = Some(VersionData::Delta(d));
+            }
+        }
+    }
+    let data = data.unwrap_or_else(|| VersionData::Base(deflate(doc)));
+    info.bytes = data.len() as u64;
+    info.id = store.insert_version(file, epoch, &info, &data).await?;
+    Ok(info)
+}
+
+/// A version and its document (compact JSON).
+pub async fn read(
+    store: &dyn Store,
+    file: &FileId,
+    id: u64,
+    rules: &HistoryRules,
+) -> StoreResult<(VersionInfo, String)> {
+    let chain = store.version_chain(file, id).await?;
+    let info = chain.last().ok_or(StoreError::NotFound)?.0.clone();
+    let rows: Vec<VersionData> = chain.into_iter().map(|(_, d)| d).collect();
+    let doc = materialize(&rows, rules.max_doc_bytes).map_err(corrupt)?;
+    Ok((info, doc))
+}
+
+/// Drops a version, folding what it stores into the version after it: its delta merged
+/// into the next delta, or, when it was a base, the next version made a base. Fenced.
+pub async fn remove(
+    store: &dyn Store,
+    file: &FileId,
+    epoch: u64,
+    id: u64,
+    rules: &HistoryRules,
+) -> StoreResult<()> {
+    let next = store.version_after(file, id).await?;
+    let replacement = match next {
+        None | Some((_, VersionData::Base(_))) => None,
+        Some((next, VersionData::Delta(next_delta))) => {
+            let chain = store.version_chain(file, id).await?;
+            let data = match chain.last() {
+                Some((_, VersionData::Delta(mine))) => {
+                    let limit = rules.max_doc_bytes;
+                    let (mine, theirs) = (inflate(mine, limit), inflate(&next_delta, limit));
+                    let merged = merge_deltas(&mine.map_err(corrupt)?, &theirs.map_err(corrupt)?);
+                    VersionData::Delta(deflate(&merged.map_err(corrupt)?))
+                }
+                Some((_, VersionData::Base(_))) => {
+                    let mut rows: Vec<VersionData> = chain.into_iter().map(|(_, d)| d).collect();
+                    rows.push(VersionData::Delta(next_delta));
+                    let doc = materialize(&rows, rules.max_doc_bytes).map_err(corrupt)?;
+                    VersionData::Base(deflate(&doc))
+                }
+                None => return Err(StoreError::NotFound),
+            };
+            Some((next.id, data))
+        }
+    };
+    store.drop_version(file, epoch, id, replacement).await
+}
+
+/// Applies the retention policy at `now` (Unix ms); answers how many versions it dropped.
+pub async fn thin(
+    store: &dyn Store,
+    file: &FileId,
+    epoch: u64,
+    now: i64,
+    rules: &HistoryRules,
+) -> StoreResult<usize> {
+    let all = store.versions(file, None, u64::MAX).await?;
+    let drop = thinned(&all, now, &rules.retention);
+    for id in &drop {
+        remove(store, file, epoch, *id, rules).await?;
+    }
+    Ok(drop.len())
+}
+
+/// The version a [`VersionInfo`] for a new version starts from.
+pub fn new_info(
+    version: u64,
+    created_at: i64,
+    kind: super::VersionKind,
+    editors: Vec<String>,
+) -> VersionInfo {
+    VersionInfo {
+        id: 0,
+        version,
+        created_at,
+        kind,
+        title: None,
+        description: None,
+        editors,
+        restored_from: None,
+        bytes: 0,
+    }
+}

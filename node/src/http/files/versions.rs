@@ -1,0 +1,304 @@
+//! A file's version history over HTTP: list (paged, newest first), read, compare, name,
+//! rename, delete, restore. Editors and the owner may do all but delete (the owner's);
+//! viewers may list and read only when the owner allows it (`viewers_see_history`).
+//!
+//! Saving, deleting and restoring go through the file's room (its history worker, and the
+//! journal for a restore), so they are ordered with its edits and fenced by its epoch.
+
+use hyper::body::Incoming;
+use hyper::{Request, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::access::{granted, Granted};
+use crate::history::{self, VersionInfo, VersionKind};
+use crate::http::{empty, json_response, plain_name, read_json, ApiError, ApiResult, SMALL_BODY};
+use crate::ids::FileId;
+use crate::room::access::Role;
+use crate::room::history::NameRequest;
+use crate::room::restore::{RestoreError, RestoreRequest};
+use crate::room::{JoinError, RoomCmd};
+use crate::state::AppState;
+
+const MAX_TITLE_CHARS: usize = 200;
+const MAX_DESCRIPTION_CHARS: usize = 2000;
+const DEFAULT_PAGE: u64 = 50;
+const MAX_PAGE: u64 = 200;
+
+fn forbidden(what: &str) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, "forbidden", what)
+}
+
+/// Listing and reading: editors, and viewers when the owner allows it.
+fn may_read(g: &Granted) -> Result<(), ApiError> {
+    match g.role {
+        Role::Editor => Ok(()),
+        Role::Viewer if g.file.viewers_see_history => Ok(()),
+        Role::Viewer => Err(forbidden("viewers of this file may not see its history")),
+    }
+}
+
+/// Comparing, naming and restoring: editors (the owner is one).
+fn may_edit(g: &Granted) -> Result<(), ApiError> {
+    match g.role {
+        Role::Editor => Ok(()),
+        Role::Viewer => Err(forbidden("only editors may do this")),
+    }
+}
+
+/// The query's parameters, for names this route knows; anything unreadable is a 400.
+fn query(req: &Request<Incoming>) -> Vec<(String, String)> {
+    req.uri()
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.to_owned(), v.to_owned()),
+            None => (p.to_owned(), String::new()),
+        })
+        .collect()
+}
+
+fn param<'a>(q: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    q.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+fn number(q: &[(String, String)], name: &str, min: u64, max: u64) -> Result<Option<u64>, ApiError> {
+    param(q, name)
+        .map(|v| {
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| (min..=max).contains(n))
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!("`{name}` is a whole number from {min} to {max}"))
+                })
+        })
+        .transpose()
+}
+
+pub(crate) fn version_id(segment: &str) -> Result<u64, ApiError> {
+    segment
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (1..=i64::MAX as u64).contains(n))
+        .ok_or_else(|| ApiError::bad_request("a version id is a whole number from 1"))
+}
+
+fn unavailable(e: JoinError) -> ApiError {
+    match e {
+        JoinError::NotFound => ApiError::not_found(),
+        _ => ApiError::unavailable("the file cannot be loaded right now; try again"),
+    }
+}
+
+/// `GET /api/files/{id}/versions?limit&before`: newest first; `next` is the `before` of the
+/// next page, null on the last.
+pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
+    let g = granted(state, &req, &id).await?;
+    may_read(&g)?;
+    let q = query(&req);
+    let limit = number(&q, "limit", 1, MAX_PAGE)?.unwrap_or(DEFAULT_PAGE);
+    let before = number(&q, "before", 1, i64::MAX as u64)?;
+    let mut versions = state.store.versions(&id, before, limit + 1).await?;
+    let more = versions.len() as u64 > limit;
+    versions.truncate(limit as usize);
+    let next = if more {
+        versions.last().map(|v| v.id)
+    } else {
+        None
+    };
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"versions": versions, "next": next}),
+    ))
+}
+
+/// `GET /api/files/{id}/versions/{vid}`: the version and its document.
+pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64) -> ApiResult {
+    let g = granted(state, &req, &id).await?;
+    may_read(&g)?;
+    let rules = state.config.history_rules();
+    let (info, doc) = history::read(&*state.store, &id, vid, &rules).await?;
+    let body = format!(
+        "{{\"version\":{},\"doc\":{doc}}}",
+        serde_json::to_string(&info).expect("a version serializes")
+    );
+    let mut resp = json_response(StatusCode::OK, &Value::Null);
+    *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from(body));
+    Ok(resp)
+}
+
+/// A side of a comparison: a version's document, or the current one.
+async fn side(state: &AppState, id: &FileId, which: &str) -> Result<String, ApiError> {
+    if which == "current" {
+        return Ok(state.rooms.document(id).await.map_err(unavailable)?.1);
+    }
+    let rules = state.config.history_rules();
+    let vid = version_id(which)?;
+    Ok(history::read(&*state.store, id, vid, &rules).await?.1)
+}
+
+/// `GET /api/files/{id}/versions/compare?from&to` (`to` defaults to `current`).
+pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
+    let g = granted(state, &req, &id).await?;
+    may_edit(&g)?;
+    let q = query(&req);
+    let from = param(&q, "from").ok_or_else(|| ApiError::bad_request("`from` is required"))?;
+    let to = param(&q, "to").unwrap_or("current");
+    let (a, b) = (side(state, &id, from).await?, side(state, &id, to).await?);
+    let c = history::compare(&a, &b).map_err(ApiError::unavailable)?;
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"from": from, "to": to, "added": c.added, "removed": c.removed, "changed": c.changed}),
+    ))
+}
+
+#[derive(Deserialize)]
+struct Naming {
+    title: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    description: Option<Option<String>>,
+}
+
+/// A field that was sent (even as null) is `Some`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Ok(Some(Option::deserialize(d)?))
+}
+
+fn title(t: &str) -> Result<String, ApiError> {
+    plain_name(t, MAX_TITLE_CHARS, "a title has 1 to 200 plain characters").map(str::to_owned)
+}
+
+fn description(d: Option<String>) -> Result<Option<String>, ApiError> {
+    match d {
+        Some(d) if d.chars().count() > MAX_DESCRIPTION_CHARS => Err(ApiError::bad_request(
+            "a description has at most 2000 characters",
+        )),
+        Some(d) if d.trim().is_empty() => Ok(None),
+        other => Ok(other),
+    }
+}
+
+/// `POST /api/files/{id}/versions {title, description?}`: names the current state.
+pub async fn name(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
+    let g = granted(state, &req, &id).await?;
+    may_edit(&g)?;
+    let body: Naming = read_json(req, SMALL_BODY).await?;
+    let t = title(
+        body.title
+            .as_deref()
+            .ok_or_else(|| ApiError::bad_request("`title` is required"))?,
+    )?;
+    let d = description(body.description.flatten())?;
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let req = NameRequest {
+        title: t,
+        description: d,
+        reply,
+    };
+    state
+        .rooms
+        .send(&id, RoomCmd::NameVersion(req))
+        .map_err(unavailable)?;
+    let info = answer
+        .await
+        .map_err(|_| ApiError::unavailable("the room closed; try again"))??;
+    Ok(json_response(StatusCode::CREATED, &json!(info)))
+}
+
+/// `PATCH /api/files/{id}/versions/{vid} {title?, description?}`: names or renames one.
+pub async fn rename(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64) -> ApiResult {
+    let g = granted(state, &req, &id).await?;
+    may_edit(&g)?;
+    let body: Naming = read_json(req, SMALL_BODY).await?;
+    let t = body.title.as_deref().map(title).transpose()?;
+    let d = body.description.map(description).transpose()?;
+    if t.is_none() && d.is_none() {
+        return Err(ApiError::bad_request("give a `title` or a `description`"));
+    }
+    let existing = state.store.version_chain(&id, vid).await?;
+    let was = existing
+        .last()
+        .map(|(i, _)| i.clone())
+        .ok_or_else(ApiError::not_found)?;
+    if was.kind != VersionKind::Named && was.title.is_none() && t.is_none() {
+        return Err(ApiError::bad_request("name a version with a `title` first"));
+    }
+    let info = state.store.name_version(&id, vid, t, d).await?;
+    state
+        .rooms
+        .tell(&id, RoomCmd::Announce("renamed", info.clone()));
+    Ok(json_response(StatusCode::OK, &json!(info)))
+}
+
+/// `DELETE /api/files/{id}/versions/{vid}`: the owner deletes a named version.
+pub async fn delete(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64) -> ApiResult {
+    let g = granted(state, &req, &id).await?;
+    may_read(&g)?;
+    if !g.owner {
+        return Err(forbidden("only the file's owner may delete a version"));
+    }
+    let chain = state.store.version_chain(&id, vid).await?;
+    let info: VersionInfo = chain
+        .last()
+        .map(|(i, _)| i.clone())
+        .ok_or_else(ApiError::not_found)?;
+    drop(chain);
+    if info.kind != VersionKind::Named {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            "only named versions are deleted by hand; automatic ones thin with age",
+        ));
+    }
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let job = crate::room::history::HistoryJob::Delete {
+        file: id.clone(),
+        epoch: 0,
+        id: vid,
+        reply,
+    };
+    state
+        .rooms
+        .send(&id, RoomCmd::History(job))
+        .map_err(unavailable)?;
+    answer
+        .await
+        .map_err(|_| ApiError::unavailable("the room closed; try again"))??;
+    state.rooms.tell(&id, RoomCmd::Announce("deleted", info));
+    Ok(empty(StatusCode::NO_CONTENT))
+}
+
+/// `POST /api/files/{id}/versions/{vid}/restore`: an edit through the room.
+pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64) -> ApiResult {
+    let g = granted(state, &req, &id).await?;
+    may_edit(&g)?;
+    let rules = state.config.history_rules();
+    let (from, doc) = history::read(&*state.store, &id, vid, &rules).await?;
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let restore = RestoreRequest {
+        from,
+        doc,
+        by: g.name,
+        reply,
+    };
+    state
+        .rooms
+        .send(&id, RoomCmd::Restore(restore))
+        .map_err(unavailable)?;
+    match answer.await {
+        Ok(Ok(done)) => Ok(json_response(
+            StatusCode::OK,
+            &json!({"v": done.v, "restored_from": done.restored_from}),
+        )),
+        Ok(Err(RestoreError::TooLarge(m))) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "too-large",
+            format!("the version does not fit the document limits now: {m}"),
+        )),
+        Ok(Err(RestoreError::Unavailable)) | Err(_) => Err(ApiError::unavailable(
+            "the room closed before the restore was made; nothing was changed, try again",
+        )),
+    }
+}

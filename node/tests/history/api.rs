@@ -1,0 +1,289 @@
+//! The history API end to end on one node: checkpoints while editing, naming, listing in
+//! pages, reading, comparing, renaming, deleting, restoring, the room's messages, and who
+//! may do what.
+
+use super::*;
+
+fn shape(x: i64) -> Value {
+    json!({"type": "rect", "x": x, "y": 0})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_end_to_end() {
+    let node = Node::start(&[("ATRIUM_CHECKPOINT_MS", "300")]).await;
+    let file = shared_file(&node, "edit").await;
+    let (id, owner) = (file.id.clone(), file.owner.clone());
+    let (mut me, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
+    let (mut guest, _) = Client::join(&node, &id, &Hello::key(&file.edit_key)).await;
+
+    // Checkpoints appear while editing, naming who edited.
+    me.patch_acked(1, vec![put("a", shape(1)), put("b", shape(2))])
+        .await;
+    guest.patch_acked(1, vec![put("c", shape(3))]).await;
+    let deadline = std::time::Instant::now() + WAIT;
+    let auto = loop {
+        let vs = all_versions(&node, &id, &owner).await;
+        if let Some(v) = vs.iter().find(|v| v["kind"] == "auto") {
+            break v.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint while editing"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let editors: Vec<&str> = auto["editors"].as_array().unwrap().iter().map(s).collect();
+    assert!(editors.contains(&"Guest") && editors.len() == 2, "{auto}");
+    let announced = me
+        .recv_type("version", WAIT)
+        .await
+        .expect("a version message");
+    assert_eq!(announced["event"], "saved");
+
+    // Named versions.
+    let a = name(&node, &id, &owner, "A").await;
+    assert_eq!(a["kind"], "named");
+    assert_eq!(a["title"], "A");
+    let heard = me
+        .recv_type("version", WAIT)
+        .await
+        .expect("named is announced");
+    assert_eq!(heard["version"]["title"], "A");
+    me.patch_acked(
+        2,
+        vec![set("a", json!({"x": 10})), delete("b"), put("d", shape(4))],
+    )
+    .await;
+    let b = name(&node, &id, &owner, "B").await;
+    let (aid, bid) = (a["id"].as_u64().unwrap(), b["id"].as_u64().unwrap());
+    assert!(bid > aid);
+
+    // Listed newest first, in pages.
+    let all = all_versions(&node, &id, &owner).await;
+    let ids: Vec<u64> = all.iter().map(|v| v["id"].as_u64().unwrap()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort_by(|x, y| y.cmp(x));
+    assert_eq!(ids, sorted, "newest first");
+    assert_eq!(ids[0], bid);
+
+    // Read and compare.
+    let doc_a = version_doc(&node, &id, &owner, aid).await;
+    assert_eq!(doc_a, json!({"a": shape(1), "b": shape(2), "c": shape(3)}));
+    let r = get(
+        &node,
+        &format!("/api/files/{id}/versions/compare?from={aid}&to={bid}"),
+        Some(&owner),
+    )
+    .await;
+    r.assert_status(200);
+    let c = r.body();
+    assert_eq!(c["added"], json!(["d"]));
+    assert_eq!(c["removed"], json!(["b"]));
+    assert_eq!(c["changed"], json!([{"id": "a", "props": ["x"]}]));
+
+    // Rename; an unknown version is 404.
+    let r = send_json(
+        &node,
+        "PATCH",
+        &format!("/api/files/{id}/versions/{aid}"),
+        Some(&owner),
+        &json!({"title": "First"}),
+    )
+    .await;
+    r.assert_status(200);
+    assert_eq!(r.body()["title"], "First");
+    get(
+        &node,
+        &format!("/api/files/{id}/versions/999999"),
+        Some(&owner),
+    )
+    .await
+    .assert_error(404, "not-found");
+
+    // Restore A (by the guest's edit key): everyone converges without a reload.
+    let r = http(
+        &node,
+        "POST",
+        &format!("/api/files/{id}/versions/{aid}/restore"),
+        &[("x-atrium-key", file.edit_key.as_str())],
+        None,
+    )
+    .await;
+    r.assert_status(200);
+    let v = r.body()["v"].as_u64().unwrap();
+    assert_eq!(r.body()["restored_from"], json!(aid));
+    let patch = me
+        .recv_type("patch", WAIT)
+        .await
+        .expect("the restore's patch");
+    assert_eq!(patch["v"], json!(v));
+    let restored = me
+        .recv_type("restored", WAIT)
+        .await
+        .expect("a restored message");
+    assert_eq!(restored["v"], json!(v));
+    assert_eq!(restored["from"]["id"], json!(aid));
+    assert_eq!(restored["by"], "Guest");
+    let (now_v, doc) = get_doc(&node, &owner, &id).await;
+    assert_eq!(now_v, v);
+    assert_eq!(doc, doc_a);
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let vs = all_versions(&node, &id, &owner).await;
+        if let Some(r) = vs.iter().find(|x| x["kind"] == "restore") {
+            assert_eq!(r["title"], "Restored from \u{201c}First\u{201d}");
+            assert_eq!(r["restored_from"], json!(aid));
+            assert_eq!(r["version"], json!(v));
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no restore version");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // ... and undone by restoring the version before it.
+    restore_as(&node, &id, &owner, bid).await.assert_status(200);
+    assert_eq!(
+        get_doc(&node, &owner, &id).await.1,
+        version_doc(&node, &id, &owner, bid).await
+    );
+
+    // Deleting: the owner's, named versions only.
+    let del = format!("/api/files/{id}/versions/{aid}");
+    http(
+        &node,
+        "DELETE",
+        &del,
+        &[("x-atrium-key", file.edit_key.as_str())],
+        None,
+    )
+    .await
+    .assert_error(403, "forbidden");
+    send_empty(
+        &node,
+        "DELETE",
+        &format!("/api/files/{id}/versions/{}", auto["id"]),
+        Some(&owner),
+    )
+    .await
+    .assert_error(409, "conflict");
+    send_empty(&node, "DELETE", &del, Some(&owner))
+        .await
+        .assert_status(204);
+    get(&node, &del, Some(&owner))
+        .await
+        .assert_error(404, "not-found");
+    assert_eq!(version_doc(&node, &id, &owner, bid).await["d"], shape(4));
+}
+
+/// Viewers list and read only when the owner allows it, and never compare, name or
+/// restore; guests get what their key gives; strangers get nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewers_and_guests_are_refused_what_they_may_not_do() {
+    let node = Node::start(&[]).await;
+    let file = shared_file(&node, "edit").await;
+    let (id, owner) = (file.id.clone(), file.owner.clone());
+    let (mut me, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
+    me.patch_acked(1, vec![put("a", json!({"x": 1}))]).await;
+    let v1 = name(&node, &id, &owner, "one").await["id"]
+        .as_u64()
+        .unwrap();
+    let view = [("x-atrium-key", file.view_key.as_str())];
+    let edit = [("x-atrium-key", file.edit_key.as_str())];
+    let list = format!("/api/files/{id}/versions");
+    let read = format!("/api/files/{id}/versions/{v1}");
+    let compare = format!("/api/files/{id}/versions/compare?from={v1}");
+    let restore = format!("/api/files/{id}/versions/{v1}/restore");
+    let naming = Some(json!({"title": "x"}).to_string().into_bytes());
+
+    // A viewer, before the owner allows it: nothing.
+    for path in [&list, &read, &compare] {
+        http(&node, "GET", path, &view, None)
+            .await
+            .assert_error(403, "forbidden");
+    }
+    http(&node, "POST", &list, &view, naming.clone())
+        .await
+        .assert_error(403, "forbidden");
+    http(&node, "POST", &restore, &view, None)
+        .await
+        .assert_error(403, "forbidden");
+    // Strangers and bad keys.
+    let stranger = new_account(&node, "stranger").await;
+    get(&node, &list, Some(&stranger))
+        .await
+        .assert_error(403, "forbidden");
+    get(&node, &list, None)
+        .await
+        .assert_error(401, "unauthorized");
+    get_with_key(&node, &list, &secret())
+        .await
+        .assert_error(401, "unauthorized");
+
+    // The owner allows viewers: list and read, still not compare, name or restore.
+    let r = patch_file(
+        &node,
+        Some(&owner),
+        &id,
+        &json!({"viewers_see_history": true}),
+    )
+    .await;
+    r.assert_status(200);
+    assert_eq!(r.body()["viewers_see_history"], true);
+    http(&node, "GET", &list, &view, None)
+        .await
+        .assert_status(200);
+    http(&node, "GET", &read, &view, None)
+        .await
+        .assert_status(200);
+    http(&node, "GET", &compare, &view, None)
+        .await
+        .assert_error(403, "forbidden");
+    http(&node, "POST", &list, &view, naming.clone())
+        .await
+        .assert_error(403, "forbidden");
+    http(&node, "POST", &restore, &view, None)
+        .await
+        .assert_error(403, "forbidden");
+
+    // A guest with the edit key is an editor while the link says edit...
+    http(&node, "GET", &compare, &edit, None)
+        .await
+        .assert_status(200);
+    http(&node, "POST", &list, &edit, naming.clone())
+        .await
+        .assert_status(201);
+    // ... and a viewer once it says view.
+    set_link(&node, &owner, &id, "view").await;
+    http(&node, "POST", &restore, &edit, None)
+        .await
+        .assert_error(403, "forbidden");
+    set_link(&node, &owner, &id, "none").await;
+    http(&node, "GET", &list, &edit, None)
+        .await
+        .assert_error(403, "forbidden");
+}
+
+/// A deleted file's history is gone: its versions answer 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_files_history_is_gone() {
+    let node = Node::start(&[]).await;
+    let file = shared_file(&node, "edit").await;
+    let (id, owner) = (file.id.clone(), file.owner.clone());
+    let (mut me, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
+    me.patch_acked(1, vec![put("a", json!({"x": 1}))]).await;
+    let v1 = name(&node, &id, &owner, "one").await["id"]
+        .as_u64()
+        .unwrap();
+    send_empty(&node, "DELETE", &format!("/api/files/{id}"), Some(&owner))
+        .await
+        .assert_status(204);
+    get(&node, &format!("/api/files/{id}/versions"), Some(&owner))
+        .await
+        .assert_error(404, "not-found");
+    get(
+        &node,
+        &format!("/api/files/{id}/versions/{v1}"),
+        Some(&owner),
+    )
+    .await
+    .assert_error(404, "not-found");
+}
