@@ -18,6 +18,7 @@
 #![deny(unsafe_code)]
 
 pub mod admission;
+pub mod apptoken;
 pub mod auth;
 pub mod clock;
 pub mod cluster;
