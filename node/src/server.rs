@@ -180,6 +180,15 @@ pub async fn start(
         tokio::spawn(admin_loop(admin, metrics.clone(), stop_rx.clone()));
     }
     tokio::spawn(crate::cluster::run(state.clone()));
+    // Revocations made before this node started (the coordinator brings later ones).
+    match state.store.revocations().await {
+        Ok(all) => {
+            for (r, until) in &all {
+                state.app_tokens.revocations().add_until(r, *until);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not read the app-token revocations"),
+    }
     tokio::spawn(crate::apptoken::run(
         state.app_sockets.clone(),
         std::time::Duration::from_millis(config.app_token_notice_ms),

@@ -49,8 +49,12 @@ impl Revocations {
     }
 
     pub fn add(&self, r: &Revocation) {
+        self.add_until(r, crate::clock::unix_ms() + self.ttl_ms);
+    }
+
+    /// Remembers `r` until `until` (Unix ms): as the store has it.
+    pub fn add_until(&self, r: &Revocation, until: i64) {
         let now = crate::clock::unix_ms();
-        let until = now + self.ttl_ms;
         let mut sets = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         sets.subs.retain(|_, (_, u)| *u > now);
         sets.jtis.retain(|_, u| *u > now);

@@ -3,6 +3,7 @@
 //! `files`; the socket upgrade in `upgrade`; health, readiness and metrics in `ops`.
 
 mod accounts;
+mod app;
 mod assets;
 mod body;
 mod caller;

@@ -57,6 +57,7 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}_{}", &secret()[..10])
 }
 
+mod api_keys;
 mod hello;
 mod hostile;
 mod http_routes;

@@ -12,3 +12,4 @@ mod failover;
 mod latency;
 mod meeting;
 mod moved;
+mod revocation;

@@ -14,6 +14,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         2,
         include_str!("../../../migrations/postgres/0002_session_expiry.sql"),
     ),
+    (
+        3,
+        include_str!("../../../migrations/postgres/0003_app_tokens.sql"),
+    ),
 ];
 
 /// Advisory lock key that serialises migrations between nodes starting together
