@@ -42,7 +42,6 @@ fn key_json(k: &ApiKey) -> serde_json::Value {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct NewKey {
     name: String,
     scopes: Vec<String>,
@@ -125,7 +124,6 @@ pub async fn api_key(
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Revoke {
     sub: Option<String>,
     jti: Option<String>,

@@ -39,6 +39,7 @@ pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiR
             let id = (*id).to_owned();
             app::delete_key(state, req, &id).await
         }
+        (_, ["api", "admin", "api-keys", _]) => Err(method_not_allowed()),
         (&Method::POST, ["api", "app", "revoke"]) => app::revoke(state, req).await,
         (&Method::GET, ["api", "files"]) => files::list(state, req).await,
         (&Method::POST, ["api", "files"]) => files::create(state, req).await,
