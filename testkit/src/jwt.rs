@@ -120,6 +120,9 @@ pub fn key_pair(alg: Algorithm, kid: &str) -> KeyPair {
     }
 }
 
+/// Reads a private key of one kind from PEM.
+type KeyReader = fn(&[u8]) -> jsonwebtoken::errors::Result<EncodingKey>;
+
 /// Signs tokens as an app's backend does.
 #[derive(Clone)]
 pub struct Minter {
@@ -149,6 +152,44 @@ impl Minter {
             kid: Some(pair.kid.clone()),
             key,
         }
+    }
+
+    /// A signer from a PEM private key (PKCS#8, or PKCS#1 for RSA): RSA signs RS256, EC
+    /// P-256 ES256, Ed25519 EdDSA.
+    pub fn from_private_pem(pem: &[u8], kid: Option<String>) -> Result<Self, String> {
+        let text = String::from_utf8_lossy(pem);
+        let tries: [(Algorithm, KeyReader); 3] = [
+            (Algorithm::EdDSA, EncodingKey::from_ed_pem),
+            (Algorithm::ES256, EncodingKey::from_ec_pem),
+            (Algorithm::RS256, EncodingKey::from_rsa_pem),
+        ];
+        // An RSA key parses as nothing else; try it first when the PEM says so.
+        let order: Vec<_> = if text.contains("RSA") {
+            tries.iter().rev().collect()
+        } else {
+            tries.iter().collect()
+        };
+        for (alg, make) in order {
+            if let Ok(key) = make(pem) {
+                let minter = Self {
+                    alg: *alg,
+                    kid: kid.clone(),
+                    key,
+                };
+                // Sign once: a key of another kind that parsed fails here.
+                let probe = json!({"sub": "probe", "exp": 1});
+                if jsonwebtoken::encode(&minter.header(), &probe, &minter.key).is_ok() {
+                    return Ok(minter);
+                }
+            }
+        }
+        Err("not an RSA, EC P-256 or Ed25519 private key in PEM".into())
+    }
+
+    fn header(&self) -> Header {
+        let mut header = Header::new(self.alg);
+        header.kid = self.kid.clone();
+        header
     }
 
     pub fn sign(&self, claims: &Value) -> String {
