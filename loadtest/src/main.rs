@@ -2,6 +2,7 @@
 //!
 //! See docs/loadtest.md for every option and measure.
 
+mod apptokens;
 mod client;
 mod cluster;
 mod fault;

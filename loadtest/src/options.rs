@@ -46,6 +46,16 @@ pub enum Target {
     },
 }
 
+/// How the simulated people's app tokens are signed (docs/auth.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Jwt {
+    pub secret: Option<String>,
+    pub key: Option<PathBuf>,
+    pub issuer: String,
+    pub audience: String,
+    pub kid: Option<String>,
+}
+
 /// The options of one run, after merging and checking.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -59,6 +69,8 @@ pub struct Options {
     pub pages: usize,
     pub accounts: usize,
     pub per_account: usize,
+    /// `--jwt-secret` / `--jwt-key`: app tokens instead of sign-ups.
+    pub jwt: Option<Jwt>,
     pub editors: f64,
     pub edit_rate: f64,
     pub presence_rate: f64,

@@ -110,6 +110,8 @@ pub struct FileKeys {
 pub struct Setup {
     pub files: Vec<FileKeys>,
     pub tokens: Vec<String>,
+    /// With `--jwt-secret` / `--jwt-key`: people's app tokens are minted per socket.
+    pub app_tokens: Option<crate::apptokens::AppTokens>,
 }
 
 /// A random string for secrets and client ids (at least 128 random bits at 22+ characters).

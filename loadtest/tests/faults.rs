@@ -193,6 +193,20 @@ fn a_killed_node_loses_no_acked_patch_and_clients_converge() {
     assert!(f["reconnects"].as_u64().unwrap() > 0, "{f}");
 }
 
+/// The same kill with every signed-in person on an app token (`--jwt-secret`): reconnects to
+/// the surviving nodes present the same tokens, and nothing is lost.
+#[test]
+fn a_killed_node_with_app_tokens_loses_nothing() {
+    let r = run_fault(
+        "kill",
+        &[
+            "--jwt-secret",
+            "the fault suite's HS256 secret, 32 bytes or more",
+        ],
+    );
+    assert_eq!(r["problems"]["connection_errors"], 0, "{}", r["problems"]);
+}
+
 #[test]
 fn a_rolling_restart_of_every_node_loses_nothing() {
     let r = run_fault("rolling", &[]);

@@ -15,7 +15,9 @@
 
 mod signouts;
 
-pub use signouts::{announce_signout, announce_signouts, SIGNOUT};
+pub use signouts::{
+    announce_revocation, announce_signout, announce_signouts, apply_revocation, APP_REVOKE, SIGNOUT,
+};
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -50,6 +52,14 @@ pub async fn run(state: Arc<AppState>) {
                 Ok(CoordinatorEvent::Message { topic, payload }) if topic == SIGNOUT => {
                     for digest in signout_digests(&payload) {
                         state.sockets.sign_out(digest);
+                    }
+                }
+                Ok(CoordinatorEvent::Message { topic, payload }) if topic == APP_REVOKE => {
+                    match serde_json::from_slice::<crate::apptoken::Revocation>(&payload) {
+                        Ok(r) => {
+                            apply_revocation(&state, &r);
+                        }
+                        Err(e) => tracing::warn!(error = %e, "unreadable revocation from the fleet"),
                     }
                 }
                 Ok(CoordinatorEvent::MembersChanged(members)) => {

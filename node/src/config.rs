@@ -295,6 +295,64 @@ pub struct NodeConfig {
     /// Argon2id iterations.
     #[arg(long, env = "ATRIUM_ARGON2_ITERATIONS", default_value_t = 2)]
     pub argon2_iterations: u32,
+
+    /// App tokens (docs/auth.md): the `iss` they must carry. Required with any key below.
+    #[arg(long, env = "ATRIUM_APP_TOKEN_ISSUER", default_value = "")]
+    pub app_token_issuer: String,
+
+    /// App tokens: the `aud` they must carry. Required with any key below.
+    #[arg(long, env = "ATRIUM_APP_TOKEN_AUDIENCE", default_value = "")]
+    pub app_token_audience: String,
+
+    /// App tokens: the HMAC secret of HS256 tokens (at least 32 bytes).
+    #[arg(long, env = "ATRIUM_APP_TOKEN_HS256_SECRET", hide_env_values = true)]
+    pub app_token_hs256_secret: Option<String>,
+
+    /// App tokens: files of PEM public keys, comma separated; each key's type names its
+    /// algorithm (RSA: RS256, EC P-256: ES256, Ed25519: EdDSA).
+    #[arg(long, env = "ATRIUM_APP_TOKEN_PUBLIC_KEYS", value_delimiter = ',')]
+    pub app_token_public_keys: Vec<PathBuf>,
+
+    /// App tokens: a JWKS URL (https, or http on loopback) of the app's public keys.
+    #[arg(long, env = "ATRIUM_APP_TOKEN_JWKS_URL")]
+    pub app_token_jwks_url: Option<String>,
+
+    /// App tokens: how often the JWKS is fetched again.
+    #[arg(
+        long,
+        env = "ATRIUM_APP_TOKEN_JWKS_REFRESH_MS",
+        default_value_t = 300_000
+    )]
+    pub app_token_jwks_refresh_ms: u64,
+
+    /// App tokens: a token with a `kid` the cache lacks fetches the JWKS again, at most
+    /// once in this long.
+    #[arg(
+        long,
+        env = "ATRIUM_APP_TOKEN_JWKS_MIN_REFETCH_MS",
+        default_value_t = 60_000
+    )]
+    pub app_token_jwks_min_refetch_ms: u64,
+
+    /// App tokens: how long a key that left the JWKS still verifies tokens.
+    #[arg(
+        long,
+        env = "ATRIUM_APP_TOKEN_JWKS_KEEP_MS",
+        default_value_t = 3_600_000
+    )]
+    pub app_token_jwks_keep_ms: u64,
+
+    /// App tokens: clock skew allowed for `nbf` and `iat` (seconds). `exp` is strict.
+    #[arg(long, env = "ATRIUM_APP_TOKEN_SKEW_S", default_value_t = 30)]
+    pub app_token_skew_s: u64,
+
+    /// App tokens: how long before `exp` a socket is sent the expiry notice.
+    #[arg(long, env = "ATRIUM_APP_TOKEN_NOTICE_MS", default_value_t = 30_000)]
+    pub app_token_notice_ms: u64,
+
+    /// App tokens: how long a revocation is remembered (longer than tokens live).
+    #[arg(long, env = "ATRIUM_APP_TOKEN_REVOCATION_TTL_MS", default_value_t = 24 * 3_600_000)]
+    pub app_token_revocation_ttl_ms: u64,
 }
 
 mod derived;

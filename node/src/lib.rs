@@ -20,6 +20,7 @@
 
 pub mod admission;
 pub mod allocator;
+pub mod apptoken;
 pub mod auth;
 pub mod clock;
 pub mod cluster;

@@ -61,7 +61,12 @@ pub enum ClientMessage {
     Hello(Hello),
     Patch(Patch),
     Presence(PresenceUpdate),
+    /// A fresh app token for the socket (`refresh`).
+    Refresh(String),
 }
+
+/// Longest token a `refresh` may carry (bytes): app tokens are a few hundred.
+pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
 /// Why a message was refused: answered with a `reject`.
 #[derive(Debug, PartialEq, Eq)]
@@ -91,6 +96,7 @@ pub enum Kind {
     Hello,
     Patch,
     Presence,
+    Refresh,
 }
 
 /// A message read as far as its type: its fields are still unparsed JSON text,
@@ -112,6 +118,7 @@ pub fn read(text: &str) -> Result<Message<'_>, Refusal> {
         "hello" => Kind::Hello,
         "patch" => Kind::Patch,
         "presence" => Kind::Presence,
+        "refresh" => Kind::Refresh,
         _ => return Err(Refusal::invalid(None, "unknown message type")),
     };
     Ok(Message { kind, fields })
@@ -126,6 +133,19 @@ impl Message<'_> {
             Kind::Presence => parse_presence(&self.fields)
                 .map(ClientMessage::Presence)
                 .map_err(|m| Refusal::invalid(None, m)),
+            Kind::Refresh => {
+                let token: Option<String> =
+                    field(&self.fields, "token").map_err(|m| Refusal::invalid(None, m))?;
+                match token {
+                    Some(t) if !t.is_empty() && t.len() <= MAX_TOKEN_BYTES => {
+                        Ok(ClientMessage::Refresh(t))
+                    }
+                    _ => Err(Refusal::invalid(
+                        None,
+                        "refresh needs a `token` of at most 8 KiB",
+                    )),
+                }
+            }
         }
     }
 

@@ -125,7 +125,15 @@ pub async fn start(
         config.hash_concurrency,
     )
     .map_err(|e| StartError::Setting(e.to_string()))?;
+    let app_tokens = crate::apptoken::Verifier::new(
+        config.app_token_keys().map_err(StartError::Setting)?,
+        crate::apptoken::Revocations::new(std::time::Duration::from_millis(
+            config.app_token_revocation_ttl_ms,
+        )),
+    )
+    .map_err(StartError::Setting)?;
     let (stop_tx, stop_rx) = watch::channel(false);
+    app_tokens.spawn_refresh(stop_rx.clone());
     let state = Arc::new(AppState {
         metrics: metrics.clone(),
         config: config.clone(),
@@ -133,6 +141,8 @@ pub async fn start(
         rooms: Rooms::new(ctx),
         sockets: Arc::new(SessionSockets::default()),
         hasher,
+        app_tokens,
+        app_sockets: Arc::default(),
         limits,
         coordinator: coordinator.clone(),
         node,
@@ -170,6 +180,20 @@ pub async fn start(
         tokio::spawn(admin_loop(admin, metrics.clone(), stop_rx.clone()));
     }
     tokio::spawn(crate::cluster::run(state.clone()));
+    // Revocations made before this node started (the coordinator brings later ones).
+    match state.store.revocations().await {
+        Ok(all) => {
+            for (r, until) in &all {
+                state.app_tokens.revocations().add_until(r, *until);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not read the app-token revocations"),
+    }
+    tokio::spawn(crate::apptoken::run(
+        state.app_sockets.clone(),
+        std::time::Duration::from_millis(config.app_token_notice_ms),
+        stop_rx.clone(),
+    ));
     tokio::spawn(crate::sessions::run(
         state.sockets.clone(),
         state.store.clone(),

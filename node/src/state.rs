@@ -23,6 +23,9 @@ pub struct AppState {
     pub rooms: Rooms,
     pub sockets: Arc<SessionSockets>,
     pub hasher: Hasher,
+    /// App tokens: the verifier (with the revocations) and the sockets they opened.
+    pub app_tokens: crate::apptoken::Verifier,
+    pub app_sockets: Arc<crate::apptoken::AppSockets>,
     pub limits: DocLimits,
     pub coordinator: Arc<dyn Coordinator>,
     pub node: NodeId,

@@ -19,10 +19,16 @@ pub fn retry_hint_ms(reason: &str) -> Option<u64> {
 }
 
 /// Codes of a `reject` message.
-pub const REJECT_CODES: &[&str] = &["invalid", "too-large", "viewer", "editors-full"];
+pub const REJECT_CODES: &[&str] = &[
+    "invalid",
+    "too-large",
+    "viewer",
+    "editors-full",
+    "bad-token",
+];
 
 /// Message types a client sends.
-pub const CLIENT_MESSAGES: &[&str] = &["hello", "patch", "presence"];
+pub const CLIENT_MESSAGES: &[&str] = &["hello", "patch", "presence", "refresh"];
 
 /// Message types a node sends.
 pub const SERVER_MESSAGES: &[&str] = &[
@@ -39,6 +45,7 @@ pub const SERVER_MESSAGES: &[&str] = &[
     "presence-rate",
     "version",
     "restored",
+    "refreshed",
 ];
 
 #[cfg(test)]

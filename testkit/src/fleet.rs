@@ -44,6 +44,18 @@ impl Fleet {
         nodes: usize,
         routers: usize,
     ) -> Fleet {
+        Fleet::start_with(bins, server_env, lease_ms, nodes, routers, &[]).await
+    }
+
+    /// Like [`Fleet::start`], every node also started with `extra` settings.
+    pub async fn start_with(
+        bins: Binaries,
+        server_env: &str,
+        lease_ms: u64,
+        nodes: usize,
+        routers: usize,
+        extra: &[(&str, &str)],
+    ) -> Fleet {
         let db = TestDatabase::create().await;
         let coordinator = namespaced(&service_env(server_env), "rt");
         let mut node_env = fleet_node_env(&db.url, &coordinator, lease_ms);
@@ -55,6 +67,9 @@ impl Fleet {
             ("ATRIUM_WS_PER_SECOND", "100000"),
         ] {
             node_env.push((k.into(), v.into()));
+        }
+        for (k, v) in extra {
+            node_env.push(((*k).into(), (*v).into()));
         }
         let mut fleet = Fleet {
             routers: Vec::new(),

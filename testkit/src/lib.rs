@@ -12,6 +12,7 @@
 pub mod env;
 pub mod fleet;
 pub mod http;
+pub mod jwt;
 pub mod postgres;
 pub mod process;
 pub mod wait;

@@ -39,6 +39,9 @@ export class Connection {
    * @param {object} o
    * @param {string} o.url the socket's URL, `ws(s)://<host>/files/<file id>/ws`
    * @param {string|null} [o.token] session token (signed in) or null
+   * @param {() => (string|Promise<string>)} [o.getToken] instead of `token`: returns an app
+   *   token from the app's backend (docs/auth.md), asked before every hello and again when
+   *   the node says the token is expiring (the socket is then refreshed in place)
    * @param {string|null} [o.key] link key or null
    * @param {string} [o.name] display name (guests)
    * @param {string} o.client this tab's secret client id, the same across reconnects
@@ -53,6 +56,8 @@ export class Connection {
   constructor(o) {
     this.url = o.url;
     this.token = o.token ?? null;
+    this.getToken = o.getToken ?? null;
+    this.hadToken = false; // welcomed with a token from getToken since the last refusal
     this.key = o.key ?? null;
     this.name = o.name ?? '';
     this.client = o.client;
@@ -136,6 +141,32 @@ export class Connection {
     this.retryTimer = null;
     this.welcomed = false;
     this.setState('connecting');
+    if (this.getToken) {
+      // A fresh token for every hello; a backend that cannot give one counts as offline.
+      Promise.resolve()
+        .then(() => this.getToken())
+        .then((t) => {
+          if (this.state !== 'connecting' || this.ws) return;
+          this.token = t;
+          this.open();
+        }, () => this.afterClose(1006));
+      return;
+    }
+    this.open();
+  }
+
+  /** Sends a fresh app token on the live socket (the node answers `refreshed`). */
+  async refreshToken() {
+    if (!this.getToken || !this.ws) return;
+    try {
+      this.token = await this.getToken();
+    } catch {
+      return; // the node closes with 4001 at exp; the reconnect asks again
+    }
+    this.send({ type: 'refresh', token: this.token });
+  }
+
+  open() {
     let ws;
     try {
       ws = new this.WS(this.url);
@@ -201,6 +232,14 @@ export class Connection {
     if (this.flushTimer !== null) this.clearTimeout(this.flushTimer);
     this.flushTimer = null;
     this.persistDoc();
+    if (code === 4001 && this.getToken && this.hadToken) {
+      // The app token ran out or was revoked on a live socket: ask the app once more;
+      // a refusal at the next hello means sign-in.
+      this.hadToken = false;
+      this.emit('closed', { code, action: 'reconnect', delay: 'now', reason: 'token expired' });
+      this.scheduleRetry(0, 'getting a new token');
+      return;
+    }
     const act = closeAction(code, { movedBefore: this.movedBefore });
     this.emit('closed', { code, ...act });
     if (act.action === 'reconnect') {
@@ -283,7 +322,10 @@ export class Connection {
         this.presenceHz = msg.hz;
         return this.presenceOut.setRate(msg.hz);
       case 'notice':
+        if (msg.reason === 'token-expiring') this.refreshToken();
         return this.emit('notice', msg);
+      case 'refreshed':
+        return this.emit('refreshed', msg);
       default:
         return undefined;
     }
@@ -308,6 +350,7 @@ export class Connection {
     if (this.doc.version !== msg.version) return this.resync();
     this.fresh = false;
     this.welcomed = true;
+    this.hadToken = this.getToken !== null;
     this.backoff.reset();
     this.movedBefore = false;
     this.setState('online');

@@ -261,3 +261,33 @@ test('presence is sent only once welcomed and obeys presence-rate', () => {
   clock.tick(200);
   assert.deepEqual(presences().at(-1).cursor, [99, 0], 'the latest cursor reaches the server');
 });
+
+test('app tokens: asked before each hello, refreshed on the expiry notice, one retry after 4001', async () => {
+  const clock = new FakeClock();
+  const { FakeWebSocket, sockets } = fakeSocketClass();
+  let n = 0;
+  const conn = new Connection({
+    url: 'ws://x/files/f/ws', getToken: async () => `jwt.${++n}.sig`, client: 'c'.repeat(22),
+    outbox: new Outbox({ storage: new FakeStorage(), key: 'ob', now: clock.now }),
+    WebSocket: FakeWebSocket, timers: clock, random: () => 0.5,
+  });
+  const flush = () => new Promise((r) => setTimeout(r, 0));
+  conn.start();
+  await flush();
+  assert.equal(sockets.length, 1);
+  welcome(sockets[0]);
+  assert.equal(sockets[0].sent[0].token, 'jwt.1.sig');
+  sockets[0].deliver({ type: 'notice', code: 4001, reason: 'token-expiring', exp: 100 });
+  await flush();
+  assert.deepEqual(sockets[0].sent.at(-1), { type: 'refresh', token: 'jwt.2.sig' });
+  // Revoked or expired on a live socket: a new token, at once.
+  sockets[0].drop(4001);
+  clock.tick(0);
+  await flush();
+  assert.equal(sockets.length, 2);
+  sockets[1].open();
+  assert.equal(sockets[1].sent[0].token, 'jwt.3.sig');
+  // Refused at hello: sign in, no loop.
+  sockets[1].drop(4001);
+  assert.equal(conn.state, 'sign-in');
+});

@@ -85,6 +85,28 @@ pub struct Cli {
     /// Pages per file (each with 20 rectangles)
     #[arg(long)]
     pub pages: Option<usize>,
+    /// Mint app tokens (HS256 with this secret, at least 32 bytes) for the simulated people
+    /// instead of signing up accounts; a spawned node is set up to take them
+    #[arg(long, value_name = "SECRET")]
+    #[serde(alias = "jwt_secret")]
+    pub jwt_secret: Option<String>,
+    /// Mint app tokens with this PEM private key (RS256, ES256 or EdDSA by its type); the
+    /// node needs its public key (--env ATRIUM_APP_TOKEN_PUBLIC_KEYS=...)
+    #[arg(long, value_name = "PATH")]
+    #[serde(alias = "jwt_key")]
+    pub jwt_key: Option<PathBuf>,
+    /// The `iss` of minted app tokens (default: atrium-loadtest)
+    #[arg(long)]
+    #[serde(alias = "jwt_issuer")]
+    pub jwt_issuer: Option<String>,
+    /// The `aud` of minted app tokens (default: atrium)
+    #[arg(long)]
+    #[serde(alias = "jwt_audience")]
+    pub jwt_audience: Option<String>,
+    /// The `kid` of minted app tokens (for a node reading keys from a JWKS)
+    #[arg(long)]
+    #[serde(alias = "jwt_kid")]
+    pub jwt_kid: Option<String>,
     /// Accounts to sign up; clients beyond accounts x per-account are guests
     #[arg(long)]
     pub accounts: Option<usize>,

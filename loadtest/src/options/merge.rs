@@ -49,6 +49,35 @@ fn env(
     Ok(env)
 }
 
+/// `--jwt-secret` or `--jwt-key`, with the issuer and audience; a spawned node is given the
+/// secret, issuer and audience (an `--env` of the same name wins).
+fn jwt(g: &Cli, env: &mut BTreeMap<String, String>) -> Result<Option<super::Jwt>> {
+    let jwt = match (&g.jwt_secret, &g.jwt_key) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => bail!("give --jwt-secret or --jwt-key, not both"),
+        (Some(s), None) if s.len() < 32 => bail!("--jwt-secret must be at least 32 bytes"),
+        (secret, key) => super::Jwt {
+            secret: secret.clone(),
+            key: key.clone(),
+            issuer: g
+                .jwt_issuer
+                .clone()
+                .unwrap_or_else(|| "atrium-loadtest".into()),
+            audience: g.jwt_audience.clone().unwrap_or_else(|| "atrium".into()),
+            kid: g.jwt_kid.clone(),
+        },
+    };
+    let mut set = |k: &str, v: &str| {
+        env.entry(k.to_string()).or_insert_with(|| v.to_string());
+    };
+    set("ATRIUM_APP_TOKEN_ISSUER", &jwt.issuer);
+    set("ATRIUM_APP_TOKEN_AUDIENCE", &jwt.audience);
+    if let Some(secret) = &jwt.secret {
+        set("ATRIUM_APP_TOKEN_HS256_SECRET", secret);
+    }
+    Ok(Some(jwt))
+}
+
 /// A `--pin-*` CPU list, when given.
 fn cpus(option: &str, text: Option<&str>) -> Result<Option<CpuList>> {
     text.map(|t| CpuList::parse(option, t)).transpose()
@@ -85,8 +114,9 @@ fn target(g: &Cli) -> Result<Target> {
 
 /// Merges the command line over the config file over the defaults, and checks the result.
 pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
-    let env = env(&file.env_object, &cli.env)?;
+    let mut env = env(&file.env_object, &cli.env)?;
     let g = cli.over(file);
+    let jwt = jwt(&g, &mut env)?;
     let duration = g.duration.unwrap_or(30.0);
     let fault = fault::given(&g, duration)?;
     let target = target(&g)?;
@@ -102,6 +132,7 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
         pages: g.pages.unwrap_or(2),
         accounts: g.accounts.unwrap_or(10),
         per_account: g.per_account.unwrap_or(10),
+        jwt,
         editors: g.editors.unwrap_or(0.1),
         edit_rate: g.edit_rate.unwrap_or(2.0),
         presence_rate: g.presence_rate.unwrap_or(20.0),

@@ -42,7 +42,10 @@ pub async fn connect_all(
                 &file.view_key
             }
             .clone(),
-            token: plan.account.map(|a| made.tokens[a].clone()),
+            token: plan.account.map(|a| match &made.app_tokens {
+                Some(app) => app.person(a, &file.id, plan.editor),
+                None => made.tokens[a].clone(),
+            }),
             edit_rate: o.edit_rate,
             presence_rate: o.presence_rate,
             measures: m.clone(),

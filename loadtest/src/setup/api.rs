@@ -75,13 +75,25 @@ async fn create_file(endpoint: &Endpoint, owner: &str, n: usize, doc: &Value) ->
 /// an owner's seat.
 pub async fn run(endpoint: &Endpoint, o: &Options) -> Result<Setup> {
     let run = random_id(10).to_lowercase();
-    let owner = sign_up(endpoint, &run, 0).await.context("setup")?;
-    let tokens: Vec<String> = stream::iter(1..=o.accounts)
-        .map(|n| sign_up(endpoint, &run, n))
-        .buffered(4)
-        .try_collect()
-        .await
-        .context("setup")?;
+    let app_tokens = o
+        .jwt
+        .as_ref()
+        .map(|jwt| crate::apptokens::AppTokens::new(jwt, &run))
+        .transpose()?;
+    // With app tokens, nobody signs up: the owner and the people are the app's.
+    let (owner, tokens) = match &app_tokens {
+        Some(app) => (app.owner(), Vec::new()),
+        None => {
+            let owner = sign_up(endpoint, &run, 0).await.context("setup")?;
+            let tokens: Vec<String> = stream::iter(1..=o.accounts)
+                .map(|n| sign_up(endpoint, &run, n))
+                .buffered(4)
+                .try_collect()
+                .await
+                .context("setup")?;
+            (owner, tokens)
+        }
+    };
     let doc = document(o.pages);
     let files: Vec<FileKeys> = stream::iter(0..o.files)
         .map(|n| create_file(endpoint, &owner, n, &doc))
@@ -89,5 +101,9 @@ pub async fn run(endpoint: &Endpoint, o: &Options) -> Result<Setup> {
         .try_collect()
         .await
         .context("setup")?;
-    Ok(Setup { files, tokens })
+    Ok(Setup {
+        files,
+        tokens,
+        app_tokens,
+    })
 }

@@ -88,6 +88,13 @@ fuzz_target!(|data: &[u8]| {
                     assert!(c.is_finite(), "camera not finite");
                 }
             }
+            Ok(ClientMessage::Refresh(token)) => {
+                assert!(!token.is_empty(), "empty refresh token kept");
+                assert!(
+                    token.len() <= atrium_node::protocol::MAX_TOKEN_BYTES,
+                    "refresh token over its bound"
+                );
+            }
             Err(r) => {
                 assert!(
                     matches!(r.code, "invalid" | "too-large"),

@@ -17,6 +17,24 @@ pub async fn announce_signout(state: &AppState, token_digest: [u8; 32]) {
     }
 }
 
+/// The topic app-token revocations travel on; the payload is the revocation as JSON.
+pub const APP_REVOKE: &str = "app-revoke";
+
+/// Applies a revocation here: remembered (new hellos and refreshes fail) and the
+/// sockets it covers closed with 4001. Returns how many closed.
+pub fn apply_revocation(state: &AppState, r: &crate::apptoken::Revocation) -> usize {
+    state.app_tokens.revocations().add(r);
+    state.app_sockets.revoke(r)
+}
+
+/// Tells every node (this one included) of a revocation.
+pub async fn announce_revocation(state: &AppState, r: &crate::apptoken::Revocation) {
+    let payload = serde_json::to_vec(r).unwrap_or_default();
+    if let Err(e) = state.coordinator.publish(APP_REVOKE, payload).await {
+        tracing::warn!(error = %e, "could not announce a revocation to the fleet");
+    }
+}
+
 /// Digests per sign-out message of [`announce_signouts`] (1 KiB payloads).
 const DIGESTS_PER_MESSAGE: usize = 32;
 

@@ -44,6 +44,32 @@ impl NodeConfig {
         Duration::from_millis(self.shutdown_ms)
     }
 
+    /// The app-token verifier's keys and checks, reading the PEM files named.
+    pub fn app_token_keys(&self) -> Result<crate::apptoken::KeySource, String> {
+        let mut pem_keys = Vec::new();
+        for path in &self.app_token_public_keys {
+            let origin = path.display().to_string();
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("ATRIUM_APP_TOKEN_PUBLIC_KEYS: {origin}: {e}"))?;
+            pem_keys.push(crate::apptoken::KeySource::read_pem(&origin, &pem)?);
+        }
+        Ok(crate::apptoken::KeySource {
+            hs256_secret: self
+                .app_token_hs256_secret
+                .as_ref()
+                .filter(|s| !s.is_empty())
+                .map(|s| s.as_bytes().to_vec()),
+            pem_keys,
+            jwks_url: self.app_token_jwks_url.clone().filter(|u| !u.is_empty()),
+            issuer: self.app_token_issuer.clone(),
+            audience: self.app_token_audience.clone(),
+            skew_s: self.app_token_skew_s,
+            jwks_refresh: Duration::from_millis(self.app_token_jwks_refresh_ms),
+            jwks_min_refetch: Duration::from_millis(self.app_token_jwks_min_refetch_ms),
+            jwks_keep: Duration::from_millis(self.app_token_jwks_keep_ms),
+        })
+    }
+
     /// The trusted proxies: addresses or ranges (`10.244.0.0/16`).
     pub fn trusted_proxies(&self) -> Result<Vec<crate::limits::Network>, String> {
         self.trust_proxy

@@ -4,6 +4,7 @@ use hyper::body::Incoming;
 use hyper::Request;
 
 use super::ApiError;
+use crate::apptoken::{is_app_token, AppClaims};
 use crate::ids::digest;
 use crate::state::AppState;
 use crate::store::{Account, StoreError};
@@ -18,10 +19,32 @@ pub fn bearer_token(req: &Request<Incoming>) -> Option<String> {
     crate::auth::bearer(header).map(str::to_owned)
 }
 
+/// The claims of an app token (docs/auth.md); 401 for one that fails a check.
+pub async fn app_claims(state: &AppState, token: &str) -> Result<AppClaims, ApiError> {
+    state.app_tokens.verify(token).await.map_err(|e| {
+        tracing::debug!(error = %e, "app token refused");
+        ApiError::unauthorized()
+    })
+}
+
+/// The account an app person stands for: no Atrium account, no email, no password;
+/// the id its files are owned by.
+pub fn app_account(claims: &AppClaims) -> Account {
+    Account {
+        id: claims.account(),
+        email: String::new(),
+        name: claims.display_name(),
+        password_hash: String::new(),
+    }
+}
+
 /// The account behind the request's token: `Ok(None)` without a token, 401 for a
-/// bad or signed-out one.
+/// bad or signed-out one. An app token (it holds a `.`) stands for its `sub`.
 pub async fn caller(state: &AppState, token: Option<&str>) -> Result<Option<Account>, ApiError> {
     let Some(token) = token else { return Ok(None) };
+    if is_app_token(token) {
+        return Ok(Some(app_account(&app_claims(state, token).await?)));
+    }
     match state.store.session_account(digest(token)).await {
         Ok(a) => Ok(Some(a)),
         Err(StoreError::NotFound) => Err(ApiError::unauthorized()),

@@ -3,6 +3,7 @@
 //! `files`; the socket upgrade in `upgrade`; health, readiness and metrics in `ops`.
 
 mod accounts;
+mod app;
 mod assets;
 mod body;
 mod caller;
@@ -13,7 +14,9 @@ mod routes;
 mod upgrade;
 
 pub use body::{parse_json, plain_name, read_body, read_json, BodyDeadline};
-pub use caller::{bearer_token, caller, client_addr, signed_in, ClientAddr};
+pub use caller::{
+    app_account, app_claims, bearer_token, caller, client_addr, signed_in, ClientAddr,
+};
 pub use error::{busy, rate_limited, ApiError};
 pub use ops::metrics_text as metrics_response;
 

@@ -8,7 +8,7 @@ use hyper::{Method, Request};
 use super::error::method_not_allowed;
 use super::files::versions;
 use super::upgrade::upgrade;
-use super::{accounts, assets, files, ops, ApiError, ApiResult};
+use super::{accounts, app, assets, files, ops, ApiError, ApiResult};
 use crate::ids::FileId;
 use crate::state::AppState;
 
@@ -34,6 +34,14 @@ pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiR
         (&Method::POST, ["api", "signout"]) => accounts::signout(state, req).await,
         (&Method::POST, ["api", "signout", "all"]) => accounts::signout_all(state, req).await,
         (&Method::GET, ["api", "me"]) => accounts::me(state, req).await,
+        (&Method::POST, ["api", "admin", "api-keys"]) => app::create_key(state, req).await,
+        (&Method::GET, ["api", "admin", "api-keys"]) => app::list_keys(state, req).await,
+        (&Method::DELETE, ["api", "admin", "api-keys", id]) => {
+            let id = (*id).to_owned();
+            app::delete_key(state, req, &id).await
+        }
+        (_, ["api", "admin", "api-keys", _]) => Err(method_not_allowed()),
+        (&Method::POST, ["api", "app", "revoke"]) => app::revoke(state, req).await,
         (&Method::GET, ["api", "files"]) => files::list(state, req).await,
         (&Method::POST, ["api", "files"]) => files::create(state, req).await,
         (_, ["api", "files", id]) => {
@@ -113,6 +121,8 @@ const KNOWN: &[&[&str]] = &[
     &["api", "signout"],
     &["api", "signout", "all"],
     &["api", "me"],
+    &["api", "admin", "api-keys"],
+    &["api", "app", "revoke"],
     &["api", "files"],
     &["api", "openapi.yaml"],
 ];

@@ -4,6 +4,7 @@ use atrium_protocol::CloseCode;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
+use crate::apptoken::Level;
 use crate::ids::{digest, AccountId};
 use crate::store::{FileRecord, LinkAccess};
 
@@ -65,6 +66,10 @@ pub enum Access {
         edit: bool,
         generation: u64,
     },
+    /// An app token's grant (docs/auth.md): the app decides, whatever the link says.
+    Grant {
+        edit: bool,
+    },
 }
 
 /// Why someone may not join: each maps to a close code.
@@ -90,14 +95,21 @@ fn same_secret(a: &str, b: &str) -> bool {
     digest(a) == digest(b)
 }
 
-/// What `account` and `key` give on `file`.
+/// What `account`, `key` and an app token's `grant` give on `file`. The owner is
+/// the owner; an app grant wins over a link key.
 pub fn access(
     file: &FileRecord,
     account: Option<&AccountId>,
     key: Option<&str>,
+    grant: Option<Level>,
 ) -> Result<Access, Denied> {
     if account == Some(&file.owner) {
         return Ok(Access::Owner);
+    }
+    if let Some(level) = grant {
+        return Ok(Access::Grant {
+            edit: level == Level::Edit,
+        });
     }
     match key {
         Some(k) if same_secret(k, &file.edit_key) => Ok(Access::Key {
@@ -119,6 +131,8 @@ pub fn access(
 pub fn role(file: &FileRecord, access: Access) -> Result<(Role, Option<&'static str>), Denied> {
     match (access, file.link) {
         (Access::Owner, _) => Ok((Role::Editor, None)),
+        (Access::Grant { edit: true }, _) => Ok((Role::Editor, None)),
+        (Access::Grant { edit: false }, _) => Ok((Role::Viewer, None)),
         (Access::Key { generation, .. }, _) if generation != file.key_generation => {
             Err(Denied::Forbidden)
         }
@@ -154,18 +168,37 @@ mod tests {
         let owner = AccountId::parse("owner").unwrap();
         let other = AccountId::parse("other").unwrap();
         let f = file(LinkAccess::View);
-        assert_eq!(access(&f, Some(&owner), None), Ok(Access::Owner));
-        assert_eq!(access(&f, Some(&other), None), Err(Denied::Forbidden));
-        assert_eq!(access(&f, None, None), Err(Denied::Unauthorized));
-        assert_eq!(access(&f, None, Some("nope")), Err(Denied::Unauthorized));
-        let edit = access(&f, None, Some("editkey")).unwrap();
+        assert_eq!(access(&f, Some(&owner), None, None), Ok(Access::Owner));
+        assert_eq!(access(&f, Some(&other), None, None), Err(Denied::Forbidden));
+        assert_eq!(access(&f, None, None, None), Err(Denied::Unauthorized));
+        assert_eq!(
+            access(&f, None, Some("nope"), None),
+            Err(Denied::Unauthorized)
+        );
+        let edit = access(&f, None, Some("editkey"), None).unwrap();
         assert_eq!(role(&f, edit), Ok((Role::Viewer, Some("view-link"))));
         assert_eq!(role(&file(LinkAccess::Edit), edit).unwrap().0, Role::Editor);
         assert_eq!(role(&file(LinkAccess::None), edit), Err(Denied::Forbidden));
-        let view = access(&f, None, Some("viewkey")).unwrap();
+        let view = access(&f, None, Some("viewkey"), None).unwrap();
         assert_eq!(role(&file(LinkAccess::Edit), view).unwrap().0, Role::Viewer);
         let mut rotated = file(LinkAccess::Edit);
         rotated.key_generation = 4;
         assert_eq!(role(&rotated, edit), Err(Denied::Forbidden));
+    }
+
+    #[test]
+    fn an_app_grant_decides_whatever_the_link_says() {
+        let other = AccountId::parse("sub-ann").unwrap();
+        let owner = AccountId::parse("owner").unwrap();
+        let f = file(LinkAccess::None);
+        let edit = access(&f, Some(&other), None, Some(Level::Edit)).unwrap();
+        assert_eq!(role(&f, edit).unwrap().0, Role::Editor);
+        let view = access(&f, Some(&other), Some("editkey"), Some(Level::View)).unwrap();
+        assert_eq!(role(&f, view).unwrap().0, Role::Viewer);
+        assert_eq!(access(&f, Some(&other), None, None), Err(Denied::Forbidden));
+        assert_eq!(
+            access(&f, Some(&owner), None, Some(Level::View)),
+            Ok(Access::Owner)
+        );
     }
 }

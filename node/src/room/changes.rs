@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 use atrium_protocol::CloseCode;
 use serde_json::json;
 
-use super::access::{self, Role};
+use super::access::{self, Access, Role};
 use super::core::RoomCore;
+use crate::apptoken::Level;
 use crate::outbox::{shared, ConnId};
 use crate::store::FileRecord;
 
@@ -47,6 +48,39 @@ impl RoomCore {
 
     pub fn tick_period(&self) -> Duration {
         Duration::from_micros(1_000_000 / u64::from(self.presence_hz.max(1)))
+    }
+
+    /// A refreshed app token: the socket's access follows its new grant at once (a
+    /// narrowed one demotes it before its next patch); without the file in the grant it
+    /// leaves with 4003. The owner stays the owner.
+    pub(super) fn regrant(&mut self, conn: ConnId, grant: Option<Level>, exp: i64, now: Instant) {
+        let Some(m) = self.participants.get_mut(&conn) else {
+            return;
+        };
+        if m.access != Access::Owner {
+            match grant {
+                Some(level) => {
+                    m.access = Access::Grant {
+                        edit: level == Level::Edit,
+                    }
+                }
+                None => {
+                    m.outbox
+                        .close(CloseCode::Forbidden, "the token no longer grants this file");
+                    self.leave(conn, now);
+                    return;
+                }
+            }
+        }
+        let outbox = m.outbox.clone();
+        // Roles first: once `refreshed` arrives, the new grant is in force.
+        self.settle_roles();
+        outbox.send_text(json!({"type": "refreshed", "exp": exp}).to_string());
+        self.rules
+            .metrics
+            .messages_sent
+            .with_label_values(&["refreshed"])
+            .inc();
     }
 
     pub(super) fn file_changed(&mut self, record: FileRecord, now: Instant) {

@@ -144,6 +144,7 @@ impl RoomCore {
             RoomCmd::Appended(a) => return self.appended(a, now),
             RoomCmd::SnapshotDone(result) => return self.snapshot_done(result, now),
             RoomCmd::FileChanged(record) => self.file_changed(record, now),
+            RoomCmd::Regrant { conn, grant, exp } => self.regrant(conn, grant, exp, now),
             RoomCmd::Deleted => return Some(Exit::Deleted),
             RoomCmd::GetDoc(reply) => {
                 let doc = self.doc.to_json();

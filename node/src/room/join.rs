@@ -2,6 +2,9 @@
 
 use atrium_protocol::CloseCode;
 
+use std::sync::Arc;
+
+use crate::apptoken::Level;
 use crate::ids::{AccountId, ClientKey, PersonId};
 use crate::outbox::Outbox;
 
@@ -19,6 +22,18 @@ pub struct JoinRequest {
     pub stored_op: u64,
     /// Where the room tells the socket its role.
     pub seat: access::Seat,
+    /// What an app token's grant gives on this file.
+    pub grant: Option<Level>,
+    /// An app person's `sub`, color and avatar, shown to others.
+    pub profile: Option<Arc<Profile>>,
+}
+
+/// What others see of a person an app token let in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    pub sub: String,
+    pub color: Option<String>,
+    pub avatar: Option<String>,
 }
 
 #[derive(Debug)]

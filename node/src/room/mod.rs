@@ -54,7 +54,7 @@ use crate::journal::{Appended, Journal};
 use crate::outbox::ConnId;
 use crate::protocol::{Patch, PresenceUpdate};
 use crate::store::{FileRecord, Store, StoreError};
-pub use join::{JoinError, JoinRequest, Joined};
+pub use join::{JoinError, JoinRequest, Joined, Profile};
 pub use shell::Room;
 
 /// What rooms share: settings, the store, the journal and the coordinator.
@@ -79,6 +79,13 @@ pub enum RoomCmd {
     SnapshotDone(Result<u64, StoreError>),
     /// The file's settings changed (link, keys, name).
     FileChanged(FileRecord),
+    /// A socket's app token was refreshed: its new grant on this file (`None`: the
+    /// file left the grant) and the new `exp`, answered with `refreshed` or a 4003.
+    Regrant {
+        conn: ConnId,
+        grant: Option<crate::apptoken::Level>,
+        exp: i64,
+    },
     /// The file was deleted: everyone leaves with 4004.
     Deleted,
     /// The current document, once everything in it is durable.

@@ -1,6 +1,10 @@
 //! A person in a room (one socket), and what the room remembers of each client.
 
+use std::sync::Arc;
+
 use serde_json::json;
+
+use super::join::Profile;
 
 use super::access::{self, Access, Role};
 use crate::ids::{AccountId, ClientKey, PersonId};
@@ -18,17 +22,28 @@ pub(super) struct Participant {
     pub(super) access: Access,
     /// The version its welcome brought it to: it gets relays only above it.
     pub(super) from_version: u64,
+    pub(super) profile: Option<Arc<Profile>>,
 }
 
 impl Participant {
     pub(super) fn person_json(&self, page: Option<&str>) -> serde_json::Value {
-        json!({
+        let mut person = json!({
             "id": self.person.as_str(),
             "name": self.name,
             "account": self.account.as_ref().map(|a| a.as_str()),
             "role": self.role.as_str(),
             "page": page,
-        })
+        });
+        if let Some(p) = &self.profile {
+            person["sub"] = json!(p.sub);
+            if let Some(c) = &p.color {
+                person["color"] = json!(c);
+            }
+            if let Some(a) = &p.avatar {
+                person["avatar"] = json!(a);
+            }
+        }
+        person
     }
 }
 

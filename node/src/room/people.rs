@@ -25,7 +25,7 @@ impl RoomCore {
             return Err(JoinError::Unavailable(code));
         }
         let account_id = req.account.as_ref().map(|(id, _)| id);
-        let access = access::access(&self.record, account_id, req.key.as_deref())
+        let access = access::access(&self.record, account_id, req.key.as_deref(), req.grant)
             .map_err(JoinError::Denied)?;
         let (allowed, mut reason) =
             access::role(&self.record, access).map_err(JoinError::Denied)?;
@@ -86,6 +86,7 @@ impl RoomCore {
             seat: req.seat.clone(),
             access,
             from_version: self.version,
+            profile: req.profile.clone(),
         };
         member.seat.set(role, full.is_some());
         let returning = self.board.cancel_leave(&person);

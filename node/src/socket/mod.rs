@@ -40,6 +40,8 @@ struct Session {
     outbox: Outbox,
     room: Option<RoomHandle>,
     token: Option<[u8; 32]>,
+    /// The `sub` of the app token the socket said hello with (its refreshes must match).
+    app_sub: Option<String>,
     /// The fleet-wide counter this socket holds a slot of (sockets per account).
     account_slot: Option<String>,
     /// Its role, as the room last told it.
@@ -80,6 +82,7 @@ pub async fn serve(
         outbox: out.clone(),
         room: None,
         token: None,
+        app_sub: None,
         account_slot: None,
         seat: Seat::default(),
     };
@@ -128,6 +131,9 @@ async fn finish(session: &Session) {
     let state = &session.state;
     if let Some(token) = session.token {
         state.sockets.remove(token, session.outbox.id);
+    }
+    if session.app_sub.is_some() {
+        state.app_sockets.remove(session.outbox.id);
     }
     if let Some(counter) = &session.account_slot {
         if let Err(e) = state.coordinator.count_down(counter, &state.node).await {

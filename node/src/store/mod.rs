@@ -21,11 +21,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use crate::apptoken::Revocation;
 use crate::history::{VersionData, VersionInfo, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 pub(crate) use records::SnapshotAndLog;
 pub use records::{
-    Account, FileAppend, FileRecord, FileUpdate, LinkAccess, LoggedPatch, SnapshotWrite, TakenFile,
+    Account, ApiKey, FileAppend, FileRecord, FileUpdate, LinkAccess, LoggedPatch, SnapshotWrite,
+    TakenFile,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -184,4 +186,17 @@ pub trait Store: Send + Sync + 'static {
         id: u64,
         next: Option<(u64, VersionData)>,
     ) -> StoreResult<()>;
+    /// Stores an API key by the digest of its secret; `Conflict` when the id is taken.
+    async fn create_api_key(&self, key: &ApiKey, digest: [u8; 32]) -> StoreResult<()>;
+    /// The API key whose secret has this digest.
+    async fn api_key(&self, digest: [u8; 32]) -> StoreResult<ApiKey>;
+    /// Every API key, oldest first.
+    async fn api_keys(&self) -> StoreResult<Vec<ApiKey>>;
+    /// Deletes an API key; `NotFound` when there is none with this id.
+    async fn delete_api_key(&self, id: &str) -> StoreResult<()>;
+    /// Records a revocation of app tokens until `until_ms` (a later one of the same
+    /// `sub` or `jti` replaces it).
+    async fn add_revocation(&self, r: &Revocation, until_ms: i64) -> StoreResult<()>;
+    /// The revocations still in force, with when each ends (Unix ms).
+    async fn revocations(&self) -> StoreResult<Vec<(Revocation, i64)>>;
 }

@@ -22,6 +22,15 @@ impl Account {
     }
 }
 
+/// An API key of the app's backend: its id, name and scopes (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub id: String,
+    pub name: String,
+    pub scopes: Vec<String>,
+    pub created_at: i64,
+}
+
 /// Who may reach a file by link key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkAccess {

@@ -13,3 +13,4 @@ mod history;
 mod latency;
 mod meeting;
 mod moved;
+mod revocation;

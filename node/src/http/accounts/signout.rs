@@ -11,6 +11,9 @@ use crate::state::AppState;
 
 pub async fn signout(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let token = bearer_token(&req).ok_or_else(ApiError::unauthorized)?;
+    if crate::apptoken::is_app_token(&token) {
+        return Err(app_token_signout());
+    }
     signed_in(state, Some(&token)).await?;
     let d = digest(&token);
     state.store.delete_session(d).await?;
@@ -23,6 +26,9 @@ pub async fn signout(state: &AppState, req: Request<Incoming>) -> ApiResult {
 /// Ends every session of the caller's account, here and on every node: their
 /// tokens stop working at once and their sockets close with 4001.
 pub async fn signout_all(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    if bearer_token(&req).is_some_and(|t| crate::apptoken::is_app_token(&t)) {
+        return Err(app_token_signout());
+    }
     let account = signed_in(state, bearer_token(&req).as_deref()).await?;
     let digests = state.store.delete_sessions_of(&account.id).await?;
     for d in &digests {
@@ -31,6 +37,13 @@ pub async fn signout_all(state: &AppState, req: Request<Incoming>) -> ApiResult 
     crate::cluster::announce_signouts(state, &digests).await;
     tracing::info!(account = %account.id, sessions = digests.len(), "signed out everywhere");
     Ok(empty(StatusCode::NO_CONTENT))
+}
+
+/// App tokens are not sessions: they end at their `exp`, or by revocation.
+fn app_token_signout() -> ApiError {
+    ApiError::bad_request(
+        "an app token is not a session: it ends at its `exp`, or when the app revokes it",
+    )
 }
 
 pub async fn me(state: &AppState, req: Request<Incoming>) -> ApiResult {

@@ -4,20 +4,30 @@
 use hyper::body::Incoming;
 use hyper::Request;
 
-use crate::http::{bearer_token, caller, ApiError};
+use crate::apptoken::{is_app_token, AppClaims};
+use crate::http::{app_account, app_claims, bearer_token, caller, ApiError};
 use crate::ids::FileId;
 use crate::room::access::{self, Denied};
 use crate::state::AppState;
 use crate::store::{Account, FileRecord};
 
-/// The caller of a file route: the account behind the token and the link key.
+/// The caller of a file route: the account behind the token, the link key, and an
+/// app token's claims.
 struct Caller {
     account: Option<Account>,
     key: Option<String>,
+    app: Option<AppClaims>,
 }
 
 async fn file_caller(state: &AppState, req: &Request<Incoming>) -> Result<Caller, ApiError> {
-    let account = caller(state, bearer_token(req).as_deref()).await?;
+    let token = bearer_token(req);
+    let (account, app) = match token.as_deref() {
+        Some(t) if is_app_token(t) => {
+            let claims = app_claims(state, t).await?;
+            (Some(app_account(&claims)), Some(claims))
+        }
+        t => (caller(state, t).await?, None),
+    };
     let key = req
         .headers()
         .get("x-atrium-key")
@@ -25,7 +35,7 @@ async fn file_caller(state: &AppState, req: &Request<Incoming>) -> Result<Caller
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .map(str::to_owned);
-    Ok(Caller { account, key })
+    Ok(Caller { account, key, app })
 }
 
 fn denied(d: Denied) -> ApiError {
@@ -44,7 +54,8 @@ pub(super) async fn readable(
     let who = file_caller(state, req).await?;
     let file = state.store.file(id).await?;
     let account = who.account.as_ref().map(|a| &a.id);
-    let granted = access::access(&file, account, who.key.as_deref()).map_err(denied)?;
+    let grant = who.app.as_ref().and_then(|c| c.level(id));
+    let granted = access::access(&file, account, who.key.as_deref(), grant).map_err(denied)?;
     access::role(&file, granted).map_err(denied)?;
     served_here(state, id).await?;
     let owner = granted == access::Access::Owner;
@@ -56,7 +67,7 @@ pub(super) struct Granted {
     pub(super) file: FileRecord,
     pub(super) role: access::Role,
     pub(super) owner: bool,
-    /// Who they are, by name: an account's name, or "Guest".
+    /// Who they are, by name: an account's name, an app token's name, or "Guest".
     pub(super) name: String,
 }
 
@@ -69,10 +80,19 @@ pub(super) async fn granted(
     let who = file_caller(state, req).await?;
     let file = state.store.file(id).await?;
     let account = who.account.as_ref().map(|a| &a.id);
-    let granted = access::access(&file, account, who.key.as_deref()).map_err(denied)?;
+    let grant = who.app.as_ref().and_then(|c| c.level(id));
+    let granted = access::access(&file, account, who.key.as_deref(), grant).map_err(denied)?;
     let (role, _) = access::role(&file, granted).map_err(denied)?;
     served_here(state, id).await?;
-    let name = who.account.map_or_else(|| "Guest".to_owned(), |a| a.name);
+    // An app token's person goes by the name its token gives, else by its `sub`.
+    let app_name = who
+        .app
+        .as_ref()
+        .map(|c| c.name.clone().unwrap_or_else(|| c.sub.clone()));
+    let name = match who.account {
+        Some(a) => a.name,
+        None => app_name.unwrap_or_else(|| "Guest".to_owned()),
+    };
     Ok(Granted {
         file,
         role,

@@ -5,18 +5,22 @@ use hyper::{Request, StatusCode};
 use serde::Deserialize;
 
 use super::{file_json, file_name};
+use crate::apptoken::{is_app_token, owner_for, Grant};
 use crate::doc::{DocLimits, Document, PatchError};
+use crate::http::app_claims;
 use crate::http::{
     bearer_token, busy, json_response, parse_json, rate_limited, read_body, signed_in, ApiError,
     ApiResult, SMALL_BODY,
 };
 use crate::ids::{new_secret, FileId};
 use crate::state::AppState;
-use crate::store::{FileRecord, LinkAccess, StoreError};
+use crate::store::{Account, FileRecord, LinkAccess, StoreError};
 
 #[derive(Deserialize)]
 struct NewFile {
     name: Option<String>,
+    /// The file's id, chosen by the app (app tokens only), so its grants can name it.
+    id: Option<String>,
     /// Kept as text and read node by node: never held as JSON values.
     doc: Option<Box<serde_json::value::RawValue>>,
 }
@@ -32,8 +36,11 @@ fn too_many_files(cap: u64) -> ApiError {
 
 /// A new file's name and its initial document (as the store keeps it), from the
 /// body of `POST /api/files`.
-fn new_file(body: &[u8], limits: &DocLimits) -> Result<(String, Option<String>), ApiError> {
+type NewFileParts = (String, Option<String>, Option<String>);
+
+fn new_file(body: &[u8], limits: &DocLimits) -> Result<NewFileParts, ApiError> {
     let body: NewFile = parse_json(body)?;
+    let id = body.id;
     let name = file_name(body.name.as_deref().unwrap_or("Untitled"))?;
     let doc = match body.doc {
         None => None,
@@ -50,7 +57,39 @@ fn new_file(body: &[u8], limits: &DocLimits) -> Result<(String, Option<String>),
             }
         },
     };
-    Ok((name, doc))
+    Ok((name, doc, id))
+}
+
+/// Who owns a file an app token creates, per its `create` claim (403 without one), with
+/// the owner's stand-in account made if it is not there yet: files need an owner
+/// account, and this one can never sign in (no email, no password).
+async fn app_owner(state: &AppState, token: &str) -> Result<Account, ApiError> {
+    let claims = app_claims(state, token).await?;
+    let owner = match claims.create {
+        Some(Grant::Sub) => claims.account(),
+        Some(Grant::App) => owner_for(None),
+        None => {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this token may not create files (no `create` claim)",
+            ))
+        }
+    };
+    let account = Account {
+        email: format!("app token {owner}"),
+        name: if claims.create == Some(Grant::App) {
+            "App".into()
+        } else {
+            claims.display_name()
+        },
+        password_hash: "!".into(),
+        id: owner,
+    };
+    match state.store.insert_account(&account).await {
+        Ok(()) | Err(StoreError::Conflict) => Ok(account),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Memory a file's initial document takes while it is read and checked, per byte
@@ -58,7 +97,12 @@ fn new_file(body: &[u8], limits: &DocLimits) -> Result<(String, Option<String>),
 const BODY_MEMORY_FACTOR: usize = 2 + crate::doc::BUILD_BYTES_PER_JSON_BYTE;
 
 pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
-    let account = signed_in(state, bearer_token(&req).as_deref()).await?;
+    let token = bearer_token(&req);
+    let app = token.as_deref().is_some_and(is_app_token);
+    let account = match token.as_deref() {
+        Some(t) if app => app_owner(state, t).await?,
+        t => signed_in(state, t).await?,
+    };
     // The rate first, before the body is read: a burst costs nothing.
     if let Err(wait) = state.file_creates.check(&account.id) {
         return Err(rate_limited(
@@ -86,10 +130,16 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     // Read, checked and rebuilt on the bulk lane when large (see `lane`).
     let body = read_body(req, limit).await?;
     let limits = state.limits.clone();
-    let (name, doc) =
+    let (name, doc, id) =
         crate::lane::run(body.len(), &state.metrics, move || new_file(&body, &limits)).await?;
+    let id = match id {
+        None => FileId::generate(),
+        Some(_) if !app => return Err(ApiError::bad_request("only app tokens choose a file's id")),
+        Some(id) => FileId::parse(&id)
+            .ok_or_else(|| ApiError::bad_request("a file id must match [A-Za-z0-9_-]{1,64}"))?,
+    };
     let record = FileRecord {
-        id: FileId::generate(),
+        id,
         owner: account.id.clone(),
         name,
         link: LinkAccess::None,
@@ -100,10 +150,22 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
         updated_at: crate::clock::unix_ms(),
         viewers_see_history: false,
     };
-    let cap = state.config.files_per_account;
+    // The app's own files are the app's business; people's are capped as accounts' are.
+    let cap = if account.id == owner_for(None) {
+        u64::MAX
+    } else {
+        state.config.files_per_account
+    };
     match state.store.create_file_capped(&record, doc, cap).await {
         Ok(()) => {}
         Err(StoreError::Full) => return Err(too_many_files(cap)),
+        Err(StoreError::Conflict) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "file-exists",
+                "a file with this id exists",
+            ))
+        }
         Err(e) => return Err(e.into()),
     }
     Ok(json_response(

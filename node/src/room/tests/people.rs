@@ -234,3 +234,45 @@ fn the_shared_people_count_follows_joins_and_leaves() {
     h.leave(&b);
     assert_eq!(h.core.people.load(std::sync::atomic::Ordering::Relaxed), 0);
 }
+
+#[test]
+fn an_app_grant_seats_the_person_and_a_refresh_narrows_or_ends_it() {
+    use crate::apptoken::Level;
+    let mut h = Harness::new();
+    let mut a = h.join(As::Owner);
+    a.frames();
+    let mut b = h.join(As::App(Level::Edit));
+    let joins = a.of_type("join");
+    let them = &joins[0]["people"][0];
+    assert_eq!(them["role"], "editor");
+    assert_eq!(them["sub"], "ann");
+    assert_eq!(them["color"], "#ff0066");
+    assert_eq!(them["account"], "sub-ann");
+    b.frames();
+    // Narrowed: a viewer at once, told with `refreshed` and a `role`.
+    h.send(RoomCmd::Regrant {
+        conn: b.conn,
+        grant: Some(Level::View),
+        exp: 2_000_000_000,
+    });
+    let got = b.frames();
+    assert!(
+        got.iter()
+            .any(|m| m["type"] == "refreshed" && m["exp"] == 2_000_000_000),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|m| m["type"] == "role" && m["role"] == "viewer"),
+        "{got:?}"
+    );
+    assert_eq!(b.seat.refusal().map(|r| r.0), Some("viewer"));
+    // Removed: 4003.
+    h.send(RoomCmd::Regrant {
+        conn: b.conn,
+        grant: None,
+        exp: 2_000_000_000,
+    });
+    assert_eq!(b.closed(), Some(CloseCode::Forbidden.code()));
+    assert!(a.of_type("leave").len() <= 1);
+}

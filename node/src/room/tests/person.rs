@@ -47,6 +47,8 @@ pub enum As {
     Owner,
     Editor,
     Viewer,
+    /// Someone an app token let in, with this grant.
+    App(crate::apptoken::Level),
 }
 
 impl Harness {
@@ -66,11 +68,23 @@ impl Harness {
         let (out, rx) = outbox(1024, 64 << 20, self.core.rules.metrics.clone());
         let conn = out.id;
         let seat = Seat::default();
-        let (account, key) = match who {
-            As::Owner => (Some((self.owner.clone(), "Owner".to_string())), None),
-            As::Editor => (None, Some(EDIT_KEY.to_string())),
-            As::Viewer => (None, Some(VIEW_KEY.to_string())),
+        let (account, key, grant) = match who {
+            As::Owner => (Some((self.owner.clone(), "Owner".to_string())), None, None),
+            As::Editor => (None, Some(EDIT_KEY.to_string()), None),
+            As::Viewer => (None, Some(VIEW_KEY.to_string()), None),
+            As::App(level) => (
+                Some((crate::apptoken::owner_for(Some("ann")), "Ann".to_string())),
+                None,
+                Some(level),
+            ),
         };
+        let profile = grant.map(|_| {
+            std::sync::Arc::new(crate::room::Profile {
+                sub: "ann".into(),
+                color: Some("#ff0066".into()),
+                avatar: None,
+            })
+        });
         let req = JoinRequest {
             outbox: out,
             client,
@@ -80,6 +94,8 @@ impl Harness {
             since,
             stored_op: 0,
             seat: seat.clone(),
+            grant,
+            profile,
         };
         let (tx, mut reply) = oneshot::channel();
         self.send(RoomCmd::Join(req, tx));

@@ -20,6 +20,51 @@ pub(super) async fn handle_text(session: &Session, room: &RoomHandle, text: Stri
     to_room(session, room, parsed).await;
 }
 
+/// A fresh app token for the socket: same `sub`, verified like a hello's. The room
+/// applies its grant on this file and answers `refreshed` (or closes 4003); a token that
+/// fails is refused with `bad-token` and the socket keeps the one it had until its `exp`.
+async fn refresh(session: &Session, room: &RoomHandle, token: &str) {
+    let state = &session.state;
+    state
+        .metrics
+        .messages_received
+        .with_label_values(&["refresh"])
+        .inc();
+    let bad = |message: &str| Refusal {
+        id: None,
+        code: "bad-token",
+        message: message.into(),
+    };
+    let Some(sub) = &session.app_sub else {
+        return refuse(
+            session,
+            bad("refresh is for sockets opened with an app token"),
+        );
+    };
+    if !crate::apptoken::is_app_token(token) {
+        return refuse(session, bad("not an app token"));
+    }
+    let claims = match state.app_tokens.verify(token).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!(error = %e, "app token refused at refresh");
+            return refuse(session, bad("bad or expired app token"));
+        }
+    };
+    if &claims.sub != sub {
+        return refuse(
+            session,
+            bad("a refresh must carry a token of the same `sub`"),
+        );
+    }
+    state.app_sockets.track(&session.outbox, &claims);
+    let _ = room.tx.send(RoomCmd::Regrant {
+        conn: session.outbox.id,
+        grant: claims.level(&session.file),
+        exp: claims.exp,
+    });
+}
+
 pub(super) async fn to_room(
     session: &Session,
     room: &RoomHandle,
@@ -45,6 +90,7 @@ pub(super) async fn to_room(
                     .close(CloseCode::ServiceRestart, "the room closed");
             }
         }
+        Ok(ClientMessage::Refresh(token)) => refresh(session, room, &token).await,
         Ok(_) => {}
         Err(r) => refuse(session, r),
     }

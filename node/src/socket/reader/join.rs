@@ -11,7 +11,7 @@ use super::Session;
 use crate::ids::{digest, ClientKey};
 use crate::protocol;
 use crate::room::access;
-use crate::room::{JoinError, JoinRequest};
+use crate::room::{JoinError, JoinRequest, Profile};
 use crate::state::AppState;
 use crate::store::StoreError;
 
@@ -46,13 +46,53 @@ async fn account_slot(state: &AppState, counter: &str) -> Result<bool, Coordinat
     }
 }
 
+/// The claims of the hello's app token. The socket is followed for its expiry and
+/// revocations before the revocations are checked again: a revocation at any moment
+/// after the verification either fails that check or closes this socket.
+async fn app_claims(
+    session: &mut Session,
+    token: &str,
+) -> Result<crate::apptoken::AppClaims, (CloseCode, &'static str)> {
+    let state = session.state.clone();
+    let claims = match state.app_tokens.verify(token).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!(error = %e, "app token refused at hello");
+            return Err((CloseCode::Unauthorized, "bad or expired app token"));
+        }
+    };
+    state.app_sockets.track(&session.outbox, &claims);
+    session.app_sub = Some(claims.sub.clone());
+    if state.app_tokens.revocations().revoked(&claims) {
+        return Err((CloseCode::Unauthorized, "bad or expired app token"));
+    }
+    Ok(claims)
+}
+
 /// Signs the socket in and joins it to the file's room. The error is a close.
 pub(super) async fn join(
     session: &mut Session,
     hello: protocol::Hello,
 ) -> Result<(), (CloseCode, &'static str)> {
     let state = session.state.clone();
+    let mut grant = None;
+    let mut profile = None;
     let account = match &hello.token {
+        Some(token) if crate::apptoken::is_app_token(token) => {
+            let claims = app_claims(session, token).await?;
+            grant = claims.level(&session.file);
+            profile = Some(std::sync::Arc::new(Profile {
+                sub: claims.sub.clone(),
+                color: claims.color.clone(),
+                avatar: claims.avatar.clone(),
+            }));
+            Some(crate::store::Account {
+                id: claims.account(),
+                email: String::new(),
+                name: claims.display_name(),
+                password_hash: String::new(),
+            })
+        }
         Some(token) => {
             let d = digest(token);
             // Registered for sign-out before the token is checked: a sign-out at any
@@ -83,7 +123,7 @@ pub(super) async fn join(
         match state.store.file(&session.file).await {
             Ok(record) => {
                 let account_id = account.as_ref().map(|a| &a.id);
-                access::access(&record, account_id, hello.key.as_deref())
+                access::access(&record, account_id, hello.key.as_deref(), grant)
                     .and_then(|a| access::role(&record, a))
                     .map_err(|d| {
                         let e = JoinError::Denied(d);
@@ -131,6 +171,8 @@ pub(super) async fn join(
         since: hello.since,
         stored_op,
         seat: session.seat.clone(),
+        grant,
+        profile,
     };
     if session.outbox.is_closing() {
         // Signed out (or replaced) while waiting for a slot: never welcomed.

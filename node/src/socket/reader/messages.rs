@@ -93,8 +93,8 @@ async fn take_in(
                 Err(r) => refuse(session, r),
             }
         }
-        Kind::Patch => {
-            if let Some((code, why)) = session.seat.refusal() {
+        Kind::Patch | Kind::Refresh => {
+            if let (Kind::Patch, Some((code, why))) = (message.kind, session.seat.refusal()) {
                 return intake.push(Waiting::Refused(message.refuse(code, why)));
             }
             if intake.backlog.is_empty() && intake.messages.take(std::time::Instant::now()) {

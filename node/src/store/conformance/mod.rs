@@ -7,6 +7,7 @@
 //! `postgres/tests`.
 
 mod accounts;
+mod app_keys;
 mod appends;
 mod client_ops;
 mod files;
@@ -18,6 +19,7 @@ mod support;
 mod takes;
 
 pub use accounts::{accounts_and_email_case, sessions, sessions_expire_and_end_by_account};
+pub use app_keys::{api_keys_by_digest, revocations_last_until_they_end};
 pub use appends::{
     empty_appends, gapless_appends, one_fenced_file_does_not_fail_the_batch,
     one_file_twice_in_a_batch,
@@ -66,6 +68,8 @@ macro_rules! conformance_suite {
             retention_thins_with_age,
             versions_are_fenced,
             deleted_file_history_is_gone,
+            api_keys_by_digest,
+            revocations_last_until_they_end,
         );
     };
     (@each $open:expr; $($check:ident),* $(,)?) => {

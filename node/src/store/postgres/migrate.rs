@@ -18,6 +18,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         3,
         include_str!("../../../migrations/postgres/0003_versions.sql"),
     ),
+    (
+        4,
+        include_str!("../../../migrations/postgres/0004_app_tokens.sql"),
+    ),
 ];
 
 /// Advisory lock key that serialises migrations between nodes starting together

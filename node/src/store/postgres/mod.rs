@@ -20,6 +20,7 @@
 //!   group commit sends each file's savepoint and its fenced append together, so a
 //!   batch costs about one round trip per file plus the commit.
 
+mod app_keys;
 mod append;
 mod connect;
 mod files;

@@ -11,8 +11,8 @@ use crate::history::{VersionData, VersionInfo, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, file_from, ACCOUNT_COLUMNS, FILE_COLUMNS};
 use crate::store::{
-    Account, FileAppend, FileRecord, FileUpdate, LoggedPatch, SnapshotWrite, Store, StoreError,
-    StoreResult, TakenFile,
+    Account, ApiKey, FileAppend, FileRecord, FileUpdate, LoggedPatch, Revocation, SnapshotWrite,
+    Store, StoreError, StoreResult, TakenFile,
 };
 
 #[async_trait]
@@ -218,5 +218,29 @@ impl Store for PgStore {
         next: Option<(u64, VersionData)>,
     ) -> StoreResult<()> {
         self.remove_version(file, epoch, id, next).await
+    }
+
+    async fn create_api_key(&self, key: &ApiKey, digest: [u8; 32]) -> StoreResult<()> {
+        self.insert_api_key(key, digest).await
+    }
+
+    async fn api_key(&self, digest: [u8; 32]) -> StoreResult<ApiKey> {
+        self.api_key_by_digest(digest).await
+    }
+
+    async fn api_keys(&self) -> StoreResult<Vec<ApiKey>> {
+        self.all_api_keys().await
+    }
+
+    async fn delete_api_key(&self, id: &str) -> StoreResult<()> {
+        self.remove_api_key(id).await
+    }
+
+    async fn add_revocation(&self, r: &Revocation, until_ms: i64) -> StoreResult<()> {
+        self.upsert_revocation(r, until_ms).await
+    }
+
+    async fn revocations(&self) -> StoreResult<Vec<(Revocation, i64)>> {
+        self.live_revocations().await
     }
 }

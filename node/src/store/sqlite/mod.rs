@@ -3,6 +3,7 @@
 //! threads; the journal batches appends so a busy node pays one sync per turn.
 
 mod accounts;
+mod app_keys;
 mod append;
 mod checkpoints;
 mod files;

@@ -89,3 +89,21 @@ CREATE TABLE IF NOT EXISTS version_ids (
     file_id TEXT PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
     next_id INTEGER NOT NULL
 );
+
+-- API keys of the app's backend, kept only as SHA-256 digests of the key.
+CREATE TABLE IF NOT EXISTS api_keys (
+    id         TEXT PRIMARY KEY,
+    key_digest BLOB NOT NULL UNIQUE,
+    name       TEXT NOT NULL,
+    scopes     TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+
+-- Revoked app-token subjects (`sub`) and token ids (`jti`), each until `until_ms`.
+CREATE TABLE IF NOT EXISTS revocations (
+    kind     TEXT NOT NULL,
+    value    TEXT NOT NULL,
+    at_s     INTEGER NOT NULL,
+    until_ms INTEGER NOT NULL,
+    PRIMARY KEY (kind, value)
+);

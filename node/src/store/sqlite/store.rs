@@ -13,8 +13,8 @@ use crate::history::{VersionData, VersionInfo, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, ACCOUNT_COLUMNS};
 use crate::store::{
-    Account, FileAppend, FileRecord, FileUpdate, LoggedPatch, SnapshotWrite, Store, StoreError,
-    StoreResult, TakenFile,
+    Account, ApiKey, FileAppend, FileRecord, FileUpdate, LoggedPatch, Revocation, SnapshotWrite,
+    Store, StoreError, StoreResult, TakenFile,
 };
 
 #[async_trait]
@@ -261,5 +261,48 @@ impl Store for SqliteStore {
         let file = file.clone();
         self.run(move |c| versions::drop(c, &file, epoch, id, next))
             .await
+    }
+
+    async fn create_api_key(&self, key: &ApiKey, digest: [u8; 32]) -> StoreResult<()> {
+        let k = key.clone();
+        self.run(move |c| super::app_keys::insert_key(c, &k, digest))
+            .await
+    }
+
+    async fn api_key(&self, digest: [u8; 32]) -> StoreResult<ApiKey> {
+        let sql = format!(
+            "SELECT {} FROM api_keys WHERE key_digest = ?1",
+            super::app_keys::API_KEY_COLUMNS
+        );
+        self.read(move |c| found(c, &sql, [&digest[..]], super::app_keys::api_key_from))
+            .await
+    }
+
+    async fn api_keys(&self) -> StoreResult<Vec<ApiKey>> {
+        self.read(|c| super::app_keys::list_keys(c)).await
+    }
+
+    async fn delete_api_key(&self, id: &str) -> StoreResult<()> {
+        let id = id.to_owned();
+        let n = self
+            .run(move |c| {
+                c.execute("DELETE FROM api_keys WHERE id = ?1", [id])
+                    .map_err(unavailable)
+            })
+            .await?;
+        if n == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    async fn add_revocation(&self, r: &Revocation, until_ms: i64) -> StoreResult<()> {
+        let r = r.clone();
+        self.run(move |c| super::app_keys::upsert_revocation(c, &r, until_ms))
+            .await
+    }
+
+    async fn revocations(&self) -> StoreResult<Vec<(Revocation, i64)>> {
+        self.read(|c| super::app_keys::list_revocations(c)).await
     }
 }
