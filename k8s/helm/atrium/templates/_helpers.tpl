@@ -114,6 +114,22 @@ shutdownMs: ATRIUM_SHUTDOWN_MS
 hashConcurrency: ATRIUM_HASH_CONCURRENCY
 argon2MemoryKib: ATRIUM_ARGON2_MEMORY_KIB
 argon2Iterations: ATRIUM_ARGON2_ITERATIONS
+checkpointMs: ATRIUM_CHECKPOINT_MS
+historyBaseEvery: ATRIUM_HISTORY_BASE_EVERY
+historyAllMs: ATRIUM_HISTORY_ALL_MS
+historyHourlyMs: ATRIUM_HISTORY_HOURLY_MS
+historyDailyMs: ATRIUM_HISTORY_DAILY_MS
+appTokenIssuer: ATRIUM_APP_TOKEN_ISSUER
+appTokenAudience: ATRIUM_APP_TOKEN_AUDIENCE
+appTokenHs256Secret: ATRIUM_APP_TOKEN_HS256_SECRET
+appTokenPublicKeys: ATRIUM_APP_TOKEN_PUBLIC_KEYS
+appTokenJwksUrl: ATRIUM_APP_TOKEN_JWKS_URL
+appTokenJwksRefreshMs: ATRIUM_APP_TOKEN_JWKS_REFRESH_MS
+appTokenJwksMinRefetchMs: ATRIUM_APP_TOKEN_JWKS_MIN_REFETCH_MS
+appTokenJwksKeepMs: ATRIUM_APP_TOKEN_JWKS_KEEP_MS
+appTokenSkewS: ATRIUM_APP_TOKEN_SKEW_S
+appTokenNoticeMs: ATRIUM_APP_TOKEN_NOTICE_MS
+appTokenRevocationTtlMs: ATRIUM_APP_TOKEN_REVOCATION_TTL_MS
 {{- end -}}
 
 {{/* The router settings: value key -> ATRIUM_* variable (router/src/config.rs). */}}
