@@ -202,3 +202,98 @@ async fn a_join_for_a_member_whose_address_refuses_goes_to_the_successor_at_once
     assert_eq!(beat, Err(atrium_coordinator::CoordinatorError::Lost));
     assert_eq!(router.stop(STOP).await, Ok(()));
 }
+
+/// A stand-in node that, once upgraded, writes `total` bytes to its socket as fast as it will
+/// take them and never reads; `written` counts what the socket took.
+async fn flooding_node(
+    total: usize,
+    written: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            let written = written.clone();
+            tokio::spawn(async move {
+                let head = "HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n\
+                            upgrade: websocket\r\n\r\n";
+                if tcp.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let _ = read_head(&mut tcp).await;
+                let chunk = vec![b'x'; 64 * 1024];
+                let mut sent = 0;
+                while sent < total {
+                    match tcp.write(&chunk).await {
+                        Ok(n) if n > 0 => {
+                            sent += n;
+                            written.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        _ => return,
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Resident memory of this process (the router runs inside it), in KiB.
+fn rss_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4
+}
+
+/// A client that never reads, on a node that sends without end: the tunnel holds at most one
+/// read of the node's socket (64 KiB) for it and stops reading the node until the client takes
+/// it, so the rest waits in the node's own socket, costing the router nothing. Twenty such
+/// tunnels each offered 32 MiB grow the router by far less than one of those 32 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_costs_the_router_one_buffer_not_the_stream() {
+    const TUNNELS: usize = 20;
+    const OFFERED: usize = 32 * 1024 * 1024;
+    let _serial = serial().await;
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let node = flooding_node(OFFERED, written.clone()).await;
+    let coordinator = coordinator().await;
+    let id = NodeId::parse("flood").unwrap();
+    coordinator.announce(&id, node).await;
+    let heartbeats = coordinator.heartbeat(id);
+    let router = InsideRouter::start(&coordinator.url, 1).await;
+    let port = router.port;
+
+    let before = rss_kib();
+    let mut clients = Vec::new();
+    for i in 0..TUNNELS {
+        let mut tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        let (head, _) = ws::upgrade(&mut tcp, port, &format!("/files/stuck{i}/ws"), "").await;
+        assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+        clients.push(tcp); // kept open, never read
+    }
+    // Until the node's sockets stop taking bytes: every tunnel is then stuck.
+    let mut last = 0;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = written.load(std::sync::atomic::Ordering::Relaxed);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    let grown_kib = rss_kib().saturating_sub(before);
+    let offered_mib = TUNNELS * OFFERED / (1024 * 1024);
+    let held_mib = last as f64 / (1024.0 * 1024.0);
+    println!(
+        "FIGURE stuck tunnels: {TUNNELS}, offered {offered_mib} MiB, taken by sockets {held_mib:.1} MiB, router grew {grown_kib} KiB"
+    );
+    assert!(last < TUNNELS * OFFERED, "the node's writes never blocked");
+    // 64 KiB a tunnel, with room for the allocator's rounding and the test's own noise.
+    assert!(
+        grown_kib < (TUNNELS as u64) * 64 * 2 + 8 * 1024,
+        "{TUNNELS} stuck tunnels grew the router by {grown_kib} KiB"
+    );
+    drop(clients);
+    assert_eq!(router.stop(STOP).await, Ok(()));
+    drop(heartbeats);
+}
