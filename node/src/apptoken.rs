@@ -12,10 +12,12 @@ mod claims;
 mod jwks;
 mod keys;
 mod live;
+mod source;
 
 pub use claims::{owner_for, AppClaims, Grant, Level};
-pub use keys::{KeySource, TokenError, Verifier};
+pub use keys::{TokenError, Verifier};
 pub use live::{run, AppSockets, Revocation, Revocations};
+pub use source::{KeySource, StaticKey};
 
 /// Whether a bearer is an app token (a JWS: it holds a `.`).
 pub fn is_app_token(token: &str) -> bool {

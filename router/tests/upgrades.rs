@@ -30,12 +30,9 @@ async fn eager_node() -> u16 {
     tokio::spawn(async move {
         while let Ok((mut tcp, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let head = "HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n\
-                            upgrade: websocket\r\n\r\n";
-                if tcp.write_all(head.as_bytes()).await.is_err() {
+                let Some(rest) = answer_at_once(&mut tcp).await else {
                     return;
-                }
-                let rest = read_head(&mut tcp).await;
+                };
                 let (mut r, mut w) = tcp.into_split();
                 if w.write_all(&rest).await.is_ok() {
                     let _ = tokio::io::copy(&mut r, &mut w).await;
@@ -44,6 +41,15 @@ async fn eager_node() -> u16 {
         }
     });
     port
+}
+
+/// Answers an upgrade with `101` before reading it, then reads the request head; what came
+/// after the head, or `None` when the connection failed.
+async fn answer_at_once(tcp: &mut TcpStream) -> Option<Vec<u8>> {
+    let head = "HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n\
+                upgrade: websocket\r\n\r\n";
+    tcp.write_all(head.as_bytes()).await.ok()?;
+    Some(read_head(tcp).await)
 }
 
 /// A coordinator namespace of the test's own on the suite's NATS.
@@ -215,12 +221,9 @@ async fn flooding_node(
         while let Ok((mut tcp, _)) = listener.accept().await {
             let written = written.clone();
             tokio::spawn(async move {
-                let head = "HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n\
-                            upgrade: websocket\r\n\r\n";
-                if tcp.write_all(head.as_bytes()).await.is_err() {
+                if answer_at_once(&mut tcp).await.is_none() {
                     return;
                 }
-                let _ = read_head(&mut tcp).await;
                 let chunk = vec![b'x'; 64 * 1024];
                 let mut sent = 0;
                 while sent < total {

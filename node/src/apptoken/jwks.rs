@@ -15,7 +15,7 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, KeyAlgorithm
 use jsonwebtoken::{Algorithm, DecodingKey};
 use tokio::net::TcpStream;
 
-use super::keys::KeySource;
+use super::source::KeySource;
 
 /// Largest JWKS document read.
 const MAX_JWKS_BYTES: usize = 256 * 1024;

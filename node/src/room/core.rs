@@ -86,7 +86,7 @@ pub struct RoomCore {
     /// Whether this store stall was announced already.
     pub(super) stall_noticed: bool,
     /// Who edited since the last version, and since when.
-    pub(super) history: super::history::HistoryState,
+    pub(super) history: super::versions::HistoryState,
     effects: Vec<Effect>,
 }
 

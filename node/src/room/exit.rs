@@ -13,7 +13,7 @@ pub enum Effect {
     /// Rebuild and write a snapshot; the result comes back as `SnapshotDone`.
     Snapshot(SnapshotJob),
     /// Save or delete a version, on the room's history worker (in order).
-    History(super::history::HistoryJob),
+    History(super::versions::HistoryJob),
 }
 
 /// How a room ended.

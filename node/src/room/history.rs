@@ -10,60 +10,16 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
 use super::core::RoomCore;
 use super::exit::Effect;
 use super::pending::Pending;
+pub use super::versions::{version_message, HistoryJob, HistoryState, NameRequest, SaveJob};
 use super::RoomCmd;
 use crate::history::{self, new_info, HistoryRules, VersionInfo, VersionKind};
-use crate::ids::FileId;
 use crate::outbox::shared;
 use crate::store::{Store, StoreResult};
-
-/// What the room remembers between versions.
-#[derive(Default)]
-pub struct HistoryState {
-    /// Who edited since the last version, in the order they first did.
-    pub(super) editors: Vec<String>,
-    /// When the first edit since the last version was applied.
-    pub(super) dirty_since: Option<Instant>,
-}
-
-/// A version for the worker to save.
-pub struct SaveJob {
-    pub file: FileId,
-    pub epoch: u64,
-    pub doc: String,
-    pub info: VersionInfo,
-    pub reply: Option<oneshot::Sender<StoreResult<VersionInfo>>>,
-}
-
-/// What the history worker does for a room, in the order it was asked.
-pub enum HistoryJob {
-    Save(SaveJob),
-    /// Delete a version (its delta folded into the next).
-    Delete {
-        file: FileId,
-        epoch: u64,
-        id: u64,
-        reply: oneshot::Sender<StoreResult<()>>,
-    },
-}
-
-/// What a person asks of the history through the room.
-pub struct NameRequest {
-    pub title: String,
-    pub description: Option<String>,
-    /// Who names it (their name joins the version's editors only if they edited).
-    pub reply: oneshot::Sender<StoreResult<VersionInfo>>,
-}
-
-/// News of the history for everyone in the room: `{"type":"version","event",...}`.
-pub fn version_message(event: &str, version: &VersionInfo) -> String {
-    json!({"type": "version", "event": event, "version": version}).to_string()
-}
 
 impl RoomCore {
     /// A patch by `name` was applied.

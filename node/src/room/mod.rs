@@ -41,6 +41,7 @@ mod snapshot;
 #[cfg(test)]
 mod tests;
 mod upkeep;
+pub mod versions;
 mod welcome;
 
 use std::sync::Arc;
@@ -99,11 +100,11 @@ pub enum RoomCmd {
     /// at once (a lost lease ends the room with 4009).
     CheckLease,
     /// Save the current document as a named version.
-    NameVersion(history::NameRequest),
+    NameVersion(versions::NameRequest),
     /// Restore a version: an edit through the room.
     Restore(restore::RestoreRequest),
     /// A job for the room's history worker (deleting a version), in order with its saves.
-    History(history::HistoryJob),
+    History(versions::HistoryJob),
     /// Tell everyone in the room a version was saved, renamed or deleted.
     Announce(&'static str, crate::history::VersionInfo),
 }

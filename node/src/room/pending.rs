@@ -2,8 +2,8 @@
 
 use tokio::sync::oneshot;
 
-use super::history::HistoryJob;
-use super::restore::{RestoreError, Restored};
+use super::versions::HistoryJob;
+use super::versions::{RestoreError, Restored};
 use crate::outbox::{ConnId, Msg};
 
 /// Something waiting for a version to become durable.

@@ -15,6 +15,7 @@ use super::core::RoomCore;
 use super::pending::Pending;
 use super::recent::RecentOp;
 use super::snapshot::replay_limits;
+pub use super::versions::{RestoreError, Restored};
 use crate::doc::{parse_ops, DocLimits, Document};
 use crate::history::{VersionInfo, VersionKind};
 use crate::ids::ClientKey;
@@ -34,21 +35,6 @@ pub struct RestoreRequest {
     /// Who restores it (a name, for the version's editors).
     pub by: String,
     pub reply: oneshot::Sender<Result<Restored, RestoreError>>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Restored {
-    /// The document version the restore was given.
-    pub v: u64,
-    pub restored_from: u64,
-}
-
-#[derive(Debug, Clone)]
-pub enum RestoreError {
-    /// The room is closing (ask again).
-    Unavailable,
-    /// The restored document does not fit the document limits.
-    TooLarge(String),
 }
 
 /// The title of the version a restore saves.

@@ -1,0 +1,73 @@
+//! What the room and its history worker pass each other: the room's memory between
+//! versions, the jobs it hands the worker, a person's request to name a version, and
+//! what came of a restore.
+//! Kept apart from `history.rs` (the room's side of versions), which needs the room.
+
+use std::time::Instant;
+
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use crate::history::VersionInfo;
+use crate::ids::FileId;
+use crate::store::StoreResult;
+
+/// What the room remembers between versions.
+#[derive(Default)]
+pub struct HistoryState {
+    /// Who edited since the last version, in the order they first did.
+    pub(super) editors: Vec<String>,
+    /// When the first edit since the last version was applied.
+    pub(super) dirty_since: Option<Instant>,
+}
+
+/// A version for the worker to save.
+pub struct SaveJob {
+    pub file: FileId,
+    pub epoch: u64,
+    pub doc: String,
+    pub info: VersionInfo,
+    pub reply: Option<oneshot::Sender<StoreResult<VersionInfo>>>,
+}
+
+/// What the history worker does for a room, in the order it was asked.
+pub enum HistoryJob {
+    Save(SaveJob),
+    /// Delete a version (its delta folded into the next).
+    Delete {
+        file: FileId,
+        epoch: u64,
+        id: u64,
+        reply: oneshot::Sender<StoreResult<()>>,
+    },
+}
+
+/// What a person asks of the history through the room.
+pub struct NameRequest {
+    pub title: String,
+    pub description: Option<String>,
+    /// Who names it (their name joins the version's editors only if they edited).
+    pub reply: oneshot::Sender<StoreResult<VersionInfo>>,
+}
+
+/// News of the history for everyone in the room: `{"type":"version","event",...}`.
+pub fn version_message(event: &str, version: &VersionInfo) -> String {
+    json!({"type": "version", "event": event, "version": version}).to_string()
+}
+
+/// A restore the room carried out: the version it gave the restore's patch.
+#[derive(Debug, Clone)]
+pub struct Restored {
+    /// The document version the restore was given.
+    pub v: u64,
+    pub restored_from: u64,
+}
+
+/// Why a room could not restore.
+#[derive(Debug, Clone)]
+pub enum RestoreError {
+    /// The room is closing (ask again).
+    Unavailable,
+    /// The restored document does not fit the document limits.
+    TooLarge(String),
+}
