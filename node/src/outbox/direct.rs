@@ -43,28 +43,25 @@ impl Outbox {
     /// left of it). Its `len` bytes are counted in the queue already.
     pub(super) fn write_or_push(&self, out: Out, len: usize) -> bool {
         let mut line = self.shared.line.lock().unwrap_or_else(|p| p.into_inner());
-        let ready = match (&line.socket, &out) {
-            _ if line.busy || self.is_closing() => None,
-            // Something queued by a sender that did not take the line (none do
-            // today), or items the writer has not taken yet.
-            _ if self.frames.capacity() != self.frames.max_capacity() => None,
-            (None, _) => None,
-            (Some(_), Out::Message(m)) => m.frame_if_ready(line.deflate),
-            (Some(_), Out::Control(b)) => Some(b.clone()),
+        // Items the writer has not taken yet count as queued too.
+        let queued = self.frames.capacity() != self.frames.max_capacity();
+        let free = !line.busy && !queued && !self.is_closing();
+        let frame = match &out {
+            _ if !free => None,
+            Out::Message(m) => m.frame_if_ready(line.deflate),
+            Out::Control(b) => Some(b.clone()),
         };
-        let (Some(frame), Some(socket)) = (ready, line.socket.as_ref()) else {
+        let (Some(frame), Some(socket)) = (frame, line.socket.as_ref()) else {
             return self.push_locked(&mut line, Queued { out, budget: None }, len);
         };
+        // The message leaves the queue's account whatever the write does.
+        self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
         let written = match socket.try_write(&frame) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
             // A broken socket: its reader finds out and ends it; this message is moot.
-            Err(_) => {
-                self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
-                return true;
-            }
+            Err(_) => return true,
         };
-        self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
         self.shared.metrics.bytes_sent.inc_by(written as u64);
         if written == frame.len() {
             return true;
