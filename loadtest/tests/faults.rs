@@ -10,6 +10,10 @@
 //!
 //! The cases run one at a time: two clusters under load at once on a 2-core machine would
 //! measure each other.
+//!
+//! People sign in with app tokens (`--jwt-secret`) in every case but the two pinned to Atrium
+//! accounts (a kill and the rolling restart), so the suite is the fault suite run with tokens;
+//! `ATRIUM_FAULT_AUTH=accounts` runs every case on accounts instead.
 
 mod common;
 
@@ -31,6 +35,28 @@ fn seconds() -> u64 {
     setting("ATRIUM_FAULT_SECONDS", 14)
 }
 
+/// The HS256 secret the suite's nodes verify app tokens with, and the load tool mints them with.
+const JWT_SECRET: &str = "the fault suite's HS256 secret, 32 bytes or more";
+
+/// How a case's people sign in.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Auth {
+    /// Atrium accounts: sign-ups and session tokens.
+    Accounts,
+    /// App tokens minted by the load tool, verified by the nodes with [`JWT_SECRET`].
+    Tokens,
+}
+
+/// The suite's sign-in for cases not pinned to one: `ATRIUM_FAULT_AUTH` (`tokens`, the
+/// default, or `accounts`).
+fn suite_auth() -> Auth {
+    match std::env::var("ATRIUM_FAULT_AUTH").as_deref() {
+        Ok("accounts") => Auth::Accounts,
+        Ok("tokens") | Err(_) => Auth::Tokens,
+        Ok(other) => panic!("ATRIUM_FAULT_AUTH is `tokens` or `accounts`, not `{other}`"),
+    }
+}
+
 fn setting(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -47,6 +73,8 @@ struct Case<'a> {
     extra: &'a [&'a str],
     /// The environment variable naming the test services' coordinator.
     coordinator: &'a str,
+    /// How its people sign in.
+    auth: Auth,
 }
 
 impl<'a> Case<'a> {
@@ -58,6 +86,7 @@ impl<'a> Case<'a> {
             files: users().div_ceil(10),
             extra: &[],
             coordinator: "ATRIUM_TEST_NATS_URL",
+            auth: suite_auth(),
         }
     }
 }
@@ -66,6 +95,14 @@ impl<'a> Case<'a> {
 fn run_fault(kind: &str, extra: &[&str]) -> Value {
     run_case(&Case {
         extra,
+        ..Case::new(kind)
+    })
+}
+
+/// The same, with every person on an Atrium account whatever the suite's setting.
+fn run_fault_on_accounts(kind: &str) -> Value {
+    run_case(&Case {
+        auth: Auth::Accounts,
         ..Case::new(kind)
     })
 }
@@ -97,6 +134,10 @@ fn run_case(case: &Case) -> Value {
             "1",
         ])
         .args(case.extra)
+        .args(match case.auth {
+            Auth::Tokens => &["--jwt-secret", JWT_SECRET][..],
+            Auth::Accounts => &[][..],
+        })
         .arg("--json")
         .arg(&json)
         .env_remove("ATRIUM_DATABASE_URL")
@@ -154,6 +195,7 @@ fn check_nothing_lost(case: &Case, r: &Value, stdout: &str) {
             "users": case.users,
             "files": case.files,
             "coordinator": case.coordinator,
+            "auth": format!("{:?}", case.auth).to_lowercase(),
             "notices": p["notices"],
             "woken_room_exits": f["woken_room_exits"],
             "steps": f["steps"],
@@ -185,31 +227,31 @@ fn check_nothing_lost(case: &Case, r: &Value, stdout: &str) {
     );
 }
 
+/// A node killed with -9, everyone on Atrium accounts: reconnects to the surviving nodes
+/// present the same session tokens.
 #[test]
 fn a_killed_node_loses_no_acked_patch_and_clients_converge() {
-    let r = run_fault("kill", &[]);
+    let r = run_fault_on_accounts("kill");
     let f = &r["failover"];
     assert!(f["killed_node_rooms"].as_u64().unwrap() > 0, "{f}");
     assert!(f["reconnects"].as_u64().unwrap() > 0, "{f}");
 }
 
-/// The same kill with every signed-in person on an app token (`--jwt-secret`): reconnects to
-/// the surviving nodes present the same tokens, and nothing is lost.
+/// The same kill with every person on an app token (`--jwt-secret`): reconnects to the
+/// surviving nodes present the same tokens, and nothing is lost.
 #[test]
 fn a_killed_node_with_app_tokens_loses_nothing() {
-    let r = run_fault(
-        "kill",
-        &[
-            "--jwt-secret",
-            "the fault suite's HS256 secret, 32 bytes or more",
-        ],
-    );
+    let r = run_case(&Case {
+        auth: Auth::Tokens,
+        ..Case::new("kill")
+    });
     assert_eq!(r["problems"]["connection_errors"], 0, "{}", r["problems"]);
+    assert!(r["failover"]["reconnects"].as_u64().unwrap() > 0);
 }
 
 #[test]
 fn a_rolling_restart_of_every_node_loses_nothing() {
-    let r = run_fault("rolling", &[]);
+    let r = run_fault_on_accounts("rolling");
     let f = &r["failover"];
     assert_eq!(f["steps"].as_array().unwrap().len(), 3, "{f}");
     // Every node drained: its sockets were told 1012 and came back.
@@ -285,6 +327,7 @@ fn mass_failover(coordinator: &str) {
             "1",
         ],
         coordinator,
+        auth: suite_auth(),
     });
     let (f, p) = (&r["failover"], &r["problems"]);
     let held = f["killed_node_rooms"].as_u64().unwrap();
