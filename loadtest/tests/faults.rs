@@ -200,6 +200,8 @@ fn check_nothing_lost(case: &Case, r: &Value, stdout: &str) {
             "woken_room_exits": f["woken_room_exits"],
             "steps": f["steps"],
             "relay_p99_ms": r["patch_relay_ms"]["p99"],
+            "history_versions_checked": f["history"]["versions_checked"],
+            "history_violations": f["history"]["violations"],
         })
     );
     assert_eq!(f["fault"], kind, "{f}");
@@ -215,6 +217,11 @@ fn check_nothing_lost(case: &Case, r: &Value, stdout: &str) {
         f["recover_ms"].as_f64().is_some(),
         "a file not served again: {f}\n{stdout}"
     );
+    // One history per file: no version given to two patches, none given out of order.
+    let h = &f["history"];
+    assert_eq!(h["violations"], 0, "{h}\n{stdout}");
+    assert!(h["versions_checked"].as_u64().unwrap() > 0, "{h}");
+    assert_eq!(h["clients"], case.users, "{h}");
     // Gapless versions in one order on every socket: a zombie's write would show here.
     assert_eq!(p["dropped_patches"], 0, "{p}\n{stdout}");
     assert_eq!(p["out_of_order"], 0, "{p}\n{stdout}");
