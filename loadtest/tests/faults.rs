@@ -284,6 +284,21 @@ fn the_coordinator_killed_and_restarted_loses_nothing() {
     run_on_own_service("coordinator", "nats-server", "scratch nats-server");
 }
 
+/// The coordinator on a three-server NATS cluster of the run's own, its buckets in three
+/// copies: the server leading the leases is killed, and the fleet goes on.
+#[test]
+fn a_nats_cluster_losing_its_leader_loses_nothing() {
+    let r = run_on_own_service("nats-leader", "nats-cluster", "scratch NATS cluster");
+    let steps = r["failover"]["steps"].to_string();
+    assert!(steps.contains("leader of the leases"), "{steps}");
+}
+
+/// All three servers of the NATS cluster killed at once and started again on their stores.
+#[test]
+fn a_nats_cluster_killed_whole_and_restarted_loses_nothing() {
+    run_on_own_service("nats-cluster", "nats-cluster", "scratch NATS cluster");
+}
+
 #[test]
 fn postgres_stopped_and_restarted_loses_nothing() {
     let r = run_on_own_service("store", "postgres", "scratch Postgres");
