@@ -59,6 +59,8 @@ pub struct Cluster {
     pub database_url: String,
     pub coordinator: String,
     postgres: Option<OwnPostgres>,
+    /// `--fault store-failover`: the primary's streaming standby.
+    postgres_standby: Option<OwnPostgres>,
     nats: Option<OwnNats>,
     /// What the report says about where the services came from.
     pub services: String,

@@ -113,6 +113,16 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
             }
             done.lasted_ms = ms(started.elapsed());
         }
+        FaultKind::StoreFailover => {
+            done.target = "postgres".into();
+            started = Instant::now();
+            let promoted = tokio::task::block_in_place(|| c.fail_over_postgres())?;
+            done.lasted_ms = ms(started.elapsed());
+            done.steps.push(format!(
+                "the Postgres primary killed (SIGKILL), its synchronous standby promoted in {:.0} ms",
+                ms(promoted)
+            ));
+        }
         FaultKind::NatsLeader | FaultKind::NatsCluster => {
             let what = if fault.kind == FaultKind::NatsLeader {
                 let leader = c.kill_nats_leader().await?;

@@ -299,6 +299,19 @@ fn a_nats_cluster_killed_whole_and_restarted_loses_nothing() {
     run_on_own_service("nats-cluster", "nats-cluster", "scratch NATS cluster");
 }
 
+/// The Postgres primary killed with -9 and its synchronous standby promoted: the nodes find
+/// the new primary through their multi-host URL, and nothing acked is lost.
+#[test]
+fn a_postgres_primary_killed_and_its_standby_promoted_loses_nothing() {
+    let r = run_on_own_service(
+        "store-failover",
+        "postgres",
+        "scratch Postgres primary with a synchronous standby",
+    );
+    let steps = r["failover"]["steps"].to_string();
+    assert!(steps.contains("standby promoted"), "{steps}");
+}
+
 #[test]
 fn postgres_stopped_and_restarted_loses_nothing() {
     let r = run_on_own_service("store", "postgres", "scratch Postgres");

@@ -31,6 +31,10 @@ pub enum FaultKind {
     /// On a three-server NATS cluster of the run's own: all three killed with -9 at once,
     /// started again on their stores after the hold.
     NatsCluster,
+    /// On a Postgres primary with a synchronous streaming standby of the run's own: `kill -9`
+    /// of the primary, then the standby promoted; the nodes find it through their multi-host
+    /// URL (`target_session_attrs=read-write`).
+    StoreFailover,
 }
 
 impl FaultKind {
@@ -44,13 +48,14 @@ impl FaultKind {
             FaultKind::Router => "router",
             FaultKind::NatsLeader => "nats-leader",
             FaultKind::NatsCluster => "nats-cluster",
+            FaultKind::StoreFailover => "store-failover",
         }
     }
 
     /// Faults on a shared service need servers of the run's own (stopping the suite's shared
     /// Postgres or nats-server would break every other test using it).
     pub fn needs_own_store(self) -> bool {
-        self == FaultKind::Store
+        matches!(self, FaultKind::Store | FaultKind::StoreFailover)
     }
 
     pub fn needs_own_coordinator(self) -> bool {
