@@ -13,7 +13,9 @@
 //!
 //! People sign in with app tokens (`--jwt-secret`) in every case but the two pinned to Atrium
 //! accounts (a kill and the rolling restart), so the suite is the fault suite run with tokens;
-//! `ATRIUM_FAULT_AUTH=accounts` runs every case on accounts instead.
+//! `ATRIUM_FAULT_AUTH=accounts` runs every case on accounts instead, and
+//! `ATRIUM_FAULT_COORDINATOR=redis` runs the cases on the suite's coordinator with Redis (the
+//! mass failover runs on both in any case).
 
 mod common;
 
@@ -57,6 +59,17 @@ fn suite_auth() -> Auth {
     }
 }
 
+/// The test services' coordinator for cases not pinned to one: `ATRIUM_FAULT_COORDINATOR`
+/// (`nats`, the default, or `redis`: every case but those on a service of the run's own then
+/// runs with Redis as the coordinator).
+fn suite_coordinator() -> &'static str {
+    match std::env::var("ATRIUM_FAULT_COORDINATOR").as_deref() {
+        Ok("redis") => "ATRIUM_TEST_REDIS_URL",
+        Ok("nats") | Err(_) => "ATRIUM_TEST_NATS_URL",
+        Ok(other) => panic!("ATRIUM_FAULT_COORDINATOR is `nats` or `redis`, not `{other}`"),
+    }
+}
+
 fn setting(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -85,7 +98,7 @@ impl<'a> Case<'a> {
             users: users(),
             files: users().div_ceil(10),
             extra: &[],
-            coordinator: "ATRIUM_TEST_NATS_URL",
+            coordinator: suite_coordinator(),
             auth: suite_auth(),
         }
     }
