@@ -204,6 +204,19 @@ async function main() {
     assert(after.doc[r1].x === 100, 'on top of the restored state');
   });
 
+  await step('rename and delete a named version: the other window follows live', async () => {
+    await rowOf(B, 'Second draft').locator('[data-testid=version-rename]').click();
+    await B.fill('[data-testid=version-rename-input]', 'Blue variant');
+    await B.click('[data-testid=version-rename-save]');
+    await until('A sees the new name', () => rowOf(A, 'Blue variant').count());
+    assert(await rowOf(A, 'Second draft').count() === 0, 'the old name is gone');
+    await rowOf(A, 'Blue variant').locator('[data-testid=version-delete]').click(); // confirmed
+    await until('B no longer lists it', async () => (await rowOf(B, 'Blue variant').count()) === 0 && (await rowOf(A, 'Blue variant').count()) === 0);
+    const page = await node.api('GET', `/api/files/${fileId}/versions?limit=200`, { token });
+    assert(!page.versions.some((v) => v.title === 'Blue variant'), 'deleted on the server');
+    assert(page.versions.some((v) => v.title === 'First draft'), 'the others stay');
+  });
+
   await step('a viewer is offered no history unless allowed, then no restore; a refusal is shown', async () => {
     await C.goto(`${windows.C.base}/?file=${fileId}#key=${encodeURIComponent(keys.view_key)}`);
     await C.fill('[data-testid=guest-name]', 'Cleo');
@@ -216,6 +229,14 @@ async function main() {
     await until('C online again', async () => (await viewOf(C))?.state === 'online' && (await C.evaluate(() => window.atrium.conn.role)) === 'viewer');
     await C.click('[data-testid=history-toggle]');
     await until('C lists the versions', async () => (await rowsOf(C)).some((r) => r.label === 'First draft'));
+    // Older versions come a page at a time.
+    const all = (await node.api('GET', `/api/files/${fileId}/versions?limit=200`, { token })).versions;
+    assert(all.length >= 2, `versions so far: ${all.length}`);
+    await C.evaluate(() => { window.atrium.history.list.pageSize = 1; window.atrium.history.open(); });
+    await until('a first page of 1', async () => (await rowsOf(C)).length === 1 && (await C.isVisible('[data-testid=history-more]')));
+    while (await C.locator('[data-testid=history-more]').count()) await C.click('[data-testid=history-more]');
+    const rows = await rowsOf(C);
+    assert(JSON.stringify(rows.map((r) => r.id)) === JSON.stringify(all.map((v) => v.id)), `every version, newest first: ${JSON.stringify(rows.map((r) => r.id))} vs ${JSON.stringify(all.map((v) => v.id))}`);
     for (const t of ['version-restore', 'version-compare', 'version-rename', 'version-delete']) {
       assert(await C.locator(`[data-testid=${t}]`).count() === 0, `${t} is not offered to a viewer`);
     }
