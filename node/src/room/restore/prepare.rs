@@ -60,7 +60,8 @@ impl PrepareJob {
                 let ops = raw
                     .into_iter()
                     .map(|op| {
-                        let id = serde_json::from_str::<OpId>(op.get()).map_err(|e| e.to_string())?;
+                        let id =
+                            serde_json::from_str::<OpId>(op.get()).map_err(|e| e.to_string())?;
                         Ok((id.id, op))
                     })
                     .collect::<Result<_, String>>()?;
@@ -94,10 +95,18 @@ mod tests {
         let patch = p.outcome.expect("restorable");
         let ids: Vec<&str> = patch.ops.iter().map(|(id, _)| id.as_str()).collect();
         assert_eq!(ids, ["b", "c", "d"]);
-        assert_eq!(patch.doc.to_json(), r#"{"a":{"x":1},"b":{"x":9},"d":{"x":4}}"#);
+        assert_eq!(
+            patch.doc.to_json(),
+            r#"{"a":{"x":1},"b":{"x":9},"d":{"x":4}}"#
+        );
         let joined = format!(
             "[{}]",
-            patch.ops.iter().map(|(_, op)| op.get()).collect::<Vec<_>>().join(",")
+            patch
+                .ops
+                .iter()
+                .map(|(_, op)| op.get())
+                .collect::<Vec<_>>()
+                .join(",")
         );
         assert_eq!(joined, patch.ops_json);
     }

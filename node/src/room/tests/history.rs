@@ -96,7 +96,11 @@ fn a_restore_is_ordered_between_patches_and_relayed_to_everyone_once_durable() {
     h.prepare_restores();
     let append = h.end_turn().expect("one append");
     let versions: Vec<u64> = append.patches.iter().map(|p| p.version).collect();
-    assert_eq!(versions, [2, 3, 4], "the restore takes its place when its patch is ready");
+    assert_eq!(
+        versions,
+        [2, 3, 4],
+        "the restore takes its place when its patch is ready"
+    );
     assert_eq!(append.patches[2].by, RESTORE_PERSON);
     assert!(
         answer.try_recv().is_err(),
@@ -174,29 +178,40 @@ fn edits_while_a_restore_is_prepared_are_corrected_in_its_patch_and_clients_conv
         let mut h = Harness::new();
         let a = h.join(As::Owner);
         let mut b = h.join(As::Editor);
-        h.patch(&a, 1, json!([
-            {"op": "put", "id": "k", "props": {"v": 7}},
-            {"op": "put", "id": "m", "props": {"v": 1}},
-            {"op": "put", "id": "gone", "props": {"v": 1}},
-        ]));
+        h.patch(
+            &a,
+            1,
+            json!([
+                {"op": "put", "id": "k", "props": {"v": 7}},
+                {"op": "put", "id": "m", "props": {"v": 1}},
+                {"op": "put", "id": "gone", "props": {"v": 1}},
+            ]),
+        );
         h.commit();
         let mut model = serde_json::Map::new();
-        apply_relay(&mut model, &json!([
-            {"op": "put", "id": "k", "props": {"v": 7}},
-            {"op": "put", "id": "m", "props": {"v": 1}},
-            {"op": "put", "id": "gone", "props": {"v": 1}},
-        ]));
+        apply_relay(
+            &mut model,
+            &json!([
+                {"op": "put", "id": "k", "props": {"v": 7}},
+                {"op": "put", "id": "m", "props": {"v": 1}},
+                {"op": "put", "id": "gone", "props": {"v": 1}},
+            ]),
+        );
         b.frames();
         let target = r#"{"k":{"v":7},"m":{"v":2},"n":{"v":3}}"#;
         let _answer = ask_restore(&mut h, target);
         // Meanwhile: `k` (the same in the copy and the version) changes, `m` (changed by
         // the restore too) changes, `gone` is deleted, `fresh` is added; and filler nodes.
-        h.patch(&a, 2, json!([
-            {"op": "set", "id": "k", "props": {"v": 8}},
-            {"op": "set", "id": "m", "props": {"v": 9}},
-            {"op": "delete", "id": "gone"},
-            {"op": "put", "id": "fresh", "props": {"v": 1}},
-        ]));
+        h.patch(
+            &a,
+            2,
+            json!([
+                {"op": "set", "id": "k", "props": {"v": 8}},
+                {"op": "set", "id": "m", "props": {"v": 9}},
+                {"op": "delete", "id": "gone"},
+                {"op": "put", "id": "fresh", "props": {"v": 1}},
+            ]),
+        );
         for i in 0..batches.saturating_sub(1) {
             let ops: Vec<Value> = (0..1000)
                 .map(|j| json!({"op": "put", "id": format!("f{i}-{j}"), "props": {"v": j}}))
@@ -211,7 +226,11 @@ fn edits_while_a_restore_is_prepared_are_corrected_in_its_patch_and_clients_conv
             }
         }
         let expected: Value = serde_json::from_str(target).unwrap();
-        assert_eq!(Value::Object(model), expected, "{batches} batches: a client following the patches holds the version");
+        assert_eq!(
+            Value::Object(model),
+            expected,
+            "{batches} batches: a client following the patches holds the version"
+        );
         assert_eq!(h.core.doc.to_json(), target);
     }
 }
@@ -236,5 +255,8 @@ fn restores_are_prepared_one_at_a_time_and_a_few_wait_beyond_which_they_are_refu
         let done = answer.try_recv().expect("answered").expect("restored");
         assert_eq!(done.v, i as u64 + 1, "in the order asked");
     }
-    assert_eq!(h.core.doc.to_json(), format!(r#"{{"r":{{"v":{RESTORES_WAITING}}}}}"#));
+    assert_eq!(
+        h.core.doc.to_json(),
+        format!(r#"{{"r":{{"v":{RESTORES_WAITING}}}}}"#)
+    );
 }
