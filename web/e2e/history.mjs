@@ -234,7 +234,12 @@ async function main() {
     assert(all.length >= 2, `versions so far: ${all.length}`);
     await C.evaluate(() => { window.atrium.history.list.pageSize = 1; window.atrium.history.open(); });
     await until('a first page of 1', async () => (await rowsOf(C)).length === 1 && (await C.isVisible('[data-testid=history-more]')));
-    while (await C.locator('[data-testid=history-more]').count()) await C.click('[data-testid=history-more]');
+    for (;;) {
+      const shown = (await rowsOf(C)).length;
+      if (!(await C.locator('[data-testid=history-more]').count())) break;
+      await C.click('[data-testid=history-more]');
+      await until('the next page', async () => (await rowsOf(C)).length > shown);
+    }
     const rows = await rowsOf(C);
     assert(JSON.stringify(rows.map((r) => r.id)) === JSON.stringify(all.map((v) => v.id)), `every version, newest first: ${JSON.stringify(rows.map((r) => r.id))} vs ${JSON.stringify(all.map((v) => v.id))}`);
     for (const t of ['version-restore', 'version-compare', 'version-rename', 'version-delete']) {
