@@ -297,6 +297,17 @@ fn the_coordinator_killed_and_restarted_loses_nothing() {
     run_on_own_service("coordinator", "nats-server", "scratch nats-server");
 }
 
+/// The busiest node's clocks (wall and monotonic) jump a minute ahead while it runs: leases
+/// are judged by the coordinator's clock and writes by the store's epoch, so the node may give
+/// up rooms early but never writes for a file it lost.
+#[test]
+fn a_node_whose_clock_jumps_a_minute_ahead_loses_nothing() {
+    let r = run_fault("clock-jump", &[]);
+    let f = &r["failover"];
+    assert!(f["killed_node_rooms"].as_u64().unwrap() > 0, "{f}");
+    assert!(f["steps"].to_string().contains("jumped +60s"), "{f}");
+}
+
 /// The coordinator on a three-server NATS cluster of the run's own, its buckets in three
 /// copies: the server leading the leases is killed, and the fleet goes on.
 #[test]

@@ -25,6 +25,9 @@ impl Cluster {
         router: Option<&Path>,
     ) -> Result<Cluster> {
         let fault = o.fault.map(|f| f.kind);
+        if fault == Some(FaultKind::ClockJump) {
+            super::clock::check()?;
+        }
         let tag = random_id(12).to_lowercase();
         let dir = std::env::temp_dir().join(format!("atrium-loadtest-cluster-{tag}"));
         std::fs::create_dir_all(&dir)?;

@@ -66,6 +66,7 @@ impl Cluster {
     }
 
     pub(super) fn stop_services(&mut self) {
+        self.remove_clock_files();
         for pg in [self.postgres.take(), self.postgres_standby.take()]
             .into_iter()
             .flatten()

@@ -35,6 +35,9 @@ pub enum FaultKind {
     /// of the primary, then the standby promoted; the nodes find it through their multi-host
     /// URL (`target_session_attrs=read-write`).
     StoreFailover,
+    /// The clock of the node holding the most files jumped forward by a minute (its wall and
+    /// monotonic clocks, through libfaketime preloaded into every node of the run).
+    ClockJump,
 }
 
 impl FaultKind {
@@ -49,6 +52,7 @@ impl FaultKind {
             FaultKind::NatsLeader => "nats-leader",
             FaultKind::NatsCluster => "nats-cluster",
             FaultKind::StoreFailover => "store-failover",
+            FaultKind::ClockJump => "clock-jump",
         }
     }
 
@@ -76,7 +80,7 @@ impl FaultKind {
     pub fn served_meanwhile(self) -> bool {
         matches!(
             self,
-            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling
+            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling | FaultKind::ClockJump
         )
     }
 }
