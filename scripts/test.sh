@@ -57,6 +57,13 @@ if ! ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1; then
         || { apt-get update -q >/dev/null 2>&1 || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -q libfaketime >/dev/null; }
 fi
 
+# The fault suite's link faults drop packets with nftables rules (loadtest/src/cluster/links.rs).
+if ! command -v nft >/dev/null 2>&1; then
+    step "installing nftables (the fault suite's link faults)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nftables >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -q nftables >/dev/null; }
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -19,7 +19,9 @@ use nats::OwnNats;
 use postgres::OwnPostgres;
 
 mod clock;
+mod links;
 pub use clock::JUMP as CLOCK_JUMP;
+pub use links::place_in;
 mod nats;
 mod postgres;
 mod router;
@@ -61,6 +63,8 @@ pub struct Cluster {
     pub database_url: String,
     pub coordinator: String,
     postgres: Option<OwnPostgres>,
+    /// Link faults: the run's cgroups and nftables table.
+    links: Option<links::Links>,
     /// `--fault store-failover`: the primary's streaming standby.
     postgres_standby: Option<OwnPostgres>,
     nats: Option<OwnNats>,

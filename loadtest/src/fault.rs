@@ -58,7 +58,11 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
         ..Default::default()
     };
     let hold = Duration::from_millis(fault.hold_ms.unwrap_or(match fault.kind {
-        FaultKind::Pause => lease_ms + 2000,
+        FaultKind::Pause
+        | FaultKind::Partition
+        | FaultKind::CutCoordinator
+        | FaultKind::CutRouter => lease_ms + 2000,
+        FaultKind::LossyStore => 10_000,
         FaultKind::Router => 1000,
         _ => 3000,
     }));
@@ -112,6 +116,28 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
                 ));
             }
             done.lasted_ms = ms(started.elapsed());
+        }
+        FaultKind::Partition
+        | FaultKind::CutCoordinator
+        | FaultKind::CutStore
+        | FaultKind::CutRouter
+        | FaultKind::LossyStore => {
+            let Some((victim, held)) = busiest else {
+                bail!("--fault {}: no node answered /health", fault.kind.name());
+            };
+            if fault.kind != FaultKind::LossyStore {
+                done.target = victim.clone();
+                done.target_rooms = held;
+            } else {
+                done.target = "postgres links".into();
+            }
+            let what = c.cut_links(fault.kind, &victim)?;
+            started = Instant::now();
+            tokio::time::sleep(hold).await;
+            c.heal_links()?;
+            done.lasted_ms = ms(started.elapsed());
+            done.steps
+                .push(format!("{what}; healed after {:.0} ms", done.lasted_ms));
         }
         FaultKind::ClockJump => {
             let Some((victim, held)) = busiest else {

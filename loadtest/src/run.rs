@@ -69,7 +69,7 @@ pub async fn run(o: Options) -> Result<Report> {
             let env = node::spawn_env(&o);
             let (port, cpus) = (*port, o.pin_server.clone());
             let s = tokio::task::spawn_blocking(move || {
-                Spawned::start(&binary, port, &env, cpus.as_ref())
+                Spawned::start(&binary, port, &env, cpus.as_ref(), None)
             })
             .await??;
             let url = s.url.clone();

@@ -88,6 +88,8 @@ struct Case<'a> {
     coordinator: &'a str,
     /// How its people sign in.
     auth: Auth,
+    /// The measured window, in seconds.
+    seconds: u64,
 }
 
 impl<'a> Case<'a> {
@@ -100,6 +102,7 @@ impl<'a> Case<'a> {
             extra: &[],
             coordinator: suite_coordinator(),
             auth: suite_auth(),
+            seconds: seconds(),
         }
     }
 }
@@ -140,7 +143,7 @@ fn run_case(case: &Case) -> Value {
         .args(["--files", &case.files.to_string()])
         .args([
             "--duration",
-            &seconds().to_string(),
+            &case.seconds.to_string(),
             "--warmup",
             "1",
             "--workers",
@@ -308,6 +311,59 @@ fn a_node_whose_clock_jumps_a_minute_ahead_loses_nothing() {
     assert!(f["steps"].to_string().contains("jumped +60s"), "{f}");
 }
 
+/// Link faults (`loadtest/src/cluster/links.rs`): the kernel drops the packets, matched by the
+/// sending process's cgroup. Each runs on the suite's services and heals after its hold.
+fn run_link_fault(kind: &str) -> Value {
+    let r = run_fault(kind, &[]);
+    let steps = r["failover"]["steps"].to_string();
+    assert!(steps.contains("healed after"), "{steps}");
+    r
+}
+
+/// The busiest node cut from everything for longer than its lease, then healed: its files
+/// move, and when it comes back it writes nothing for them.
+#[test]
+fn a_node_partitioned_from_everything_past_its_lease_loses_nothing() {
+    let r = run_link_fault("partition");
+    assert!(r["failover"]["killed_node_rooms"].as_u64().unwrap() > 0);
+}
+
+/// Cut from the coordinator, not from Postgres: a zombie that can still write, held off by
+/// the store's epoch.
+#[test]
+fn a_node_cut_from_the_coordinator_loses_nothing() {
+    run_link_fault("cut-coordinator");
+}
+
+/// Cut from Postgres, not from the coordinator: it keeps its files, and its edits wait.
+#[test]
+fn a_node_cut_from_postgres_loses_nothing() {
+    run_link_fault("cut-store");
+}
+
+/// The router cut from a node that still reaches the coordinator and Postgres.
+#[test]
+fn the_router_cut_from_a_node_loses_nothing() {
+    run_link_fault("cut-router");
+}
+
+/// 5% of the packets between every node and Postgres dropped for 10 s, in a window long
+/// enough for connections in retransmission backoff to recover after it.
+#[test]
+fn five_percent_loss_to_postgres_loses_nothing() {
+    let r = run_case(&Case {
+        seconds: seconds().max(20),
+        ..Case::new("lossy-store")
+    });
+    let f = &r["failover"];
+    assert_eq!(f["target"], "postgres links");
+    assert!(r["cluster"]["services"]
+        .as_str()
+        .unwrap()
+        .contains("scratch Postgres"));
+    assert!(f["steps"].to_string().contains("5% of packets"), "{f}");
+}
+
 /// The coordinator on a three-server NATS cluster of the run's own, its buckets in three
 /// copies: the server leading the leases is killed, and the fleet goes on.
 #[test]
@@ -387,6 +443,7 @@ fn mass_failover(coordinator: &str) {
         ],
         coordinator,
         auth: suite_auth(),
+        seconds: seconds(),
     });
     let (f, p) = (&r["failover"], &r["problems"]);
     let held = f["killed_node_rooms"].as_u64().unwrap();

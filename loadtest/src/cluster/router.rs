@@ -27,6 +27,7 @@ impl Cluster {
     /// Starts the router on its ports (the same ones again after a restart), logging to
     /// `router.log`.
     pub(super) fn start_router(&mut self) -> Result<()> {
+        let cgroup = self.links.as_mut().map(|l| l.group("router")).transpose()?;
         let (port, admin) = self.router_ports;
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -40,6 +41,9 @@ impl Cluster {
             .stdout(log.try_clone()?)
             .stderr(log);
         crate::pin::place(&mut cmd, self.server_cpus.as_ref());
+        if let Some(group) = &cgroup {
+            super::links::place_in(&mut cmd, group);
+        }
         self.router = Some(
             cmd.spawn()
                 .with_context(|| format!("cannot start {}", self.router_bin.display()))?,

@@ -48,10 +48,14 @@ impl Cluster {
             coordinator: String::new(),
             postgres: None,
             postgres_standby: None,
+            links: None,
             nats: None,
             services: String::new(),
         };
         // From here on, a failure drops `c`, which stops whatever was started.
+        if fault.is_some_and(FaultKind::needs_links) {
+            c.links = Some(super::links::Links::new()?);
+        }
         let coord_server = c.start_services(fault).await?;
         let name = format!("atrium_lt_{tag}");
         pg_connect(&c.admin_db)
@@ -141,13 +145,21 @@ impl Cluster {
         Ok(())
     }
 
-    async fn spawn_node(&self, port: u16, env: &[(String, String)]) -> Result<Spawned> {
+    async fn spawn_node(&mut self, port: u16, env: &[(String, String)]) -> Result<Spawned> {
+        let id = env
+            .iter()
+            .find(|(k, _)| k == "ATRIUM_NODE_ID")
+            .map_or("node", |(_, v)| v.as_str());
+        let cgroup = self.links.as_mut().map(|l| l.group(id)).transpose()?;
         let (bin, env, cpus) = (
             self.node_bin.clone(),
             env.to_vec(),
             self.server_cpus.clone(),
         );
-        tokio::task::spawn_blocking(move || Spawned::start(&bin, port, &env, cpus.as_ref())).await?
+        tokio::task::spawn_blocking(move || {
+            Spawned::start(&bin, port, &env, cpus.as_ref(), cgroup.as_deref())
+        })
+        .await?
     }
 
     pub fn node_mut(&mut self, id: &str) -> Option<&mut Node> {

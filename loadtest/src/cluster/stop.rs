@@ -67,6 +67,8 @@ impl Cluster {
 
     pub(super) fn stop_services(&mut self) {
         self.remove_clock_files();
+        // Every link whole, the table and the cgroups gone.
+        self.links = None;
         for pg in [self.postgres.take(), self.postgres_standby.take()]
             .into_iter()
             .flatten()

@@ -23,12 +23,14 @@ pub struct Spawned {
 
 impl Spawned {
     /// Starts `binary` on 127.0.0.1:`port` (0: any free port) with a fresh data folder and
-    /// `env`, on `cpus` when given, and waits (up to 30 s) for it to say where it listens.
+    /// `env`, on `cpus` and in `cgroup` when given, and waits (up to 30 s) for it to say where
+    /// it listens.
     pub fn start(
         binary: &Path,
         port: u16,
         env: &[(String, String)],
         cpus: Option<&CpuList>,
+        cgroup: Option<&Path>,
     ) -> Result<Spawned> {
         let dir = std::env::temp_dir().join(format!(
             "atrium-loadtest-{}-{}",
@@ -51,6 +53,9 @@ impl Spawned {
             cmd.env(k, v);
         }
         pin::place(&mut cmd, cpus);
+        if let Some(group) = cgroup {
+            crate::cluster::place_in(&mut cmd, group);
+        }
         let mut child = match cmd.spawn() {
             Ok(child) => child,
             Err(e) => {

@@ -38,6 +38,21 @@ pub enum FaultKind {
     /// The clock of the node holding the most files jumped forward by a minute (its wall and
     /// monotonic clocks, through libfaketime preloaded into every node of the run).
     ClockJump,
+    /// The node holding the most files cut from everything (what it sends, and what is sent
+    /// to its ports) for longer than the lease, then healed.
+    Partition,
+    /// The node holding the most files cut from the coordinator, not from Postgres, for
+    /// longer than the lease, then healed.
+    CutCoordinator,
+    /// The node holding the most files cut from Postgres, not from the coordinator, then
+    /// healed.
+    CutStore,
+    /// The router cut from the node holding the most files, which still reaches the
+    /// coordinator and Postgres, for longer than the lease, then healed.
+    CutRouter,
+    /// 5% of the packets between every node and Postgres dropped, both ways, for the hold
+    /// (10 s by default).
+    LossyStore,
 }
 
 impl FaultKind {
@@ -53,13 +68,33 @@ impl FaultKind {
             FaultKind::NatsCluster => "nats-cluster",
             FaultKind::StoreFailover => "store-failover",
             FaultKind::ClockJump => "clock-jump",
+            FaultKind::Partition => "partition",
+            FaultKind::CutCoordinator => "cut-coordinator",
+            FaultKind::CutStore => "cut-store",
+            FaultKind::CutRouter => "cut-router",
+            FaultKind::LossyStore => "lossy-store",
         }
     }
 
     /// Faults on a shared service need servers of the run's own (stopping the suite's shared
     /// Postgres or nats-server would break every other test using it).
     pub fn needs_own_store(self) -> bool {
-        matches!(self, FaultKind::Store | FaultKind::StoreFailover)
+        matches!(
+            self,
+            FaultKind::Store | FaultKind::StoreFailover | FaultKind::LossyStore
+        )
+    }
+
+    /// Faults made by dropping packets (`cluster/links.rs`).
+    pub fn needs_links(self) -> bool {
+        matches!(
+            self,
+            FaultKind::Partition
+                | FaultKind::CutCoordinator
+                | FaultKind::CutStore
+                | FaultKind::CutRouter
+                | FaultKind::LossyStore
+        )
     }
 
     pub fn needs_own_coordinator(self) -> bool {
@@ -80,7 +115,13 @@ impl FaultKind {
     pub fn served_meanwhile(self) -> bool {
         matches!(
             self,
-            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling | FaultKind::ClockJump
+            FaultKind::Kill
+                | FaultKind::Pause
+                | FaultKind::Rolling
+                | FaultKind::ClockJump
+                | FaultKind::Partition
+                | FaultKind::CutCoordinator
+                | FaultKind::CutRouter
         )
     }
 }
