@@ -196,12 +196,14 @@ fn sweep_stale(root: &Path) {
 
 /// The ports of a URL's hosts (`scheme://[user@]host:port[,host:port...][/...][?...]`).
 fn ports(url: &str) -> Vec<u16> {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let rest = rest.split(['/', '?']).next().unwrap_or("");
-    let hosts = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
-    hosts
-        .split(',')
-        .filter_map(|h| h.rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
+    let url = url.split('?').next().unwrap_or("");
+    url.split(',')
+        .filter_map(|host| {
+            let host = host.split_once("://").map_or(host, |(_, h)| h);
+            let host = host.split('/').next().unwrap_or("");
+            let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+            host.rsplit_once(':').and_then(|(_, p)| p.parse().ok())
+        })
         .collect()
 }
 
