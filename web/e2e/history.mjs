@@ -180,6 +180,18 @@ async function main() {
     await A.screenshot({ path: path.join(ARTIFACTS, 'history-compare.png') });
   });
 
+  await step('restore, declined at the confirmation: nothing is asked of the server', async () => {
+    const requests = [];
+    const onRequest = (r) => { if (r.url().includes('/restore')) requests.push(r.url()); };
+    A.on('request', onRequest);
+    A.dismissDialogs = true;
+    await A.click('[data-testid=history-restore-shown]');
+    A.dismissDialogs = false;
+    A.off('request', onRequest);
+    assert(requests.length === 0, `no restore request: ${requests}`);
+    assert(await A.locator('[data-testid=history-banner][data-mode=compare]').count() === 1, 'still comparing');
+  });
+
   await step('restore (confirmed): both windows hold the restored document, without a reload', async () => {
     await A.click('[data-testid=history-restore-shown]'); // the confirmation is accepted
     const server = await until('A and B converge on the first version', async () => {
