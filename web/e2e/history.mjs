@@ -5,7 +5,8 @@
 // both edit more, Ann names another. Both history panels list the two, with who edited,
 // Bob's without a reload (the socket's `version` messages). Ann previews the first (the
 // canvas shows it, editing is off), compares it (the changed shapes are marked, the props
-// listed), and restores it: both windows hold the restored document without a reload.
+// listed), and restores it (declined once at the confirmation): both windows hold the restored
+// document without a reload, and Bob's edit before it is kept as an autosave naming him.
 // Cleo, with the view link, is offered no history until the owner allows viewers to see it,
 // and then no restore; a refusal by the server is shown as such.
 //
@@ -165,6 +166,8 @@ async function main() {
   });
 
   await step('compare: moved, added and removed shapes are marked, with the props that changed', async () => {
+    await setProps(B, r3, { fill: '#be4bdb' }); // an edit since "Second draft", by Bob only
+    await until('A and B agree', () => converged(node, token, fileId, A, B));
     await rowOf(A, 'First draft').locator('[data-testid=version-compare]').click();
     await A.waitForSelector('[data-testid=history-banner][data-mode=compare]');
     const marks = await until('marks on the canvas', async () => {
@@ -207,6 +210,14 @@ async function main() {
       const notice = await B.textContent('[data-testid=history-notice]');
       return rows[0]?.kind === 'restore' && /First draft/.test(rows[0].label) && /Ann restored/.test(notice);
     });
+    // Bob's edit before it was kept first, as an autosave naming him alone.
+    const rows = await until('A lists the autosave under the restore', async () => {
+      const r = await rowsOf(A);
+      return r[1]?.kind === 'auto' && r;
+    });
+    assert(rows[1].label === 'Autosave' && rows[1].editors === 'Bob', `autosave: ${JSON.stringify(rows[1])}`);
+    assert(rows[0].label === 'Restored from “First draft”' && /Ann/.test(rows[0].editors), `restore: ${JSON.stringify(rows[0])}`);
+    assert(rows[2].label === 'Second draft', `then the named ones: ${JSON.stringify(rows.map((r) => r.label))}`);
     // still editable after: an edit lands on top of the restored document
     await setProps(B, r1, { fill: '#2f9e44' });
     const after = await until('an edit after the restore', async () => {
