@@ -2,7 +2,7 @@
 // Chromium (web/run-tests.sh runs it after two_windows.mjs).
 //
 // Ann (the owner) and Bob (a guest with the edit link) edit a file; Ann names a version,
-// both edit more, Ann names another. Both history panels list the two, with who edited,
+// both edit more, Bob names another. Both history panels list the two, with who edited,
 // Bob's without a reload (the socket's `version` messages). Ann previews the first (the
 // canvas shows it, editing is off), compares it (the changed shapes are marked, the props
 // listed), and restores it (declined once at the confirmation): both windows hold the restored

@@ -18,7 +18,8 @@
 //!
 //! The restore takes its place among the edits when its patch comes back: edits that
 //! arrived meanwhile are ordered before it (and their nodes are corrected in its patch).
-//! One restore is prepared at a time; a few more wait, and more than that are refused (503).
+//! One restore is prepared at a time; `ATRIUM_RESTORES_WAITING` more may wait, and more than
+//! that are refused (503).
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Instant;
@@ -46,9 +47,6 @@ pub use prepare::{PrepareJob, Prepared, RestorePatch};
 pub const RESTORE_CLIENT: ClientKey = ClientKey([0xA7; 16]);
 /// The `by` of a restore's `patch` message.
 pub const RESTORE_PERSON: &str = "restore";
-/// Restores of one file waiting behind the one being prepared; more are refused (503).
-/// Each holds a version's document, so this bounds what a room keeps for them.
-pub const RESTORES_WAITING: usize = 4;
 /// Nodes noted as touched while a restore is prepared; past this the room computes the
 /// whole patch itself (one pass over both documents) instead of correcting the lane's.
 const TOUCHED_MAX: usize = 4096;
@@ -113,7 +111,8 @@ impl RoomCore {
             let _ = req.reply.send(Err(RestoreError::Unavailable));
         } else if self.restores.preparing.is_none() {
             self.prepare_restore(req);
-        } else if self.restores.waiting.len() < RESTORES_WAITING {
+        } else if self.restores.waiting.len() < self.rules.config.restores_waiting {
+            // Each waiting one holds a version's document: `ATRIUM_RESTORES_WAITING` bounds them.
             self.restores.waiting.push_back(req);
         } else {
             let _ = req.reply.send(Err(RestoreError::Busy));
