@@ -268,6 +268,11 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_HISTORY_DAILY_MS", default_value_t = 2_592_000_000)]
     pub history_daily_ms: u64,
 
+    /// Restores of one file that may wait behind the one being prepared (each holds a
+    /// version's document); more are answered 503.
+    #[arg(long, env = "ATRIUM_RESTORES_WAITING", default_value_t = 4)]
+    pub restores_waiting: usize,
+
     /// Frames a socket's send queue may hold before the socket is closed (4008).
     #[arg(long, env = "ATRIUM_SEND_QUEUE", default_value_t = 1024)]
     pub send_queue: usize,

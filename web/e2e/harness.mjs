@@ -56,7 +56,8 @@ export class Steps {
       this.pageErrors.push(`[${name}] ${e.name || 'Error'}: ${e.message}`);
       console.log(`[${name} pageerror] ${e.stack || e.message}`);
     });
-    page.on('dialog', (d) => d.accept());
+    // Confirmations are accepted, unless the test set `page.dismissDialogs`.
+    page.on('dialog', (d) => (page.dismissDialogs ? d.dismiss() : d.accept()));
     if (process.env.E2E_VERBOSE) page.on('console', (m) => console.log(`[${name}] ${m.text()}`));
   }
 

@@ -2,10 +2,11 @@
 // Chromium (web/run-tests.sh runs it after two_windows.mjs).
 //
 // Ann (the owner) and Bob (a guest with the edit link) edit a file; Ann names a version,
-// both edit more, Ann names another. Both history panels list the two, with who edited,
+// both edit more, Bob names another. Both history panels list the two, with who edited,
 // Bob's without a reload (the socket's `version` messages). Ann previews the first (the
 // canvas shows it, editing is off), compares it (the changed shapes are marked, the props
-// listed), and restores it: both windows hold the restored document without a reload.
+// listed), and restores it (declined once at the confirmation): both windows hold the restored
+// document without a reload, and Bob's edit before it is kept as an autosave naming him.
 // Cleo, with the view link, is offered no history until the owner allows viewers to see it,
 // and then no restore; a refusal by the server is shown as such.
 //
@@ -165,6 +166,8 @@ async function main() {
   });
 
   await step('compare: moved, added and removed shapes are marked, with the props that changed', async () => {
+    await setProps(B, r3, { fill: '#be4bdb' }); // an edit since "Second draft", by Bob only
+    await until('A and B agree', () => converged(node, token, fileId, A, B));
     await rowOf(A, 'First draft').locator('[data-testid=version-compare]').click();
     await A.waitForSelector('[data-testid=history-banner][data-mode=compare]');
     const marks = await until('marks on the canvas', async () => {
@@ -178,6 +181,18 @@ async function main() {
     const styles = await A.evaluate(() => Object.fromEntries([...document.querySelectorAll('[data-mark]')].map((el) => [el.dataset.kind, getComputedStyle(el).stroke])));
     assert(new Set(Object.values(styles)).size === 3, `three distinct styles: ${JSON.stringify(styles)}`);
     await A.screenshot({ path: path.join(ARTIFACTS, 'history-compare.png') });
+  });
+
+  await step('restore, declined at the confirmation: nothing is asked of the server', async () => {
+    const requests = [];
+    const onRequest = (r) => { if (r.url().includes('/restore')) requests.push(r.url()); };
+    A.on('request', onRequest);
+    A.dismissDialogs = true;
+    await A.click('[data-testid=history-restore-shown]');
+    A.dismissDialogs = false;
+    A.off('request', onRequest);
+    assert(requests.length === 0, `no restore request: ${requests}`);
+    assert(await A.locator('[data-testid=history-banner][data-mode=compare]').count() === 1, 'still comparing');
   });
 
   await step('restore (confirmed): both windows hold the restored document, without a reload', async () => {
@@ -195,6 +210,14 @@ async function main() {
       const notice = await B.textContent('[data-testid=history-notice]');
       return rows[0]?.kind === 'restore' && /First draft/.test(rows[0].label) && /Ann restored/.test(notice);
     });
+    // Bob's edit before it was kept first, as an autosave naming him alone.
+    const rows = await until('A lists the autosave under the restore', async () => {
+      const r = await rowsOf(A);
+      return r[1]?.kind === 'auto' && r;
+    });
+    assert(rows[1].label === 'Autosave' && rows[1].editors === 'Bob', `autosave: ${JSON.stringify(rows[1])}`);
+    assert(rows[0].label === 'Restored from “First draft”' && /Ann/.test(rows[0].editors), `restore: ${JSON.stringify(rows[0])}`);
+    assert(rows[2].label === 'Second draft', `then the named ones: ${JSON.stringify(rows.map((r) => r.label))}`);
     // still editable after: an edit lands on top of the restored document
     await setProps(B, r1, { fill: '#2f9e44' });
     const after = await until('an edit after the restore', async () => {

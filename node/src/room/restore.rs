@@ -18,7 +18,8 @@
 //!
 //! The restore takes its place among the edits when its patch comes back: edits that
 //! arrived meanwhile are ordered before it (and their nodes are corrected in its patch).
-//! One restore is prepared at a time; a few more wait, and more than that are refused (503).
+//! One restore is prepared at a time; `ATRIUM_RESTORES_WAITING` more may wait, and more than
+//! that are refused (503).
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Instant;
@@ -30,23 +31,22 @@ use super::core::RoomCore;
 use super::pending::Pending;
 use super::recent::RecentOp;
 pub use super::versions::{RestoreError, Restored};
-use crate::doc::{Document, Op};
+use crate::doc::Op;
 use crate::history::{VersionInfo, VersionKind};
 use crate::ids::ClientKey;
 use crate::outbox::shared;
 use crate::protocol;
 use crate::store::LoggedPatch;
 
+mod correct;
 mod prepare;
+pub use correct::correct;
 pub use prepare::{PrepareJob, Prepared, RestorePatch};
 
 /// The client key restores are logged under (no real client's digest is all 0xA7).
 pub const RESTORE_CLIENT: ClientKey = ClientKey([0xA7; 16]);
 /// The `by` of a restore's `patch` message.
 pub const RESTORE_PERSON: &str = "restore";
-/// Restores of one file waiting behind the one being prepared; more are refused (503).
-/// Each holds a version's document, so this bounds what a room keeps for them.
-pub const RESTORES_WAITING: usize = 4;
 /// Nodes noted as touched while a restore is prepared; past this the room computes the
 /// whole patch itself (one pass over both documents) instead of correcting the lane's.
 const TOUCHED_MAX: usize = 4096;
@@ -111,7 +111,8 @@ impl RoomCore {
             let _ = req.reply.send(Err(RestoreError::Unavailable));
         } else if self.restores.preparing.is_none() {
             self.prepare_restore(req);
-        } else if self.restores.waiting.len() < RESTORES_WAITING {
+        } else if self.restores.waiting.len() < self.rules.config.restores_waiting {
+            // Each waiting one holds a version's document: `ATRIUM_RESTORES_WAITING` bounds them.
             self.restores.waiting.push_back(req);
         } else {
             let _ = req.reply.send(Err(RestoreError::Busy));
@@ -213,46 +214,4 @@ impl RoomCore {
             None,
         );
     }
-}
-
-/// The lane's patch, corrected for the edits since its copy was taken: the ops that turn
-/// `current` into the version, and the version as a document. Ops of nodes no edit touched
-/// are the lane's; those of touched nodes are made anew (a handful of nodes, usually); with
-/// too many touched (`None`), the whole patch is made anew in one pass over both documents.
-pub fn correct(
-    current: &Document,
-    patch: RestorePatch,
-    touched: Option<HashSet<String>>,
-) -> (String, Document) {
-    let Some(touched) = touched else {
-        return (current.patch_to(&patch.doc), patch.doc);
-    };
-    if touched.is_empty() {
-        return (patch.ops_json, patch.doc);
-    }
-    let mut out = String::from("[");
-    let mut push = |s: &str| {
-        if out.len() > 1 {
-            out.push(',');
-        }
-        out.push_str(s);
-    };
-    for (id, op) in &patch.ops {
-        if !touched.contains(id) {
-            push(op.get());
-        }
-    }
-    let mut ids: Vec<&String> = touched.iter().collect();
-    ids.sort();
-    for id in ids {
-        match (current.get(id), patch.doc.get(id)) {
-            (now, Some(then)) if now.as_ref() != Some(&then) => {
-                push(&json!({"op": "put", "id": id, "props": then}).to_string());
-            }
-            (Some(_), None) => push(&json!({"op": "delete", "id": id}).to_string()),
-            _ => {}
-        }
-    }
-    out.push(']');
-    (out, patch.doc)
 }

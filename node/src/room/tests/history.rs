@@ -237,8 +237,9 @@ fn edits_while_a_restore_is_prepared_are_corrected_in_its_patch_and_clients_conv
 
 #[test]
 fn restores_are_prepared_one_at_a_time_and_a_few_wait_beyond_which_they_are_refused() {
-    use crate::room::restore::{RestoreError, RESTORES_WAITING};
-    let mut h = Harness::new();
+    use crate::room::restore::RestoreError;
+    const RESTORES_WAITING: usize = 2;
+    let mut h = Harness::with(&[("restores-waiting", "2")], u64::MAX / 4);
     let _a = h.join(As::Owner);
     let mut answers: Vec<_> = (0..RESTORES_WAITING + 2)
         .map(|i| ask_restore(&mut h, &format!(r#"{{"r":{{"v":{i}}}}}"#)))
