@@ -164,6 +164,11 @@ pub async fn start(
             AUTH_KEYS,
         ),
         file_creates: KeyedLimiter::per_minute(config.file_creates_per_minute, AUTH_KEYS),
+        server_api: KeyedLimiter::with_burst(
+            config.server_api_per_second.saturating_mul(60),
+            config.server_api_per_second,
+            AUTH_KEYS,
+        ),
         connections: crate::limits::ConnectionCap::new(config.max_connections()),
         memory,
         admission: crate::admission::Admission::new(

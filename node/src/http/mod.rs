@@ -9,6 +9,7 @@ mod body;
 mod caller;
 mod error;
 mod files;
+mod server;
 mod ops;
 mod routes;
 mod upgrade;

@@ -87,6 +87,8 @@ pub struct RoomCore {
     pub(super) stall_noticed: bool,
     /// Who edited since the last version, and since when.
     pub(super) history: super::versions::HistoryState,
+    /// Server API patches accepted lately (retries are answered from here).
+    pub(super) server_ops: super::server::ServerOps,
     effects: Vec<Effect>,
 }
 
@@ -103,6 +105,7 @@ pub struct Opened {
 impl RoomCore {
     pub fn new(opened: Opened, rules: Rules, people: Arc<AtomicUsize>, now: Instant) -> Self {
         let presence_hz = rules.config.presence_hz;
+        let server_ops = super::server::ServerOps::new(rules.config.server_ops_kept);
         Self {
             file: opened.file,
             rules,
@@ -127,6 +130,7 @@ impl RoomCore {
             editors_counted: 0,
             stall_noticed: false,
             history: Default::default(),
+            server_ops,
             effects: Vec::new(),
         }
     }
@@ -170,6 +174,15 @@ impl RoomCore {
             RoomCmd::Restore(req) => self.restore(req, now),
             RoomCmd::History(job) => self.history_job(job),
             RoomCmd::Announce(event, version) => self.announce(event, &version),
+            RoomCmd::ServerPatch(req) => self.server_patch(req, now),
+            RoomCmd::People(req) => {
+                let _ = req.reply.send(self.people_now());
+            }
+            RoomCmd::Kick(target, reply) => {
+                let n = self.kick(&target, "removed by the app's server", now);
+                let _ = reply.send(n);
+            }
+            RoomCmd::Event(from, frame) => self.event(from, frame),
             // The lease is the shell's: it never reaches the core.
             RoomCmd::CheckLease => {}
         }

@@ -199,4 +199,16 @@ pub trait Store: Send + Sync + 'static {
     async fn add_revocation(&self, r: &Revocation, until_ms: i64) -> StoreResult<()>;
     /// The revocations still in force, with when each ends (Unix ms).
     async fn revocations(&self) -> StoreResult<Vec<(Revocation, i64)>>;
+
+    /// Files whose ids start with `prefix`, in id order (bytewise), after `after` if given,
+    /// at most `limit`.
+    async fn files_with_prefix(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u64,
+    ) -> StoreResult<Vec<FileRecord>>;
+    /// Forgets server API op ids (client keys starting with `mark`, whose logged op id is
+    /// the time they were taken) taken before `before_ms`; answers how many.
+    async fn prune_server_ops(&self, mark: [u8; 8], before_ms: i64) -> StoreResult<u64>;
 }

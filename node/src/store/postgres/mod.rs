@@ -28,6 +28,7 @@ mod log;
 mod migrate;
 mod rows;
 mod store;
+mod server;
 #[cfg(test)]
 pub(crate) mod tests;
 mod versions;
