@@ -199,6 +199,11 @@ pub async fn start(
         std::time::Duration::from_millis(config.app_token_notice_ms),
         stop_rx.clone(),
     ));
+    tokio::spawn(crate::room::server_ops::run(
+        state.store.clone(),
+        config.server_op_ttl_ms,
+        stop_rx.clone(),
+    ));
     tokio::spawn(crate::sessions::run(
         state.sockets.clone(),
         state.store.clone(),

@@ -9,9 +9,9 @@ mod body;
 mod caller;
 mod error;
 mod files;
-mod server;
 mod ops;
 mod routes;
+mod server;
 mod upgrade;
 
 pub use body::{parse_json, plain_name, read_body, read_json, BodyDeadline};

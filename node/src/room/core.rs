@@ -182,7 +182,7 @@ impl RoomCore {
                 let n = self.kick(&target, "removed by the app's server", now);
                 let _ = reply.send(n);
             }
-            RoomCmd::Event(from, frame) => self.event(from, frame),
+            RoomCmd::Event(event) => self.event(event),
             // The lease is the shell's: it never reaches the core.
             RoomCmd::CheckLease => {}
         }

@@ -37,6 +37,7 @@ pub mod registry;
 pub mod restore;
 mod seats;
 pub mod server;
+pub mod server_ops;
 mod shell;
 mod snapshot;
 #[cfg(test)]
@@ -115,5 +116,5 @@ pub enum RoomCmd {
     /// Close the sockets of a person or a `sub` with 4006; answers how many.
     Kick(server::KickTarget, oneshot::Sender<usize>),
     /// An event for everyone in the room (from a socket: not back to it), never stored.
-    Event(Option<ConnId>, crate::outbox::Msg),
+    Event(server::Event),
 }

@@ -194,10 +194,7 @@ impl RoomCore {
             v,
             relay: Some(relay),
             reply: req.reply,
-            done: ServerPatched {
-                v,
-                replayed: false,
-            },
+            done: ServerPatched { v, replayed: false },
         });
         self.edited(&req.name, now);
     }
@@ -238,8 +235,19 @@ impl RoomCore {
         gone.len()
     }
 
-    /// An event for everyone in the room (from a socket: everyone but its sender).
-    pub(super) fn event(&self, from: Option<ConnId>, frame: crate::outbox::Msg) {
+    /// An event for everyone in the room; one from a socket goes to everyone but its
+    /// sender, named by the sender's person id.
+    pub(super) fn event(&self, event: Event) {
+        let (from, frame) = match event {
+            Event::Server(frame) => (None, frame),
+            Event::Socket { conn, data } => {
+                let Some(m) = self.participants.get(&conn) else {
+                    return;
+                };
+                let frame = shared(event_message(m.person.as_str(), None, &data));
+                (Some(conn), frame)
+            }
+        };
         let mut sent = 0;
         for (conn, m) in &self.participants {
             if Some(*conn) != from {
@@ -253,6 +261,14 @@ impl RoomCore {
             .with_label_values(&["event"])
             .inc_by(sent);
     }
+}
+
+/// A broadcast event on its way to a room.
+pub enum Event {
+    /// From the server API: the whole message, built by the caller.
+    Server(crate::outbox::Msg),
+    /// From a socket: its `data`, as compact JSON text.
+    Socket { conn: ConnId, data: String },
 }
 
 /// The `event` message everyone gets: who sent it (a person id, or the service person)

@@ -9,7 +9,7 @@ use super::{file_here, server_key};
 use crate::http::{json_response, parse_json, plain_name, read_body, ApiError, ApiResult};
 use crate::ids::FileId;
 use crate::outbox::shared;
-use crate::room::server::{event_message, service_person};
+use crate::room::server::{event_message, service_person, Event};
 use crate::room::RoomCmd;
 use crate::state::AppState;
 
@@ -47,7 +47,7 @@ pub async fn send(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
         Some(room) => {
             let n = room.people.load(std::sync::atomic::Ordering::Relaxed);
             let frame = shared(event_message(&service_person(&key.id), Some(&name), data));
-            match room.tx.send(RoomCmd::Event(None, frame)) {
+            match room.tx.send(RoomCmd::Event(Event::Server(frame))) {
                 Ok(()) => n,
                 Err(_) => 0,
             }

@@ -46,11 +46,7 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
             Some(raw) => match Document::from_json(raw.get().as_bytes(), &limits) {
                 Ok(doc) => Some(doc.to_json()),
                 Err(PatchError::TooLarge(m)) => {
-                    return Err(ApiError::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "too-large",
-                        m,
-                    ))
+                    return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", m))
                 }
                 Err(PatchError::Invalid(m)) => {
                     return Err(ApiError::bad_request(format!(

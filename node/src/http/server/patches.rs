@@ -106,8 +106,9 @@ pub async fn apply(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiR
     };
     let op_id = op_id(body_op, header.as_deref())?;
     let name = match name {
-        Some(n) => plain_name(&n, MAX_SERVICE_NAME, "`name` has 1 to 64 plain characters")?
-            .to_owned(),
+        Some(n) => {
+            plain_name(&n, MAX_SERVICE_NAME, "`name` has 1 to 64 plain characters")?.to_owned()
+        }
         None => key.name.chars().take(MAX_SERVICE_NAME).collect(),
     };
     let by = service_person(&key.id);
@@ -176,7 +177,10 @@ mod tests {
         assert_eq!(op_id(Some("c".into()), Some("c")).unwrap(), "c");
         assert_eq!(op_id(Some("c".into()), Some("d")).unwrap_err().status, 400);
         assert_eq!(op_id(None, None).unwrap_err().status, 400);
-        assert_eq!(op_id(Some("no spaces".into()), None).unwrap_err().status, 400);
+        assert_eq!(
+            op_id(Some("no spaces".into()), None).unwrap_err().status,
+            400
+        );
         assert_eq!(op_id(Some("x".repeat(65)), None).unwrap_err().status, 400);
     }
 }

@@ -47,7 +47,9 @@ pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     let more = page.len() > limit;
     let page: Vec<_> = page.into_iter().take(limit).collect();
     let next = if more {
-        page.last().and_then(|p| p["id"].as_str()).map(str::to_owned)
+        page.last()
+            .and_then(|p| p["id"].as_str())
+            .map(str::to_owned)
     } else {
         None
     };

@@ -27,8 +27,8 @@ mod files;
 mod log;
 mod migrate;
 mod rows;
-mod store;
 mod server;
+mod store;
 #[cfg(test)]
 pub(crate) mod tests;
 mod versions;

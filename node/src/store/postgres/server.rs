@@ -25,7 +25,11 @@ impl PgStore {
         rows.iter().map(|r| file_from(r, 0)).collect()
     }
 
-    pub(super) async fn forget_server_ops(&self, mark: [u8; 8], before_ms: i64) -> StoreResult<u64> {
+    pub(super) async fn forget_server_ops(
+        &self,
+        mark: [u8; 8],
+        before_ms: i64,
+    ) -> StoreResult<u64> {
         let sql = "DELETE FROM client_ops WHERE substring(client from 1 for 8) = $1 AND op_id < $2";
         let m = &mark[..];
         self.execute(sql, &[&m, &before_ms], unavailable).await

@@ -29,7 +29,12 @@ pub(super) fn with_prefix(
         .map_err(unavailable)?;
     let rows = stmt
         .query_map(
-            params![prefix, prefix_end(prefix), after.unwrap_or(""), limit as i64],
+            params![
+                prefix,
+                prefix_end(prefix),
+                after.unwrap_or(""),
+                limit as i64
+            ],
             |r| file_from(r, 0),
         )
         .map_err(unavailable)?;

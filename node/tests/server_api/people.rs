@@ -1,0 +1,102 @@
+//! Who is in a file (answered by the room, paged), and kicking a person out (4006).
+
+use super::*;
+
+async fn people(node: &Node, key: &str, file: &str, query: &str) -> Value {
+    let r = get(node, &format!("/api/files/{file}/people{query}"), Some(key)).await;
+    r.assert_status(200);
+    r.body().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_are_listed_by_page_and_a_kicked_person_is_closed_with_4006() {
+    let (node, _, key, _) = node_with_key(&[], &["server"]).await;
+    let file = shared_file(&node, "edit").await;
+    // Nobody yet, and asking opens no room.
+    let none = people(&node, &key, &file.id, "").await;
+    assert_eq!(none["count"], json!(0));
+    assert_eq!(none["people"], json!([]));
+
+    let (mut owner, w_owner) = Client::join(&node, &file.id, &file.by_owner()).await;
+    let (mut editor, w_editor) = Client::join(&node, &file.id, &file.by_edit_key()).await;
+    let (mut viewer, w_viewer) = Client::join(&node, &file.id, &file.by_view_key()).await;
+    viewer
+        .send_presence(json!({"page": "page1", "cursor": [1, 2]}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let all = people(&node, &key, &file.id, "").await;
+    assert_eq!(all["count"], json!(3));
+    let list = all["people"].as_array().unwrap();
+    let ids: Vec<&str> = list.iter().map(|p| s(&p["id"])).collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted, "in person id order");
+    let find = |w: &Value| list.iter().find(|p| p["id"] == w["you"]).unwrap().clone();
+    assert_eq!(find(&w_owner)["role"], "editor");
+    assert!(find(&w_owner)["account"].is_string());
+    assert_eq!(find(&w_viewer)["role"], "viewer");
+    assert_eq!(find(&w_viewer)["page"], "page1");
+    assert_eq!(find(&w_editor)["name"], "Guest");
+    // Pages of two: then one, then the end.
+    let first = people(&node, &key, &file.id, "?limit=2").await;
+    assert_eq!(first["people"].as_array().unwrap().len(), 2);
+    let next = s(&first["next"]).to_owned();
+    let second = people(&node, &key, &file.id, &format!("?limit=2&after={next}")).await;
+    assert_eq!(second["people"].as_array().unwrap().len(), 1);
+    assert!(second["next"].is_null());
+    for bad in ["?limit=0", "?limit=501", "?after=bad%20id"] {
+        get(
+            &node,
+            &format!("/api/files/{}/people{bad}", file.id),
+            Some(&key),
+        )
+        .await
+        .assert_error(400, "bad-request");
+    }
+    // A session token is not an API key.
+    get(
+        &node,
+        &format!("/api/files/{}/people", file.id),
+        Some(&file.owner),
+    )
+    .await
+    .assert_error(401, "unauthorized");
+
+    // Kick the editor: its socket closes with 4006, the others see it leave.
+    let path = format!("/api/files/{}/kick", file.id);
+    let r = send_json(
+        &node,
+        "POST",
+        &path,
+        Some(&key),
+        &json!({"person": w_editor["you"]}),
+    )
+    .await;
+    r.assert_status(200);
+    assert_eq!(r.body()["closed"], json!(1));
+    editor.expect_close(4006).await;
+    let left = owner.recv_type("leave", WAIT).await.expect("a leave");
+    assert_eq!(left["ids"], json!([w_editor["you"]]));
+    assert_eq!(people(&node, &key, &file.id, "").await["count"], json!(2));
+    // Nobody by that id any more; bad bodies.
+    let r = send_json(
+        &node,
+        "POST",
+        &path,
+        Some(&key),
+        &json!({"person": w_editor["you"]}),
+    )
+    .await;
+    assert_eq!(r.body()["closed"], json!(0));
+    for bad in [
+        json!({}),
+        json!({"person": "x", "sub": "y"}),
+        json!({"person": "not an id"}),
+        json!({"sub": ""}),
+    ] {
+        send_json(&node, "POST", &path, Some(&key), &bad)
+            .await
+            .assert_error(400, "bad-request");
+    }
+    viewer.expect_quiet(Duration::from_millis(100)).await;
+}
