@@ -14,6 +14,7 @@
 //! ever holds itself, so nothing moves.
 
 mod deletions;
+pub mod rooms;
 mod signouts;
 
 pub use deletions::{announce_deleted, FILES_DELETED};

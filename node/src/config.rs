@@ -380,6 +380,12 @@ pub struct NodeConfig {
     /// more are left.
     #[arg(long, env = "ATRIUM_PREFIX_DELETE_MAX", default_value_t = 100)]
     pub prefix_delete_max: usize,
+
+    /// How often this node reports its open rooms and their sizes to the coordinator (for
+    /// `GET /api/server/rooms`); a report that changed nothing is skipped unless a lease
+    /// time has passed.
+    #[arg(long, env = "ATRIUM_ROOM_REPORT_MS", default_value_t = 2_000)]
+    pub room_report_ms: u64,
 }
 
 mod derived;

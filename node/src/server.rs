@@ -185,6 +185,7 @@ pub async fn start(
         tokio::spawn(admin_loop(admin, metrics.clone(), stop_rx.clone()));
     }
     tokio::spawn(crate::cluster::run(state.clone()));
+    tokio::spawn(crate::cluster::rooms::run(state.clone()));
     // Revocations made before this node started (the coordinator brings later ones).
     match state.store.revocations().await {
         Ok(all) => {

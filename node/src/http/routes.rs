@@ -129,6 +129,7 @@ pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiR
         (&Method::POST, ["api", "server", "files"]) => server::create_file(state, req).await,
         (&Method::GET, ["api", "server", "files"]) => server::list_files(state, req).await,
         (&Method::DELETE, ["api", "server", "files"]) => server::delete_files(state, req).await,
+        (&Method::GET, ["api", "server", "rooms"]) => server::rooms(state, req).await,
         (&Method::GET, ["files", id, "ws"]) => {
             let id = file_id(id)?;
             upgrade(state, req, id).await
@@ -157,4 +158,5 @@ const KNOWN: &[&[&str]] = &[
     &["api", "files"],
     &["api", "openapi.yaml"],
     &["api", "server", "files"],
+    &["api", "server", "rooms"],
 ];

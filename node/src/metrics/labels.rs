@@ -30,6 +30,8 @@ pub const COORDINATOR_OPERATIONS: &[&str] = &[
     "count_down",
     "publish",
     "watch",
+    "report_rooms",
+    "room_reports",
 ];
 
 impl Metrics {

@@ -125,7 +125,7 @@ async fn app_account(state: &AppState) -> Result<AccountId, ApiError> {
     }
 }
 
-fn prefix<'a>(req: &'a Request<Incoming>) -> Result<&'a str, ApiError> {
+fn prefix(req: &Request<Incoming>) -> Result<&str, ApiError> {
     query_id(req, "prefix")?.ok_or_else(|| {
         ApiError::bad_request("`prefix` is required: 1 to 64 characters of [A-Za-z0-9_-]")
     })

@@ -7,11 +7,13 @@ mod events;
 mod files;
 mod patches;
 mod people;
+mod rooms;
 
 pub use events::send as send_event;
 pub use files::{create as create_file, delete as delete_files, list as list_files};
 pub use patches::apply as apply_patch;
 pub use people::{kick, list as people};
+pub use rooms::list as rooms;
 
 use hyper::body::Incoming;
 use hyper::Request;
