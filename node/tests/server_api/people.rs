@@ -100,3 +100,44 @@ async fn people_are_listed_by_page_and_a_kicked_person_is_closed_with_4006() {
     }
     viewer.expect_quiet(Duration::from_millis(100)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_rooms_are_listed_with_their_sizes() {
+    let (node, _, key, _) = node_with_key(&[("ATRIUM_ROOM_REPORT_MS", "100")], &["server"]).await;
+    let a = shared_file(&node, "edit").await;
+    let b = shared_file(&node, "edit").await;
+    let (_a1, _) = Client::join(&node, &a.id, &a.by_owner()).await;
+    let (_a2, _) = Client::join(&node, &a.id, &a.by_edit_key()).await;
+    let (_b1, _) = Client::join(&node, &b.id, &b.by_owner()).await;
+    let mut rooms = Value::Null;
+    for _ in 0..50 {
+        let r = get(&node, "/api/server/rooms", Some(&key)).await;
+        r.assert_status(200);
+        rooms = r.body().clone();
+        if rooms["people"] == json!(3) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(rooms["count"], json!(2), "{rooms}");
+    assert_eq!(rooms["partial"], json!(false));
+    let list = rooms["rooms"].as_array().unwrap();
+    let size = |f: &str| list.iter().find(|r| r["file"] == f).unwrap()["people"].clone();
+    assert_eq!(size(&a.id), json!(2));
+    assert_eq!(size(&b.id), json!(1));
+    assert_eq!(list[0]["node"], "local");
+    // One to a page, in file id order.
+    let first = get(&node, "/api/server/rooms?limit=1", Some(&key)).await.body().clone();
+    let next = s(&first["next"]).to_owned();
+    let second = get(&node, &format!("/api/server/rooms?limit=1&after={next}"), Some(&key))
+        .await
+        .body()
+        .clone();
+    assert!(second["next"].is_null());
+    let mut ids = vec![a.id.clone(), b.id.clone()];
+    ids.sort();
+    assert_eq!(
+        [first["rooms"][0]["file"].clone(), second["rooms"][0]["file"].clone()],
+        [json!(ids[0]), json!(ids[1])]
+    );
+}
