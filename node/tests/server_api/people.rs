@@ -127,17 +127,27 @@ async fn open_rooms_are_listed_with_their_sizes() {
     assert_eq!(size(&b.id), json!(1));
     assert_eq!(list[0]["node"], "local");
     // One to a page, in file id order.
-    let first = get(&node, "/api/server/rooms?limit=1", Some(&key)).await.body().clone();
-    let next = s(&first["next"]).to_owned();
-    let second = get(&node, &format!("/api/server/rooms?limit=1&after={next}"), Some(&key))
+    let first = get(&node, "/api/server/rooms?limit=1", Some(&key))
         .await
         .body()
         .clone();
+    let next = s(&first["next"]).to_owned();
+    let second = get(
+        &node,
+        &format!("/api/server/rooms?limit=1&after={next}"),
+        Some(&key),
+    )
+    .await
+    .body()
+    .clone();
     assert!(second["next"].is_null());
     let mut ids = vec![a.id.clone(), b.id.clone()];
     ids.sort();
     assert_eq!(
-        [first["rooms"][0]["file"].clone(), second["rooms"][0]["file"].clone()],
+        [
+            first["rooms"][0]["file"].clone(),
+            second["rooms"][0]["file"].clone()
+        ],
         [json!(ids[0]), json!(ids[1])]
     );
 }

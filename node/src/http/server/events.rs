@@ -14,7 +14,6 @@ use crate::room::RoomCmd;
 use crate::state::AppState;
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct NewEvent {
     data: Box<serde_json::value::RawValue>,
     name: Option<String>,

@@ -22,7 +22,6 @@ const PAGE: usize = 100;
 const MOST: usize = 1000;
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct NewFile {
     id: String,
     name: Option<String>,

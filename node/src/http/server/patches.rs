@@ -20,7 +20,6 @@ use crate::state::AppState;
 const MAX_SERVICE_NAME: usize = 64;
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct NewPatch {
     op_id: Option<String>,
     ops: Box<serde_json::value::RawValue>,

@@ -60,7 +60,6 @@ pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Kick {
     person: Option<String>,
     sub: Option<String>,
