@@ -98,6 +98,10 @@ async fn people_are_listed_by_page_and_a_kicked_person_is_closed_with_4006() {
             .await
             .assert_error(400, "bad-request");
     }
+    let huge = json!({"sub": "x".repeat(5000)});
+    send_json(&node, "POST", &path, Some(&key), &huge)
+        .await
+        .assert_error(413, "too-large");
     viewer.expect_quiet(Duration::from_millis(100)).await;
 }
 
