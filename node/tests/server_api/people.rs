@@ -155,3 +155,60 @@ async fn open_rooms_are_listed_with_their_sizes() {
         [json!(ids[0]), json!(ids[1])]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kicking_a_sub_closes_every_socket_of_it_and_only_those() {
+    use atrium_testkit::jwt::{self, Minter};
+    const SECRET: &str = "a test HS256 secret, thirty-two bytes or more";
+    let (node, _, key, _) = node_with_key(
+        &[
+            ("ATRIUM_APP_TOKEN_ISSUER", "https://app.example.test"),
+            ("ATRIUM_APP_TOKEN_AUDIENCE", "atrium-test"),
+            ("ATRIUM_APP_TOKEN_HS256_SECRET", SECRET),
+        ],
+        &["server"],
+    )
+    .await;
+    let file = format!("kick_{}", &secret()[..10]);
+    send_json(&node, "POST", "/api/server/files", Some(&key), &json!({"id": file}))
+        .await
+        .assert_status(201);
+    let token = |sub: &str| {
+        let c = jwt::claims(
+            "https://app.example.test",
+            "atrium-test",
+            sub,
+            60,
+            json!({ file.clone(): "edit" }),
+        );
+        Minter::hs256(SECRET.as_bytes()).sign(&c)
+    };
+    // Ann in two tabs, Bob in one.
+    let (mut ann1, _) = Client::join(&node, &file, &Hello::token(&token("ann"))).await;
+    let (mut ann2, _) = Client::join(&node, &file, &Hello::token(&token("ann"))).await;
+    let (mut bob, _) = Client::join(&node, &file, &Hello::token(&token("bob"))).await;
+    let listed = get(&node, &format!("/api/files/{file}/people"), Some(&key)).await;
+    let subs: Vec<&str> = listed.body()["people"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| s(&p["sub"]))
+        .collect();
+    assert_eq!(subs.iter().filter(|s| **s == "ann").count(), 2);
+    let r = send_json(
+        &node,
+        "POST",
+        &format!("/api/files/{file}/kick"),
+        Some(&key),
+        &json!({"sub": "ann"}),
+    )
+    .await;
+    r.assert_status(200);
+    assert_eq!(r.body()["closed"], json!(2));
+    ann1.expect_close(4006).await;
+    ann2.expect_close(4006).await;
+    // Bob stays and can still edit.
+    bob.patch_acked(1, vec![put("b", json!({}))]).await;
+    let left = get(&node, &format!("/api/files/{file}/people"), Some(&key)).await;
+    assert_eq!(left.body()["count"], json!(1));
+}
