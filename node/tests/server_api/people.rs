@@ -170,9 +170,15 @@ async fn kicking_a_sub_closes_every_socket_of_it_and_only_those() {
     )
     .await;
     let file = format!("kick_{}", &secret()[..10]);
-    send_json(&node, "POST", "/api/server/files", Some(&key), &json!({"id": file}))
-        .await
-        .assert_status(201);
+    send_json(
+        &node,
+        "POST",
+        "/api/server/files",
+        Some(&key),
+        &json!({"id": file}),
+    )
+    .await
+    .assert_status(201);
     let token = |sub: &str| {
         let c = jwt::claims(
             "https://app.example.test",

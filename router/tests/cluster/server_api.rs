@@ -39,7 +39,13 @@ async fn server_key(port: u16) -> (String, String) {
 
 /// Sends a server patch until a node answers 200, through either router, with the same op
 /// id every time; the answer's body.
-async fn patch_until_answered(ports: [u16; 2], key: &str, file: &str, op: &str, ops: Value) -> Value {
+async fn patch_until_answered(
+    ports: [u16; 2],
+    key: &str,
+    file: &str,
+    op: &str,
+    ops: Value,
+) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut i = 0;
     loop {
@@ -61,18 +67,28 @@ async fn patch_until_answered(ports: [u16; 2], key: &str, file: &str, op: &str, 
             Some(r) => panic!("server patch {op}: {} {}", r.status, r.text),
             None => {}
         }
-        assert!(Instant::now() < deadline, "server patch {op} never answered");
+        assert!(
+            Instant::now() < deadline,
+            "server patch {op} never answered"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
 /// One editor: `count` patches, each sent until acked, rejoining (same client, resuming)
-/// when its node goes away; answers the keys it got acked.
-async fn editor(ports: [u16; 2], file: String, token: String, tag: String, count: u64) -> Vec<String> {
+/// when its node goes away; answers the keys it got acked and how often it came back.
+async fn editor(
+    ports: [u16; 2],
+    file: String,
+    token: String,
+    tag: String,
+    count: u64,
+) -> (Vec<String>, u32) {
     let client = secret();
     let patience = Duration::from_millis(LEASE_MS * 5);
     let mut c = Client::rejoin(&ports, &file, &token, &client, 0, patience).await;
     let mut acked = Vec::new();
+    let mut rejoins = 0;
     for k in 1..=count {
         let key = format!("{tag}-{k}");
         loop {
@@ -90,14 +106,24 @@ async fn editor(ports: [u16; 2], file: String, token: String, tag: String, count
             }
             // The node went away before the ack: come back and send it again (same id).
             c = Client::rejoin(&ports, &file, &token, &client, c.version, patience).await;
+            rejoins += 1;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    acked
+    (acked, rejoins)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_patches_through_the_router_survive_the_owner_killed() {
+async fn server_patches_through_the_router_survive_the_owner_killed_nats() {
+    owner_killed_under_server_patches("ATRIUM_TEST_NATS_URL").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_patches_through_the_router_survive_the_owner_killed_redis() {
+    owner_killed_under_server_patches("ATRIUM_TEST_REDIS_URL").await;
+}
+
+async fn owner_killed_under_server_patches(server_env: &str) {
     let _serial = serial().await;
     let bins = Binaries {
         node: atrium_testkit::fleet::node_binary(),
@@ -105,7 +131,7 @@ async fn server_patches_through_the_router_survive_the_owner_killed() {
     };
     let mut fleet = Fleet::start_with(
         bins,
-        "ATRIUM_TEST_NATS_URL",
+        server_env,
         LEASE_MS,
         3,
         2,
@@ -116,15 +142,21 @@ async fn server_patches_through_the_router_survive_the_owner_killed() {
     let (owner_token, key) = server_key(ports[0]).await;
     let file = create_file(ports[1], &owner_token).await;
     // The file's room opens for the first server patch.
-    let first = patch_until_answered(ports, &key, &file, "srv-0", json!([
-        {"op": "put", "id": "srv-0", "props": {"k": 0}}
-    ]))
+    let first = patch_until_answered(
+        ports,
+        &key,
+        &file,
+        "srv-0",
+        json!([
+            {"op": "put", "id": "srv-0", "props": {"k": 0}}
+        ]),
+    )
     .await;
     assert_eq!(first["v"], json!(1));
     let owner = fleet.serving(&owner_token, &file).await.expect("an owner");
 
     const EDITORS: u64 = 4;
-    const EACH: u64 = 40;
+    const EACH: u64 = 100;
     const SERVER: u64 = 30;
     let mut editors = Vec::new();
     for i in 0..EDITORS {
@@ -154,13 +186,23 @@ async fn server_patches_through_the_router_survive_the_owner_killed() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let mut acked = Vec::new();
+    let mut rejoins = 0;
     for e in editors {
-        acked.extend(e.await.expect("an editor"));
+        let (keys, n) = e.await.expect("an editor");
+        acked.extend(keys);
+        rejoins += n;
     }
-    let new_owner = fleet.serving(&owner_token, &file).await.expect("a new owner");
+    assert!(rejoins > 0, "the owner died while the editors were editing");
+    let new_owner = fleet
+        .serving(&owner_token, &file)
+        .await
+        .expect("a new owner");
     assert_ne!(new_owner, owner, "the file moved to a survivor");
     let (v, doc) = get_doc(ports[0], &owner_token, &file).await;
-    let lost: Vec<&String> = acked.iter().filter(|k| doc.get(k.as_str()).is_none()).collect();
+    let lost: Vec<&String> = acked
+        .iter()
+        .filter(|k| doc.get(k.as_str()).is_none())
+        .collect();
     assert!(lost.is_empty(), "acked patches lost: {lost:?}");
     for k in 0..SERVER {
         assert_eq!(doc[format!("srv-{k}")]["k"], json!(k), "server patch {k}");
@@ -181,14 +223,20 @@ async fn server_patches_through_the_router_survive_the_owner_killed() {
         .await;
         r.assert_status(200);
         let rooms = r.body()["rooms"].as_array().unwrap().clone();
-        if rooms.iter().any(|x| x["file"] == json!(file) && x["node"] == json!(new_owner)) {
+        if rooms
+            .iter()
+            .any(|x| x["file"] == json!(file) && x["node"] == json!(new_owner))
+        {
             break;
         }
-        assert!(Instant::now() < deadline, "the room never showed on {new_owner}: {rooms:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the room never showed on {new_owner}: {rooms:?}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     println!(
-        "server API failover: killed {owner} {:?} ago; {} editor patches and {SERVER} server patches kept",
+        "server API failover: killed {owner} {:?} ago; {} editor patches ({rejoins} rejoins) and {SERVER} server patches kept",
         killed_at.map(|t| t.elapsed()),
         acked.len()
     );
