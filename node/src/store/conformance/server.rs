@@ -16,7 +16,7 @@ pub async fn files_by_prefix(store: &dyn Store) {
         format!("{tag}_B"),
         format!("{tag}-x"),
         format!("{tag}_a_z"),
-        format!("{tag}"),
+        tag.clone(),
         format!("x{tag}_a"),
     ];
     for id in &ids {
