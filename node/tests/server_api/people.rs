@@ -145,7 +145,7 @@ async fn open_rooms_are_listed_with_their_sizes() {
     .body()
     .clone();
     assert!(second["next"].is_null());
-    let mut ids = vec![a.id.clone(), b.id.clone()];
+    let mut ids = [a.id.clone(), b.id.clone()];
     ids.sort();
     assert_eq!(
         [
