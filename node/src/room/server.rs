@@ -59,6 +59,9 @@ pub struct ServerPatch {
     /// When it was accepted (Unix ms): logged as its op id, so old ones can be pruned.
     pub at_ms: u64,
     pub reply: oneshot::Sender<Result<ServerPatched, ServerPatchError>>,
+    /// Its place in the room's bounded inbound queue (as a socket's patch has), given back
+    /// once the room has handled it.
+    pub ticket: super::registry::Ticket,
 }
 
 /// A server patch the room made durable (or had made before: `replayed`).

@@ -123,6 +123,11 @@ pub async fn apply(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiR
             .inc();
         return answer(v, &op_id, &by, true);
     }
+    let unavailable = || ApiError::unavailable("the file's room is not available; try again");
+    let room = state.rooms.open(&id).ok_or_else(unavailable)?;
+    // Waits while the room is behind, as a socket's patch does: parsed patches never pile
+    // up in its queue faster than it applies them.
+    let ticket = room.inbound.admit(ops_json.len()).await;
     let (reply, answered) = tokio::sync::oneshot::channel();
     let patch = ServerPatch {
         client,
@@ -132,11 +137,11 @@ pub async fn apply(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiR
         ops_json,
         at_ms: crate::clock::unix_ms().max(1) as u64,
         reply,
+        ticket,
     };
-    state
-        .rooms
-        .send(&id, RoomCmd::ServerPatch(patch))
-        .map_err(|_| ApiError::unavailable("the file's room is not available; try again"))?;
+    room.tx
+        .send(RoomCmd::ServerPatch(patch))
+        .map_err(|_| unavailable())?;
     let outcome = answered.await;
     let label = match &outcome {
         Ok(Ok(ServerPatched { replayed: true, .. })) => "replayed",
