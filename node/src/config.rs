@@ -376,6 +376,12 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_EVENTS_PER_SECOND", default_value_t = 20)]
     pub events_per_second: u32,
 
+    /// Bytes of `data` a second a room relays from its sockets' events, all senders
+    /// together (a burst of as many); beyond it events are dropped. It bounds what one
+    /// viewer's events cost the node in bytes sent: this times the people in the room.
+    #[arg(long, env = "ATRIUM_ROOM_EVENT_BYTES_PER_SECOND", default_value_t = 64 * 1024)]
+    pub room_event_bytes_per_second: usize,
+
     /// Most files one `DELETE /api/server/files?prefix=` removes; the answer says whether
     /// more are left.
     #[arg(long, env = "ATRIUM_PREFIX_DELETE_MAX", default_value_t = 100)]

@@ -89,6 +89,8 @@ pub struct RoomCore {
     pub(super) history: super::versions::HistoryState,
     /// Server API patches accepted lately (retries are answered from here).
     pub(super) server_ops: super::server::ServerOps,
+    /// Bytes of socket events the room may still relay (`ATRIUM_ROOM_EVENT_BYTES_PER_SECOND`).
+    pub(super) event_bytes: crate::limits::Bucket,
     effects: Vec<Effect>,
 }
 
@@ -106,6 +108,8 @@ impl RoomCore {
     pub fn new(opened: Opened, rules: Rules, people: Arc<AtomicUsize>, now: Instant) -> Self {
         let presence_hz = rules.config.presence_hz;
         let server_ops = super::server::ServerOps::new(rules.config.server_ops_kept);
+        let event_rate = rules.config.room_event_bytes_per_second as f64;
+        let event_bytes = crate::limits::Bucket::new(event_rate, event_rate, now);
         Self {
             file: opened.file,
             rules,
@@ -131,6 +135,7 @@ impl RoomCore {
             stall_noticed: false,
             history: Default::default(),
             server_ops,
+            event_bytes,
             effects: Vec::new(),
         }
     }
@@ -182,7 +187,7 @@ impl RoomCore {
                 let n = self.kick(&target, "removed by the app's server", now);
                 let _ = reply.send(n);
             }
-            RoomCmd::Event(event) => self.event(event),
+            RoomCmd::Event(event) => self.event(event, now),
             // The lease is the shell's: it never reaches the core.
             RoomCmd::CheckLease => {}
         }

@@ -240,13 +240,20 @@ impl RoomCore {
 
     /// An event for everyone in the room; one from a socket goes to everyone but its
     /// sender, named by the sender's person id.
-    pub(super) fn event(&self, event: Event) {
+    pub(super) fn event(&mut self, event: Event, now: Instant) {
         let (from, frame) = match event {
             Event::Server(frame) => (None, frame),
             Event::Socket { conn, data } => {
                 let Some(m) = self.participants.get(&conn) else {
                     return;
                 };
+                // The room's budget for sockets' events, all senders together: what the
+                // events of a view key can make the node send is this times the people.
+                if !self.event_bytes.debt(now).is_zero() {
+                    self.rules.metrics.events_dropped.inc();
+                    return;
+                }
+                self.event_bytes.charge(now, data.len() as f64);
                 let frame = shared(event_message(m.person.as_str(), None, &data));
                 (Some(conn), frame)
             }

@@ -98,3 +98,47 @@ async fn events_reach_everyone_else_and_are_never_stored() {
     let (version, doc) = get_doc(&node, &file.owner, &file.id).await;
     assert_eq!((version, doc), (0, json!({})));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_relays_its_sockets_events_within_its_byte_budget() {
+    let (node, _, key, _) = node_with_key(
+        &[
+            ("ATRIUM_ROOM_EVENT_BYTES_PER_SECOND", "1000"),
+            ("ATRIUM_EVENTS_PER_SECOND", "100"),
+        ],
+        &["server"],
+    )
+    .await;
+    let file = shared_file(&node, "edit").await;
+    let (mut owner, _) = Client::join(&node, &file.id, &file.by_owner()).await;
+    let (mut v1, _) = Client::join(&node, &file.id, &file.by_view_key()).await;
+    let (mut v2, _) = Client::join(&node, &file.id, &file.by_view_key()).await;
+    // Two viewers, 10 events of about 400 bytes each, at once: the room's 1,000 bytes (and
+    // what refills meanwhile) pass, the rest is dropped.
+    let data = "x".repeat(400);
+    for _ in 0..10 {
+        v1.send_json(&json!({"type": "event", "data": data})).await;
+        v2.send_json(&json!({"type": "event", "data": data})).await;
+    }
+    let got = owner.collect_for(Duration::from_millis(500)).await;
+    let events = got.iter().filter(|m| m["type"] == "event").count();
+    assert!(
+        (2..=5).contains(&events),
+        "{events} of 20 events within 1,000 bytes a second"
+    );
+    // The server's own events are not charged to the sockets' budget.
+    let path = format!("/api/files/{}/events", file.id);
+    for i in 0..5 {
+        send_json(&node, "POST", &path, Some(&key), &json!({"data": {"i": i}}))
+            .await
+            .assert_status(200);
+    }
+    let got = owner.collect_for(Duration::from_millis(500)).await;
+    assert_eq!(got.iter().filter(|m| m["type"] == "event").count(), 5);
+    let dropped = metric(
+        &metrics_text(&node).await,
+        "atrium_events_dropped_total",
+        &[],
+    );
+    assert!(dropped >= 15.0, "{dropped}");
+}
