@@ -26,7 +26,7 @@ use crate::store::LoggedPatch;
 
 /// The first half of every server op's client key. A real client's key is the first 16
 /// bytes of a SHA-256, so it starts with these 8 bytes with a chance of 2^-64.
-pub const SERVER_CLIENT_MARK: [u8; 8] = *b"\xA8svc-op\x01";
+pub const SERVER_CLIENT_MARK: [u8; 8] = crate::store::SERVER_OP_MARK;
 
 /// The client key a server op is logged under: the mark, then 8 bytes of the digest of
 /// the API key's id and the op id. Retries are recognised per key and file.

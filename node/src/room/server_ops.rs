@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::server::SERVER_CLIENT_MARK;
 use crate::store::Store;
 
 /// How often expired op ids are deleted: a twelfth of their lifetime, from a minute to an
@@ -23,7 +22,7 @@ pub async fn run(store: Arc<dyn Store>, ttl_ms: u64, mut stopping: watch::Receiv
         tokio::select! {
             _ = every.tick() => {
                 let before = crate::clock::unix_ms().saturating_sub(ttl_ms as i64);
-                match store.prune_server_ops(SERVER_CLIENT_MARK, before).await {
+                match store.prune_server_ops(before).await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(forgotten = n, "expired server op ids deleted"),
                     Err(e) => tracing::warn!(error = %e, "could not delete expired server op ids"),

@@ -77,10 +77,7 @@ pub async fn server_ops_expire(store: &dyn Store) {
         .await
         .expect("append");
     assert_eq!(old.0[..8], SERVER_CLIENT_MARK);
-    let n = store
-        .prune_server_ops(SERVER_CLIENT_MARK, 2_000)
-        .await
-        .expect("prune");
+    let n = store.prune_server_ops(2_000).await.expect("prune");
     assert!(n >= 1, "{n}");
     assert_eq!(store.client_op(&file, old).await.unwrap(), None);
     assert_eq!(

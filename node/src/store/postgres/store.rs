@@ -253,7 +253,7 @@ impl Store for PgStore {
         self.prefixed_files(prefix, after, limit).await
     }
 
-    async fn prune_server_ops(&self, mark: [u8; 8], before_ms: i64) -> StoreResult<u64> {
-        self.forget_server_ops(mark, before_ms).await
+    async fn prune_server_ops(&self, before_ms: i64) -> StoreResult<u64> {
+        self.forget_server_ops(before_ms).await
     }
 }

@@ -5,7 +5,7 @@ use rusqlite::{params, Connection};
 
 use super::rows::unavailable;
 use crate::store::columns::{file_from, FILE_COLUMNS};
-use crate::store::{FileRecord, StoreResult};
+use crate::store::{FileRecord, StoreResult, SERVER_OP_MARK_HEX};
 
 /// The first string after every id that starts with `prefix`: ids hold only
 /// `[A-Za-z0-9_-]`, all below `~`.
@@ -41,13 +41,24 @@ pub(super) fn with_prefix(
     rows.collect::<Result<_, _>>().map_err(unavailable)
 }
 
-/// [`crate::store::Store::prune_server_ops`].
-pub(super) fn prune(c: &mut Connection, mark: [u8; 8], before_ms: i64) -> StoreResult<u64> {
+/// The server op ids' index: only their rows, by time (the mark spelled out, so that the
+/// planner matches it to the query's).
+pub(super) fn server_ops_index() -> String {
+    format!(
+        "CREATE INDEX IF NOT EXISTS client_ops_server ON client_ops(op_id)
+         WHERE substr(client, 1, 8) = X'{SERVER_OP_MARK_HEX}';"
+    )
+}
+
+/// [`crate::store::Store::prune_server_ops`]: on [`server_ops_index`], so it reads only
+/// the expired rows.
+pub(super) fn prune(c: &mut Connection, before_ms: i64) -> StoreResult<u64> {
+    let sql = format!(
+        "DELETE FROM client_ops WHERE substr(client, 1, 8) = X'{SERVER_OP_MARK_HEX}' AND op_id < ?1"
+    );
     let n = c
-        .execute(
-            "DELETE FROM client_ops WHERE substr(client, 1, 8) = ?1 AND op_id < ?2",
-            params![&mark[..], before_ms],
-        )
+        .prepare_cached(&sql)
+        .and_then(|mut s| s.execute(params![before_ms]))
         .map_err(unavailable)?;
     Ok(n as u64)
 }

@@ -317,8 +317,7 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn prune_server_ops(&self, mark: [u8; 8], before_ms: i64) -> StoreResult<u64> {
-        self.run(move |c| super::server::prune(c, mark, before_ms))
-            .await
+    async fn prune_server_ops(&self, before_ms: i64) -> StoreResult<u64> {
+        self.run(move |c| super::server::prune(c, before_ms)).await
     }
 }
