@@ -388,8 +388,8 @@ pub struct NodeConfig {
     pub prefix_delete_max: usize,
 
     /// How often this node reports its open rooms and their sizes to the coordinator (for
-    /// `GET /api/server/rooms`); a report that changed nothing is skipped unless a lease
-    /// time has passed.
+    /// `GET /api/server/rooms`); a report that changed nothing is written again only every
+    /// 20 s.
     #[arg(long, env = "ATRIUM_ROOM_REPORT_MS", default_value_t = 2_000)]
     pub room_report_ms: u64,
 }

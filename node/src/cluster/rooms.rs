@@ -40,10 +40,13 @@ pub fn report_of(mut sizes: Vec<(FileId, usize)>, max_bytes: usize) -> Vec<u8> {
     serde_json::to_vec(&RoomReport { open, rooms }).unwrap_or_default()
 }
 
-/// Reports this node's rooms until the node stops.
+/// An unchanged report is written again this often (Redis keeps a report a minute).
+const REWRITE_UNCHANGED: Duration = Duration::from_secs(20);
+
+/// Reports this node's rooms until the node stops: every `ATRIUM_ROOM_REPORT_MS` when they
+/// changed, else every [`REWRITE_UNCHANGED`].
 pub async fn run(state: Arc<AppState>) {
     let every = Duration::from_millis(state.config.room_report_ms.max(100));
-    let refresh = Duration::from_millis(state.config.lease_ms.max(1));
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut stopping = state.stopping.clone();
@@ -56,7 +59,7 @@ pub async fn run(state: Arc<AppState>) {
         let report = report_of(state.rooms.sizes(), MAX_ROOM_REPORT);
         let fresh = last
             .as_ref()
-            .is_some_and(|(r, at)| *r == report && at.elapsed() < refresh / 2);
+            .is_some_and(|(r, at)| *r == report && at.elapsed() < REWRITE_UNCHANGED);
         if fresh {
             continue;
         }
