@@ -169,6 +169,7 @@ async fn owner_killed_under_server_patches(server_env: &str) {
         )));
     }
     let mut answers = Vec::new();
+    let mut before_kill = Vec::new();
     let mut killed_at = None;
     for k in 1..SERVER {
         if k == SERVER / 3 {
@@ -183,6 +184,9 @@ async fn owner_killed_under_server_patches(server_env: &str) {
         assert_eq!(again["v"], a["v"], "{op}: {a} then {again}");
         assert_eq!(again["replayed"], json!(true));
         answers.push(a["v"].as_u64().unwrap());
+        if killed_at.is_none() {
+            before_kill.push((op.clone(), a["v"].clone()));
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let mut acked = Vec::new();
@@ -193,6 +197,13 @@ async fn owner_killed_under_server_patches(server_env: &str) {
         rejoins += n;
     }
     assert!(rejoins > 0, "the owner died while the editors were editing");
+    // Ops the dead owner answered are recognised by the new one, from the store.
+    assert!(!before_kill.is_empty());
+    for (op, v) in &before_kill {
+        let again = patch_until_answered(ports, &key, &file, op, json!([])).await;
+        assert_eq!(&again["v"], v, "{op} after the failover: {again}");
+        assert_eq!(again["replayed"], json!(true));
+    }
     let new_owner = fleet
         .serving(&owner_token, &file)
         .await
