@@ -207,6 +207,17 @@ async fn a_retry_gets_the_first_answer_even_after_a_restart() {
     assert_eq!(version, 2, "a retry after the restart changed nothing");
     let fresh = server_patch(&node, &key, &file.id, "op-3", vec![delete("a")]).await;
     assert_eq!(fresh.body()["v"], json!(3));
+    // Recorded in the history like any edit, under the service's name.
+    let r = send_json(
+        &node,
+        "POST",
+        &format!("/api/files/{}/versions", file.id),
+        Some(&file.owner),
+        &json!({"title": "after the import"}),
+    )
+    .await;
+    r.assert_status(201);
+    assert_eq!(r.body()["editors"], json!(["Import job"]), "{}", r.text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
