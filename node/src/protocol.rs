@@ -138,8 +138,11 @@ impl Message<'_> {
                 .map(ClientMessage::Presence)
                 .map_err(|m| Refusal::invalid(None, m)),
             Kind::Event => {
-                let data: Option<serde_json::Value> =
-                    field(&self.fields, "data").map_err(|m| Refusal::invalid(None, m))?;
+                // Any JSON value, null included; relayed as compact JSON.
+                let data = self
+                    .fields
+                    .get("data")
+                    .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok());
                 match data {
                     Some(d) => Ok(ClientMessage::Event(d.to_string())),
                     None => Err(Refusal::invalid(None, "an event needs `data`")),
