@@ -12,6 +12,8 @@
 #   3. signs up two real accounts: the first one's token is handed to schemathesis for
 #      every operation whose security is `bearerAuth`; the second one's token is used only
 #      by a separate, small run of `POST /api/signout` (which ends the session it is given);
+#      a server admin makes an API key (scopes `server`, `revoke`) for every operation
+#      whose security is `apiKeyAuth`;
 #   4. runs `schemathesis run` with these checks: not_a_server_error (no 500),
 #      status_code_conformance (every status documented), response_schema_conformance and
 #      content_type_conformance, and response_headers_conformance (ETag, Cache-Control);
@@ -60,6 +62,8 @@ scratch_node_folders schemathesis "${SCHEMATHESIS_OUT:-}"
 
 scratch_node_start \
     ATRIUM_NODE_ID=schemathesis \
+    ATRIUM_ADMINS=fuzz-admin@example.com \
+    ATRIUM_SERVER_API_PER_SECOND=100000 \
     ATRIUM_AUTH_PER_IP_PER_MINUTE=1000000 \
     ATRIUM_AUTH_PER_EMAIL_PER_MINUTE=1000000 \
     ATRIUM_ARGON2_MEMORY_KIB="${SCHEMATHESIS_ARGON2_MEMORY_KIB:-256}" \
@@ -83,9 +87,20 @@ curl -fsS -m 30 -X POST "$BASE/api/files" -H "authorization: Bearer $TOKEN" \
     -d '{"name":"fuzzed","doc":{"p1":{"type":"page"},"r1":{"type":"rect","page":"p1","x":1}}}' \
     >"$OUT/file.json"
 
+# An API key (scopes `server` and `revoke`) made by a server admin, for the operations whose
+# security is `apiKeyAuth`, so the server API is fuzzed past its key check too.
+ADMIN_TOKEN=$(signup "fuzz-admin@example.com")
+API_KEY=$(curl -fsS -m 30 -X POST "$BASE/api/admin/api-keys" -H "authorization: Bearer $ADMIN_TOKEN" \
+    -H 'content-type: application/json' -d '{"name":"fuzz","scopes":["server","revoke"]}' |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
+export ATRIUM_FUZZ_API_KEY="$API_KEY"
+
 cat >"$OUT/schemathesis.toml" <<'TOML'
 [auth.openapi.bearerAuth]
 bearer = "${ATRIUM_FUZZ_TOKEN}"
+
+[auth.openapi.apiKeyAuth]
+bearer = "${ATRIUM_FUZZ_API_KEY}"
 TOML
 
 common=(

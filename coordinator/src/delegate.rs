@@ -80,6 +80,18 @@ macro_rules! coordinator_via_inner {
             async fn publish(&self, topic: &str, payload: Vec<u8>) -> $crate::Result<()> {
                 self.inner.publish(topic, payload).await
             }
+
+            async fn report_rooms(
+                &self,
+                node: &$crate::NodeId,
+                report: Vec<u8>,
+            ) -> $crate::Result<()> {
+                self.inner.report_rooms(node, report).await
+            }
+
+            async fn room_reports(&self) -> $crate::Result<Vec<($crate::NodeId, Vec<u8>)>> {
+                self.inner.room_reports().await
+            }
         }
     };
 }

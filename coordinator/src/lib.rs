@@ -131,4 +131,25 @@ pub trait Coordinator: Send + Sync + 'static {
     /// fleet (this one's included), at most once and without storing it: a watcher that is
     /// not connected at that moment misses it.
     async fn publish(&self, topic: &str, payload: Vec<u8>) -> Result<()>;
+
+    /// Stores `node`'s report of the rooms it has open (an opaque payload the nodes agree
+    /// on, at most [`MAX_ROOM_REPORT`] bytes), replacing its last one. A report counts only
+    /// while its node is a live member; it lapses with the membership.
+    async fn report_rooms(&self, node: &NodeId, report: Vec<u8>) -> Result<()>;
+
+    /// The latest room report of each live member.
+    async fn room_reports(&self) -> Result<Vec<(NodeId, Vec<u8>)>>;
+}
+
+/// The largest room report a node may store (NATS keeps values under 1 MiB by default).
+pub const MAX_ROOM_REPORT: usize = 512 * 1024;
+
+/// `Invalid` for a report over [`MAX_ROOM_REPORT`].
+pub(crate) fn check_report(report: &[u8]) -> Result<()> {
+    if report.len() > MAX_ROOM_REPORT {
+        return Err(CoordinatorError::Invalid(format!(
+            "a room report is at most {MAX_ROOM_REPORT} bytes"
+        )));
+    }
+    Ok(())
 }

@@ -27,6 +27,7 @@ mod counters;
 mod events;
 mod leases;
 mod members;
+mod reports;
 mod state;
 #[cfg(test)]
 mod tests;

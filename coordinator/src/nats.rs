@@ -49,6 +49,7 @@ mod follow;
 mod keeping;
 mod leases;
 mod members;
+mod reports;
 mod servers;
 mod view;
 

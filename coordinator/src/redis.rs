@@ -45,6 +45,7 @@ mod counters;
 mod events;
 mod leases;
 mod members;
+mod reports;
 
 struct Scripts {
     join: Script,

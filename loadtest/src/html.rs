@@ -101,6 +101,7 @@ pub fn page(r: &Report) -> String {
     soundness::generator_section(&mut out, r);
     soundness::drop_section(&mut out, r);
     soundness::restores_section(&mut out, r);
+    soundness::server_patches_section(&mut out, r);
     soundness::profile_section(&mut out, r);
     out.push_str("<h2>The text report</h2>\n<pre>");
     out.push_str(&esc(r.text().trim()));

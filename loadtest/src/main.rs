@@ -18,6 +18,7 @@ mod report;
 mod restores;
 mod run;
 mod schedule;
+mod server_patches;
 mod setup;
 
 use std::process::ExitCode;

@@ -34,6 +34,15 @@ pub fn spawn_env(o: &Options) -> Vec<(String, String)> {
     // One owner makes every file of the run.
     set("ATRIUM_FILES_PER_ACCOUNT", "1000000".into());
     set("ATRIUM_FILE_CREATES_PER_MINUTE", "1000000".into());
+    if o.server_patches_per_s > 0.0 {
+        // Its server admin makes the API key; the key's rate must not be what is measured.
+        set(
+            "ATRIUM_ADMINS",
+            crate::server_patches::LOADTEST_ADMIN.into(),
+        );
+        let rate = (o.server_patches_per_s * 2.0).ceil().max(50.0) as u64;
+        set("ATRIUM_SERVER_API_PER_SECOND", rate.to_string());
+    }
     for (k, v) in &o.env {
         env.insert(k.clone(), v.clone());
     }

@@ -76,6 +76,10 @@ pub struct Options {
     pub presence_rate: f64,
     /// Seconds between restores during the measured window (0: none).
     pub restore_every: f64,
+    /// Server API patches a second during the measured window (0: none).
+    pub server_patches_per_s: f64,
+    /// The API key for them (`--api-key`); spawned nodes make one.
+    pub api_key: Option<String>,
     pub ramp: f64,
     /// Every socket connected at once (`--storm`): `ramp` is then [`STORM_RAMP`].
     pub storm: bool,

@@ -64,6 +64,9 @@ pub struct Report {
     /// `--restore-every`: the restores made during the measured window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restores: Option<crate::restores::Restores>,
+    /// `--server-patches-per-s`: the server API's patches during the measured window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_patches: Option<crate::server_patches::ServerPatches>,
     pub machine: Machine,
     /// `--profile`: where the node's CPU profile went.
     pub profile: Option<ProfileReport>,

@@ -13,7 +13,11 @@
 //! A single node with the in-memory coordinator runs the same code; its ring only
 //! ever holds itself, so nothing moves.
 
+mod deletions;
+pub mod rooms;
 mod signouts;
+
+pub use deletions::{announce_deleted, FILES_DELETED};
 
 pub use signouts::{
     announce_revocation, announce_signout, announce_signouts, apply_revocation, APP_REVOKE, SIGNOUT,
@@ -61,6 +65,9 @@ pub async fn run(state: Arc<AppState>) {
                         }
                         Err(e) => tracing::warn!(error = %e, "unreadable revocation from the fleet"),
                     }
+                }
+                Ok(CoordinatorEvent::Message { topic, payload }) if topic == FILES_DELETED => {
+                    deletions::apply_deleted(&state, deletions::deleted_ids(&payload));
                 }
                 Ok(CoordinatorEvent::MembersChanged(members)) => {
                     let live = serving(&members);

@@ -358,6 +358,45 @@ pub struct NodeConfig {
     /// App tokens: how long a revocation is remembered (longer than tokens live).
     #[arg(long, env = "ATRIUM_APP_TOKEN_REVOCATION_TTL_MS", default_value_t = 24 * 3_600_000)]
     pub app_token_revocation_ttl_ms: u64,
+
+    /// Server API: requests a second per API key (with a burst of as many); beyond it 429.
+    #[arg(long, env = "ATRIUM_SERVER_API_PER_SECOND", default_value_t = 50)]
+    pub server_api_per_second: u32,
+
+    /// Server API: patch op ids each room keeps in memory to answer retries at once
+    /// (older ones are answered from the store).
+    #[arg(long, env = "ATRIUM_SERVER_OPS_KEPT", default_value_t = 1_000)]
+    pub server_ops_kept: usize,
+
+    /// Server API: how long a patch's op id is recognised (a retry within it gets the first
+    /// answer, across restarts and failovers); the store forgets older ones.
+    #[arg(long, env = "ATRIUM_SERVER_OP_TTL_MS", default_value_t = 24 * 3_600_000)]
+    pub server_op_ttl_ms: u64,
+
+    /// Largest `data` of a broadcast event, in bytes of JSON (socket and server API).
+    #[arg(long, env = "ATRIUM_EVENT_MAX_BYTES", default_value_t = 4096)]
+    pub event_max_bytes: usize,
+
+    /// Events a second a socket may send; beyond it they are dropped (as presence is).
+    #[arg(long, env = "ATRIUM_EVENTS_PER_SECOND", default_value_t = 20)]
+    pub events_per_second: u32,
+
+    /// Bytes of `data` a second a room relays from its sockets' events, all senders
+    /// together (a burst of as many); beyond it events are dropped. It bounds what one
+    /// viewer's events cost the node in bytes sent: this times the people in the room.
+    #[arg(long, env = "ATRIUM_ROOM_EVENT_BYTES_PER_SECOND", default_value_t = 64 * 1024)]
+    pub room_event_bytes_per_second: usize,
+
+    /// Most files one `DELETE /api/server/files?prefix=` removes; the answer says whether
+    /// more are left.
+    #[arg(long, env = "ATRIUM_PREFIX_DELETE_MAX", default_value_t = 100)]
+    pub prefix_delete_max: usize,
+
+    /// How often this node reports its open rooms and their sizes to the coordinator (for
+    /// `GET /api/server/rooms`); a report that changed nothing is written again only every
+    /// 20 s.
+    #[arg(long, env = "ATRIUM_ROOM_REPORT_MS", default_value_t = 2_000)]
+    pub room_report_ms: u64,
 }
 
 mod derived;

@@ -113,4 +113,14 @@ impl Coordinator for Counted {
         self.count("publish");
         self.inner.publish(topic, payload).await
     }
+
+    async fn report_rooms(&self, node: &NodeId, report: Vec<u8>) -> Result<(), CoordinatorError> {
+        self.count("report_rooms");
+        self.inner.report_rooms(node, report).await
+    }
+
+    async fn room_reports(&self) -> Result<Vec<(NodeId, Vec<u8>)>, CoordinatorError> {
+        self.count("room_reports");
+        self.inner.room_reports().await
+    }
 }

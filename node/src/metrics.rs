@@ -52,6 +52,10 @@ pub struct Metrics {
     pub upgrades_paced: IntCounter,
     pub lane_runs: IntCounter,
     pub inbound_paused: IntCounter,
+    /// Server API patches by outcome (`applied`, `replayed`, `refused`).
+    pub server_patches: IntCounterVec,
+    pub kicks: IntCounter,
+    pub events_dropped: IntCounter,
 }
 
 /// Registers `metric` with `registry` and hands it back (names are fixed, so a

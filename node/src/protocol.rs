@@ -63,6 +63,8 @@ pub enum ClientMessage {
     Presence(PresenceUpdate),
     /// A fresh app token for the socket (`refresh`).
     Refresh(String),
+    /// A broadcast event: its `data`, as compact JSON (`event`).
+    Event(String),
 }
 
 /// Longest token a `refresh` may carry (bytes): app tokens are a few hundred.
@@ -97,6 +99,7 @@ pub enum Kind {
     Patch,
     Presence,
     Refresh,
+    Event,
 }
 
 /// A message read as far as its type: its fields are still unparsed JSON text,
@@ -119,6 +122,7 @@ pub fn read(text: &str) -> Result<Message<'_>, Refusal> {
         "patch" => Kind::Patch,
         "presence" => Kind::Presence,
         "refresh" => Kind::Refresh,
+        "event" => Kind::Event,
         _ => return Err(Refusal::invalid(None, "unknown message type")),
     };
     Ok(Message { kind, fields })
@@ -133,6 +137,17 @@ impl Message<'_> {
             Kind::Presence => parse_presence(&self.fields)
                 .map(ClientMessage::Presence)
                 .map_err(|m| Refusal::invalid(None, m)),
+            Kind::Event => {
+                // Any JSON value, null included; relayed as compact JSON.
+                let data = self
+                    .fields
+                    .get("data")
+                    .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok());
+                match data {
+                    Some(d) => Ok(ClientMessage::Event(d.to_string())),
+                    None => Err(Refusal::invalid(None, "an event needs `data`")),
+                }
+            }
             Kind::Refresh => {
                 let token: Option<String> =
                     field(&self.fields, "token").map_err(|m| Refusal::invalid(None, m))?;

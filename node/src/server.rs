@@ -164,6 +164,11 @@ pub async fn start(
             AUTH_KEYS,
         ),
         file_creates: KeyedLimiter::per_minute(config.file_creates_per_minute, AUTH_KEYS),
+        server_api: KeyedLimiter::with_burst(
+            config.server_api_per_second.saturating_mul(60),
+            config.server_api_per_second,
+            AUTH_KEYS,
+        ),
         connections: crate::limits::ConnectionCap::new(config.max_connections()),
         memory,
         admission: crate::admission::Admission::new(
@@ -180,6 +185,7 @@ pub async fn start(
         tokio::spawn(admin_loop(admin, metrics.clone(), stop_rx.clone()));
     }
     tokio::spawn(crate::cluster::run(state.clone()));
+    tokio::spawn(crate::cluster::rooms::run(state.clone()));
     // Revocations made before this node started (the coordinator brings later ones).
     match state.store.revocations().await {
         Ok(all) => {
@@ -192,6 +198,11 @@ pub async fn start(
     tokio::spawn(crate::apptoken::run(
         state.app_sockets.clone(),
         std::time::Duration::from_millis(config.app_token_notice_ms),
+        stop_rx.clone(),
+    ));
+    tokio::spawn(crate::room::server_ops::run(
+        state.store.clone(),
+        config.server_op_ttl_ms,
         stop_rx.clone(),
     ));
     tokio::spawn(crate::sessions::run(

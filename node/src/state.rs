@@ -42,6 +42,8 @@ pub struct AppState {
     pub signin_failures_by_email: KeyedLimiter<String>,
     /// File creations per account (`ATRIUM_FILE_CREATES_PER_MINUTE`).
     pub file_creates: KeyedLimiter<crate::ids::AccountId>,
+    /// Server API requests per API key (by key id).
+    pub server_api: KeyedLimiter<String>,
     /// Open TCP connections on the main address (`ATRIUM_MAX_CONNECTIONS`).
     pub connections: Arc<crate::limits::ConnectionCap>,
     /// The node's memory budget: new work is refused before it is exceeded.

@@ -33,6 +33,8 @@ pub enum CloseCode {
     Forbidden = 4003,
     /// The file was not found, or was deleted.
     NotFound = 4004,
+    /// Removed from the file by the app's server (a kick).
+    Kicked = 4006,
     /// Too slow: the socket's send queue overflowed.
     TooSlow = 4008,
     /// Moved: this node does not own the file (any more).
@@ -49,7 +51,7 @@ pub enum CloseCode {
 
 impl CloseCode {
     /// Every code, in numeric order.
-    pub const ALL: [CloseCode; 19] = [
+    pub const ALL: [CloseCode; 20] = [
         CloseCode::Normal,
         CloseCode::GoingAway,
         CloseCode::ProtocolError,
@@ -63,6 +65,7 @@ impl CloseCode {
         CloseCode::Unauthorized,
         CloseCode::Forbidden,
         CloseCode::NotFound,
+        CloseCode::Kicked,
         CloseCode::TooSlow,
         CloseCode::Moved,
         CloseCode::Replaced,
@@ -94,6 +97,7 @@ impl CloseCode {
                 | CloseCode::Unauthorized
                 | CloseCode::Forbidden
                 | CloseCode::NotFound
+                | CloseCode::Kicked
                 | CloseCode::Replaced
                 | CloseCode::TooManySockets
         )

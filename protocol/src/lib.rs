@@ -28,7 +28,7 @@ pub const REJECT_CODES: &[&str] = &[
 ];
 
 /// Message types a client sends.
-pub const CLIENT_MESSAGES: &[&str] = &["hello", "patch", "presence", "refresh"];
+pub const CLIENT_MESSAGES: &[&str] = &["hello", "patch", "presence", "refresh", "event"];
 
 /// Message types a node sends.
 pub const SERVER_MESSAGES: &[&str] = &[
@@ -46,6 +46,7 @@ pub const SERVER_MESSAGES: &[&str] = &[
     "version",
     "restored",
     "refreshed",
+    "event",
 ];
 
 #[cfg(test)]

@@ -33,6 +33,8 @@ export function closeAction(code, { movedBefore = false } = {}) {
       return { action: 'stop', reason: 'you no longer have access to this file' };
     case 4004:
       return { action: 'stop', reason: 'this file was deleted' };
+    case 4006:
+      return { action: 'stop', reason: 'you were removed from this file' };
     case 4008:
       return { action: 'reconnect', delay: 'backoff', reason: 'the connection was too slow' };
     case 4009:

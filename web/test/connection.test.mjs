@@ -40,7 +40,7 @@ test('hello first, with since null on a fresh client and the held version after'
 test('close codes: each does what the contract table says', () => {
   const cases = [
     [1000, 'stop'], [1003, 'stop'], [1007, 'stop'], [1009, 'stop'], [1012, 'reconnect'], [1013, 'reconnect'],
-    [4000, 'reconnect'], [4001, 'sign-in'], [4003, 'stop'], [4004, 'stop'], [4008, 'reconnect'], [4009, 'reconnect'],
+    [4000, 'reconnect'], [4001, 'sign-in'], [4003, 'stop'], [4004, 'stop'], [4006, 'stop'], [4008, 'reconnect'], [4009, 'reconnect'],
     [4010, 'stop'], [4013, 'reconnect'], [4029, 'wait-user'], [4031, 'reconnect'], [1006, 'reconnect'], [4999, 'reconnect'],
   ];
   for (const [code, action] of cases) assert.equal(closeAction(code).action, action, `code ${code}`);

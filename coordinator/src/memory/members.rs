@@ -64,6 +64,7 @@ impl Inner {
         let mut st = self.lock();
         let was = st.members.remove(node).is_some();
         st.purge_slots(node);
+        st.reports.remove(node);
         if was {
             self.announce_members(&st);
         }

@@ -16,6 +16,8 @@ pub(super) struct State {
     pub leases: HashMap<String, LeaseRecord>,
     /// counter -> node -> slots held by that node.
     pub counters: HashMap<String, HashMap<NodeId, u64>>,
+    /// Each node's latest room report (dropped when it leaves; read only while it lives).
+    pub reports: HashMap<NodeId, Vec<u8>>,
     /// One sequence for all files: epochs then grow across holders without remembering
     /// released files, so the lease map only holds files that are being served.
     pub last_epoch: u64,
@@ -74,6 +76,7 @@ impl State {
             members: HashMap::new(),
             leases: HashMap::new(),
             counters: HashMap::new(),
+            reports: HashMap::new(),
             last_epoch: 0,
             last_incarnation: 0,
             lease_sweep_at: MIN_SWEEP,

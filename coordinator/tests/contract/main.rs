@@ -30,6 +30,7 @@ macro_rules! contract {
                 membership::membership_lapses_and_carries_draining,
                 membership::counter_slots_vanish_with_their_node,
                 membership::an_evicted_node_frees_its_files_at_once,
+                membership::room_reports_count_only_while_their_node_lives,
                 watch::watchers_see_a_lapse_within_the_lease_time,
                 watch::watchers_see_leases_and_messages);
         }

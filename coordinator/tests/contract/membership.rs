@@ -123,3 +123,48 @@ pub async fn an_evicted_node_frees_its_files_at_once(backend: Backend) {
     eventually(LEASE, "a back", || async { ids(&c2).await == ["a", "b"] }).await;
     fleet.cleanup().await;
 }
+
+pub async fn room_reports_count_only_while_their_node_lives(backend: Backend) {
+    let mut fleet = Fleet::new(backend);
+    let (c1, c2) = (fleet.instance().await, fleet.instance().await);
+    let (a, b) = (node("a"), node("b"));
+    let a_beats = a_beating_b_silent(&c1, &c2).await;
+    c1.report_rooms(&a, b"a's rooms".to_vec()).await.unwrap();
+    c2.report_rooms(&b, b"b's rooms, first".to_vec())
+        .await
+        .unwrap();
+    c2.report_rooms(&b, b"b's rooms".to_vec()).await.unwrap();
+    let mut seen = c2.room_reports().await.unwrap();
+    seen.sort_by(|x, y| x.0.as_str().cmp(y.0.as_str()));
+    assert_eq!(
+        seen,
+        [
+            (a.clone(), b"a's rooms".to_vec()),
+            (b.clone(), b"b's rooms".to_vec())
+        ],
+        "the latest report of each node"
+    );
+    let too_big = vec![b'x'; atrium_coordinator::MAX_ROOM_REPORT + 1];
+    assert!(matches!(
+        c1.report_rooms(&a, too_big).await,
+        Err(CoordinatorError::Invalid(_))
+    ));
+    // b stops heartbeating: its report stops counting.
+    eventually(LAPSE, "b's report stops counting", || async {
+        let r = c1.room_reports().await.unwrap();
+        r.len() == 1 && r[0].0 == a
+    })
+    .await;
+    assert_eq!(
+        c2.report_rooms(&b, b"late".to_vec()).await.unwrap_err(),
+        CoordinatorError::Lost,
+        "a lapsed node cannot report"
+    );
+    drop(a_beats);
+    c1.leave(&a).await.unwrap();
+    eventually(LEASE, "a's report gone with it", || async {
+        c2.room_reports().await.unwrap().is_empty()
+    })
+    .await;
+    fleet.cleanup().await;
+}

@@ -106,4 +106,14 @@ impl Coordinator for Link {
         self.check()?;
         self.inner.publish(topic, payload).await
     }
+
+    async fn report_rooms(&self, node: &NodeId, report: Vec<u8>) -> Result<(), CoordinatorError> {
+        self.check()?;
+        self.inner.report_rooms(node, report).await
+    }
+
+    async fn room_reports(&self) -> Result<Vec<(NodeId, Vec<u8>)>, CoordinatorError> {
+        self.check()?;
+        self.inner.room_reports().await
+    }
 }

@@ -105,6 +105,26 @@ pub fn restores_section(out: &mut String, r: &Report) {
     }
 }
 
+/// `--server-patches-per-s`: the server API's patches, and how long each took to be durable.
+pub fn server_patches_section(out: &mut String, r: &Report) {
+    if let Some(x) = &r.server_patches {
+        out.push_str("<h2>Server patches</h2>\n");
+        pairs(
+            out,
+            &[
+                ("a second, asked", num(x.per_s)),
+                ("applied", x.applied.to_string()),
+                ("failed", x.failed.to_string()),
+                ("skipped (256 waiting)", x.skipped.to_string()),
+                ("server patch p50, ms", num(x.latency_ms.p50)),
+                ("server patch p90, ms", num(x.latency_ms.p90)),
+                ("server patch p99, ms", num(x.latency_ms.p99)),
+                ("server patch max, ms", num(x.latency_ms.max)),
+            ],
+        );
+    }
+}
+
 /// The CPU profile, when asked for.
 pub fn profile_section(out: &mut String, r: &Report) {
     if let Some(pr) = &r.profile {

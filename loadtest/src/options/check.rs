@@ -36,6 +36,15 @@ pub fn check(o: &Options) -> Result<()> {
     finite("edit-rate", o.edit_rate, 0.0, 1000.0)?;
     finite("presence-rate", o.presence_rate, 0.0, 1000.0)?;
     finite("restore-every", o.restore_every, 0.0, 86_400.0)?;
+    finite(
+        "server-patches-per-s",
+        o.server_patches_per_s,
+        0.0,
+        100_000.0,
+    )?;
+    if o.server_patches_per_s > 0.0 && matches!(o.target, Target::Url(_)) && o.api_key.is_none() {
+        bail!("--server-patches-per-s against --url needs --api-key (an API key of the `server` scope)");
+    }
     finite("ramp", o.ramp, 0.001, 1_000_000.0)?;
     finite("warmup", o.warmup, 0.0, 3600.0)?;
     finite("duration", o.duration, 0.1, 3600.0)?;

@@ -130,6 +130,16 @@ pub struct Cli {
     #[arg(long)]
     #[serde(alias = "restore_every")]
     pub restore_every: Option<f64>,
+    /// Patches a second from the app's server (`POST /api/files/{id}/patches`) during the
+    /// measured window, files in turn; their latency is reported. 0: none
+    #[arg(long)]
+    #[serde(alias = "server_patches_per_s")]
+    pub server_patches_per_s: Option<f64>,
+    /// An API key of the `server` scope for --server-patches-per-s against a running node
+    /// (--url); spawned nodes make their own
+    #[arg(long, env = "ATRIUM_LOADTEST_API_KEY", hide_env_values = true)]
+    #[serde(alias = "api_key")]
+    pub api_key: Option<String>,
     /// New connections a second while connecting
     #[arg(long)]
     pub ramp: Option<f64>,

@@ -46,6 +46,8 @@ impl Cli {
                 edit_rate,
                 presence_rate,
                 restore_every,
+                server_patches_per_s,
+                api_key,
                 ramp,
                 warmup,
                 duration,

@@ -137,6 +137,8 @@ pub fn merge(cli: Cli, file: FileConfig) -> Result<Options> {
         edit_rate: g.edit_rate.unwrap_or(2.0),
         presence_rate: g.presence_rate.unwrap_or(20.0),
         restore_every: g.restore_every.unwrap_or(0.0),
+        server_patches_per_s: g.server_patches_per_s.unwrap_or(0.0),
+        api_key: g.api_key.clone(),
         ramp: if g.storm {
             STORM_RAMP
         } else {

@@ -19,6 +19,7 @@ impl Report {
         self.text_cluster(w);
         self.text_failover(w);
         self.text_restores(w);
+        self.text_server_patches(w);
         self.text_drop(w);
         out
     }

@@ -36,6 +36,22 @@ impl Report {
         }
     }
 
+    /// `--server-patches-per-s`: how many, and how long each took to be durable.
+    pub(super) fn text_server_patches(&self, w: &mut String) {
+        if let Some(x) = &self.server_patches {
+            let l = &x.latency_ms;
+            let _ = writeln!(
+                w,
+                "\nServer patches ({} a second): {} applied, {} failed, {} skipped; durable and \
+                 answered in p50 {} ms, p90 {} ms, p99 {} ms, max {} ms",
+                x.per_s, x.applied, x.failed, x.skipped, l.p50, l.p90, l.p99, l.max
+            );
+            for e in &x.errors {
+                let _ = writeln!(w, "  {e}");
+            }
+        }
+    }
+
     pub(super) fn text_failover(&self, w: &mut String) {
         if let Some(f) = &self.failover {
             let _ = writeln!(

@@ -98,7 +98,28 @@ pub async fn drive(
         ));
         (stop, task)
     });
+    let patching = if o.server_patches_per_s > 0.0 {
+        let key = crate::server_patches::api_key(endpoint, o.api_key.as_deref()).await?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let task = tokio::spawn(crate::server_patches::run(
+            endpoint.clone(),
+            key,
+            made.files.clone(),
+            o.server_patches_per_s,
+            stop.clone(),
+        ));
+        Some((stop, task))
+    } else {
+        None
+    };
     let mut window = window::measure(o, &mut t, &m, &made.files).await?;
+    let server_patches = match patching {
+        Some((stop, task)) => {
+            stop.store(true, Ordering::Relaxed);
+            task.await.ok()
+        }
+        None => None,
+    };
     let restores = match restoring {
         Some((stop, task)) => {
             stop.store(true, Ordering::Relaxed);
@@ -159,5 +180,6 @@ pub async fn drive(
     };
     let mut report = ran.report(o, &m, &window, collected);
     report.restores = restores;
+    report.server_patches = server_patches;
     Ok(report)
 }

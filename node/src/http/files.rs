@@ -12,6 +12,7 @@ use hyper::{Request, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+pub(super) use self::access::served_here;
 use self::access::{owned, readable};
 use super::{
     bearer_token, empty, json_response, plain_name, read_json, signed_in, strong_etag, ApiError,
@@ -31,7 +32,7 @@ struct FileChanges {
     viewers_see_history: Option<bool>,
 }
 
-fn file_name(name: &str) -> Result<String, ApiError> {
+pub(super) fn file_name(name: &str) -> Result<String, ApiError> {
     plain_name(
         name,
         MAX_FILE_NAME_CHARS,
@@ -41,7 +42,7 @@ fn file_name(name: &str) -> Result<String, ApiError> {
 }
 
 /// The file as its owner sees it (with keys) or as a key holder does.
-fn file_json(f: &FileRecord, with_keys: bool) -> Value {
+pub(super) fn file_json(f: &FileRecord, with_keys: bool) -> Value {
     let mut v = json!({
         "id": f.id.as_str(),
         "name": f.name,

@@ -11,6 +11,7 @@ mod error;
 mod files;
 mod ops;
 mod routes;
+mod server;
 mod upgrade;
 
 pub use body::{parse_json, plain_name, read_body, read_json, BodyDeadline};

@@ -8,7 +8,7 @@ use hyper::{Method, Request};
 use super::error::method_not_allowed;
 use super::files::versions;
 use super::upgrade::upgrade;
-use super::{accounts, app, assets, files, ops, ApiError, ApiResult};
+use super::{accounts, app, assets, files, ops, server, ApiError, ApiResult};
 use crate::ids::FileId;
 use crate::state::AppState;
 
@@ -98,6 +98,38 @@ pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiR
                 _ => Err(method_not_allowed()),
             }
         }
+        (_, ["api", "files", id, "patches"]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::POST => server::apply_patch(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "people"]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::GET => server::people(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "kick"]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::POST => server::kick(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (_, ["api", "files", id, "events"]) => {
+            let id = file_id(id)?;
+            match method {
+                Method::POST => server::send_event(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
+        (&Method::POST, ["api", "server", "files"]) => server::create_file(state, req).await,
+        (&Method::GET, ["api", "server", "files"]) => server::list_files(state, req).await,
+        (&Method::DELETE, ["api", "server", "files"]) => server::delete_files(state, req).await,
+        (&Method::GET, ["api", "server", "rooms"]) => server::rooms(state, req).await,
         (&Method::GET, ["files", id, "ws"]) => {
             let id = file_id(id)?;
             upgrade(state, req, id).await
@@ -125,4 +157,6 @@ const KNOWN: &[&[&str]] = &[
     &["api", "app", "revoke"],
     &["api", "files"],
     &["api", "openapi.yaml"],
+    &["api", "server", "files"],
+    &["api", "server", "rooms"],
 ];

@@ -179,6 +179,23 @@ impl Metrics {
                 "atrium_body_timeouts_total",
                 "Requests whose body did not arrive within ATRIUM_BODY_TIMEOUT_MS (408).",
             ),
+            server_patches: counter_vec(
+                &r,
+                "atrium_server_patches_total",
+                "Patches from the server API, by outcome: applied, replayed (a retry answered \
+                 with its first answer), refused.",
+                &["outcome"],
+            ),
+            kicks: counter(
+                &r,
+                "atrium_kicks_total",
+                "Sockets closed with 4006 by the server API's kick.",
+            ),
+            events_dropped: counter(
+                &r,
+                "atrium_events_dropped_total",
+                "Socket `event` messages dropped for exceeding the per-socket event rate.",
+            ),
             registry: r,
         }
         .with_every_label_at_zero()

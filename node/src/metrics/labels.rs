@@ -30,6 +30,8 @@ pub const COORDINATOR_OPERATIONS: &[&str] = &[
     "count_down",
     "publish",
     "watch",
+    "report_rooms",
+    "room_reports",
 ];
 
 impl Metrics {
@@ -39,7 +41,7 @@ impl Metrics {
         for code in CloseCode::ALL {
             self.closes.with_label_values(&[&code.to_string()]);
         }
-        let families: [(&IntCounterVec, &[&str]); 7] = [
+        let families: [(&IntCounterVec, &[&str]); 8] = [
             (&self.joins, &["admitted", "deferred", "refused"]),
             (&self.rejects, REJECT_CODES),
             (&self.messages_received, CLIENT_MESSAGES),
@@ -47,6 +49,7 @@ impl Metrics {
             (&self.room_exits, ROOM_EXIT_REASONS),
             (&self.coordinator_operations, COORDINATOR_OPERATIONS),
             (&self.http_requests, &["1xx", "2xx", "3xx", "4xx", "5xx"]),
+            (&self.server_patches, &["applied", "replayed", "refused"]),
         ];
         for (family, labels) in families {
             for label in labels {

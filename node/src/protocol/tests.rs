@@ -143,3 +143,20 @@ fn fields_are_read_as_a_map_would_read_them() {
         (Some(None), Some(Some([1.0, 2.0, 0.5])))
     );
 }
+
+#[test]
+fn an_event_carries_any_json_as_data_and_needs_it() {
+    let limits = DocLimits::default();
+    for (text, want) in [
+        (r#"{"type":"event","data":{"a": [1, 2]}}"#, r#"{"a":[1,2]}"#),
+        (r#"{"type":"event","data":null}"#, "null"),
+        (r#"{"type":"event","data":"hi"}"#, r#""hi""#),
+    ] {
+        match parse(text, &limits) {
+            Ok(ClientMessage::Event(d)) => assert_eq!(d, want),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    let refused = parse(r#"{"type":"event"}"#, &limits).unwrap_err();
+    assert_eq!(refused.code, "invalid");
+}

@@ -89,6 +89,10 @@ pub struct RoomCore {
     pub(super) history: super::versions::HistoryState,
     /// The restore being prepared off the room's task, and those waiting behind it.
     pub(super) restores: super::restore::RestoreState,
+    /// Server API patches accepted lately (retries are answered from here).
+    pub(super) server_ops: super::server::ServerOps,
+    /// Bytes of socket events the room may still relay (`ATRIUM_ROOM_EVENT_BYTES_PER_SECOND`).
+    pub(super) event_bytes: crate::limits::Bucket,
     effects: Vec<Effect>,
 }
 
@@ -105,6 +109,9 @@ pub struct Opened {
 impl RoomCore {
     pub fn new(opened: Opened, rules: Rules, people: Arc<AtomicUsize>, now: Instant) -> Self {
         let presence_hz = rules.config.presence_hz;
+        let server_ops = super::server::ServerOps::new(rules.config.server_ops_kept);
+        let event_rate = rules.config.room_event_bytes_per_second as f64;
+        let event_bytes = crate::limits::Bucket::new(event_rate, event_rate, now);
         Self {
             file: opened.file,
             rules,
@@ -130,6 +137,8 @@ impl RoomCore {
             stall_noticed: false,
             history: Default::default(),
             restores: Default::default(),
+            server_ops,
+            event_bytes,
             effects: Vec::new(),
         }
     }
@@ -174,6 +183,15 @@ impl RoomCore {
             RoomCmd::RestorePrepared(prepared) => self.restore_prepared(prepared, now),
             RoomCmd::History(job) => self.history_job(job),
             RoomCmd::Announce(event, version) => self.announce(event, &version),
+            RoomCmd::ServerPatch(req) => self.server_patch(req, now),
+            RoomCmd::People(req) => {
+                let _ = req.reply.send(self.people_now());
+            }
+            RoomCmd::Kick(target, reply) => {
+                let n = self.kick(&target, "removed by the app's server", now);
+                let _ = reply.send(n);
+            }
+            RoomCmd::Event(event) => self.event(event, now),
             // The lease is the shell's: it never reaches the core.
             RoomCmd::CheckLease => {}
         }

@@ -92,6 +92,28 @@ impl RoomCore {
                 self.broadcast(notice, "restored");
                 let _ = reply.send(Ok(done));
             }
+            Pending::Server {
+                v,
+                relay,
+                reply,
+                done,
+            } => {
+                if let Some(relay) = relay {
+                    let mut relayed = 0;
+                    for m in self.participants.values() {
+                        if m.from_version < v {
+                            m.outbox.send(relay.clone());
+                            relayed += 1;
+                        }
+                    }
+                    self.rules
+                        .metrics
+                        .messages_sent
+                        .with_label_values(&["patch"])
+                        .inc_by(relayed);
+                }
+                let _ = reply.send(Ok(done));
+            }
         }
     }
 

@@ -36,6 +36,8 @@ pub mod recent;
 pub mod registry;
 pub mod restore;
 mod seats;
+pub mod server;
+pub mod server_ops;
 mod shell;
 mod snapshot;
 #[cfg(test)]
@@ -109,4 +111,12 @@ pub enum RoomCmd {
     History(versions::HistoryJob),
     /// Tell everyone in the room a version was saved, renamed or deleted.
     Announce(&'static str, crate::history::VersionInfo),
+    /// A patch from the server API: an edit under a service person.
+    ServerPatch(server::ServerPatch),
+    /// Who is in the room now.
+    People(server::PeopleRequest),
+    /// Close the sockets of a person or a `sub` with 4006; answers how many.
+    Kick(server::KickTarget, oneshot::Sender<usize>),
+    /// An event for everyone in the room (from a socket: not back to it), never stored.
+    Event(server::Event),
 }

@@ -2,6 +2,7 @@
 
 use tokio::sync::oneshot;
 
+use super::server::{ServerPatchError, ServerPatched};
 use super::versions::HistoryJob;
 use super::versions::{RestoreError, Restored};
 use crate::outbox::{ConnId, Msg};
@@ -34,6 +35,13 @@ pub(super) enum Pending {
         reply: oneshot::Sender<Result<Restored, RestoreError>>,
         done: Restored,
     },
+    /// A server API patch (or a retry of one: no relay): its relay, the caller's answer.
+    Server {
+        v: u64,
+        relay: Option<Msg>,
+        reply: oneshot::Sender<Result<ServerPatched, ServerPatchError>>,
+        done: ServerPatched,
+    },
 }
 
 impl Pending {
@@ -44,7 +52,8 @@ impl Pending {
             | Pending::Welcome { v, .. }
             | Pending::Doc { v, .. }
             | Pending::Version { v, .. }
-            | Pending::Restore { v, .. } => *v,
+            | Pending::Restore { v, .. }
+            | Pending::Server { v, .. } => *v,
         }
     }
 }

@@ -49,6 +49,14 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// The first 8 bytes of the client key of every server API patch (`room::server`). A real
+/// client's key is the first 16 bytes of a SHA-256, so it starts with these with a chance of
+/// 2^-64. The stores index the rows that start with it, to forget expired ones cheaply.
+pub const SERVER_OP_MARK: [u8; 8] = *b"\xA8svc-op\x01";
+
+/// [`SERVER_OP_MARK`] in hex, as the stores' SQL spells it.
+pub const SERVER_OP_MARK_HEX: &str = "a87376632d6f7001";
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Creates an account with a fresh id; `Conflict` when the email (in any case) is taken.
@@ -199,4 +207,16 @@ pub trait Store: Send + Sync + 'static {
     async fn add_revocation(&self, r: &Revocation, until_ms: i64) -> StoreResult<()>;
     /// The revocations still in force, with when each ends (Unix ms).
     async fn revocations(&self) -> StoreResult<Vec<(Revocation, i64)>>;
+
+    /// Files whose ids start with `prefix`, in id order (bytewise), after `after` if given,
+    /// at most `limit`.
+    async fn files_with_prefix(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u64,
+    ) -> StoreResult<Vec<FileRecord>>;
+    /// Forgets server API op ids (client keys starting with [`SERVER_OP_MARK`], whose logged
+    /// op id is the time they were taken) taken before `before_ms`; answers how many.
+    async fn prune_server_ops(&self, before_ms: i64) -> StoreResult<u64>;
 }

@@ -14,3 +14,4 @@ mod latency;
 mod meeting;
 mod moved;
 mod revocation;
+mod server_api;

@@ -131,6 +131,14 @@ appTokenJwksKeepMs: ATRIUM_APP_TOKEN_JWKS_KEEP_MS
 appTokenSkewS: ATRIUM_APP_TOKEN_SKEW_S
 appTokenNoticeMs: ATRIUM_APP_TOKEN_NOTICE_MS
 appTokenRevocationTtlMs: ATRIUM_APP_TOKEN_REVOCATION_TTL_MS
+serverApiPerSecond: ATRIUM_SERVER_API_PER_SECOND
+serverOpsKept: ATRIUM_SERVER_OPS_KEPT
+serverOpTtlMs: ATRIUM_SERVER_OP_TTL_MS
+eventMaxBytes: ATRIUM_EVENT_MAX_BYTES
+eventsPerSecond: ATRIUM_EVENTS_PER_SECOND
+roomEventBytesPerSecond: ATRIUM_ROOM_EVENT_BYTES_PER_SECOND
+prefixDeleteMax: ATRIUM_PREFIX_DELETE_MAX
+roomReportMs: ATRIUM_ROOM_REPORT_MS
 {{- end -}}
 
 {{/* The router settings: value key -> ATRIUM_* variable (router/src/config.rs). */}}

@@ -107,7 +107,7 @@ pub(super) async fn granted(
 /// keeps the data safe either way). A room served here answers without asking
 /// the coordinator at all: no round trip per request, and no wait on it during
 /// a coordinator outage.
-async fn served_here(state: &AppState, id: &FileId) -> Result<(), ApiError> {
+pub(in crate::http) async fn served_here(state: &AppState, id: &FileId) -> Result<(), ApiError> {
     if state.rooms.serving(id) {
         return Ok(());
     }

@@ -118,6 +118,14 @@ impl Rooms {
         self.lock().keys().cloned().collect()
     }
 
+    /// Each room in memory with the people in it.
+    pub fn sizes(&self) -> Vec<(FileId, usize)> {
+        self.lock()
+            .iter()
+            .map(|(f, h)| (f.clone(), h.people.load(Ordering::Relaxed)))
+            .collect()
+    }
+
     /// The number of people in the fullest room.
     pub fn busiest(&self) -> usize {
         self.lock()

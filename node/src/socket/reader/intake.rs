@@ -29,6 +29,8 @@ pub(super) struct Intake {
     pub(super) messages: Bucket,
     pub(super) bytes: Bucket,
     pub(super) presence: Bucket,
+    /// Broadcast events: over this rate they are dropped, as presence is.
+    pub(super) events: Bucket,
     pub(super) backlog: VecDeque<Waiting>,
     backlog_bytes: usize,
     max_backlog: usize,
@@ -47,6 +49,11 @@ impl Intake {
             messages: Bucket::new(rate, rate, now),
             bytes: Bucket::new(byte_rate, byte_burst, now),
             presence: Bucket::new(presence_rate, presence_rate, now),
+            events: Bucket::new(
+                f64::from(config.events_per_second),
+                f64::from(config.events_per_second),
+                now,
+            ),
             backlog: VecDeque::new(),
             backlog_bytes: 0,
             max_backlog: 5 * config.ws_per_second.max(1) as usize,

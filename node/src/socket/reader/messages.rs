@@ -4,8 +4,9 @@ use super::delivery::{handle_text, to_room};
 use super::frames::{drain_if_closing, next_frame, Next};
 use super::intake::{Intake, Waiting};
 use super::{refuse, Frames, Liveness, Session};
-use crate::protocol::{self, ClientMessage, Kind, Refusal};
+use crate::protocol::{self, ClientMessage, Kind, Message, Refusal};
 use crate::room::registry::RoomHandle;
+use crate::room::server::Event;
 use crate::room::RoomCmd;
 
 /// After the join: every message to the room, within the socket's limits (see
@@ -93,6 +94,7 @@ async fn take_in(
                 Err(r) => refuse(session, r),
             }
         }
+        Kind::Event => take_event(session, room, intake, &message),
         Kind::Patch | Kind::Refresh => {
             if let (Kind::Patch, Some((code, why))) = (message.kind, session.seat.refusal()) {
                 return intake.push(Waiting::Refused(message.refuse(code, why)));
@@ -114,5 +116,43 @@ async fn take_in(
             code: "invalid",
             message: "hello was already said on this socket".into(),
         })),
+    }
+}
+
+/// A broadcast event: to everyone else in the file at once, or dropped over the socket's
+/// event rate (as presence is); never stored. Viewers may send them too (a reaction is
+/// not an edit). `data` larger than `ATRIUM_EVENT_MAX_BYTES` is refused with `too-large`.
+fn take_event(session: &Session, room: &RoomHandle, intake: &mut Intake, message: &Message<'_>) {
+    let state = &session.state;
+    state
+        .metrics
+        .messages_received
+        .with_label_values(&["event"])
+        .inc();
+    if !intake.events.take(std::time::Instant::now()) {
+        state.metrics.events_dropped.inc();
+        return;
+    }
+    match message.parse(&state.limits) {
+        Ok(ClientMessage::Event(data)) if data.len() > state.config.event_max_bytes => refuse(
+            session,
+            Refusal {
+                id: None,
+                code: "too-large",
+                message: format!(
+                    "an event's `data` is at most {} bytes of JSON",
+                    state.config.event_max_bytes
+                ),
+            },
+        ),
+        Ok(ClientMessage::Event(data)) => {
+            let event = Event::Socket {
+                conn: session.outbox.id,
+                data,
+            };
+            let _ = room.tx.send(RoomCmd::Event(event));
+        }
+        Ok(_) => {}
+        Err(r) => refuse(session, r),
     }
 }

@@ -14,6 +14,7 @@ mod files;
 mod history;
 mod logs;
 mod round_trip;
+mod server;
 mod snapshots;
 mod support;
 mod takes;
@@ -32,6 +33,7 @@ pub use history::{
 };
 pub(crate) use logs::patch;
 pub use round_trip::patches_round_trip;
+pub use server::{files_by_prefix, server_ops_expire};
 pub use snapshots::{
     deleted_file_is_gone_everywhere, ping_answers, snapshots_never_go_back_and_trim_the_log,
 };
@@ -70,6 +72,8 @@ macro_rules! conformance_suite {
             deleted_file_history_is_gone,
             api_keys_by_digest,
             revocations_last_until_they_end,
+            files_by_prefix,
+            server_ops_expire,
         );
     };
     (@each $open:expr; $($check:ident),* $(,)?) => {

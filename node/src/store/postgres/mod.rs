@@ -27,6 +27,7 @@ mod files;
 mod log;
 mod migrate;
 mod rows;
+mod server;
 mod store;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -243,4 +243,17 @@ impl Store for PgStore {
     async fn revocations(&self) -> StoreResult<Vec<(Revocation, i64)>> {
         self.live_revocations().await
     }
+
+    async fn files_with_prefix(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u64,
+    ) -> StoreResult<Vec<FileRecord>> {
+        self.prefixed_files(prefix, after, limit).await
+    }
+
+    async fn prune_server_ops(&self, before_ms: i64) -> StoreResult<u64> {
+        self.forget_server_ops(before_ms).await
+    }
 }

@@ -10,6 +10,7 @@ mod files;
 mod log;
 mod rows;
 mod schema;
+mod server;
 mod store;
 mod versions;
 mod writer;

@@ -29,5 +29,7 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
         "UPDATE sessions SET expires_at = created_at + 2592000000 WHERE expires_at = 0;
          CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions(expires_at);
          CREATE INDEX IF NOT EXISTS sessions_by_account ON sessions(account_id);",
-    )
+    )?;
+    // Server API op ids, by time, to forget expired ones cheaply.
+    conn.execute_batch(&super::server::server_ops_index())
 }

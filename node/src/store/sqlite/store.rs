@@ -305,4 +305,19 @@ impl Store for SqliteStore {
     async fn revocations(&self) -> StoreResult<Vec<(Revocation, i64)>> {
         self.read(|c| super::app_keys::list_revocations(c)).await
     }
+
+    async fn files_with_prefix(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u64,
+    ) -> StoreResult<Vec<FileRecord>> {
+        let (prefix, after) = (prefix.to_owned(), after.map(str::to_owned));
+        self.read(move |c| super::server::with_prefix(c, &prefix, after.as_deref(), limit))
+            .await
+    }
+
+    async fn prune_server_ops(&self, before_ms: i64) -> StoreResult<u64> {
+        self.run(move |c| super::server::prune(c, before_ms)).await
+    }
 }
