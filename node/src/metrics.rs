@@ -12,6 +12,9 @@ use prometheus::{
 
 mod catalogue;
 mod labels;
+mod webhooks;
+
+pub use webhooks::WebhookMetrics;
 
 pub use labels::{COORDINATOR_OPERATIONS, ROOM_EXIT_REASONS};
 
@@ -52,6 +55,7 @@ pub struct Metrics {
     pub upgrades_paced: IntCounter,
     pub lane_runs: IntCounter,
     pub inbound_paused: IntCounter,
+    pub webhooks: WebhookMetrics,
 }
 
 /// Registers `metric` with `registry` and hands it back (names are fixed, so a

@@ -179,6 +179,7 @@ impl Metrics {
                 "atrium_body_timeouts_total",
                 "Requests whose body did not arrive within ATRIUM_BODY_TIMEOUT_MS (408).",
             ),
+            webhooks: super::WebhookMetrics::register(&r),
             registry: r,
         }
         .with_every_label_at_zero()

@@ -65,6 +65,11 @@ impl Room {
                         let _ = history.send(job);
                     }
                 }
+                Effect::Webhook(kind, data) => {
+                    let at = crate::clock::unix_ms();
+                    let event = crate::webhook::event::event(&self.file, kind, at, data);
+                    self.ctx.webhooks.emit(event);
+                }
                 Effect::Snapshot(job) => {
                     snapshot::spawn(
                         job,

@@ -18,6 +18,8 @@ pub struct Harness {
     pub(super) appends: Vec<FileAppend>,
     pub(super) snapshots: Vec<SnapshotJob>,
     pub(super) history: Vec<crate::room::history::HistoryJob>,
+    /// Webhook events the core asked for: (type, data).
+    pub(super) webhooks: Vec<(&'static str, serde_json::Value)>,
     pub(super) exit: Option<Exit>,
     pub(super) next_client: u8,
 }
@@ -57,6 +59,7 @@ impl Harness {
             appends: Vec::new(),
             snapshots: Vec::new(),
             history: Vec::new(),
+            webhooks: Vec::new(),
             exit: None,
             next_client: 0,
         }
@@ -79,6 +82,7 @@ impl Harness {
                 Effect::Append(a) => self.appends.push(a),
                 Effect::Snapshot(job) => self.snapshots.push(job),
                 Effect::History(job) => self.history.push(job),
+                Effect::Webhook(kind, data) => self.webhooks.push((kind, data)),
             }
         }
     }

@@ -22,6 +22,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         4,
         include_str!("../../../migrations/postgres/0004_app_tokens.sql"),
     ),
+    (
+        6,
+        include_str!("../../../migrations/postgres/0006_webhooks.sql"),
+    ),
 ];
 
 /// Advisory lock key that serialises migrations between nodes starting together

@@ -25,6 +25,22 @@ pub(super) fn append_batch(
         }
         results.push(result);
     }
+    // `file.updated` for every file whose append landed, in the same commit: an event
+    // is recorded exactly when its version is durable.
+    let updates: Vec<_> = batch
+        .iter()
+        .zip(&results)
+        .filter(|(_, r)| r.is_ok())
+        .filter_map(|(a, _)| {
+            let last = a.patches.last()?;
+            Some(crate::webhook::event::file_updated(
+                &a.file,
+                last.version,
+                now,
+            ))
+        })
+        .collect();
+    super::webhooks::record(&tx, &updates)?;
     tx.commit().map_err(unavailable)?;
     Ok(results)
 }

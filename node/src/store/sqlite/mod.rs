@@ -12,6 +12,7 @@ mod rows;
 mod schema;
 mod store;
 mod versions;
+mod webhooks;
 mod writer;
 
 use std::path::Path;

@@ -1,0 +1,95 @@
+//! Webhooks (docs/webhooks.md): events of rooms and files, sent to the app's endpoints
+//! as the Standard Webhooks specification describes, at least once, through a durable
+//! outbox in the store.
+//!
+//! ```text
+//! journal commit ── file.updated (same transaction) ──┐
+//! room ── Effect::Webhook ──▶ recorder (batches) ─────┴──▶ store: webhook_outbox
+//!                                                              │ due, oldest per (endpoint, file)
+//!        endpoint ◀── POST, signed ── sender (owner of the file) ◀┘
+//! ```
+//!
+//! - [`event`]: the JSON bodies; [`sign`]: secrets and signatures;
+//! - [`target`]: endpoint URLs and which addresses may be called; [`client`]: one request;
+//! - `recorder`: room events into the outbox, off the room's task;
+//! - `sender`: delivery by the file's owner, in order per (endpoint, file), with retries.
+
+pub mod client;
+pub mod event;
+mod recorder;
+mod sender;
+pub mod sign;
+mod statics;
+pub mod target;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, Notify};
+
+use crate::metrics::Metrics;
+use crate::state::AppState;
+use crate::store::WebhookEvent;
+
+pub use statics::static_endpoint;
+
+/// Room events waiting to be recorded, at most; beyond it they are dropped and counted.
+pub const RECORD_BACKLOG: usize = 10_000;
+
+/// What rooms and routes share: the way into the recorder, and the sender's wake-up.
+pub struct Webhooks {
+    tx: mpsc::Sender<WebhookEvent>,
+    rx: std::sync::Mutex<Option<mpsc::Receiver<WebhookEvent>>>,
+    /// Whether any endpoint is enabled (refreshed from the store): without one, rooms'
+    /// events are not even queued.
+    active: AtomicBool,
+    wake: Notify,
+    metrics: Arc<Metrics>,
+}
+
+impl Webhooks {
+    pub fn new(metrics: Arc<Metrics>) -> Arc<Self> {
+        let (tx, rx) = mpsc::channel(RECORD_BACKLOG);
+        Arc::new(Self {
+            tx,
+            rx: std::sync::Mutex::new(Some(rx)),
+            active: AtomicBool::new(false),
+            wake: Notify::new(),
+            metrics,
+        })
+    }
+
+    /// Queues a room's event for the recorder; never waits (a full backlog drops it).
+    pub fn emit(&self, event: WebhookEvent) {
+        if !self.active.load(Ordering::Acquire) {
+            return;
+        }
+        if self.tx.try_send(event).is_err() {
+            self.metrics.webhooks.dropped.inc();
+        }
+    }
+
+    /// Whether any endpoint is enabled, as last seen.
+    pub fn set_active(&self, active: bool) {
+        self.active.store(active, Ordering::Release);
+    }
+
+    /// Has the sender look for due messages now.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+}
+
+/// Starts the recorder and the sender; they stop with the node.
+pub fn spawn(state: Arc<AppState>) {
+    let rx = state
+        .webhooks
+        .rx
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    if let Some(rx) = rx {
+        tokio::spawn(recorder::run(state.clone(), rx));
+    }
+    tokio::spawn(sender::run(state));
+}
