@@ -12,6 +12,7 @@ mod files;
 mod ops;
 mod routes;
 mod upgrade;
+mod webhooks;
 
 pub use body::{parse_json, plain_name, read_body, read_json, BodyDeadline};
 pub use caller::{
