@@ -256,8 +256,14 @@ async fn deliver(state: &AppState, client: &Client, msg: &WebhookMessage) {
                 config.webhook_retry_base_ms,
                 config.webhook_retry_max_ms,
             );
-            tracing::debug!(endpoint = %msg.endpoint, msg = %msg.msg_id, error = %e,
-                retry_in_ms = delay, "webhook try failed");
+            if matches!(e, super::client::SendError::Internal(_)) {
+                // A setting or an endpoint to fix, not a passing outage.
+                tracing::warn!(endpoint = %msg.endpoint, msg = %msg.msg_id, error = %e,
+                    retry_in_ms = delay, "webhook try refused");
+            } else {
+                tracing::debug!(endpoint = %msg.endpoint, msg = %msg.msg_id, error = %e,
+                    retry_in_ms = delay, "webhook try failed");
+            }
             state.store.webhook_retry(msg.id, now + delay as i64).await
         }
     };
