@@ -398,7 +398,8 @@ pub struct NodeConfig {
         long,
         env = "ATRIUM_WEBHOOK_BLOCK_PRIVATE",
         default_value_t = true,
-        action = clap::ArgAction::Set
+        action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub webhook_block_private: bool,
 
