@@ -155,6 +155,7 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     }
     if endpoint.enabled {
         state.webhooks.set_active(true);
+        crate::webhook::announce_change(state).await;
     }
     tracing::info!(id = %endpoint.id, events = ?endpoint.events, "webhook endpoint created");
     Ok(json_response(
@@ -223,6 +224,7 @@ pub async fn update(state: &AppState, req: Request<Incoming>, id: &str) -> ApiRe
     if e.enabled {
         state.webhooks.set_active(true);
     }
+    crate::webhook::announce_change(state).await;
     tracing::info!(id = %e.id, enabled = e.enabled, "webhook endpoint changed");
     Ok(json_response(StatusCode::OK, &endpoint_json(&e, false)))
 }

@@ -126,10 +126,6 @@ impl Room {
             }
         };
         tracing::debug!(file = %room.core.file(), ?exit, "room ends");
-        room.webhook(
-            "room.closed",
-            serde_json::json!({"node": room.ctx.node.as_str(), "reason": exit.reason()}),
-        );
         serving.store(false, Ordering::Release);
         room.ctx.rules.metrics.rooms.dec();
         room.ctx
@@ -152,6 +148,11 @@ impl Room {
         {
             tracing::warn!(file = %room.core.file(), "versions still being saved as the room closes");
         }
+        // After the room's last version, so `version.created` comes before it.
+        room.webhook(
+            "room.closed",
+            serde_json::json!({"node": room.ctx.node.as_str(), "reason": exit.reason()}),
+        );
         // The lease goes first: a client told to come back (4009, 1012) may reach
         // the successor at once, and must not find the file still held here.
         if let Some(keeper) = room.lease.take() {

@@ -33,6 +33,17 @@ use crate::store::WebhookEvent;
 
 pub use statics::static_endpoint;
 
+/// The coordinator topic that tells every node of a fleet an endpoint was made or
+/// changed, so its rooms start recording events for it at once (else within 2 s).
+pub const CHANGED: &str = "webhooks-changed";
+
+/// Tells every node (this one too) that endpoints changed.
+pub async fn announce_change(state: &AppState) {
+    if let Err(e) = state.coordinator.publish(CHANGED, Vec::new()).await {
+        tracing::debug!(error = %e, "webhook change not announced; nodes see it within 2 s");
+    }
+}
+
 /// Room events waiting to be recorded, at most; beyond it they are dropped and counted.
 pub const RECORD_BACKLOG: usize = 10_000;
 

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use atrium_coordinator::{NodeId, Ring};
+use atrium_coordinator::{CoordinatorEvent, NodeId, Ring};
 use rand::Rng;
 use tokio::sync::Semaphore;
 
@@ -63,6 +63,8 @@ pub(super) async fn run(state: Arc<AppState>) {
         state,
     };
     let mut stopping = sender.state.stopping.clone();
+    // Endpoint changes on any node of the fleet, through the coordinator.
+    let mut changes = sender.state.coordinator.watch().await.ok();
     let mut upkeep = tokio::time::interval(UPKEEP);
     upkeep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -70,6 +72,11 @@ pub(super) async fn run(state: Arc<AppState>) {
             _ = tokio::time::sleep(POLL) => {}
             _ = sender.state.webhooks.wake.notified() => {}
             _ = upkeep.tick() => sender.upkeep().await,
+            changed = endpoints_changed(&mut changes) => {
+                if changed {
+                    sender.refresh_active().await;
+                }
+            }
             _ = stopping.changed() => return,
         }
         if *stopping.borrow() {
@@ -81,14 +88,21 @@ pub(super) async fn run(state: Arc<AppState>) {
 }
 
 impl Sender {
-    async fn upkeep(&mut self) {
-        let store = &self.state.store;
-        let hooks = &self.state.webhooks;
-        let metrics = &self.state.metrics.webhooks;
-        match store.webhooks().await {
-            Ok(all) => hooks.set_active(all.iter().any(|e| e.enabled)),
+    /// Whether any endpoint is enabled, read again from the store.
+    async fn refresh_active(&self) {
+        match self.state.store.webhooks().await {
+            Ok(all) => self
+                .state
+                .webhooks
+                .set_active(all.iter().any(|e| e.enabled)),
             Err(e) => tracing::debug!(error = %e, "webhook endpoints unreadable"),
         }
+    }
+
+    async fn upkeep(&mut self) {
+        self.refresh_active().await;
+        let store = &self.state.store;
+        let metrics = &self.state.metrics.webhooks;
         let failed_before = unix_ms() - self.state.config.webhook_retry_for_ms as i64;
         match store
             .trim_webhooks(self.state.config.webhook_max_queued, failed_before)
@@ -222,6 +236,26 @@ impl Sender {
             self.ring = Some((Ring::new(live.iter()), Instant::now()));
         }
         self.ring.as_ref()?.0.owner(file)
+    }
+}
+
+/// Waits for the next coordinator event: true when it says endpoints changed. Without a
+/// watch (the coordinator refused it), never completes: the upkeep's refresh remains.
+async fn endpoints_changed(
+    changes: &mut Option<tokio::sync::broadcast::Receiver<CoordinatorEvent>>,
+) -> bool {
+    let Some(rx) = changes else {
+        return std::future::pending().await;
+    };
+    match rx.recv().await {
+        Ok(CoordinatorEvent::Message { topic, .. }) => topic == super::CHANGED,
+        Ok(_) => false,
+        // Missed some: refresh, to be safe.
+        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
+        Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+            *changes = None;
+            false
+        }
     }
 }
 

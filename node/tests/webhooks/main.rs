@@ -84,4 +84,5 @@ fn versions(got: &[&Got]) -> Vec<u64> {
 
 mod delivery;
 mod endpoints;
+mod fleet;
 mod outages;
