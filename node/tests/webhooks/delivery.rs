@@ -63,7 +63,7 @@ async fn a_rooms_life_arrives_signed_and_in_order() {
     assert!(person["account_id"].is_string());
     // A wrong secret does not verify.
     let other = format!("whsec_{}", "A".repeat(44));
-    assert!(!verify(&other, &mine[0]));
+    assert!(!verify(&other, mine[0]));
     let text = metrics_text(&node).await;
     assert!(metric(&text, "atrium_webhook_delivered_total", &[]) >= mine.len() as f64);
     assert!(has_metric(&text, "atrium_webhook_delivery_seconds_bucket"));
