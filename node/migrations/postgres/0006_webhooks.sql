@@ -27,7 +27,7 @@ CREATE TABLE webhook_outbox (
     seq         BIGINT NOT NULL DEFAULT 0,
     state       SMALLINT NOT NULL DEFAULT 0
 );
-CREATE INDEX webhook_outbox_queue ON webhook_outbox(endpoint_id, file_id, state, id);
+CREATE INDEX webhook_outbox_queue ON webhook_outbox(endpoint_id, file_id, state, created_at, id);
 CREATE INDEX webhook_outbox_due ON webhook_outbox(state, next_at);
 CREATE UNIQUE INDEX webhook_outbox_debounce
     ON webhook_outbox(endpoint_id, file_id) WHERE kind = 'file.updated' AND state = 0;

@@ -1,7 +1,9 @@
 //! What the stores keep for webhooks: endpoints, and the outbox of messages to them.
 //!
 //! The outbox holds one row per (endpoint, event). A row is sent by the owner of its
-//! file, rows of one (endpoint, file) strictly in id order, and deleted once delivered.
+//! file, rows of one (endpoint, file) strictly in the order of their events' times (then
+//! ids), and deleted once delivered. Event time, not id: room events and `file.updated`
+//! are written by two paths (the recorder, the journal), whose inserts may cross.
 //! A `file.updated` row still waiting is updated in place by the next append of its file
 //! (a new version, a new message id), which is how `file.updated` is debounced durably.
 
@@ -130,8 +132,8 @@ pub trait WebhookStore: Send + Sync + 'static {
     /// Records events for every enabled endpoint that wants their types, in one
     /// transaction; answers how many messages that made.
     async fn record_webhooks(&self, events: &[WebhookEvent]) -> StoreResult<u64>;
-    /// The messages due now: for each (endpoint, file), its oldest waiting message
-    /// only, and only once due; the longest waiting first.
+    /// The messages due now: for each (endpoint, file), its earliest waiting message (by
+    /// event time, then id) only, and only once due; the longest waiting first.
     async fn due_webhooks(&self, q: DueQuery) -> StoreResult<Vec<WebhookMessage>>;
     /// A message was delivered: deletes it unless it changed since it was read (a
     /// debounced `file.updated` with a newer version, still to send). True if deleted.

@@ -33,11 +33,14 @@ const DUE_LIMIT: i64 = 1_000;
 const OWNER_TTL: Duration = Duration::from_secs(1);
 const OWNER_LOOKUPS: usize = 100;
 
-/// The (endpoint, file) pairs being sent, and requests per endpoint.
+/// The (endpoint, file) pairs being sent, requests per endpoint, and the messages whose
+/// try ended since the outbox was last read (a list read before their end still holds
+/// them, as due: they must not be sent again from it).
 #[derive(Default)]
 struct InFlight {
     pairs: HashSet<(String, String)>,
     per_endpoint: HashMap<String, usize>,
+    ended: HashSet<i64>,
 }
 
 struct Sender {
@@ -128,6 +131,7 @@ impl Sender {
     /// Reads what is due and starts what this node should send.
     async fn look(&mut self) {
         let config = self.state.config.clone();
+        lock(&self.in_flight).ended.clear();
         let q = DueQuery {
             now: unix_ms(),
             debounce_ms: config.webhook_debounce_ms as i64,
@@ -142,16 +146,9 @@ impl Sender {
         };
         let mut lookups = 0;
         for msg in due {
-            {
-                let flight = lock(&self.in_flight);
-                if flight
-                    .pairs
-                    .contains(&(msg.endpoint.clone(), msg.file.clone()))
-                    || flight.per_endpoint.get(&msg.endpoint).copied().unwrap_or(0)
-                        >= config.webhook_per_endpoint.max(1)
-                {
-                    continue;
-                }
+            let pair = (msg.endpoint.clone(), msg.file.clone());
+            if lock(&self.in_flight).pairs.contains(&pair) {
+                continue;
             }
             if !self.owns(&msg.file, &mut lookups).await {
                 continue;
@@ -160,10 +157,17 @@ impl Sender {
                 break;
             };
             {
+                // Checked and taken in one go: a try of this pair may have ended while
+                // ownership was looked up, and this list was read before it ended.
                 let mut flight = lock(&self.in_flight);
-                flight
-                    .pairs
-                    .insert((msg.endpoint.clone(), msg.file.clone()));
+                let busy = flight.per_endpoint.get(&msg.endpoint).copied().unwrap_or(0);
+                if flight.ended.contains(&msg.id)
+                    || flight.pairs.contains(&pair)
+                    || busy >= config.webhook_per_endpoint.max(1)
+                {
+                    continue;
+                }
+                flight.pairs.insert(pair);
                 *flight.per_endpoint.entry(msg.endpoint.clone()).or_default() += 1;
             }
             let (state, client, in_flight) = (
@@ -174,6 +178,7 @@ impl Sender {
             tokio::spawn(async move {
                 deliver(&state, &client, &msg).await;
                 let mut flight = lock(&in_flight);
+                flight.ended.insert(msg.id);
                 flight
                     .pairs
                     .remove(&(msg.endpoint.clone(), msg.file.clone()));

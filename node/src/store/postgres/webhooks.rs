@@ -186,10 +186,13 @@ impl WebhookStore for PgStore {
                    FROM webhook_outbox o JOIN webhook_endpoints e ON e.id = o.endpoint_id
                    WHERE o.state = 0 AND e.enabled AND o.next_at <= $1
                      AND (o.kind <> 'file.updated' OR o.created_at <= $1 - $2)
-                     AND o.id = (SELECT min(i.id) FROM webhook_outbox i
-                                 WHERE i.endpoint_id = o.endpoint_id
-                                   AND i.file_id = o.file_id AND i.state = 0)
-                   ORDER BY o.next_at, o.id LIMIT $3";
+                     AND NOT EXISTS (
+                         SELECT 1 FROM webhook_outbox i
+                         WHERE i.endpoint_id = o.endpoint_id AND i.file_id = o.file_id
+                           AND i.state = 0
+                           AND (i.created_at < o.created_at
+                                OR (i.created_at = o.created_at AND i.id < o.id)))
+                   ORDER BY o.next_at, o.created_at, o.id LIMIT $3";
         let rows = self.query(sql, &[&q.now, &q.debounce_ms, &q.limit]).await?;
         rows.iter()
             .map(|r| {

@@ -11,6 +11,7 @@ use crate::store::{FileAppend, StoreError, StoreResult};
 pub(super) fn append_batch(
     writer: &Writer,
     batch: &[FileAppend],
+    webhooks: bool,
 ) -> StoreResult<Vec<StoreResult<()>>> {
     let mut conn = writer.urgent();
     let mut tx = conn.transaction().map_err(unavailable)?;
@@ -29,6 +30,7 @@ pub(super) fn append_batch(
     // is recorded exactly when its version is durable.
     let updates: Vec<_> = batch
         .iter()
+        .filter(|_| webhooks)
         .zip(&results)
         .filter(|(_, r)| r.is_ok())
         .filter_map(|(a, _)| {

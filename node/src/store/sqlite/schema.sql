@@ -137,7 +137,7 @@ CREATE TABLE IF NOT EXISTS webhook_outbox (
     state       INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS webhook_outbox_queue
-    ON webhook_outbox(endpoint_id, file_id, state, id);
+    ON webhook_outbox(endpoint_id, file_id, state, created_at, id);
 CREATE INDEX IF NOT EXISTS webhook_outbox_due ON webhook_outbox(state, next_at);
 CREATE UNIQUE INDEX IF NOT EXISTS webhook_outbox_debounce
     ON webhook_outbox(endpoint_id, file_id) WHERE kind = 'file.updated' AND state = 0;

@@ -69,6 +69,35 @@ fn insert(c: &Connection, e: &WebhookEndpoint, replace: bool) -> StoreResult<()>
     Ok(())
 }
 
+/// Whether any endpoint is enabled.
+pub(super) fn any_enabled(c: &Connection) -> StoreResult<bool> {
+    c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled <> 0)",
+        [],
+        |r| r.get(0),
+    )
+    .map_err(unavailable)
+}
+
+impl SqliteStore {
+    /// Runs a change of endpoints, then sets whether any is enabled (for the journal).
+    async fn change<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let on = self.webhooks_on.clone();
+        self.run(move |c| {
+            let result = f(c);
+            if let Ok(any) = any_enabled(c) {
+                on.store(any, std::sync::atomic::Ordering::Release);
+            }
+            result
+        })
+        .await
+    }
+}
+
 fn endpoint(c: &Connection, id: &str) -> StoreResult<WebhookEndpoint> {
     c.query_row(
         &format!("SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ?1"),
@@ -84,7 +113,7 @@ fn endpoint(c: &Connection, id: &str) -> StoreResult<WebhookEndpoint> {
 impl WebhookStore for SqliteStore {
     async fn create_webhook(&self, endpoint: &WebhookEndpoint, max: u64) -> StoreResult<()> {
         let e = endpoint.clone();
-        self.run(move |c| {
+        self.change(move |c| {
             let tx = c.transaction().map_err(unavailable)?;
             let n: i64 = tx
                 .query_row("SELECT count(*) FROM webhook_endpoints", [], |r| r.get(0))
@@ -101,7 +130,7 @@ impl WebhookStore for SqliteStore {
     async fn put_webhook(&self, endpoint: &WebhookEndpoint) -> StoreResult<()> {
         let e = endpoint.clone();
         // An UPDATE first: a REPLACE would delete the row, and its outbox with it.
-        self.run(move |c| {
+        self.change(move |c| {
             let n = c
                 .execute(
                     "UPDATE webhook_endpoints SET url = ?2, secret = ?3, events = ?4,
@@ -143,7 +172,7 @@ impl WebhookStore for SqliteStore {
         update: WebhookUpdate,
     ) -> StoreResult<WebhookEndpoint> {
         let id = id.to_owned();
-        self.run(move |c| {
+        self.change(move |c| {
             let tx = c.transaction().map_err(unavailable)?;
             let mut e = endpoint(&tx, &id)?;
             if let Some(url) = update.url {
@@ -205,7 +234,7 @@ impl WebhookStore for SqliteStore {
             return Ok(0);
         }
         let events = events.to_vec();
-        self.run(move |c| {
+        self.change(move |c| {
             let tx = c.transaction().map_err(unavailable)?;
             let made = record(&tx, &events)?;
             tx.commit().map_err(unavailable)?;
@@ -223,10 +252,13 @@ impl WebhookStore for SqliteStore {
                      FROM webhook_outbox o JOIN webhook_endpoints e ON e.id = o.endpoint_id
                      WHERE o.state = 0 AND e.enabled <> 0 AND o.next_at <= ?1
                        AND (o.kind <> 'file.updated' OR o.created_at <= ?1 - ?2)
-                       AND o.id = (SELECT min(i.id) FROM webhook_outbox i
-                                   WHERE i.endpoint_id = o.endpoint_id
-                                     AND i.file_id = o.file_id AND i.state = 0)
-                     ORDER BY o.next_at, o.id LIMIT ?3",
+                       AND NOT EXISTS (
+                           SELECT 1 FROM webhook_outbox i
+                           WHERE i.endpoint_id = o.endpoint_id AND i.file_id = o.file_id
+                             AND i.state = 0
+                             AND (i.created_at < o.created_at
+                                  OR (i.created_at = o.created_at AND i.id < o.id)))
+                     ORDER BY o.next_at, o.created_at, o.id LIMIT ?3",
                 )
                 .map_err(unavailable)?;
             let rows = stmt
