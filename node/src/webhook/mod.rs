@@ -104,3 +104,36 @@ pub fn spawn(state: Arc<AppState>) {
     }
     tokio::spawn(sender::run(state));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::FileId;
+
+    fn an_event() -> WebhookEvent {
+        event::event(
+            &FileId::parse("f").unwrap(),
+            "room.opened",
+            0,
+            serde_json::json!({}),
+        )
+    }
+
+    #[test]
+    fn rooms_queue_nothing_without_an_endpoint_and_never_more_than_the_backlog() {
+        let metrics = Metrics::new();
+        let hooks = Webhooks::new(metrics.clone());
+        hooks.emit(an_event());
+        assert_eq!(
+            hooks.tx.capacity(),
+            RECORD_BACKLOG,
+            "nothing queued while inactive"
+        );
+        hooks.set_active(true);
+        for _ in 0..RECORD_BACKLOG + 5 {
+            hooks.emit(an_event());
+        }
+        assert_eq!(hooks.tx.capacity(), 0);
+        assert_eq!(metrics.webhooks.dropped.get(), 5, "the overflow is counted");
+    }
+}
