@@ -22,8 +22,9 @@ pub mod sign;
 mod statics;
 pub mod target;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, Notify};
 
@@ -55,6 +56,8 @@ pub struct Webhooks {
     /// events are not even queued.
     active: AtomicBool,
     wake: Notify,
+    /// Events queued and not yet written (for an orderly stop).
+    unwritten: AtomicUsize,
     metrics: Arc<Metrics>,
 }
 
@@ -66,6 +69,7 @@ impl Webhooks {
             rx: std::sync::Mutex::new(Some(rx)),
             active: AtomicBool::new(false),
             wake: Notify::new(),
+            unwritten: AtomicUsize::new(0),
             metrics,
         })
     }
@@ -75,9 +79,29 @@ impl Webhooks {
         if !self.active.load(Ordering::Acquire) {
             return;
         }
+        self.unwritten.fetch_add(1, Ordering::AcqRel);
         if self.tx.try_send(event).is_err() {
+            self.unwritten.fetch_sub(1, Ordering::AcqRel);
             self.metrics.webhooks.dropped.inc();
         }
+    }
+
+    /// The recorder wrote `n` events.
+    fn written(&self, n: usize) {
+        self.unwritten.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// Waits, at most `within`, until every queued event is written (an orderly stop:
+    /// the rooms' last events, `room.closed` among them, reach the store).
+    pub async fn flush(&self, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.unwritten.load(Ordering::Acquire) > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
     }
 
     /// Whether any endpoint is enabled, as last seen.

@@ -28,6 +28,7 @@ pub(super) async fn run(state: Arc<AppState>, mut rx: mpsc::Receiver<WebhookEven
                 }
             }
         }
+        state.webhooks.written(batch.len());
         batch.clear();
         state.webhooks.wake();
     }

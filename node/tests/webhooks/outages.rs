@@ -172,3 +172,41 @@ async fn a_dead_endpoint_does_not_slow_a_room() {
         "relay p99 {with:?} with a dead endpoint against {without:?} without"
     );
 }
+
+/// SIGTERM: the rooms' last events (`room.closed` with reason `shutdown`) are recorded
+/// before the node exits, and sent by the node started again on the same data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_node_records_its_rooms_closing() {
+    let hooks = Receiver::start().await;
+    hooks.answer(503);
+    let data = tempfile::tempdir().expect("temp dir");
+    let (mut node, key) = node_with_key(Some(data.path()), &[]).await;
+    endpoint(
+        &node,
+        &key,
+        &hooks.url(),
+        Some(&["room.opened", "room.closed"]),
+    )
+    .await;
+    let (owner, file) = board(&node).await;
+    let (_ann, _) = Client::join(&node, &file, &Hello::token(&owner)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while hooks.all().is_empty() {
+        assert!(Instant::now() < deadline, "room.opened never tried");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    node.sigterm();
+    assert!(node.wait_exit(Duration::from_secs(15)).await.is_some());
+    hooks.answer(200);
+    let _node = Node::start_in(data.path(), &QUICK).await;
+    let got = hooks
+        .wait_for(
+            Duration::from_secs(20),
+            "room.closed after the restart",
+            |g| g.iter().any(|g| g.kind() == "room.closed"),
+        )
+        .await;
+    let mine = of_file(&got, &file);
+    assert_eq!(kinds(&mine), ["room.opened", "room.closed"]);
+    assert_eq!(mine[1].json["data"]["reason"], "shutdown");
+}
