@@ -136,7 +136,8 @@ pub trait WebhookStore: Send + Sync + 'static {
     /// event time, then id) only, and only once due; the longest waiting first.
     async fn due_webhooks(&self, q: DueQuery) -> StoreResult<Vec<WebhookMessage>>;
     /// A message was delivered: deletes it unless it changed since it was read (a
-    /// debounced `file.updated` with a newer version, still to send). True if deleted.
+    /// debounced `file.updated` with a newer version, still to send: its debounce then
+    /// starts again from now). True if deleted.
     async fn webhook_delivered(&self, id: i64, seq: i64) -> StoreResult<bool>;
     /// A try failed: the next is due at `next_at`.
     async fn webhook_retry(&self, id: i64, next_at: i64) -> StoreResult<()>;

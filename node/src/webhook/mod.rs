@@ -105,6 +105,11 @@ impl Webhooks {
     }
 
     /// Whether any endpoint is enabled, as last seen.
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Sets whether any endpoint is enabled.
     pub fn set_active(&self, active: bool) {
         self.active.store(active, Ordering::Release);
     }

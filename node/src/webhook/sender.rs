@@ -85,7 +85,10 @@ pub(super) async fn run(state: Arc<AppState>) {
         if *stopping.borrow() {
             return;
         }
-        sender.look().await;
+        // Without an enabled endpoint nothing is due (a disabled one's messages wait).
+        if sender.state.webhooks.active() {
+            sender.look().await;
+        }
         tokio::time::sleep(MIN_GAP).await;
     }
 }

@@ -194,6 +194,10 @@ pub async fn file_updated_rides_on_the_append(store: &dyn Store) {
         .webhook_delivered(first[0].id, first[0].seq)
         .await
         .unwrap());
+    assert!(
+        due_with(store, 3_600_000).await.is_empty(),
+        "sent while it changed: debounced again"
+    );
     assert!(store
         .webhook_delivered(second[0].id, second[0].seq)
         .await

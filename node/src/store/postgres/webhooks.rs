@@ -221,6 +221,16 @@ impl WebhookStore for PgStore {
                 unavailable,
             )
             .await?;
+        if n == 0 {
+            // Updated while it was sent: its debounce starts again.
+            let now = super::now_ms();
+            self.execute(
+                "UPDATE webhook_outbox SET created_at = $2 WHERE id = $1",
+                &[&id, &now],
+                unavailable,
+            )
+            .await?;
+        }
         Ok(n > 0)
     }
 

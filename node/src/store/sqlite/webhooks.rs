@@ -284,13 +284,23 @@ impl WebhookStore for SqliteStore {
     }
 
     async fn webhook_delivered(&self, id: i64, seq: i64) -> StoreResult<bool> {
+        let now = super::now_ms();
         self.run(move |c| {
-            c.execute(
-                "DELETE FROM webhook_outbox WHERE id = ?1 AND seq = ?2",
-                params![id, seq],
-            )
-            .map(|n| n > 0)
-            .map_err(unavailable)
+            let deleted = c
+                .execute(
+                    "DELETE FROM webhook_outbox WHERE id = ?1 AND seq = ?2",
+                    params![id, seq],
+                )
+                .map_err(unavailable)?;
+            if deleted == 0 {
+                // Updated while it was sent: its debounce starts again.
+                c.execute(
+                    "UPDATE webhook_outbox SET created_at = ?2 WHERE id = ?1",
+                    params![id, now],
+                )
+                .map_err(unavailable)?;
+            }
+            Ok(deleted > 0)
         })
         .await
     }
