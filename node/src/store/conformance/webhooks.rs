@@ -155,6 +155,27 @@ pub async fn webhook_outbox_in_order(store: &dyn Store) {
     assert_eq!(all, vec![1, 2, 4]);
     assert_eq!(of("ep_left"), vec![2]);
     assert!(of("ep_off").is_empty());
+
+    // What waits for an endpoint that is then disabled is kept, not sent.
+    store.record_webhooks(&events[..1]).await.unwrap();
+    let off = WebhookUpdate {
+        enabled: Some(false),
+        ..Default::default()
+    };
+    store.update_webhook("ep_all", off).await.unwrap();
+    assert!(due(store).await.is_empty());
+    assert_eq!(store.webhook_depth().await.unwrap(), (1, 0));
+    let on = WebhookUpdate {
+        enabled: Some(true),
+        ..Default::default()
+    };
+    store.update_webhook("ep_all", on).await.unwrap();
+    let back = due(store).await;
+    assert_eq!(back.len(), 1);
+    assert!(store
+        .webhook_delivered(back[0].id, back[0].seq)
+        .await
+        .unwrap());
     assert_eq!(store.webhook_depth().await.unwrap(), (0, 0));
 
     store.record_webhooks(&events[..1]).await.unwrap();
