@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The browser client's tests: unit tests (Node's test runner) and the end-to-end test
-# (the real atrium-node, two windows in headless Chromium). Installs what is missing:
-# Node.js and Chromium from Debian, playwright-core from npm (web/package-lock.json).
+# (the real atrium-node: two windows in headless Chromium, then the history panel).
+# Installs what is missing: Node.js and Chromium from Debian, playwright-core from npm (web/package-lock.json).
 # Needs only the package registries, nothing else from the internet.
 #
 #   web/run-tests.sh            # both
@@ -49,5 +49,7 @@ if [ "$what" = all ] || [ "$what" = e2e ]; then
   fi
   echo "== end-to-end (headless Chromium)"
   node e2e/two_windows.mjs
+  echo "== end-to-end: version history (headless Chromium)"
+  node e2e/history.mjs
   echo "artifacts: $WEB/artifacts/"
 fi

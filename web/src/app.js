@@ -10,6 +10,8 @@ import { Api, ApiError, shareLink } from './api.js';
 import { Connection } from './connection.js';
 import { DocState, pagesOf, shapesOn } from './doc.js';
 import { Glide } from './glide.js';
+import { drawMarks, inspectDoc } from './history_inspect.js';
+import { HistoryPanel } from './history_ui.js';
 import { Outbox } from './outbox.js';
 import { chooseClient, holdClient, keys, loadDoc, randomId, saveDoc } from './tabstore.js';
 import { colourOf, h, s, setAttrs } from './ui.js';
@@ -331,8 +333,20 @@ function editor(info, key, name) {
   const ui = {
     page: null, sel: new Set(), camera: { x: 0, y: 0, zoom: 1 }, drag: null,
     peers: new Map(), // person id -> {page, sel, glide}
+    inspect: null, // a version shown instead of the live document (history_inspect.js)
   };
-  window.atrium = { conn, ui, fileId };
+  const versions = new HistoryPanel({
+    api, fileId, key,
+    who: () => ({ role: conn.role, owner: !!session && info.owner === session.account.id, viewersSeeHistory: !!info.viewers_see_history }),
+    subscribe: (fn) => conn.on('message', fn),
+    show: (inspect) => {
+      ui.inspect = inspect;
+      ui.sel.clear();
+      renderRole();
+      render();
+    },
+  });
+  window.atrium = { conn, ui, fileId, history: versions };
 
   // --- layout
   const status = h('span', { class: 'status', 'data-testid': 'status' });
@@ -346,20 +360,23 @@ function editor(info, key, name) {
   const del = h('button', { class: 'danger', 'data-testid': 'delete-shape', onclick: () => deleteSelection() }, 'Delete');
   const svg = s('svg', { 'data-testid': 'canvas' });
   const gShapes = s('g');
+  const gMarks = s('g', { 'data-testid': 'compare-marks' });
   const gSel = s('g');
   const gCursors = s('g');
-  svg.append(gShapes, gSel, gCursors);
+  svg.append(gShapes, gMarks, gSel, gCursors);
   const canvas = h('div', { class: 'canvas' }, svg);
   const back = session ? h('button', { onclick: () => navigate('/') }, '← Files') : null;
   show(
     topbar(back, h('span', { 'data-testid': 'file-title' }, info.name), status, statusAction),
     h('div', { class: 'editor' },
       h('div', { class: 'side' }, h('div', {}, h('h3', {}, 'Pages'), pagesEl, addPage), h('div', {}, h('h3', {}, 'People'), peopleEl)),
-      h('div', { class: 'main' }, banner, h('div', { class: 'toolbar' }, addRect, h('label', {}, 'Fill ', colour), del), canvas)),
+      h('div', { class: 'main' }, banner, versions.banner, h('div', { class: 'toolbar' }, addRect, h('label', {}, 'Fill ', colour), del, h('span', { class: 'spacer' }), versions.toggle), canvas),
+      versions.el),
   );
 
-  const canEdit = () => conn.role !== 'viewer';
-  const view = () => conn.doc.view;
+  // While a version is shown (history), the canvas draws it and nothing is edited.
+  const canEdit = () => conn.role !== 'viewer' && !ui.inspect;
+  const view = () => inspectDoc(ui.inspect, conn.doc.view);
 
   // --- status
   let retryTick = null;
@@ -384,14 +401,16 @@ function editor(info, key, name) {
   // --- read-only mode
   function renderRole() {
     const ro = !canEdit();
+    const viewer = conn.role === 'viewer';
     canvas.classList.toggle('readonly', ro);
     for (const b of [addRect, colour, del, addPage]) b.disabled = ro;
-    banner.hidden = !ro;
-    if (ro) {
+    banner.hidden = !viewer;
+    if (viewer) {
       banner.textContent = READONLY_TEXT[conn.roleReason] ?? (key ? 'You opened a view link: you can look and point, not edit.' : 'You can view this file but not edit it.');
       banner.dataset.reason = conn.roleReason ?? (key ? 'view-link' : 'viewer');
-      ui.drag = null;
     }
+    if (ro) ui.drag = null;
+    versions.refreshAccess();
   }
 
   // --- people
@@ -482,6 +501,7 @@ function editor(info, key, name) {
     ensurePage();
     renderPages();
     renderShapes();
+    drawMarks(gMarks, ui.inspect, view(), ui.page, ui.camera.zoom);
     renderSelections();
   }
 
@@ -662,6 +682,7 @@ function editor(info, key, name) {
     renderSelections();
   });
   conn.on('welcome', () => {
+    versions.onWelcome();
     renderRole();
     ui.peers.clear();
     conn.presence({ page: ui.page, sel: [...ui.sel] });

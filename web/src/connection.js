@@ -24,7 +24,8 @@
 //
 // Events (conn.on(name, fn)): 'status' {state, reason, retryAt, waiting}, 'welcome' msg,
 // 'doc' (view, {remote}), 'people' (Map id -> person), 'presences' [entries],
-// 'role' {id, role, you}, 'reject' msg, 'notice' msg, 'closed' {code, action, reason}.
+// 'role' {id, role, you}, 'reject' msg, 'notice' msg, 'closed' {code, action, reason},
+// 'message' msg (any other server message, e.g. history's `version` and `restored`).
 // States: 'connecting', 'online', 'offline' (a retry is scheduled), 'needs-user' (retry
 // only when the person asks: call retry()), 'sign-in' (credentials refused), 'stopped'.
 
@@ -327,7 +328,8 @@ export class Connection {
       case 'refreshed':
         return this.emit('refreshed', msg);
       default:
-        return undefined;
+        // Messages this module has no part in (history's `version`, `restored`): the app's.
+        return this.emit('message', msg);
     }
   }
 

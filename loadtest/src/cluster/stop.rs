@@ -66,13 +66,15 @@ impl Cluster {
     }
 
     pub(super) fn stop_services(&mut self) {
-        if let Some(pg) = self.postgres.take() {
+        self.remove_clock_files();
+        for pg in [self.postgres.take(), self.postgres_standby.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = pg.stop("immediate");
         }
-        if let Some(mut child) = self.nats.take().and_then(|n| n.child) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        let _ = self.kill_nats();
+        self.nats = None;
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

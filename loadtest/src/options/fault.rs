@@ -25,6 +25,19 @@ pub enum FaultKind {
     Store,
     /// `kill -9` of the router, started again on the same ports.
     Router,
+    /// On a three-server NATS cluster of the run's own (buckets in three copies): `kill -9` of
+    /// the server leading the leases' stream, started again on its store after the hold.
+    NatsLeader,
+    /// On a three-server NATS cluster of the run's own: all three killed with -9 at once,
+    /// started again on their stores after the hold.
+    NatsCluster,
+    /// On a Postgres primary with a synchronous streaming standby of the run's own: `kill -9`
+    /// of the primary, then the standby promoted; the nodes find it through their multi-host
+    /// URL (`target_session_attrs=read-write`).
+    StoreFailover,
+    /// The clock of the node holding the most files jumped forward by a minute (its wall and
+    /// monotonic clocks, through libfaketime preloaded into every node of the run).
+    ClockJump,
 }
 
 impl FaultKind {
@@ -36,17 +49,29 @@ impl FaultKind {
             FaultKind::Coordinator => "coordinator",
             FaultKind::Store => "store",
             FaultKind::Router => "router",
+            FaultKind::NatsLeader => "nats-leader",
+            FaultKind::NatsCluster => "nats-cluster",
+            FaultKind::StoreFailover => "store-failover",
+            FaultKind::ClockJump => "clock-jump",
         }
     }
 
     /// Faults on a shared service need servers of the run's own (stopping the suite's shared
     /// Postgres or nats-server would break every other test using it).
     pub fn needs_own_store(self) -> bool {
-        self == FaultKind::Store
+        matches!(self, FaultKind::Store | FaultKind::StoreFailover)
     }
 
     pub fn needs_own_coordinator(self) -> bool {
-        self == FaultKind::Coordinator
+        matches!(
+            self,
+            FaultKind::Coordinator | FaultKind::NatsLeader | FaultKind::NatsCluster
+        )
+    }
+
+    /// Faults on a NATS cluster, which the run starts itself (three servers).
+    pub fn needs_nats_cluster(self) -> bool {
+        matches!(self, FaultKind::NatsLeader | FaultKind::NatsCluster)
     }
 
     /// Whether the rest of the fleet should go on serving every file while the fault lasts (a
@@ -55,7 +80,7 @@ impl FaultKind {
     pub fn served_meanwhile(self) -> bool {
         matches!(
             self,
-            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling
+            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling | FaultKind::ClockJump
         )
     }
 }

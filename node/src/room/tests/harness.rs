@@ -20,6 +20,8 @@ pub struct Harness {
     pub(super) history: Vec<crate::room::history::HistoryJob>,
     /// Webhook events the core asked for: (type, data).
     pub(super) webhooks: Vec<(&'static str, serde_json::Value)>,
+    /// Restores to prepare (the lane's work), held until the test runs them.
+    pub(super) restores: Vec<crate::room::restore::PrepareJob>,
     pub(super) exit: Option<Exit>,
     pub(super) next_client: u8,
 }
@@ -60,6 +62,7 @@ impl Harness {
             snapshots: Vec::new(),
             history: Vec::new(),
             webhooks: Vec::new(),
+            restores: Vec::new(),
             exit: None,
             next_client: 0,
         }
@@ -83,7 +86,15 @@ impl Harness {
                 Effect::Snapshot(job) => self.snapshots.push(job),
                 Effect::History(job) => self.history.push(job),
                 Effect::Webhook(kind, data) => self.webhooks.push((kind, data)),
+                Effect::Restore(job) => self.restores.push(job),
             }
+        }
+    }
+
+    /// Does the lane's work for the restores asked for, and hands each back to the room.
+    pub fn prepare_restores(&mut self) {
+        for job in std::mem::take(&mut self.restores) {
+            self.send(RoomCmd::RestorePrepared(job.run()));
         }
     }
 
