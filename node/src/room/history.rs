@@ -143,7 +143,6 @@ pub fn worker(
                     match &saved {
                         Ok(info) => {
                             let _ = room.send(RoomCmd::Announce("saved", info.clone()));
-                            version_created(&*store, &job.file, info).await;
                             let now = crate::clock::unix_ms();
                             if let Err(e) =
                                 history::thin(&*store, &job.file, job.epoch, now, &rules).await
@@ -172,21 +171,4 @@ pub fn worker(
         }
     });
     (tx, task)
-}
-
-/// Records `version.created` right after the version's own commit, from the worker
-/// that saved it (not the room's task).
-async fn version_created(store: &dyn Store, file: &crate::ids::FileId, info: &VersionInfo) {
-    let data = serde_json::json!({
-        "version_id": info.id,
-        "version": info.version,
-        "kind": info.kind.as_str(),
-        "title": info.title,
-        "created_at": crate::webhook::event::rfc3339_ms(info.created_at),
-    });
-    let event =
-        crate::webhook::event::event(file, "version.created", crate::clock::unix_ms(), data);
-    if let Err(e) = store.record_webhooks(&[event]).await {
-        tracing::warn!(file = %file, error = %e, "version.created not recorded");
-    }
 }

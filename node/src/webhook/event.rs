@@ -32,6 +32,18 @@ pub fn file_updated(file: &FileId, version: u64, at: i64) -> WebhookEvent {
     event(file, "file.updated", at, json!({"version": version}))
 }
 
+/// `version.created`: a version of the file was saved, with the id the store gave it.
+pub fn version_created(file: &FileId, id: u64, info: &crate::history::VersionInfo) -> WebhookEvent {
+    let data = json!({
+        "version_id": id,
+        "version": info.version,
+        "kind": info.kind.as_str(),
+        "title": info.title,
+        "created_at": rfc3339_ms(info.created_at),
+    });
+    event(file, "version.created", info.created_at, data)
+}
+
 /// A Unix time in ms as RFC 3339 in UTC with milliseconds, e.g. `2026-12-03T18:58:30.123Z`.
 pub fn rfc3339_ms(ms: i64) -> String {
     let secs = ms.div_euclid(1000);

@@ -41,8 +41,8 @@ pub use takes::{
     fencing_after_a_second_take, take_file_keeps_behind, take_file_reads_snapshot_and_log,
 };
 pub use webhooks::{
-    file_updated_rides_on_the_append, webhook_endpoints_crud, webhook_outbox_in_order,
-    webhook_retries_failures_and_bounds,
+    file_updated_rides_on_the_append, version_created_rides_on_the_version, webhook_endpoints_crud,
+    webhook_outbox_in_order, webhook_retries_failures_and_bounds,
 };
 
 /// One `#[tokio::test]` per check, each on a store from `$open` (an async
@@ -79,6 +79,7 @@ macro_rules! conformance_suite {
             webhook_outbox_in_order,
             file_updated_rides_on_the_append,
             webhook_retries_failures_and_bounds,
+            version_created_rides_on_the_version,
         );
     };
     (@each $open:expr; $($check:ident),* $(,)?) => {

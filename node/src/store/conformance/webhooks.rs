@@ -274,3 +274,47 @@ pub async fn webhook_retries_failures_and_bounds(store: &dyn Store) {
     assert_eq!(trimmed.dropped, 0);
     assert_eq!(store.webhook_depth().await.unwrap().1, 0);
 }
+
+/// `version.created` is recorded in the version's own commit, with the id the store gave
+/// it; a fenced save records nothing.
+pub async fn version_created_rides_on_the_version(store: &dyn Store) {
+    use crate::history::{self, new_info, HistoryRules, VersionKind};
+    store
+        .create_webhook(&endpoint("ep_versions", &["version.created"]), 10)
+        .await
+        .unwrap();
+    let (_, file) = new_file(store).await;
+    let epoch = take(store, &file).await;
+    let rules = HistoryRules::default();
+    let mut info = new_info(7, 1_796_324_310_123, VersionKind::Named, vec!["Ada".into()]);
+    info.title = Some("Milestone".into());
+    let saved = history::save(
+        store,
+        &file,
+        epoch,
+        r#"{"a":{"x":1}}"#,
+        info.clone(),
+        &rules,
+    )
+    .await
+    .unwrap();
+    let made = due(store).await;
+    assert_eq!(made.len(), 1);
+    let d = data(&made[0]);
+    assert_eq!(d["version_id"], saved.id);
+    assert_eq!(d["version"], 7);
+    assert_eq!(d["kind"], "named");
+    assert_eq!(d["title"], "Milestone");
+    assert_eq!(d["created_at"], "2026-12-03T18:58:30.123Z");
+    assert!(store
+        .webhook_delivered(made[0].id, made[0].seq)
+        .await
+        .unwrap());
+    take(store, &file).await;
+    assert!(
+        history::save(store, &file, epoch, r#"{"a":{"x":2}}"#, info, &rules)
+            .await
+            .is_err()
+    );
+    assert!(due(store).await.is_empty());
+}
