@@ -203,6 +203,23 @@ def cluster():
         (rate("atrium_queue_overflows_total", NODE), "queue overflows (4008)"),
         (rate("atrium_presence_dropped_total", NODE), "presence dropped"),
     ], unit="ops", w=24)
+    b.row("Webhooks")
+    b.ts("Webhook messages a second", [
+        (rate("atrium_webhook_delivered_total", NODE), "delivered"),
+        (rate("atrium_webhook_retries_total", NODE), "tries failed (retried)"),
+        (rate("atrium_webhook_failed_total", NODE), "failed for good"),
+        (rate("atrium_webhook_dropped_total", NODE), "dropped (outbox full)"),
+    ], unit="ops", description="Sent by the owner of each file; a failed try is retried with "
+       "backoff for up to ATRIUM_WEBHOOK_RETRY_FOR_MS (docs/webhooks.md).")
+    b.ts("Webhook outbox", [
+        (gauge("atrium_webhook_outbox_messages", NODE, "max"), "waiting"),
+        (gauge("atrium_webhook_failed_messages", NODE, "max"), "failed, kept"),
+    ], description="Fleet-wide, read from the store by every node (hence max, not sum). "
+       "A waiting count that only grows is an endpoint down or too slow.")
+    b.ts("Webhook delivery latency", [
+        (p(0.5, "atrium_webhook_delivery_seconds", NODE), "p50"),
+        (p(0.99, "atrium_webhook_delivery_seconds", NODE), "p99"),
+    ], unit="s", description="From the event to its delivery, debounce and retries included.")
     return b.json([datasource_var(),
                    query_var("namespace", "Namespace", 'label_values(atrium_connections{job="atrium-node"}, namespace)')])
 

@@ -397,6 +397,67 @@ pub struct NodeConfig {
     /// 20 s.
     #[arg(long, env = "ATRIUM_ROOM_REPORT_MS", default_value_t = 2_000)]
     pub room_report_ms: u64,
+    /// Webhooks (docs/webhooks.md): a `file.updated` is sent at most once per file and
+    /// endpoint in this long, carrying the latest version.
+    #[arg(long, env = "ATRIUM_WEBHOOK_DEBOUNCE_MS", default_value_t = 1_000)]
+    pub webhook_debounce_ms: u64,
+
+    /// Webhooks: the first retry's delay; each next one doubles it (with jitter).
+    #[arg(long, env = "ATRIUM_WEBHOOK_RETRY_BASE_MS", default_value_t = 5_000)]
+    pub webhook_retry_base_ms: u64,
+
+    /// Webhooks: the longest delay between two tries.
+    #[arg(long, env = "ATRIUM_WEBHOOK_RETRY_MAX_MS", default_value_t = 3_600_000)]
+    pub webhook_retry_max_ms: u64,
+
+    /// Webhooks: how long after its event a message is still retried; then it is failed.
+    #[arg(long, env = "ATRIUM_WEBHOOK_RETRY_FOR_MS", default_value_t = 24 * 3_600_000)]
+    pub webhook_retry_for_ms: u64,
+
+    /// Webhooks: how long one request may take (connect, send, answer).
+    #[arg(long, env = "ATRIUM_WEBHOOK_TIMEOUT_MS", default_value_t = 10_000)]
+    pub webhook_timeout_ms: u64,
+
+    /// Webhooks: requests in flight at once from this node, over every endpoint.
+    #[arg(long, env = "ATRIUM_WEBHOOK_CONCURRENCY", default_value_t = 32)]
+    pub webhook_concurrency: usize,
+
+    /// Webhooks: requests in flight at once to one endpoint.
+    #[arg(long, env = "ATRIUM_WEBHOOK_PER_ENDPOINT", default_value_t = 8)]
+    pub webhook_per_endpoint: usize,
+
+    /// Webhooks: messages kept per endpoint (waiting and failed); beyond it the oldest
+    /// are dropped.
+    #[arg(long, env = "ATRIUM_WEBHOOK_MAX_QUEUED", default_value_t = 10_000)]
+    pub webhook_max_queued: u64,
+
+    /// Webhooks: endpoints at most (each a URL the node will call).
+    #[arg(long, env = "ATRIUM_WEBHOOK_MAX_ENDPOINTS", default_value_t = 100)]
+    pub webhook_max_endpoints: u64,
+
+    /// Webhooks: refuse to call private, loopback, link-local and other non-public
+    /// addresses (checked on the resolved address at connect time).
+    #[arg(
+        long,
+        env = "ATRIUM_WEBHOOK_BLOCK_PRIVATE",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub webhook_block_private: bool,
+
+    /// Webhooks: a static endpoint from settings, besides those made through the API
+    /// (`URL`, with `ATRIUM_WEBHOOK_SECRET` and `ATRIUM_WEBHOOK_EVENTS`).
+    #[arg(long, env = "ATRIUM_WEBHOOK_URL")]
+    pub webhook_url: Option<String>,
+
+    /// Webhooks: the static endpoint's secret (`whsec_<base64>`).
+    #[arg(long, env = "ATRIUM_WEBHOOK_SECRET", hide_env_values = true)]
+    pub webhook_secret: Option<String>,
+
+    /// Webhooks: the static endpoint's events, comma separated (empty: all).
+    #[arg(long, env = "ATRIUM_WEBHOOK_EVENTS", value_delimiter = ',')]
+    pub webhook_events: Vec<String>,
 }
 
 mod derived;

@@ -14,6 +14,7 @@
 //! - [`limits`], [`memory`]: rate limits, address caps, the node's memory budget;
 //!   [`allocator`]: mimalloc, and giving memory back.
 //! - [`config`], [`metrics`], [`ids`], [`clock`]: settings, metrics, typed ids, time.
+//! - [`webhook`]: events to the app's endpoints, through a durable outbox in the store.
 
 // `unsafe` is allowed only where a system call needs it, and says why (allocator, lane).
 #![deny(unsafe_code)]
@@ -44,6 +45,7 @@ pub mod socket;
 pub mod state;
 pub mod stats;
 pub mod store;
+pub mod webhook;
 pub mod ws;
 
 pub use config::NodeConfig;

@@ -12,6 +12,9 @@ use prometheus::{
 
 mod catalogue;
 mod labels;
+mod webhooks;
+
+pub use webhooks::WebhookMetrics;
 
 pub use labels::{COORDINATOR_OPERATIONS, ROOM_EXIT_REASONS};
 
@@ -56,6 +59,7 @@ pub struct Metrics {
     pub server_patches: IntCounterVec,
     pub kicks: IntCounter,
     pub events_dropped: IntCounter,
+    pub webhooks: WebhookMetrics,
 }
 
 /// Registers `metric` with `registry` and hands it back (names are fixed, so a

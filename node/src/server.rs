@@ -105,6 +105,10 @@ pub async fn start(
     let memory = crate::memory::MemoryGuard::new(config.memory_budget());
     memory.spawn_sampler(metrics.clone());
     metrics.memory_budget.set(memory.budget() as i64);
+    let webhooks = crate::webhook::Webhooks::new(metrics.clone());
+    if let Some(endpoint) = crate::webhook::static_endpoint(&config).map_err(StartError::Setting)? {
+        store.put_webhook(&endpoint).await?;
+    }
     let ctx = Arc::new(RoomContext {
         rules: Rules {
             metrics: metrics.clone(),
@@ -118,6 +122,7 @@ pub async fn start(
         coordinator: coordinator.clone(),
         node: node.clone(),
         load_costs: Default::default(),
+        webhooks: webhooks.clone(),
     });
     let hasher = Hasher::new(
         config.argon2_memory_kib,
@@ -176,6 +181,7 @@ pub async fn start(
             std::time::Duration::from_millis(config.join_wait_ms),
         ),
         delay: crate::stats::DelayProbe::start(),
+        webhooks,
         accepting: AtomicBool::new(true),
         stopping: stop_rx.clone(),
     });
@@ -186,6 +192,7 @@ pub async fn start(
     }
     tokio::spawn(crate::cluster::run(state.clone()));
     tokio::spawn(crate::cluster::rooms::run(state.clone()));
+    crate::webhook::spawn(state.clone());
     // Revocations made before this node started (the coordinator brings later ones).
     match state.store.revocations().await {
         Ok(all) => {

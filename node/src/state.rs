@@ -52,6 +52,8 @@ pub struct AppState {
     pub admission: crate::admission::Admission,
     /// The runtime's scheduling delay, sampled for /health.
     pub delay: Arc<crate::stats::DelayProbe>,
+    /// Webhooks: the recorder's way in and the sender's wake-up.
+    pub webhooks: Arc<crate::webhook::Webhooks>,
     pub(crate) accepting: AtomicBool,
     /// Turns true when shutdown begins (sockets still saying hello close with 1012).
     pub stopping: watch::Receiver<bool>,

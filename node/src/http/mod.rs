@@ -13,6 +13,7 @@ mod ops;
 mod routes;
 mod server;
 mod upgrade;
+mod webhooks;
 
 pub use body::{parse_json, plain_name, read_body, read_json, BodyDeadline};
 pub use caller::{

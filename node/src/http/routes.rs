@@ -8,7 +8,7 @@ use hyper::{Method, Request};
 use super::error::method_not_allowed;
 use super::files::versions;
 use super::upgrade::upgrade;
-use super::{accounts, app, assets, files, ops, server, ApiError, ApiResult};
+use super::{accounts, app, assets, files, ops, server, webhooks, ApiError, ApiResult};
 use crate::ids::FileId;
 use crate::state::AppState;
 
@@ -134,6 +134,17 @@ pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiR
             let id = file_id(id)?;
             upgrade(state, req, id).await
         }
+        (&Method::GET, ["api", "webhooks"]) => webhooks::list(state, req).await,
+        (&Method::POST, ["api", "webhooks"]) => webhooks::create(state, req).await,
+        (_, ["api", "webhooks", id]) => {
+            let id = (*id).to_owned();
+            match method {
+                Method::GET => webhooks::get(state, req, &id).await,
+                Method::PATCH => webhooks::update(state, req, &id).await,
+                Method::DELETE => webhooks::delete(state, req, &id).await,
+                _ => Err(method_not_allowed()),
+            }
+        }
         (&Method::GET, ["api", "openapi.yaml"]) => Ok(ops::openapi()),
         // With an admin address, /metrics is not a route here at all.
         (_, ["metrics"]) if state.config.admin_bind.is_some() => Err(ApiError::not_found()),
@@ -159,4 +170,5 @@ const KNOWN: &[&[&str]] = &[
     &["api", "openapi.yaml"],
     &["api", "server", "files"],
     &["api", "server", "rooms"],
+    &["api", "webhooks"],
 ];

@@ -196,6 +196,7 @@ impl Metrics {
                 "atrium_events_dropped_total",
                 "Socket `event` messages dropped for exceeding the per-socket event rate.",
             ),
+            webhooks: super::WebhookMetrics::register(&r),
             registry: r,
         }
         .with_every_label_at_zero()

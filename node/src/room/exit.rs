@@ -14,6 +14,8 @@ pub enum Effect {
     Snapshot(SnapshotJob),
     /// Save or delete a version, on the room's history worker (in order).
     History(super::versions::HistoryJob),
+    /// A webhook event of the file: its type and its `data` (the shell stamps the time).
+    Webhook(&'static str, serde_json::Value),
     /// Prepare a restore's patch on the bulk lane; the result comes back as `RestorePrepared`.
     Restore(super::restore::PrepareJob),
 }

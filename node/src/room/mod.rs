@@ -70,6 +70,8 @@ pub struct RoomContext {
     pub node: NodeId,
     /// What loading each recent file cost, to refuse one too large without reading it.
     pub load_costs: load::LoadCosts,
+    /// Where the room's webhook events go (never waits).
+    pub webhooks: Arc<crate::webhook::Webhooks>,
 }
 
 pub enum RoomCmd {

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::access::{self, Role};
 use super::core::RoomCore;
-use super::exit::Exit;
+use super::exit::{Effect, Exit};
 use super::participant::{ClientState, Participant};
 use super::pending::Pending;
 use super::{JoinError, JoinRequest, Joined};
@@ -94,6 +94,9 @@ impl RoomCore {
             let join = json!({"type": "join", "people": [member.person_json(page.as_deref())]});
             self.broadcast(shared(join.to_string()), "join");
         }
+        if replaced.is_empty() {
+            self.effect(Effect::Webhook("person.joined", person_data(&member)));
+        }
         self.board
             .join(conn, req.outbox.clone(), person.clone(), page, now);
         // Whatever the room sends this person before its welcome waits behind it.
@@ -115,6 +118,7 @@ impl RoomCore {
 
     pub(super) fn leave(&mut self, conn: ConnId, now: Instant) {
         if let Some(m) = self.participants.remove(&conn) {
+            self.effect(Effect::Webhook("person.left", person_data(&m)));
             self.rules.metrics.people.dec();
             self.board.leave(conn, true, now);
             self.waiting.retain(|c| *c != conn);
@@ -128,4 +132,18 @@ impl RoomCore {
             self.idle_since = Some(now);
         }
     }
+}
+
+/// Who a `person.joined` or `person.left` webhook names: what the room shows of them,
+/// plus their account or app `sub` so the app's backend can tell who it was.
+fn person_data(m: &Participant) -> serde_json::Value {
+    json!({
+        "person": {
+            "id": m.person.as_str(),
+            "name": m.name,
+            "role": m.role.as_str(),
+            "account_id": m.account.as_ref().map(|a| a.as_str()),
+            "sub": m.profile.as_ref().map(|p| p.sub.as_str()),
+        }
+    })
 }

@@ -27,6 +27,8 @@ const HISTORY_AT_CLOSE: Duration = Duration::from_secs(3);
 /// decides (journal appends, snapshots) and holding the file's lease.
 pub struct Room {
     core: RoomCore,
+    /// The file, for webhook events (the core's is borrowed while effects drain).
+    file: FileId,
     generation: u64,
     ctx: Arc<RoomContext>,
     rooms: RoomMap,
@@ -70,6 +72,7 @@ impl Room {
         );
         let mut room = Room {
             core,
+            file: file.clone(),
             generation,
             ctx,
             rooms,
@@ -86,6 +89,10 @@ impl Room {
         tokio::pin!(lost, tick);
         serving.store(true, Ordering::Release);
         room.ctx.rules.metrics.rooms.inc();
+        room.webhook(
+            "room.opened",
+            serde_json::json!({"node": room.ctx.node.as_str()}),
+        );
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut commands = Vec::with_capacity(64);
@@ -141,6 +148,11 @@ impl Room {
         {
             tracing::warn!(file = %room.core.file(), "versions still being saved as the room closes");
         }
+        // After the room's last version, so `version.created` comes before it.
+        room.webhook(
+            "room.closed",
+            serde_json::json!({"node": room.ctx.node.as_str(), "reason": exit.reason()}),
+        );
         // The lease goes first: a client told to come back (4009, 1012) may reach
         // the successor at once, and must not find the file still held here.
         if let Some(keeper) = room.lease.take() {
@@ -157,6 +169,15 @@ impl Room {
         // Whoever raced the registry removal is told to ask again.
         rx.close();
         refuse_all(&mut rx, JoinError::Retry);
+    }
+}
+
+impl Room {
+    /// Queues a webhook event of this room's file (never waits).
+    fn webhook(&self, kind: &'static str, data: serde_json::Value) {
+        let event =
+            crate::webhook::event::event(self.core.file(), kind, crate::clock::unix_ms(), data);
+        self.ctx.webhooks.emit(event);
     }
 }
 

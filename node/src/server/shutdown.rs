@@ -45,6 +45,14 @@ pub(super) async fn stop(stopping: Stopping) {
     if drained.is_err() {
         tracing::warn!("shutdown deadline passed with work left; exiting anyway");
     }
+    // The rooms' last webhook events (`room.closed`) reach the store before the stop.
+    if !state
+        .webhooks
+        .flush(std::time::Duration::from_secs(2))
+        .await
+    {
+        tracing::warn!("webhook events of the last rooms not all recorded before the stop");
+    }
     let _ = state.coordinator.leave(&state.node).await;
     // Every room is gone; the journal writes what they handed it, then ends.
     journal.finish();

@@ -13,6 +13,7 @@ pub mod pg_tls;
 pub mod postgres;
 mod records;
 pub mod sqlite;
+mod webhooks;
 
 #[cfg(test)]
 pub(crate) mod conformance;
@@ -28,6 +29,10 @@ pub(crate) use records::SnapshotAndLog;
 pub use records::{
     Account, ApiKey, FileAppend, FileRecord, FileUpdate, LinkAccess, LoggedPatch, SnapshotWrite,
     TakenFile,
+};
+pub use webhooks::{
+    DueQuery, Trimmed, WebhookEndpoint, WebhookEvent, WebhookMessage, WebhookStore, WebhookUpdate,
+    EVENT_TYPES, FILE_UPDATED,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +63,7 @@ pub const SERVER_OP_MARK: [u8; 8] = *b"\xA8svc-op\x01";
 pub const SERVER_OP_MARK_HEX: &str = "a87376632d6f7001";
 
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: WebhookStore + Send + Sync + 'static {
     /// Creates an account with a fresh id; `Conflict` when the email (in any case) is taken.
     async fn create_account(
         &self,

@@ -139,6 +139,19 @@ eventsPerSecond: ATRIUM_EVENTS_PER_SECOND
 roomEventBytesPerSecond: ATRIUM_ROOM_EVENT_BYTES_PER_SECOND
 prefixDeleteMax: ATRIUM_PREFIX_DELETE_MAX
 roomReportMs: ATRIUM_ROOM_REPORT_MS
+webhookDebounceMs: ATRIUM_WEBHOOK_DEBOUNCE_MS
+webhookRetryBaseMs: ATRIUM_WEBHOOK_RETRY_BASE_MS
+webhookRetryMaxMs: ATRIUM_WEBHOOK_RETRY_MAX_MS
+webhookRetryForMs: ATRIUM_WEBHOOK_RETRY_FOR_MS
+webhookTimeoutMs: ATRIUM_WEBHOOK_TIMEOUT_MS
+webhookConcurrency: ATRIUM_WEBHOOK_CONCURRENCY
+webhookPerEndpoint: ATRIUM_WEBHOOK_PER_ENDPOINT
+webhookMaxQueued: ATRIUM_WEBHOOK_MAX_QUEUED
+webhookMaxEndpoints: ATRIUM_WEBHOOK_MAX_ENDPOINTS
+webhookBlockPrivate: ATRIUM_WEBHOOK_BLOCK_PRIVATE
+webhookUrl: ATRIUM_WEBHOOK_URL
+webhookSecret: ATRIUM_WEBHOOK_SECRET
+webhookEvents: ATRIUM_WEBHOOK_EVENTS
 {{- end -}}
 
 {{/* The router settings: value key -> ATRIUM_* variable (router/src/config.rs). */}}

@@ -66,6 +66,11 @@ impl Room {
                         let _ = history.send(job);
                     }
                 }
+                Effect::Webhook(kind, data) => {
+                    let at = crate::clock::unix_ms();
+                    let event = crate::webhook::event::event(&self.file, kind, at, data);
+                    self.ctx.webhooks.emit(event);
+                }
                 Effect::Restore(job) => {
                     // The heavy part off the room's task; the room goes on meanwhile.
                     let tx = self.tx.clone();

@@ -18,6 +18,8 @@ pub struct Harness {
     pub(super) appends: Vec<FileAppend>,
     pub(super) snapshots: Vec<SnapshotJob>,
     pub(super) history: Vec<crate::room::history::HistoryJob>,
+    /// Webhook events the core asked for: (type, data).
+    pub(super) webhooks: Vec<(&'static str, serde_json::Value)>,
     /// Restores to prepare (the lane's work), held until the test runs them.
     pub(super) restores: Vec<crate::room::restore::PrepareJob>,
     pub(super) exit: Option<Exit>,
@@ -59,6 +61,7 @@ impl Harness {
             appends: Vec::new(),
             snapshots: Vec::new(),
             history: Vec::new(),
+            webhooks: Vec::new(),
             restores: Vec::new(),
             exit: None,
             next_client: 0,
@@ -82,6 +85,7 @@ impl Harness {
                 Effect::Append(a) => self.appends.push(a),
                 Effect::Snapshot(job) => self.snapshots.push(job),
                 Effect::History(job) => self.history.push(job),
+                Effect::Webhook(kind, data) => self.webhooks.push((kind, data)),
                 Effect::Restore(job) => self.restores.push(job),
             }
         }

@@ -18,6 +18,7 @@ mod server;
 mod snapshots;
 mod support;
 mod takes;
+mod webhooks;
 
 pub use accounts::{accounts_and_email_case, sessions, sessions_expire_and_end_by_account};
 pub use app_keys::{api_keys_by_digest, revocations_last_until_they_end};
@@ -40,6 +41,10 @@ pub use snapshots::{
 pub(crate) use support::new_file;
 pub use takes::{
     fencing_after_a_second_take, take_file_keeps_behind, take_file_reads_snapshot_and_log,
+};
+pub use webhooks::{
+    file_updated_rides_on_the_append, version_created_rides_on_the_version, webhook_endpoints_crud,
+    webhook_outbox_in_order, webhook_retries_failures_and_bounds,
 };
 
 /// One `#[tokio::test]` per check, each on a store from `$open` (an async
@@ -74,6 +79,11 @@ macro_rules! conformance_suite {
             revocations_last_until_they_end,
             files_by_prefix,
             server_ops_expire,
+            webhook_endpoints_crud,
+            webhook_outbox_in_order,
+            file_updated_rides_on_the_append,
+            webhook_retries_failures_and_bounds,
+            version_created_rides_on_the_version,
         );
     };
     (@each $open:expr; $($check:ident),* $(,)?) => {

@@ -26,6 +26,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         5,
         include_str!("../../../migrations/postgres/0005_server_api.sql"),
     ),
+    (
+        6,
+        include_str!("../../../migrations/postgres/0006_webhooks.sql"),
+    ),
 ];
 
 /// Advisory lock key that serialises migrations between nodes starting together

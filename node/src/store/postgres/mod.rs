@@ -32,6 +32,7 @@ mod store;
 #[cfg(test)]
 pub(crate) mod tests;
 mod versions;
+mod webhooks;
 
 use deadpool_postgres::{Object, Pool, Transaction};
 use tokio_postgres::types::ToSql;

@@ -81,6 +81,9 @@ impl PgStore {
             &delta,
         ];
         tx.execute(&insert, &params).await.map_err(unavailable)?;
+        // `version.created` in the version's own commit.
+        let event = crate::webhook::event::version_created(file, id as u64, info);
+        super::webhooks::record(&tx, &[event]).await?;
         tx.commit().await.map_err(unavailable)?;
         Ok(id as u64)
     }

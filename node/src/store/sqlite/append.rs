@@ -11,6 +11,7 @@ use crate::store::{FileAppend, StoreError, StoreResult};
 pub(super) fn append_batch(
     writer: &Writer,
     batch: &[FileAppend],
+    webhooks: bool,
 ) -> StoreResult<Vec<StoreResult<()>>> {
     let mut conn = writer.urgent();
     let mut tx = conn.transaction().map_err(unavailable)?;
@@ -25,6 +26,23 @@ pub(super) fn append_batch(
         }
         results.push(result);
     }
+    // `file.updated` for every file whose append landed, in the same commit: an event
+    // is recorded exactly when its version is durable.
+    let updates: Vec<_> = batch
+        .iter()
+        .filter(|_| webhooks)
+        .zip(&results)
+        .filter(|(_, r)| r.is_ok())
+        .filter_map(|(a, _)| {
+            let last = a.patches.last()?;
+            Some(crate::webhook::event::file_updated(
+                &a.file,
+                last.version,
+                now,
+            ))
+        })
+        .collect();
+    super::webhooks::record(&tx, &updates)?;
     tx.commit().map_err(unavailable)?;
     Ok(results)
 }

@@ -13,6 +13,7 @@ mod schema;
 mod server;
 mod store;
 mod versions;
+mod webhooks;
 mod writer;
 
 use std::path::Path;
@@ -38,6 +39,9 @@ pub struct SqliteStore {
     next_reader: AtomicUsize,
     /// The checkpoint thread stops once this is dropped with the store.
     _checkpoints: Arc<()>,
+    /// Whether an enabled webhook endpoint exists: without one, the journal's commit skips
+    /// recording `file.updated` (only this process writes this store, so it is exact).
+    webhooks_on: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn now_ms() -> i64 {
@@ -84,11 +88,15 @@ impl SqliteStore {
             .map_err(unavailable)?;
         let stop = Arc::new(());
         checkpoints(checkpointer, Arc::downgrade(&stop));
+        let webhooks_on = Arc::new(std::sync::atomic::AtomicBool::new(webhooks::any_enabled(
+            &conn,
+        )?));
         Ok(Self {
             writer: Arc::new(Writer::new(conn)),
             readers,
             next_reader: AtomicUsize::new(0),
             _checkpoints: stop,
+            webhooks_on,
         })
     }
 

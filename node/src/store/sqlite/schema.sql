@@ -107,3 +107,37 @@ CREATE TABLE IF NOT EXISTS revocations (
     until_ms INTEGER NOT NULL,
     PRIMARY KEY (kind, value)
 );
+
+-- Webhook endpoints (docs/webhooks.md). `events` is `,type,type,` so one LIKE finds a type.
+CREATE TABLE IF NOT EXISTS webhook_endpoints (
+    id          TEXT PRIMARY KEY,
+    url         TEXT NOT NULL,
+    secret      TEXT NOT NULL,
+    events      TEXT NOT NULL,
+    enabled     INTEGER NOT NULL,
+    description TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+
+-- The webhook outbox: one row per (endpoint, event), deleted once delivered. `state` is 0
+-- while waiting, 1 once failed (kept until the trim forgets it). `seq` grows when a
+-- waiting `file.updated` is updated in place (the debounce). No reference to `files`: a
+-- deleted file's last events are still sent.
+CREATE TABLE IF NOT EXISTS webhook_outbox (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+    file_id     TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    msg_id      TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    next_at     INTEGER NOT NULL,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    seq         INTEGER NOT NULL DEFAULT 0,
+    state       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS webhook_outbox_queue
+    ON webhook_outbox(endpoint_id, file_id, state, created_at, id);
+CREATE INDEX IF NOT EXISTS webhook_outbox_due ON webhook_outbox(state, next_at);
+CREATE UNIQUE INDEX IF NOT EXISTS webhook_outbox_debounce
+    ON webhook_outbox(endpoint_id, file_id) WHERE kind = 'file.updated' AND state = 0;

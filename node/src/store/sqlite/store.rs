@@ -150,7 +150,8 @@ impl Store for SqliteStore {
     async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>> {
         // The journal's commit: ahead of other writes that wait for the connection.
         let writer = self.writer.clone();
-        Self::blocking(move || append_batch(&writer, &batch)).await
+        let webhooks = self.webhooks_on.load(std::sync::atomic::Ordering::Acquire);
+        Self::blocking(move || append_batch(&writer, &batch, webhooks)).await
     }
 
     async fn epoch(&self, id: &FileId) -> StoreResult<u64> {

@@ -74,6 +74,9 @@ pub(super) fn insert(
         ],
     )
     .map_err(unavailable)?;
+    // `version.created` in the version's own commit.
+    let event = crate::webhook::event::version_created(file, id as u64, info);
+    super::webhooks::record(&tx, &[event])?;
     tx.commit().map_err(unavailable)?;
     Ok(id as u64)
 }

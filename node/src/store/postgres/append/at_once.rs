@@ -60,6 +60,7 @@ pub(crate) async fn append_at_once(
             explain_unmoved(&tx, append, first, last).await
         });
     }
+    super::record_updates(&tx, batch, &results, now).await?;
     tx.commit().await.map_err(unavailable)?;
     Ok(Some(results))
 }

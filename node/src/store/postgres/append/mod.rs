@@ -33,6 +33,30 @@ pub(super) async fn append(
     append_one_by_one(client, &stmt, batch).await
 }
 
+/// Records `file.updated` for every file whose append landed, in the commit's own
+/// transaction: an event is recorded exactly when its version is durable.
+async fn record_updates(
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch: &[FileAppend],
+    results: &[StoreResult<()>],
+    now: i64,
+) -> StoreResult<()> {
+    let updates: Vec<_> = batch
+        .iter()
+        .zip(results)
+        .filter(|(_, r)| r.is_ok())
+        .filter_map(|(a, _)| {
+            let last = a.patches.last()?;
+            Some(crate::webhook::event::file_updated(
+                &a.file,
+                last.version,
+                now,
+            ))
+        })
+        .collect();
+    super::webhooks::record(tx, &updates).await.map(drop)
+}
+
 /// The first and the last patch of an append; `None` when it has none (nothing to do).
 fn ends(append: &FileAppend) -> Option<(&LoggedPatch, &LoggedPatch)> {
     Some((append.patches.first()?, append.patches.last()?))

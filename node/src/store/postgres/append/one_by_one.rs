@@ -63,6 +63,7 @@ pub(crate) async fn append_one_by_one(
     if pending.is_some_and(|p| p != RELEASE) {
         tx.batch_execute(ROLLBACK).await.map_err(unavailable)?;
     }
+    super::record_updates(&tx, batch, &results, now).await?;
     tx.commit().await.map_err(unavailable)?;
     Ok(results)
 }
