@@ -1,3 +1,4 @@
+// @ts-nocheck: a test helper (only the messages test is type-checked)
 // The real atrium-node for integration tests: spawned on a loopback port with its own data
 // folder, behind a small TCP proxy whose address stays the same when the node is killed
 // and started again (on a new port), and which can cut the network ("offline").
