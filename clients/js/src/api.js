@@ -3,7 +3,7 @@
 // server could not be reached. The file list is fetched with If-None-Match and its ETag
 // kept, so an unchanged list costs a 304.
 
-/** @typedef {import('./messages.js').Doc} Doc */
+/** @import { Doc } from './messages.js' */
 
 /**
  * @typedef {object} Account

@@ -10,12 +10,7 @@ import { Glide } from './glide.js';
 import { Outbox } from './outbox.js';
 import { keys } from './tabstore.js';
 
-/** @typedef {import('./messages.js').Doc} Doc */
-/** @typedef {import('./messages.js').Op} Op */
-/** @typedef {import('./messages.js').Person} Person */
-/** @typedef {import('./messages.js').Presence} Presence */
-/** @typedef {import('./messages.js').PresenceEntry} PresenceEntry */
-/** @typedef {import('./messages.js').Role} Role */
+/** @import { Doc, Op, Person, Presence, PresenceEntry, Role } from './messages.js' */
 
 /**
  * @typedef {'connecting' | 'online' | 'offline' | 'needs-user' | 'sign-in' | 'stopped'} State

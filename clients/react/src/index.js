@@ -31,6 +31,7 @@ const RoomContext = createContext(/** @type {Room | null} */ (null));
 /**
  * Makes `client` the one RoomProviders below use.
  * @param {{client: Client, children?: import('react').ReactNode}} props
+ * @returns {import('react').ReactNode}
  */
 export function ClientProvider({ client, children }) {
   return createElement(ClientContext.Provider, { value: client }, children);
@@ -50,6 +51,7 @@ export function ClientProvider({ client, children }) {
  * changes). The room is usable at once, before it is online: edits queue, and a document
  * kept from last time shows.
  * @param {RoomProviderProps} props
+ * @returns {import('react').ReactNode}
  */
 export function RoomProvider({ fileId, client, options, fallback = null, children }) {
   const fromContext = useContext(ClientContext);
