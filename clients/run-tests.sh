@@ -4,11 +4,12 @@
 #   integration  @atrium/client against a spawned atrium-node: convergence across a kill -9,
 #                offline edits across a reload, app token refresh, every documented message
 #   react        the hooks rendered in headless Chromium against a spawned atrium-node
+#   example      examples/react-canvas run as a person runs it, two people in Chromium
 #   pack         npm pack of both, contents checked, a consumer project type-checked (tsc)
 # Types are checked by tsc first, whatever is asked. Installs what is missing: Node.js and
 # Chromium from Debian, the npm packages with `npm ci` from the committed lock files.
 #
-#   clients/run-tests.sh [all|unit|integration|react|pack]
+#   clients/run-tests.sh [all|unit|integration|react|example|pack]
 #
 # ATRIUM_NODE_BIN: the node binary to test against (default: target/debug/atrium-node, built
 # when missing). CHROMIUM: the browser (default /usr/bin/chromium).
@@ -50,7 +51,7 @@ if want unit; then
   (cd js && node --test test/*.test.mjs)
 fi
 
-if want integration || want react; then
+if want integration || want react || want example; then
   if [ -z "${ATRIUM_NODE_BIN:-}" ]; then
     echo "== building atrium-node"
     (cd "$ROOT" && cargo build -q --locked -p atrium-node)
@@ -63,13 +64,20 @@ if want integration; then
   (cd js && node $WSFLAG --test --test-concurrency=1 test/integration/*.test.mjs)
 fi
 
-if want react; then
+if want react || want example; then
   if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
     echo "== installing Chromium (Debian)"
     apt_install chromium
   fi
+fi
+if want react; then
   echo "== @atrium/react in headless Chromium against a spawned atrium-node"
   (cd react && node $WSFLAG --test test/render.test.mjs)
+fi
+if want example; then
+  echo "== examples/react-canvas: npm ci, then two people in headless Chromium"
+  (cd ../examples/react-canvas && npm ci --no-audit --no-fund --loglevel=error)
+  (cd react && node --test test/example.test.mjs)
 fi
 
 if want pack; then
