@@ -11,7 +11,8 @@ use crate::{
 /// Connects to the coordinator `url` names:
 ///
 /// - empty or `memory://`: [`MemoryCoordinator`] (a single node);
-/// - `nats://host:port[,host:port...]`: [`NatsCoordinator`] (JetStream must be enabled);
+/// - `nats://host:port[,host:port...][?replicas=N]`: [`NatsCoordinator`] (JetStream must be
+///   enabled; a cluster's servers, and how many copies of each bucket it keeps);
 /// - `redis://[user:pass@]host:port[/db]`: [`RedisCoordinator`].
 ///
 /// A `?namespace=NAME` query (`[A-Za-z0-9_-]{1,32}`, default `atrium`) keeps fleets that

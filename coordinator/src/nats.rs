@@ -49,6 +49,7 @@ mod follow;
 mod keeping;
 mod leases;
 mod members;
+mod servers;
 mod view;
 
 use view::View;

@@ -106,6 +106,8 @@ pub struct ClientEnd {
     /// Tracking mode: the client's document and version (None: it never joined).
     pub doc: Option<(u64, Map<String, Value>)>,
     pub acked: Vec<u64>,
+    /// Tracking mode: the versions it was given, with their patches, in order.
+    pub seen: crate::history::Seen,
     /// Whether its socket was open when the run ended.
     pub connected_at_end: bool,
 }

@@ -113,6 +113,24 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
             }
             done.lasted_ms = ms(started.elapsed());
         }
+        FaultKind::NatsLeader | FaultKind::NatsCluster => {
+            let what = if fault.kind == FaultKind::NatsLeader {
+                let leader = c.kill_nats_leader().await?;
+                format!("{leader}, leader of the leases' stream, killed (SIGKILL)")
+            } else {
+                c.kill_nats()?;
+                "all three NATS servers killed (SIGKILL)".to_owned()
+            };
+            done.target = "nats-cluster".into();
+            started = Instant::now();
+            tokio::time::sleep(hold).await;
+            c.restart_nats().await?;
+            done.lasted_ms = ms(started.elapsed());
+            done.steps.push(format!(
+                "{what}, started again on the same store after {:.0} ms and current with the cluster",
+                done.lasted_ms
+            ));
+        }
         FaultKind::Coordinator | FaultKind::Store | FaultKind::Router => {
             let (target, stopped, back) = match fault.kind {
                 FaultKind::Coordinator => ("nats-server", "killed (SIGKILL)", "started again"),

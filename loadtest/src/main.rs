@@ -6,6 +6,7 @@ mod apptokens;
 mod client;
 mod cluster;
 mod fault;
+mod history;
 mod html;
 mod http;
 mod measure;

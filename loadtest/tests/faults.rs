@@ -10,6 +10,10 @@
 //!
 //! The cases run one at a time: two clusters under load at once on a 2-core machine would
 //! measure each other.
+//!
+//! People sign in with app tokens (`--jwt-secret`) in every case but the two pinned to Atrium
+//! accounts (a kill and the rolling restart), so the suite is the fault suite run with tokens;
+//! `ATRIUM_FAULT_AUTH=accounts` runs every case on accounts instead.
 
 mod common;
 
@@ -31,6 +35,28 @@ fn seconds() -> u64 {
     setting("ATRIUM_FAULT_SECONDS", 14)
 }
 
+/// The HS256 secret the suite's nodes verify app tokens with, and the load tool mints them with.
+const JWT_SECRET: &str = "the fault suite's HS256 secret, 32 bytes or more";
+
+/// How a case's people sign in.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Auth {
+    /// Atrium accounts: sign-ups and session tokens.
+    Accounts,
+    /// App tokens minted by the load tool, verified by the nodes with [`JWT_SECRET`].
+    Tokens,
+}
+
+/// The suite's sign-in for cases not pinned to one: `ATRIUM_FAULT_AUTH` (`tokens`, the
+/// default, or `accounts`).
+fn suite_auth() -> Auth {
+    match std::env::var("ATRIUM_FAULT_AUTH").as_deref() {
+        Ok("accounts") => Auth::Accounts,
+        Ok("tokens") | Err(_) => Auth::Tokens,
+        Ok(other) => panic!("ATRIUM_FAULT_AUTH is `tokens` or `accounts`, not `{other}`"),
+    }
+}
+
 fn setting(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -47,6 +73,8 @@ struct Case<'a> {
     extra: &'a [&'a str],
     /// The environment variable naming the test services' coordinator.
     coordinator: &'a str,
+    /// How its people sign in.
+    auth: Auth,
 }
 
 impl<'a> Case<'a> {
@@ -58,6 +86,7 @@ impl<'a> Case<'a> {
             files: users().div_ceil(10),
             extra: &[],
             coordinator: "ATRIUM_TEST_NATS_URL",
+            auth: suite_auth(),
         }
     }
 }
@@ -66,6 +95,14 @@ impl<'a> Case<'a> {
 fn run_fault(kind: &str, extra: &[&str]) -> Value {
     run_case(&Case {
         extra,
+        ..Case::new(kind)
+    })
+}
+
+/// The same, with every person on an Atrium account whatever the suite's setting.
+fn run_fault_on_accounts(kind: &str) -> Value {
+    run_case(&Case {
+        auth: Auth::Accounts,
         ..Case::new(kind)
     })
 }
@@ -97,6 +134,10 @@ fn run_case(case: &Case) -> Value {
             "1",
         ])
         .args(case.extra)
+        .args(match case.auth {
+            Auth::Tokens => &["--jwt-secret", JWT_SECRET][..],
+            Auth::Accounts => &[][..],
+        })
         .arg("--json")
         .arg(&json)
         .env_remove("ATRIUM_DATABASE_URL")
@@ -154,10 +195,13 @@ fn check_nothing_lost(case: &Case, r: &Value, stdout: &str) {
             "users": case.users,
             "files": case.files,
             "coordinator": case.coordinator,
+            "auth": format!("{:?}", case.auth).to_lowercase(),
             "notices": p["notices"],
             "woken_room_exits": f["woken_room_exits"],
             "steps": f["steps"],
             "relay_p99_ms": r["patch_relay_ms"]["p99"],
+            "history_versions_checked": f["history"]["versions_checked"],
+            "history_violations": f["history"]["violations"],
         })
     );
     assert_eq!(f["fault"], kind, "{f}");
@@ -173,6 +217,11 @@ fn check_nothing_lost(case: &Case, r: &Value, stdout: &str) {
         f["recover_ms"].as_f64().is_some(),
         "a file not served again: {f}\n{stdout}"
     );
+    // One history per file: no version given to two patches, none given out of order.
+    let h = &f["history"];
+    assert_eq!(h["violations"], 0, "{h}\n{stdout}");
+    assert!(h["versions_checked"].as_u64().unwrap() > 0, "{h}");
+    assert_eq!(h["clients"], case.users, "{h}");
     // Gapless versions in one order on every socket: a zombie's write would show here.
     assert_eq!(p["dropped_patches"], 0, "{p}\n{stdout}");
     assert_eq!(p["out_of_order"], 0, "{p}\n{stdout}");
@@ -185,31 +234,31 @@ fn check_nothing_lost(case: &Case, r: &Value, stdout: &str) {
     );
 }
 
+/// A node killed with -9, everyone on Atrium accounts: reconnects to the surviving nodes
+/// present the same session tokens.
 #[test]
 fn a_killed_node_loses_no_acked_patch_and_clients_converge() {
-    let r = run_fault("kill", &[]);
+    let r = run_fault_on_accounts("kill");
     let f = &r["failover"];
     assert!(f["killed_node_rooms"].as_u64().unwrap() > 0, "{f}");
     assert!(f["reconnects"].as_u64().unwrap() > 0, "{f}");
 }
 
-/// The same kill with every signed-in person on an app token (`--jwt-secret`): reconnects to
-/// the surviving nodes present the same tokens, and nothing is lost.
+/// The same kill with every person on an app token (`--jwt-secret`): reconnects to the
+/// surviving nodes present the same tokens, and nothing is lost.
 #[test]
 fn a_killed_node_with_app_tokens_loses_nothing() {
-    let r = run_fault(
-        "kill",
-        &[
-            "--jwt-secret",
-            "the fault suite's HS256 secret, 32 bytes or more",
-        ],
-    );
+    let r = run_case(&Case {
+        auth: Auth::Tokens,
+        ..Case::new("kill")
+    });
     assert_eq!(r["problems"]["connection_errors"], 0, "{}", r["problems"]);
+    assert!(r["failover"]["reconnects"].as_u64().unwrap() > 0);
 }
 
 #[test]
 fn a_rolling_restart_of_every_node_loses_nothing() {
-    let r = run_fault("rolling", &[]);
+    let r = run_fault_on_accounts("rolling");
     let f = &r["failover"];
     assert_eq!(f["steps"].as_array().unwrap().len(), 3, "{f}");
     // Every node drained: its sockets were told 1012 and came back.
@@ -233,6 +282,21 @@ fn a_paused_owner_woken_after_its_lease_never_writes_again() {
 #[test]
 fn the_coordinator_killed_and_restarted_loses_nothing() {
     run_on_own_service("coordinator", "nats-server", "scratch nats-server");
+}
+
+/// The coordinator on a three-server NATS cluster of the run's own, its buckets in three
+/// copies: the server leading the leases is killed, and the fleet goes on.
+#[test]
+fn a_nats_cluster_losing_its_leader_loses_nothing() {
+    let r = run_on_own_service("nats-leader", "nats-cluster", "scratch NATS cluster");
+    let steps = r["failover"]["steps"].to_string();
+    assert!(steps.contains("leader of the leases"), "{steps}");
+}
+
+/// All three servers of the NATS cluster killed at once and started again on their stores.
+#[test]
+fn a_nats_cluster_killed_whole_and_restarted_loses_nothing() {
+    run_on_own_service("nats-cluster", "nats-cluster", "scratch NATS cluster");
 }
 
 #[test]
@@ -285,6 +349,7 @@ fn mass_failover(coordinator: &str) {
             "1",
         ],
         coordinator,
+        auth: suite_auth(),
     });
     let (f, p) = (&r["failover"], &r["problems"]);
     let held = f["killed_node_rooms"].as_u64().unwrap();

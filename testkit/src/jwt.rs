@@ -241,21 +241,33 @@ pub struct JwksServer {
     pub port: u16,
     keys: Arc<Mutex<Vec<Value>>>,
     fetches: Arc<AtomicUsize>,
+    /// Served over TLS, with a certificate for 127.0.0.1 from [`TestCa`].
+    https: bool,
 }
 
 impl JwksServer {
+    /// A JWKS over plain HTTP on loopback.
     pub async fn start(keys: Vec<Value>) -> Self {
+        Self::serve(keys, None).await
+    }
+
+    /// A JWKS over HTTPS on loopback, its certificate (for IP 127.0.0.1) signed by `ca`.
+    pub async fn start_https(keys: Vec<Value>, ca: &TestCa) -> Self {
+        Self::serve(keys, Some(ca.server_tls())).await
+    }
+
+    async fn serve(keys: Vec<Value>, tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let keys = Arc::new(Mutex::new(keys));
         let fetches = Arc::new(AtomicUsize::new(0));
-        let (k, f) = (keys.clone(), fetches.clone());
+        let (k, f, acceptor) = (keys.clone(), fetches.clone(), tls.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let (k, f) = (k.clone(), f.clone());
+                let (k, f, acceptor) = (k.clone(), f.clone(), acceptor.clone());
                 tokio::spawn(async move {
                     let svc = service_fn(move |_req| {
                         f.fetch_add(1, Ordering::SeqCst);
@@ -269,9 +281,18 @@ impl JwksServer {
                             )
                         }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
+                    let http = hyper::server::conn::http1::Builder::new();
+                    match acceptor {
+                        None => {
+                            let _ = http.serve_connection(TokioIo::new(stream), svc).await;
+                        }
+                        // A client that refuses the certificate ends the handshake here.
+                        Some(acceptor) => {
+                            if let Ok(tls) = acceptor.accept(stream).await {
+                                let _ = http.serve_connection(TokioIo::new(tls), svc).await;
+                            }
+                        }
+                    }
                 });
             }
         });
@@ -279,11 +300,13 @@ impl JwksServer {
             port,
             keys,
             fetches,
+            https: tls.is_some(),
         }
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/.well-known/jwks.json", self.port)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}/.well-known/jwks.json", self.port)
     }
 
     pub fn set_keys(&self, keys: Vec<Value>) {
@@ -292,5 +315,92 @@ impl JwksServer {
 
     pub fn fetches(&self) -> usize {
         self.fetches.load(Ordering::SeqCst)
+    }
+}
+
+/// A certificate authority made for one test (with the `openssl` command), and a server
+/// certificate it signed for IP 127.0.0.1. A node trusts it through `SSL_CERT_FILE`
+/// ([`TestCa::ca_file`]), as an operator's node trusts a private CA.
+pub struct TestCa {
+    dir: PathBuf,
+}
+
+impl TestCa {
+    pub fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("atrium-ca-{}", crate::env::secret()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+        let (ca_key, ca_pem) = (path("ca.key"), path("ca.pem"));
+        let (server_key, server_csr) = (path("server.key"), path("server.csr"));
+        let ec_key = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ];
+        let mut ca = vec!["req", "-x509", "-keyout", &ca_key, "-out", &ca_pem];
+        ca.extend(ec_key);
+        ca.extend(["-subj", "/CN=Atrium test CA", "-days", "2"]);
+        ca.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
+        ca.extend(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
+        openssl(&ca);
+        let mut csr = vec!["req", "-keyout", &server_key, "-out", &server_csr];
+        csr.extend(ec_key);
+        csr.extend(["-subj", "/CN=127.0.0.1"]);
+        openssl(&csr);
+        std::fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("write server.ext");
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &path("server.csr"),
+            "-CA",
+            &path("ca.pem"),
+            "-CAkey",
+            &path("ca.key"),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            &path("server.ext"),
+            "-out",
+            &path("server.pem"),
+        ]);
+        Self { dir }
+    }
+
+    /// The CA's certificate (PEM): what `SSL_CERT_FILE` names for a node that trusts it.
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    fn server_tls(&self) -> tokio_rustls::TlsAcceptor {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let chain = CertificateDer::pem_file_iter(self.dir.join("server.pem"))
+            .expect("server.pem")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("server certificate");
+        let key = PrivateKeyDer::from_pem_file(self.dir.join("server.key")).expect("server.key");
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("server certificate and key");
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    }
+}
+
+impl Default for TestCa {
+    fn default() -> Self {
+        Self::new()
     }
 }

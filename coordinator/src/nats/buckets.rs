@@ -17,16 +17,18 @@ use crate::{CoordinatorSettings, Result, LEASE_RECORD_LIFETIME};
 const BUCKETS: [&str; 3] = ["members", "leases", "state"];
 
 impl NatsCoordinator {
-    /// Connects to `url` (`nats://host:port`), creates or updates the namespace's buckets to
-    /// match `settings`, and starts watching the membership.
+    /// Connects to `url` (`nats://host:port`, or a cluster's servers separated by commas, with
+    /// an optional `?replicas=N`: `nats/servers.rs`), creates or updates the namespace's buckets
+    /// to match `settings`, and starts watching the membership.
     pub async fn connect(url: &str, ns: &str, settings: CoordinatorSettings) -> Result<Self> {
         settings.validate()?;
         check_namespace(ns)?;
+        let servers = super::servers::parse(url)?;
         let timeout = settings.heartbeat.max(Duration::from_millis(500));
         let client = async_nats::ConnectOptions::new()
             .connection_timeout(timeout)
             .request_timeout(Some(timeout))
-            .connect(url)
+            .connect(servers.servers.as_slice())
             .await
             .map_err(|e| unavailable("nats connect", e))?;
         let js = ContextBuilder::new().timeout(timeout).build(client.clone());
@@ -43,6 +45,7 @@ impl NatsCoordinator {
                 history: 1,
                 max_age,
                 limit_markers: Some(MARKER_TTL),
+                num_replicas: servers.replicas,
                 ..Default::default()
             };
             admin

@@ -10,6 +10,7 @@ mod fleet;
 mod leases;
 mod many_files;
 mod membership;
+mod nats_cluster;
 mod support;
 mod watch;
 

@@ -75,6 +75,7 @@ impl Client {
             rect: self.plan.rect.clone(),
             doc: (self.track && !first).then(|| (st.version, std::mem::take(&mut st.doc))),
             acked: std::mem::take(&mut st.acked),
+            seen: std::mem::take(&mut st.seen),
             connected_at_end,
         }
     }

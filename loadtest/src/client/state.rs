@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::history::Seen;
+
 /// What a client keeps across its connections: the op ids it used, its unconfirmed patches, and
 /// (in tracking mode) its model of the document.
 #[derive(Default)]
@@ -17,6 +19,9 @@ pub(super) struct State {
     /// Tracking mode: the document as this client knows it, and its version.
     pub(super) doc: Map<String, Value>,
     pub(super) version: u64,
+    /// Tracking mode: every version given to this client with its patch, for the history
+    /// check (`crate::history`).
+    pub(super) seen: Seen,
 }
 
 impl State {
@@ -25,10 +30,12 @@ impl State {
     pub(super) fn ack(&mut self, id: u64, v: Option<u64>) {
         if let Some(ops) = self.pending.remove(&id) {
             self.acked.push(id);
+            let ops = serde_json::from_str::<Value>(&ops).unwrap_or(Value::Null);
+            if let Some(v) = v {
+                self.seen.note(v, &ops);
+            }
             if let Some(v) = v.filter(|v| *v > self.version) {
-                if let Ok(ops) = serde_json::from_str::<Value>(&ops) {
-                    apply_ops(&mut self.doc, &ops);
-                }
+                apply_ops(&mut self.doc, &ops);
                 self.version = v;
             }
         }
@@ -37,6 +44,7 @@ impl State {
     /// Someone else's patch at `v`, applied in version order.
     pub(super) fn patch(&mut self, v: Option<u64>, ops: Option<&Value>) {
         if let (Some(v), Some(ops)) = (v, ops) {
+            self.seen.note(v, ops);
             if v > self.version {
                 apply_ops(&mut self.doc, ops);
                 self.version = v;

@@ -89,6 +89,12 @@ impl Cluster {
             FaultKind::needs_own_coordinator,
         ) {
             Some(url) => (url, "coordinator from ATRIUM_COORDINATOR"),
+            None if fault.is_some_and(FaultKind::needs_nats_cluster) => (
+                self.start_nats_cluster()
+                    .await
+                    .context("scratch NATS cluster")?,
+                "scratch NATS cluster of 3 servers (3 replicas)",
+            ),
             None => (
                 self.start_nats().await.context("scratch nats-server")?,
                 "scratch nats-server",

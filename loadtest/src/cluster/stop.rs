@@ -69,10 +69,8 @@ impl Cluster {
         if let Some(pg) = self.postgres.take() {
             let _ = pg.stop("immediate");
         }
-        if let Some(mut child) = self.nats.take().and_then(|n| n.child) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        let _ = self.kill_nats();
+        self.nats = None;
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -25,6 +25,12 @@ pub enum FaultKind {
     Store,
     /// `kill -9` of the router, started again on the same ports.
     Router,
+    /// On a three-server NATS cluster of the run's own (buckets in three copies): `kill -9` of
+    /// the server leading the leases' stream, started again on its store after the hold.
+    NatsLeader,
+    /// On a three-server NATS cluster of the run's own: all three killed with -9 at once,
+    /// started again on their stores after the hold.
+    NatsCluster,
 }
 
 impl FaultKind {
@@ -36,6 +42,8 @@ impl FaultKind {
             FaultKind::Coordinator => "coordinator",
             FaultKind::Store => "store",
             FaultKind::Router => "router",
+            FaultKind::NatsLeader => "nats-leader",
+            FaultKind::NatsCluster => "nats-cluster",
         }
     }
 
@@ -46,7 +54,15 @@ impl FaultKind {
     }
 
     pub fn needs_own_coordinator(self) -> bool {
-        self == FaultKind::Coordinator
+        matches!(
+            self,
+            FaultKind::Coordinator | FaultKind::NatsLeader | FaultKind::NatsCluster
+        )
+    }
+
+    /// Faults on a NATS cluster, which the run starts itself (three servers).
+    pub fn needs_nats_cluster(self) -> bool {
+        matches!(self, FaultKind::NatsLeader | FaultKind::NatsCluster)
     }
 
     /// Whether the rest of the fleet should go on serving every file while the fault lasts (a

@@ -55,6 +55,8 @@ pub struct Failover {
     /// Acked patches checked, and clients compared.
     pub acked_checked: u64,
     pub clients_checked: u64,
+    /// Every client's versions checked against one history per file (`crate::history`).
+    pub history: crate::history::HistoryCheck,
     /// Files whose final document could not be fetched (their clients and patches count as
     /// not converged and lost).
     pub files_unreadable: u64,

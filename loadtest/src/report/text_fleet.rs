@@ -71,6 +71,24 @@ impl Report {
                 "  acked patches lost {} of {} | clients not converged {} of {} | files unreadable {}",
                 f.acked_lost, f.acked_checked, f.not_converged, f.clients_checked, f.files_unreadable
             );
+            let h = &f.history;
+            let _ = writeln!(
+                w,
+                "  history: {} versions given to {} clients ({} distinct), violations {}{}{}",
+                h.versions_checked,
+                h.clients,
+                h.versions_distinct,
+                h.violations,
+                h.first_violation
+                    .as_ref()
+                    .map(|v| format!(" (first: {v})"))
+                    .unwrap_or_default(),
+                if h.clients_truncated > 0 {
+                    format!(", {} client logs cut at their bound", h.clients_truncated)
+                } else {
+                    String::new()
+                }
+            );
         }
     }
 

@@ -143,6 +143,11 @@ pub async fn converge(
         }
         finals.push(doc);
     }
+    f.history = crate::history::check(ends.iter().map(|e| crate::history::ClientLog {
+        client: e.index,
+        file: e.file,
+        seen: &e.seen,
+    }));
     for e in ends {
         f.clients_disconnected_at_end += u64::from(!e.connected_at_end);
         let fin = finals.get(e.file).and_then(Option::as_ref);

@@ -1,7 +1,7 @@
 //! Keys from a JWKS served on loopback, rotated while sockets are open: none drops.
 
 use super::*;
-use atrium_testkit::jwt::JwksServer;
+use atrium_testkit::jwt::{JwksServer, TestCa};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jwks_rotation_mid_run_drops_no_socket() {
@@ -54,4 +54,47 @@ async fn a_jwks_rotation_mid_run_drops_no_socket() {
     // New sockets with the new key.
     let t = Minter::of(&new).sign(&claims("late", 60, grant.clone()));
     Client::join(&node, &file, &Hello::token(&t)).await;
+}
+
+/// A JWKS over HTTPS: the node checks the server's certificate against the roots it trusts
+/// (here a private CA named by `SSL_CERT_FILE`, as an operator would); a node that trusts
+/// another CA fetches nothing and takes none of the keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jwks_over_https_is_trusted_only_through_its_ca() {
+    let key = key_pair(Algorithm::EdDSA, "https-key");
+    let (ca, other_ca) = (TestCa::new(), TestCa::new());
+    let jwks = JwksServer::start_https(vec![key.jwk.clone()], &ca).await;
+    let url = jwks.url();
+    assert!(url.starts_with("https://"), "{url}");
+    let grant = |sub: &str| claims(sub, 60, json!({"*": "edit"}));
+
+    let trusting = node(&[
+        ("ATRIUM_APP_TOKEN_JWKS_URL", &url),
+        ("SSL_CERT_FILE", ca.ca_file().to_str().unwrap()),
+    ])
+    .await;
+    let file = unique("doc");
+    app_file(&trusting, &file).await;
+    let token = Minter::of(&key).sign(&grant("reader"));
+    let (mut c, _) = Client::join(&trusting, &file, &Hello::token(&token)).await;
+    c.patch_acked(1, vec![put("over-https", json!({}))]).await;
+    let fetched = jwks.fetches();
+    assert!(fetched >= 1, "the trusting node never fetched the JWKS");
+
+    let distrusting = node(&[
+        ("ATRIUM_APP_TOKEN_JWKS_URL", &url),
+        ("SSL_CERT_FILE", other_ca.ca_file().to_str().unwrap()),
+        ("ATRIUM_APP_TOKEN_JWKS_MIN_REFETCH_MS", "100"),
+    ])
+    .await;
+    let other = unique("doc");
+    app_file(&distrusting, &other).await;
+    let token = Minter::of(&key).sign(&grant("stranger"));
+    Client::join_expect_close(&distrusting, &other, &Hello::token(&token), 4001).await;
+    // Its handshakes failed before any request was made.
+    assert_eq!(
+        jwks.fetches(),
+        fetched,
+        "a request reached the server over an untrusted TLS"
+    );
 }

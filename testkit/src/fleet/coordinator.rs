@@ -11,9 +11,15 @@ use crate::env::secret;
 /// `server` with a fresh namespace (`prefix` and 20 random hex digits) in place of any it
 /// named, so tests and load runs sharing a server never meet.
 pub fn namespaced(server: &str, prefix: &str) -> String {
-    let base = server.split_once('?').map_or(server, |(base, _)| base);
+    let (base, query) = server.split_once('?').unwrap_or((server, ""));
     let base = base.trim().trim_end_matches('/');
-    format!("{base}?namespace={prefix}{}", &secret()[..20])
+    // Other settings of the URL (a NATS cluster's `replicas`) stay.
+    let kept: String = query
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("namespace="))
+        .map(|p| format!("&{p}"))
+        .collect();
+    format!("{base}?namespace={prefix}{}{kept}", &secret()[..20])
 }
 
 /// A connection to a namespace of the test's own, with the timing of its lease time.
