@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The browser client's tests: unit tests (Node's test runner) and the end-to-end test
-# (the real atrium-node, two windows in headless Chromium). Installs what is missing:
+# The browser client's tests: the unit tests of its connection logic, which is the client
+# package (clients/js, Node's test runner), and the end-to-end tests (the real atrium-node,
+# the page in headless Chromium: two windows, and a file's first open). Installs what is missing:
 # Node.js and Chromium from Debian, playwright-core from npm (web/package-lock.json).
 # Needs only the package registries, nothing else from the internet.
 #
 #   web/run-tests.sh            # both
-#   web/run-tests.sh unit       # unit tests only
+#   web/run-tests.sh unit       # unit tests only (clients/js/test; clients/run-tests.sh runs the rest)
 #   web/run-tests.sh e2e        # end-to-end only
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -30,8 +31,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 
 if [ "$what" = all ] || [ "$what" = unit ]; then
-  echo "== unit tests (node --test web/test/)"
-  node --test test/
+  echo "== unit tests (node --test clients/js/test/)"
+  node --test "$ROOT"/clients/js/test/*.test.mjs
 fi
 
 if [ "$what" = all ] || [ "$what" = e2e ]; then
@@ -48,6 +49,7 @@ if [ "$what" = all ] || [ "$what" = e2e ]; then
     (cd "$ROOT" && cargo build -q --locked -p atrium-node)
   fi
   echo "== end-to-end (headless Chromium)"
+  node e2e/first_open.mjs
   node e2e/two_windows.mjs
   echo "artifacts: $WEB/artifacts/"
 fi

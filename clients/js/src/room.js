@@ -51,6 +51,7 @@ import { keys } from './tabstore.js';
  * @typedef {object} RoomEvents
  * @property {Doc} doc the document changed (the new `room.doc`)
  * @property {Person[]} people someone joined, left or changed role
+ * @property {{id: string, role: Role, you: boolean}} role someone's role changed (`you`: this person's)
  * @property {Map<string, Other>} others someone's presence changed
  * @property {Status} status
  * @property {import('./messages.js').WelcomeMessage} welcome
@@ -197,6 +198,7 @@ export class Room {
       this.emit('welcome', m);
       this.emit('others', this.others);
     });
+    c.on('role', (m) => this.emit('role', m));
     c.on('reject', (m) => this.emit('reject', m));
     c.on('notice', (m) => this.emit('notice', m));
     c.on('closed', (m) => this.emit('closed', m));
@@ -348,6 +350,11 @@ export class Room {
         }
       });
     });
+  }
+
+  /** Keeps the server's document in storage now (it is kept at most once a second otherwise): call it when the page goes away. */
+  persist() {
+    this.conn.persistDoc();
   }
 
   /** Leaves the file: closes the socket for good. Unconfirmed edits stay in storage. */
