@@ -52,8 +52,8 @@ export class Client {
     this.baseUrl = (o.baseUrl ?? origin).replace(/\/$/, '');
     if (!this.baseUrl) throw new TypeError('createClient: baseUrl is required outside a browser');
     this.name = o.name ?? '';
-    this.storage = o.storage === undefined ? (globalThis.localStorage ?? null) : o.storage;
-    this.session = o.sessionStorage === undefined ? (globalThis.sessionStorage ?? null) : o.sessionStorage;
+    this.storage = o.storage === undefined ? webStorage('localStorage') : o.storage;
+    this.session = o.sessionStorage === undefined ? webStorage('sessionStorage') : o.sessionStorage;
     this.WebSocket = o.WebSocket ?? globalThis.WebSocket;
     if (typeof this.WebSocket !== 'function') {
       throw new TypeError('createClient: no WebSocket class: pass the `WebSocket` option (Node 20: run with --experimental-websocket, or use the `ws` package)');
@@ -69,6 +69,8 @@ export class Client {
     this.cachedAppToken = null;
     /** @type {Set<Room>} */
     this.rooms = new Set();
+    /** @type {Promise<unknown> | null} */
+    this.signingIn = null;
   }
 
   /** The session token in use (Atrium sign-in), or null. */
@@ -111,12 +113,16 @@ export class Client {
     return token;
   }
 
-  /** @private Signs in with the configured email and password, once. */
+  /** @private Signs in with the configured email and password, once (one attempt at a time). */
   async ensureSignedIn() {
-    if (this.credentials && !this.api.token) {
+    if (!this.credentials || this.api.token) return;
+    if (!this.signingIn) {
       const { email, password } = this.credentials;
-      await this.signIn(email, password);
+      this.signingIn = this.signIn(email, password).finally(() => {
+        this.signingIn = null;
+      });
     }
+    await this.signingIn;
   }
 
   /**
@@ -129,7 +135,7 @@ export class Client {
   open(fileId, o = {}) {
     const client = o.clientId ?? chooseClient(fileId, { local: this.storage, session: this.session });
     const release = holdClient(fileId, client, { local: this.storage });
-    const signIn = this.credentials && !this.api.token ? this.ensureSignedIn() : null;
+    const signIn = Boolean(this.credentials && !this.api.token);
     const room = new Room({
       url: this.api.wsUrl(fileId, this.baseUrl),
       fileId,
@@ -156,6 +162,22 @@ export class Client {
   /** Closes every open room. */
   close() {
     for (const r of [...this.rooms]) r.close();
+  }
+}
+
+/**
+ * The browser's storage of that name, or null where there is none or it cannot be used
+ * (Node, where reading `localStorage` may warn or throw; a browser that blocks storage).
+ * @param {'localStorage' | 'sessionStorage'} name
+ * @returns {import('./tabstore.js').StorageLike | null}
+ */
+function webStorage(name) {
+  if (typeof window === 'undefined') return null;
+  try {
+    const s = /** @type {any} */ (globalThis)[name];
+    return s && typeof s.getItem === 'function' ? s : null;
+  } catch {
+    return null;
   }
 }
 

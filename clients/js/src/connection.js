@@ -145,14 +145,20 @@ export class Connection {
     this.welcomed = false;
     this.setState('connecting');
     if (this.getToken) {
-      // A fresh token for every hello; a backend that cannot give one counts as offline.
+      // A fresh token for every hello; a backend that cannot give one counts as offline,
+      // one that refuses (an error with status 401) as signed out.
       Promise.resolve()
         .then(() => /** @type {() => (string|Promise<string>)} */ (this.getToken)())
         .then((t) => {
           if (this.state !== 'connecting' || this.ws) return;
           this.token = t;
           this.open();
-        }, () => this.afterClose(1006));
+        }, (e) => {
+          if (this.state !== 'connecting' || this.ws) return;
+          // Credentials refused (a wrong password, a backend saying 401): ask the person.
+          if (e && e.status === 401) this.setState('sign-in', 'the credentials were refused');
+          else this.afterClose(1006);
+        });
       return;
     }
     this.open();

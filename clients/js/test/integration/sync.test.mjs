@@ -177,3 +177,24 @@ test('an app token is refreshed before it expires, on the live socket, without a
   await room.flushed(10_000);
   room.close();
 });
+
+test('auth by Atrium sign-in: the room signs in first, then opens; a wrong password stops at sign-in', async () => {
+  const { email, token } = await signUp('eve');
+  const file = await node.api('POST', '/api/files', { token, body: { name: 'Sign-in' } });
+  const c = createClient({ baseUrl: node.baseUrl, auth: { email, password: 'correct horse battery' }, storage: null, sessionStorage: null });
+  const room = c.open(file.id);
+  await room.ready;
+  assert.equal(room.role, 'editor');
+  assert.ok(c.token, 'signed in: the session token is kept for API calls');
+  assert.equal((await c.api.file(file.id)).name, 'Sign-in');
+  room.close();
+
+  const bad = createClient({ baseUrl: node.baseUrl, auth: { email, password: 'not the password' }, storage: null, sessionStorage: null });
+  const r2 = bad.open(file.id);
+  const states = [];
+  r2.subscribe('status', (s) => states.push(s.state));
+  await until('a refused sign-in asks the person to sign in', () => r2.status.state === 'sign-in');
+  await assert.rejects(r2.ready);
+  assert.ok(!states.includes('online'));
+  r2.close();
+});
