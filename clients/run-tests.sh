@@ -42,9 +42,9 @@ want() { [ "$what" = all ] || [ "$what" = "$1" ]; }
 echo "== npm ci (clients/js, clients/react)"
 (cd js && npm ci --no-audit --no-fund --loglevel=error)
 (cd react && npm ci --no-audit --no-fund --loglevel=error)
-echo "== types: tsc --noEmit (the package, the messages test), emitted .d.ts for the React package"
-(cd js && npm run --silent typecheck && npm run --silent build:types)
-(cd react && npm run --silent typecheck)
+echo "== types: tsc --noEmit (the packages, the messages test); the committed .d.ts files are what tsc emits"
+(cd js && npm run --silent typecheck && npm run --silent check:types)
+(cd react && npm run --silent typecheck && npm run --silent check:types)
 
 if want unit; then
   echo "== unit tests (node --test clients/js/test)"
