@@ -56,13 +56,14 @@ export class Api {
   /**
    * One request; the body of a 2xx answer, or a thrown ApiError.
    * @param {string} method @param {string} path
-   * @param {{body?: unknown, key?: string | null, headers?: Record<string, string>}} [o]
+   * @param {{body?: unknown, key?: string | null, headers?: Record<string, string>, anonymous?: boolean}} [o]
+   *   anonymous: send no token (sign-up and sign-in)
    * @returns {Promise<{status: number, body: any, res: Response}>}
    */
-  async req(method, path, { body, key, headers = {} } = {}) {
+  async req(method, path, { body, key, headers = {}, anonymous = false } = {}) {
     /** @type {Record<string, string>} */
     const h = { ...headers };
-    const token = this.getToken ? await this.getToken() : this.token;
+    const token = anonymous ? null : this.getToken ? await this.getToken() : this.token;
     if (token) h.Authorization = `Bearer ${token}`;
     if (key) h['X-Atrium-Key'] = key;
     if (body !== undefined) h['Content-Type'] = 'application/json';
@@ -88,12 +89,12 @@ export class Api {
 
   /** @param {string} email @param {string} password @param {string} name @returns {Promise<Session>} */
   async signup(email, password, name) {
-    return (await this.req('POST', '/api/signup', { body: { email, password, name } })).body;
+    return (await this.req('POST', '/api/signup', { body: { email, password, name }, anonymous: true })).body;
   }
 
   /** @param {string} email @param {string} password @returns {Promise<Session>} */
   async signin(email, password) {
-    return (await this.req('POST', '/api/signin', { body: { email, password } })).body;
+    return (await this.req('POST', '/api/signin', { body: { email, password }, anonymous: true })).body;
   }
 
   async signout() {

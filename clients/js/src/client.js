@@ -64,7 +64,15 @@ export class Client {
     /** @type {{email: string, password: string} | null} */
     this.credentials = auth && typeof auth === 'object' && 'email' in auth ? { email: auth.email, password: auth.password } : null;
     const token = auth && typeof auth === 'object' && 'token' in auth ? auth.token : null;
-    this.api = new Api({ base: this.baseUrl, token, fetch: o.fetch, getToken: this.getToken ? () => this.appToken() : undefined });
+    // API calls carry an app token (cached until a minute before its exp), or the session of
+    // the configured sign-in (made at the first call that needs it), or the given token.
+    let apiToken;
+    if (this.getToken) apiToken = () => this.appToken();
+    else if (this.credentials) apiToken = async () => {
+      await this.ensureSignedIn();
+      return /** @type {string} */ (this.api.token);
+    };
+    this.api = new Api({ base: this.baseUrl, token, fetch: o.fetch, getToken: apiToken });
     /** @type {{token: string, exp: number} | null} */
     this.cachedAppToken = null;
     /** @type {Set<Room>} */

@@ -57,13 +57,15 @@ export class Api {
     /**
      * One request; the body of a 2xx answer, or a thrown ApiError.
      * @param {string} method @param {string} path
-     * @param {{body?: unknown, key?: string | null, headers?: Record<string, string>}} [o]
+     * @param {{body?: unknown, key?: string | null, headers?: Record<string, string>, anonymous?: boolean}} [o]
+     *   anonymous: send no token (sign-up and sign-in)
      * @returns {Promise<{status: number, body: any, res: Response}>}
      */
-    req(method: string, path: string, { body, key, headers }?: {
+    req(method: string, path: string, { body, key, headers, anonymous }?: {
         body?: unknown;
         key?: string | null;
         headers?: Record<string, string>;
+        anonymous?: boolean;
     }): Promise<{
         status: number;
         body: any;

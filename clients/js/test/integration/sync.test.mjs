@@ -182,6 +182,8 @@ test('auth by Atrium sign-in: the room signs in first, then opens; a wrong passw
   const { email, token } = await signUp('eve');
   const file = await node.api('POST', '/api/files', { token, body: { name: 'Sign-in' } });
   const c = createClient({ baseUrl: node.baseUrl, auth: { email, password: 'correct horse battery' }, storage: null, sessionStorage: null });
+  const made = await c.api.createFile('Made before any room'); // the first API call signs in
+  assert.equal(made.name, 'Made before any room');
   const room = c.open(file.id);
   await room.ready;
   assert.equal(room.role, 'editor');
