@@ -50,6 +50,13 @@ if ! command -v perf >/dev/null 2>&1; then
         || { apt-get update -q >/dev/null 2>&1 || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -q linux-perf >/dev/null; }
 fi
 
+# The fault suite's clock jump preloads libfaketime into the nodes.
+if ! ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1; then
+    step "installing libfaketime (the fault suite's clock jump)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q libfaketime >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -q libfaketime >/dev/null; }
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The browser client's tests: the unit tests of its connection logic, which is the client
-# package (clients/js, Node's test runner), and the end-to-end tests (the real atrium-node,
-# the page in headless Chromium: two windows, and a file's first open). Installs what is missing:
-# Node.js and Chromium from Debian, playwright-core from npm (web/package-lock.json).
+# The browser client's tests: the unit tests of the page's own modules (web/test) and of its
+# connection logic, which is the client package (clients/js/test), with Node's test runner;
+# then the end-to-end tests (the real atrium-node, the page in headless Chromium: a file's
+# first open, two windows, the history panel). Installs what is missing: Node.js and
+# Chromium from Debian, playwright-core from npm (web/package-lock.json).
 # Needs only the package registries, nothing else from the internet.
 #
 #   web/run-tests.sh            # both
@@ -31,8 +32,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 
 if [ "$what" = all ] || [ "$what" = unit ]; then
-  echo "== unit tests (node --test clients/js/test/)"
-  node --test "$ROOT"/clients/js/test/*.test.mjs
+  echo "== unit tests (node --test web/test/ clients/js/test/)"
+  node --test test/*.test.mjs "$ROOT"/clients/js/test/*.test.mjs
 fi
 
 if [ "$what" = all ] || [ "$what" = e2e ]; then
@@ -51,5 +52,7 @@ if [ "$what" = all ] || [ "$what" = e2e ]; then
   echo "== end-to-end (headless Chromium)"
   node e2e/first_open.mjs
   node e2e/two_windows.mjs
+  echo "== end-to-end: version history (headless Chromium)"
+  node e2e/history.mjs
   echo "artifacts: $WEB/artifacts/"
 fi

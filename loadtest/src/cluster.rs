@@ -18,6 +18,8 @@ use crate::pin::CpuList;
 use nats::OwnNats;
 use postgres::OwnPostgres;
 
+mod clock;
+pub use clock::JUMP as CLOCK_JUMP;
 mod nats;
 mod postgres;
 mod router;
@@ -59,6 +61,8 @@ pub struct Cluster {
     pub database_url: String,
     pub coordinator: String,
     postgres: Option<OwnPostgres>,
+    /// `--fault store-failover`: the primary's streaming standby.
+    postgres_standby: Option<OwnPostgres>,
     nats: Option<OwnNats>,
     /// What the report says about where the services came from.
     pub services: String,
@@ -116,6 +120,13 @@ pub fn node_env(
     // so the per-address caps stay raised (spawn_env).
     set("ATRIUM_TRUST_PROXY", "127.0.0.1".into());
     set("ATRIUM_DATABASE_POOL", "8".into());
+    if o.fault
+        .is_some_and(|f| f.kind == crate::options::FaultKind::ClockJump)
+    {
+        for (k, v) in clock::node_env(o, id) {
+            set(k, v);
+        }
+    }
     for (k, v) in &o.env {
         env.insert(k.clone(), v.clone());
     }

@@ -113,6 +113,32 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
             }
             done.lasted_ms = ms(started.elapsed());
         }
+        FaultKind::ClockJump => {
+            let Some((victim, held)) = busiest else {
+                bail!("--fault clock-jump: no node answered /health");
+            };
+            c.jump_clock(&victim)?;
+            started = Instant::now();
+            done.target = victim.clone();
+            done.target_rooms = held;
+            // libfaketime reads the offset within a second; then the node runs a minute
+            // ahead for good, and gets two lease times to show what it does about it.
+            tokio::time::sleep(Duration::from_millis(1000 + 2 * lease_ms)).await;
+            done.steps.push(format!(
+                "{victim}'s clocks (wall and monotonic) jumped {} while it held {held} rooms",
+                crate::cluster::CLOCK_JUMP
+            ));
+        }
+        FaultKind::StoreFailover => {
+            done.target = "postgres".into();
+            started = Instant::now();
+            let promoted = tokio::task::block_in_place(|| c.fail_over_postgres())?;
+            done.lasted_ms = ms(started.elapsed());
+            done.steps.push(format!(
+                "the Postgres primary killed (SIGKILL), its synchronous standby promoted in {:.0} ms",
+                ms(promoted)
+            ));
+        }
         FaultKind::NatsLeader | FaultKind::NatsCluster => {
             let what = if fault.kind == FaultKind::NatsLeader {
                 let leader = c.kill_nats_leader().await?;

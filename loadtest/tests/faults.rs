@@ -13,7 +13,9 @@
 //!
 //! People sign in with app tokens (`--jwt-secret`) in every case but the two pinned to Atrium
 //! accounts (a kill and the rolling restart), so the suite is the fault suite run with tokens;
-//! `ATRIUM_FAULT_AUTH=accounts` runs every case on accounts instead.
+//! `ATRIUM_FAULT_AUTH=accounts` runs every case on accounts instead, and
+//! `ATRIUM_FAULT_COORDINATOR=redis` runs the cases on the suite's coordinator with Redis (the
+//! mass failover runs on both in any case).
 
 mod common;
 
@@ -57,6 +59,17 @@ fn suite_auth() -> Auth {
     }
 }
 
+/// The test services' coordinator for cases not pinned to one: `ATRIUM_FAULT_COORDINATOR`
+/// (`nats`, the default, or `redis`: every case but those on a service of the run's own then
+/// runs with Redis as the coordinator).
+fn suite_coordinator() -> &'static str {
+    match std::env::var("ATRIUM_FAULT_COORDINATOR").as_deref() {
+        Ok("redis") => "ATRIUM_TEST_REDIS_URL",
+        Ok("nats") | Err(_) => "ATRIUM_TEST_NATS_URL",
+        Ok(other) => panic!("ATRIUM_FAULT_COORDINATOR is `nats` or `redis`, not `{other}`"),
+    }
+}
+
 fn setting(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -85,7 +98,7 @@ impl<'a> Case<'a> {
             users: users(),
             files: users().div_ceil(10),
             extra: &[],
-            coordinator: "ATRIUM_TEST_NATS_URL",
+            coordinator: suite_coordinator(),
             auth: suite_auth(),
         }
     }
@@ -284,6 +297,17 @@ fn the_coordinator_killed_and_restarted_loses_nothing() {
     run_on_own_service("coordinator", "nats-server", "scratch nats-server");
 }
 
+/// The busiest node's clocks (wall and monotonic) jump a minute ahead while it runs: leases
+/// are judged by the coordinator's clock and writes by the store's epoch, so the node may give
+/// up rooms early but never writes for a file it lost.
+#[test]
+fn a_node_whose_clock_jumps_a_minute_ahead_loses_nothing() {
+    let r = run_fault("clock-jump", &[]);
+    let f = &r["failover"];
+    assert!(f["killed_node_rooms"].as_u64().unwrap() > 0, "{f}");
+    assert!(f["steps"].to_string().contains("jumped +60s"), "{f}");
+}
+
 /// The coordinator on a three-server NATS cluster of the run's own, its buckets in three
 /// copies: the server leading the leases is killed, and the fleet goes on.
 #[test]
@@ -297,6 +321,19 @@ fn a_nats_cluster_losing_its_leader_loses_nothing() {
 #[test]
 fn a_nats_cluster_killed_whole_and_restarted_loses_nothing() {
     run_on_own_service("nats-cluster", "nats-cluster", "scratch NATS cluster");
+}
+
+/// The Postgres primary killed with -9 and its synchronous standby promoted: the nodes find
+/// the new primary through their multi-host URL, and nothing acked is lost.
+#[test]
+fn a_postgres_primary_killed_and_its_standby_promoted_loses_nothing() {
+    let r = run_on_own_service(
+        "store-failover",
+        "postgres",
+        "scratch Postgres primary with a synchronous standby",
+    );
+    let steps = r["failover"]["steps"].to_string();
+    assert!(steps.contains("standby promoted"), "{steps}");
 }
 
 #[test]

@@ -8,6 +8,8 @@
 // allows it; by default the page talks to the server that served it).
 
 import { ApiError, createClient, pagesOf, randomId, shapesOn, shareLink } from '@atrium/client';
+import { drawMarks, inspectDoc } from './history_inspect.js';
+import { HistoryPanel } from './history_ui.js';
 import { colourOf, h, s, setAttrs } from './ui.js';
 
 const root = document.getElementById('app');
@@ -321,8 +323,23 @@ function editor(info, key, name) {
   const ui = {
     page: null, sel: new Set(), camera: { x: 0, y: 0, zoom: 1 }, drag: null,
     get peers() { return room.others; }, // person id -> {page, cursor, sel, camera}
+    inspect: null, // a version shown instead of the live document (history_inspect.js)
   };
-  window.atrium = { room, conn: room.conn, ui, fileId };
+  const versions = new HistoryPanel({
+    api, fileId, key,
+    who: () => ({ role: room.role, owner: !!session && info.owner === session.account.id, viewersSeeHistory: !!info.viewers_see_history }),
+    subscribe: (fn) => {
+      const offs = [room.subscribe('version', fn), room.subscribe('restored', fn)];
+      return () => offs.forEach((off) => off());
+    },
+    show: (inspect) => {
+      ui.inspect = inspect;
+      ui.sel.clear();
+      renderRole();
+      render();
+    },
+  });
+  window.atrium = { room, conn: room.conn, ui, fileId, history: versions };
 
   // --- layout
   const status = h('span', { class: 'status', 'data-testid': 'status' });
@@ -336,20 +353,23 @@ function editor(info, key, name) {
   const del = h('button', { class: 'danger', 'data-testid': 'delete-shape', onclick: () => deleteSelection() }, 'Delete');
   const svg = s('svg', { 'data-testid': 'canvas' });
   const gShapes = s('g');
+  const gMarks = s('g', { 'data-testid': 'compare-marks' });
   const gSel = s('g');
   const gCursors = s('g');
-  svg.append(gShapes, gSel, gCursors);
+  svg.append(gShapes, gMarks, gSel, gCursors);
   const canvas = h('div', { class: 'canvas' }, svg);
   const back = session ? h('button', { onclick: () => navigate('/') }, '← Files') : null;
   show(
     topbar(back, h('span', { 'data-testid': 'file-title' }, info.name), status, statusAction),
     h('div', { class: 'editor' },
       h('div', { class: 'side' }, h('div', {}, h('h3', {}, 'Pages'), pagesEl, addPage), h('div', {}, h('h3', {}, 'People'), peopleEl)),
-      h('div', { class: 'main' }, banner, h('div', { class: 'toolbar' }, addRect, h('label', {}, 'Fill ', colour), del), canvas)),
+      h('div', { class: 'main' }, banner, versions.banner, h('div', { class: 'toolbar' }, addRect, h('label', {}, 'Fill ', colour), del, h('span', { class: 'spacer' }), versions.toggle), canvas),
+      versions.el),
   );
 
-  const canEdit = () => room.role !== 'viewer';
-  const view = () => room.doc;
+  // While a version is shown (history), the canvas draws it and nothing is edited.
+  const canEdit = () => room.role !== 'viewer' && !ui.inspect;
+  const view = () => inspectDoc(ui.inspect, room.doc);
 
   // --- status
   let retryTick = null;
@@ -373,14 +393,16 @@ function editor(info, key, name) {
   // --- read-only mode
   function renderRole() {
     const ro = !canEdit();
+    const viewer = room.role === 'viewer';
     canvas.classList.toggle('readonly', ro);
     for (const b of [addRect, colour, del, addPage]) b.disabled = ro;
-    banner.hidden = !ro;
-    if (ro) {
+    banner.hidden = !viewer;
+    if (viewer) {
       banner.textContent = READONLY_TEXT[room.roleReason] ?? (key ? 'You opened a view link: you can look and point, not edit.' : 'You can view this file but not edit it.');
       banner.dataset.reason = room.roleReason ?? (key ? 'view-link' : 'viewer');
-      ui.drag = null;
     }
+    if (ro) ui.drag = null;
+    versions.refreshAccess();
   }
 
   // --- people
@@ -473,6 +495,7 @@ function editor(info, key, name) {
     ensurePage();
     renderPages();
     renderShapes();
+    drawMarks(gMarks, ui.inspect, view(), ui.page, ui.camera.zoom);
     renderSelections();
   }
 
@@ -630,6 +653,7 @@ function editor(info, key, name) {
       renderSelections();
     }),
     room.subscribe('welcome', () => {
+      versions.onWelcome();
       renderRole();
       room.setPresence({ page: ui.page, sel: [...ui.sel] });
       render();

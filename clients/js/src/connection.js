@@ -24,7 +24,9 @@
 //
 // Events (conn.on(name, fn)): 'status' {state, reason, retryAt, waiting}, 'welcome' msg,
 // 'doc' (view, {remote}), 'people' (Map id -> person), 'presences' [entries],
-// 'role' {id, role, you}, 'reject' msg, 'notice' msg, 'closed' {code, action, reason}.
+// 'role' {id, role, you}, 'reject' msg, 'notice' msg, 'closed' {code, action, reason},
+// 'message' msg (any other server message, e.g. history's `version` and `restored`),
+// 'receive' msg (every server message, before the connection acts on it).
 // States: 'connecting', 'online', 'offline' (a retry is scheduled), 'needs-user' (retry
 // only when the person asks: call retry()), 'sign-in' (credentials refused), 'stopped'.
 
@@ -294,7 +296,7 @@ export class Connection {
   }
 
   receive(msg) {
-    this.emit('message', msg);
+    this.emit('receive', msg);
     switch (msg.type) {
       case 'welcome':
         return this.onWelcome(msg);
@@ -337,7 +339,8 @@ export class Connection {
       case 'refreshed':
         return this.emit('refreshed', msg);
       default:
-        return undefined;
+        // Messages this module has no part in (history's `version`, `restored`): the app's.
+        return this.emit('message', msg);
     }
   }
 

@@ -205,8 +205,8 @@ export class Room {
     c.on('refreshed', (m) => this.emit('refreshed', m));
     c.on('message', (m) => {
       if (m.type === 'version' || m.type === 'restored') this.emit(m.type, m);
-      this.emit('message', m);
     });
+    c.on('receive', (m) => this.emit('message', m));
   }
 
   /** @private @param {PresenceEntry[]} entries */

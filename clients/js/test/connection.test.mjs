@@ -291,3 +291,15 @@ test('app tokens: asked before each hello, refreshed on the expiry notice, one r
   sockets[1].drop(4001);
   assert.equal(conn.state, 'sign-in');
 });
+
+test("messages the connection has no part in (history's version, restored) go to 'message'", () => {
+  const { conn, last } = setup();
+  const seen = [];
+  conn.on('message', (m) => seen.push(m.type));
+  welcome(last());
+  last().deliver({ type: 'version', event: 'saved', version: { id: 1 } });
+  last().deliver({ type: 'patch', v: 1, ops: [{ op: 'put', id: 'a', props: { x: 1 } }], by: 'restore' });
+  last().deliver({ type: 'restored', v: 1, from: { id: 1 }, by: 'Ann' });
+  assert.deepEqual(seen, ['version', 'restored'], "the patch is the connection's own, not passed on");
+  assert.deepEqual(conn.doc.server, { a: { x: 1 } });
+});

@@ -15,6 +15,8 @@ pub(super) struct OwnPostgres {
     as_postgres: bool,
     port: u16,
     log: String,
+    /// More `-c` settings of this server (a primary waiting for its standby).
+    settings: String,
 }
 
 /// The folder holding Postgres's `initdb` and `pg_ctl`.
@@ -64,8 +66,8 @@ pub(super) fn pg_start(pg: &OwnPostgres) -> Result<()> {
     let data = pg.dir.to_string_lossy().to_string();
     let opts = format!(
         "-c listen_addresses=127.0.0.1 -p {} -c unix_socket_directories='' \
-         -c max_connections=300",
-        pg.port
+         -c max_connections=300 {}",
+        pg.port, pg.settings
     );
     pg_tool(
         &pg.bin,
@@ -104,6 +106,39 @@ impl Cluster {
         pg.stop("fast")
     }
 
+    /// `kill -9` of the primary's postmaster (its sessions die with it), then the standby
+    /// promoted: `--fault store-failover`. Returns how long the promotion took.
+    pub fn fail_over_postgres(&mut self) -> Result<Duration> {
+        let pg = self
+            .postgres
+            .as_ref()
+            .context("Postgres is not a server of this run's own")?;
+        let pid_file = std::fs::read_to_string(pg.dir.join("postmaster.pid"))
+            .context("the primary's postmaster.pid")?;
+        let pid: i32 = pid_file
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .context("a pid in postmaster.pid")?;
+        // SAFETY: kill takes integers only.
+        if unsafe { libc::kill(pid, libc::SIGKILL) } != 0 {
+            bail!("kill -9 of the primary's postmaster {pid} failed");
+        }
+        let standby = self
+            .postgres_standby
+            .as_ref()
+            .context("no standby of this run's own")?;
+        let started = std::time::Instant::now();
+        let data = standby.dir.to_string_lossy().to_string();
+        pg_tool(
+            &standby.bin,
+            "pg_ctl",
+            standby.as_postgres,
+            &["-D", &data, "-w", "promote"],
+        )?;
+        Ok(started.elapsed())
+    }
+
     /// Starts the scratch Postgres again on its port and data.
     pub async fn restart_postgres(&mut self) -> Result<()> {
         let pg = self
@@ -115,6 +150,10 @@ impl Cluster {
     }
 
     pub(super) async fn start_postgres(&mut self) -> Result<String> {
+        self.start_postgres_with("").await
+    }
+
+    async fn start_postgres_with(&mut self, settings: &str) -> Result<String> {
         let bin = postgres_bin()?;
         let dir = self.dir.join("postgres");
         std::fs::create_dir_all(&dir)?;
@@ -149,10 +188,88 @@ impl Cluster {
             as_postgres,
             port,
             log: dir.join("postgres.log").to_string_lossy().to_string(),
+            settings: settings.to_owned(),
         };
         pg_start(&pg)?;
         self.postgres = Some(pg);
         wait_port(port, "postgres", Duration::from_secs(20)).await?;
         Ok(format!("postgres://atrium@127.0.0.1:{port}/postgres"))
+    }
+
+    /// A primary and a streaming standby it waits for before a commit returns
+    /// (`synchronous_standby_names = '*'`), for `--fault store-failover`. Answers a URL naming
+    /// both, for the session that takes writes (`target_session_attrs=read-write`).
+    pub(super) async fn start_postgres_pair(&mut self) -> Result<String> {
+        let primary = self
+            .start_postgres_with("-c synchronous_standby_names='*' -c synchronous_commit=on")
+            .await?;
+        let pg = self.postgres.as_ref().context("the primary")?;
+        let dir = self.dir.join("postgres-standby");
+        std::fs::create_dir_all(&dir)?;
+        if pg.as_postgres {
+            let _ = Command::new("chown")
+                .args(["-R", "postgres"])
+                .arg(&dir)
+                .status();
+        }
+        let data = dir.join("data");
+        let (data_s, port_s) = (data.to_string_lossy().to_string(), pg.port.to_string());
+        pg_tool(
+            &pg.bin,
+            "pg_basebackup",
+            pg.as_postgres,
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port_s,
+                "-U",
+                "atrium",
+                "-D",
+                &data_s,
+                "-R",
+                "-X",
+                "stream",
+                "--checkpoint=fast",
+            ],
+        )?;
+        let standby = OwnPostgres {
+            bin: pg.bin.clone(),
+            dir: data,
+            as_postgres: pg.as_postgres,
+            port: free_port()?,
+            log: dir.join("postgres.log").to_string_lossy().to_string(),
+            settings: String::new(),
+        };
+        pg_start(&standby)?;
+        wait_port(standby.port, "postgres standby", Duration::from_secs(20)).await?;
+        let standby_port = standby.port;
+        self.postgres_standby = Some(standby);
+        // The primary counts it as its synchronous standby before the run begins.
+        let client = pg_connect(&primary).await?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let row = client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+                    &[],
+                )
+                .await?;
+            if row.get::<_, i64>(0) > 0 {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("the standby did not become synchronous within 20 s");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Both hosts, the primary first; a session keeps the first that takes writes.
+        let primary_port = self.postgres.as_ref().context("the primary")?.port;
+        let both = primary.replacen(
+            &format!("127.0.0.1:{primary_port}/"),
+            &format!("127.0.0.1:{primary_port},127.0.0.1:{standby_port}/"),
+            1,
+        );
+        Ok(format!("{both}?target_session_attrs=read-write"))
     }
 }

@@ -25,6 +25,9 @@ impl Cluster {
         router: Option<&Path>,
     ) -> Result<Cluster> {
         let fault = o.fault.map(|f| f.kind);
+        if fault == Some(FaultKind::ClockJump) {
+            super::clock::check()?;
+        }
         let tag = random_id(12).to_lowercase();
         let dir = std::env::temp_dir().join(format!("atrium-loadtest-cluster-{tag}"));
         std::fs::create_dir_all(&dir)?;
@@ -44,6 +47,7 @@ impl Cluster {
             database_url: String::new(),
             coordinator: String::new(),
             postgres: None,
+            postgres_standby: None,
             nats: None,
             services: String::new(),
         };
@@ -77,6 +81,12 @@ impl Cluster {
     async fn start_services(&mut self, fault: Option<FaultKind>) -> Result<String> {
         let (db, db_from) = match given("ATRIUM_DATABASE_URL", fault, FaultKind::needs_own_store) {
             Some(url) => (url, "Postgres from ATRIUM_DATABASE_URL"),
+            None if fault == Some(FaultKind::StoreFailover) => (
+                self.start_postgres_pair()
+                    .await
+                    .context("scratch Postgres primary and standby")?,
+                "scratch Postgres primary with a synchronous standby",
+            ),
             None => (
                 self.start_postgres().await.context("scratch Postgres")?,
                 "scratch Postgres",

@@ -66,7 +66,11 @@ impl Cluster {
     }
 
     pub(super) fn stop_services(&mut self) {
-        if let Some(pg) = self.postgres.take() {
+        self.remove_clock_files();
+        for pg in [self.postgres.take(), self.postgres_standby.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = pg.stop("immediate");
         }
         let _ = self.kill_nats();

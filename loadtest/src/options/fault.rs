@@ -31,6 +31,13 @@ pub enum FaultKind {
     /// On a three-server NATS cluster of the run's own: all three killed with -9 at once,
     /// started again on their stores after the hold.
     NatsCluster,
+    /// On a Postgres primary with a synchronous streaming standby of the run's own: `kill -9`
+    /// of the primary, then the standby promoted; the nodes find it through their multi-host
+    /// URL (`target_session_attrs=read-write`).
+    StoreFailover,
+    /// The clock of the node holding the most files jumped forward by a minute (its wall and
+    /// monotonic clocks, through libfaketime preloaded into every node of the run).
+    ClockJump,
 }
 
 impl FaultKind {
@@ -44,13 +51,15 @@ impl FaultKind {
             FaultKind::Router => "router",
             FaultKind::NatsLeader => "nats-leader",
             FaultKind::NatsCluster => "nats-cluster",
+            FaultKind::StoreFailover => "store-failover",
+            FaultKind::ClockJump => "clock-jump",
         }
     }
 
     /// Faults on a shared service need servers of the run's own (stopping the suite's shared
     /// Postgres or nats-server would break every other test using it).
     pub fn needs_own_store(self) -> bool {
-        self == FaultKind::Store
+        matches!(self, FaultKind::Store | FaultKind::StoreFailover)
     }
 
     pub fn needs_own_coordinator(self) -> bool {
@@ -71,7 +80,7 @@ impl FaultKind {
     pub fn served_meanwhile(self) -> bool {
         matches!(
             self,
-            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling
+            FaultKind::Kill | FaultKind::Pause | FaultKind::Rolling | FaultKind::ClockJump
         )
     }
 }

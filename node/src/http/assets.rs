@@ -58,6 +58,9 @@ macro_rules! client_file {
 const FILES: &[(&str, &[u8], &str)] = &[
     web_file!("style.css", "text/css; charset=utf-8"),
     web_file!("src/app.js", JS),
+    web_file!("src/history.js", JS),
+    web_file!("src/history_inspect.js", JS),
+    web_file!("src/history_ui.js", JS),
     web_file!("src/ui.js", JS),
     client_file!("api.js"),
     client_file!("backoff.js"),

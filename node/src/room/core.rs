@@ -87,6 +87,8 @@ pub struct RoomCore {
     pub(super) stall_noticed: bool,
     /// Who edited since the last version, and since when.
     pub(super) history: super::versions::HistoryState,
+    /// The restore being prepared off the room's task, and those waiting behind it.
+    pub(super) restores: super::restore::RestoreState,
     effects: Vec<Effect>,
 }
 
@@ -127,6 +129,7 @@ impl RoomCore {
             editors_counted: 0,
             stall_noticed: false,
             history: Default::default(),
+            restores: Default::default(),
             effects: Vec::new(),
         }
     }
@@ -167,7 +170,8 @@ impl RoomCore {
                 });
             }
             RoomCmd::NameVersion(req) => self.name_version(req),
-            RoomCmd::Restore(req) => self.restore(req, now),
+            RoomCmd::Restore(req) => self.restore(req),
+            RoomCmd::RestorePrepared(prepared) => self.restore_prepared(prepared, now),
             RoomCmd::History(job) => self.history_job(job),
             RoomCmd::Announce(event, version) => self.announce(event, &version),
             // The lease is the shell's: it never reaches the core.

@@ -80,6 +80,7 @@ impl RoomCore {
             refuse(e.code(), &e.to_string());
             return;
         }
+        self.restores.touched(&patch.ops);
         state.highest_op = patch.id;
         self.version += 1;
         let v = self.version;

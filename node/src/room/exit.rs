@@ -14,6 +14,8 @@ pub enum Effect {
     Snapshot(SnapshotJob),
     /// Save or delete a version, on the room's history worker (in order).
     History(super::versions::HistoryJob),
+    /// Prepare a restore's patch on the bulk lane; the result comes back as `RestorePrepared`.
+    Restore(super::restore::PrepareJob),
 }
 
 /// How a room ended.

@@ -103,6 +103,8 @@ pub enum RoomCmd {
     NameVersion(versions::NameRequest),
     /// Restore a version: an edit through the room.
     Restore(restore::RestoreRequest),
+    /// A restore's patch, prepared on the bulk lane.
+    RestorePrepared(restore::Prepared),
     /// A job for the room's history worker (deleting a version), in order with its saves.
     History(versions::HistoryJob),
     /// Tell everyone in the room a version was saved, renamed or deleted.

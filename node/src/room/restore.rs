@@ -5,7 +5,22 @@
 //! a reload) and a `restored` message, and the result is saved as a "Restored from …"
 //! version. Edits before it in the room's queue are applied before it, edits after it on
 //! top of it: none is lost.
+//!
+//! The patch of a large document is computed off the room's task, in two steps:
+//!
+//! ```text
+//! Restore ──▶ room: copy its document (version B), start noting the nodes edits touch
+//!               └──Effect::Restore──▶ bulk lane: read the version, patch B → version
+//! RestorePrepared ◀──────────────────────┘
+//!   room: the patch, with the ops of the nodes touched since B made anew from the
+//!   document as it is now; version+1, journal, and the restored document taken whole
+//! ```
+//!
+//! The restore takes its place among the edits when its patch comes back: edits that
+//! arrived meanwhile are ordered before it (and their nodes are corrected in its patch).
+//! One restore is prepared at a time; a few more wait, and more than that are refused (503).
 
+use std::collections::{HashSet, VecDeque};
 use std::time::Instant;
 
 use serde_json::json;
@@ -14,19 +29,27 @@ use tokio::sync::oneshot;
 use super::core::RoomCore;
 use super::pending::Pending;
 use super::recent::RecentOp;
-use super::snapshot::replay_limits;
 pub use super::versions::{RestoreError, Restored};
-use crate::doc::{parse_ops, DocLimits, Document};
+use crate::doc::{Document, Op};
 use crate::history::{VersionInfo, VersionKind};
 use crate::ids::ClientKey;
 use crate::outbox::shared;
 use crate::protocol;
 use crate::store::LoggedPatch;
 
+mod prepare;
+pub use prepare::{PrepareJob, Prepared, RestorePatch};
+
 /// The client key restores are logged under (no real client's digest is all 0xA7).
 pub const RESTORE_CLIENT: ClientKey = ClientKey([0xA7; 16]);
 /// The `by` of a restore's `patch` message.
 pub const RESTORE_PERSON: &str = "restore";
+/// Restores of one file waiting behind the one being prepared; more are refused (503).
+/// Each holds a version's document, so this bounds what a room keeps for them.
+pub const RESTORES_WAITING: usize = 4;
+/// Nodes noted as touched while a restore is prepared; past this the room computes the
+/// whole patch itself (one pass over both documents) instead of correcting the lane's.
+const TOUCHED_MAX: usize = 4096;
 
 pub struct RestoreRequest {
     /// The version restored, and its document (compact JSON).
@@ -45,38 +68,106 @@ pub fn restored_title(from: &VersionInfo) -> String {
     }
 }
 
+/// The restores of a room: the one being prepared (and the nodes edits touched since its
+/// copy was taken), and those waiting their turn.
+#[derive(Default)]
+pub struct RestoreState {
+    seq: u64,
+    preparing: Option<InFlight>,
+    waiting: VecDeque<RestoreRequest>,
+}
+
+struct InFlight {
+    seq: u64,
+    req: RestoreRequest,
+    /// Nodes that edits since the copy changed; `None` once more than [`TOUCHED_MAX`].
+    touched: Option<HashSet<String>>,
+}
+
+impl RestoreState {
+    /// Nothing prepared or waiting (a room may then end when idle).
+    pub fn is_idle(&self) -> bool {
+        self.preparing.is_none() && self.waiting.is_empty()
+    }
+
+    /// An edit was applied: its nodes, if a restore is being prepared.
+    pub(super) fn touched(&mut self, ops: &[Op]) {
+        let Some(f) = &mut self.preparing else {
+            return;
+        };
+        if let Some(t) = &mut f.touched {
+            t.extend(ops.iter().map(|op| op.id().to_owned()));
+            if t.len() > TOUCHED_MAX {
+                f.touched = None;
+            }
+        }
+    }
+}
+
 impl RoomCore {
-    pub(super) fn restore(&mut self, req: RestoreRequest, now: Instant) {
+    /// A restore asked for: prepared on the lane at once, or after the one before it.
+    pub(super) fn restore(&mut self, req: RestoreRequest) {
         if self.finishing.is_some() {
             let _ = req.reply.send(Err(RestoreError::Unavailable));
-            return;
+        } else if self.restores.preparing.is_none() {
+            self.prepare_restore(req);
+        } else if self.restores.waiting.len() < RESTORES_WAITING {
+            self.restores.waiting.push_back(req);
+        } else {
+            let _ = req.reply.send(Err(RestoreError::Busy));
         }
-        let target = match Document::from_json(req.doc.as_bytes(), &replay_limits()) {
-            Ok(d) => d,
-            Err(e) => {
-                let _ = req.reply.send(Err(RestoreError::TooLarge(e.to_string())));
-                return;
-            }
+    }
+
+    /// Hands the heavy part to the shell (the bulk lane) with a copy of the document.
+    fn prepare_restore(&mut self, mut req: RestoreRequest) {
+        self.restores.seq += 1;
+        let job = PrepareJob {
+            seq: self.restores.seq,
+            base: self.doc.clone(),
+            target: std::mem::take(&mut req.doc),
+            limits: self.rules.limits.clone(),
         };
+        self.restores.preparing = Some(InFlight {
+            seq: job.seq,
+            req,
+            touched: Some(HashSet::new()),
+        });
+        self.effect(super::exit::Effect::Restore(job));
+    }
+
+    /// The lane's answer: the restore takes the next version now.
+    pub(super) fn restore_prepared(&mut self, prepared: Prepared, now: Instant) {
+        let Some(f) = self.restores.preparing.take_if(|f| f.seq == prepared.seq) else {
+            return;
+        };
+        match (prepared.outcome, self.finishing.is_some()) {
+            (_, true) => {
+                let _ = f.req.reply.send(Err(RestoreError::Unavailable));
+            }
+            (Err(e), false) => {
+                let _ = f.req.reply.send(Err(RestoreError::TooLarge(e)));
+            }
+            (Ok(patch), false) => self.apply_restore(f.req, patch, f.touched, now),
+        }
+        if let Some(next) = self.restores.waiting.pop_front() {
+            self.restore(next);
+        }
+    }
+
+    fn apply_restore(
+        &mut self,
+        req: RestoreRequest,
+        patch: RestorePatch,
+        touched: Option<HashSet<String>>,
+        now: Instant,
+    ) {
         // Edits since the last version are kept as a version of their own first, so the
         // restore can be undone exactly by restoring the version before it.
         if self.history.dirty_since.is_some() {
             self.save_version(VersionKind::Auto, None, None, None, None);
         }
-        let ops_json = self.doc.patch_to(&target);
-        drop(target);
-        let limits = DocLimits {
-            max_ops: usize::MAX,
-            ..self.rules.limits
-        };
-        let applied = serde_json::from_str(&ops_json)
-            .map_err(|e| e.to_string())
-            .and_then(|v| parse_ops(&v, &limits).map_err(|e| e.to_string()))
-            .and_then(|ops| self.doc.apply(&ops, &limits).map_err(|e| e.to_string()));
-        if let Err(e) = applied {
-            let _ = req.reply.send(Err(RestoreError::TooLarge(e)));
-            return;
-        }
+        let (ops_json, doc) = correct(&self.doc, patch, touched);
+        self.doc = doc;
         self.version += 1;
         let v = self.version;
         let relay = shared(protocol::relay(v, RESTORE_PERSON, &ops_json, None));
@@ -122,4 +213,46 @@ impl RoomCore {
             None,
         );
     }
+}
+
+/// The lane's patch, corrected for the edits since its copy was taken: the ops that turn
+/// `current` into the version, and the version as a document. Ops of nodes no edit touched
+/// are the lane's; those of touched nodes are made anew (a handful of nodes, usually); with
+/// too many touched (`None`), the whole patch is made anew in one pass over both documents.
+pub fn correct(
+    current: &Document,
+    patch: RestorePatch,
+    touched: Option<HashSet<String>>,
+) -> (String, Document) {
+    let Some(touched) = touched else {
+        return (current.patch_to(&patch.doc), patch.doc);
+    };
+    if touched.is_empty() {
+        return (patch.ops_json, patch.doc);
+    }
+    let mut out = String::from("[");
+    let mut push = |s: &str| {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(s);
+    };
+    for (id, op) in &patch.ops {
+        if !touched.contains(id) {
+            push(op.get());
+        }
+    }
+    let mut ids: Vec<&String> = touched.iter().collect();
+    ids.sort();
+    for id in ids {
+        match (current.get(id), patch.doc.get(id)) {
+            (now, Some(then)) if now.as_ref() != Some(&then) => {
+                push(&json!({"op": "put", "id": id, "props": then}).to_string());
+            }
+            (Some(_), None) => push(&json!({"op": "delete", "id": id}).to_string()),
+            _ => {}
+        }
+    }
+    out.push(']');
+    (out, patch.doc)
 }

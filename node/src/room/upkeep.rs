@@ -19,8 +19,12 @@ impl RoomCore {
         let idle = self.idle_since.is_some_and(|since| {
             now.saturating_duration_since(since) >= self.rules.config.room_idle()
         });
-        (idle && self.saved() && self.participants.is_empty() && !self.snapshot.in_flight())
-            .then_some(Exit::Idle)
+        (idle
+            && self.saved()
+            && self.participants.is_empty()
+            && !self.snapshot.in_flight()
+            && self.restores.is_idle())
+        .then_some(Exit::Idle)
     }
 
     /// Everything accepted is durable and delivered.

@@ -68,6 +68,8 @@ pub struct Restored {
 pub enum RestoreError {
     /// The room is closing (ask again).
     Unavailable,
+    /// As many restores of the file wait already as a room keeps (ask again).
+    Busy,
     /// The restored document does not fit the document limits.
     TooLarge(String),
 }

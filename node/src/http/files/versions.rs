@@ -297,6 +297,9 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
             "too-large",
             format!("the version does not fit the document limits now: {m}"),
         )),
+        Ok(Err(RestoreError::Busy)) => Err(ApiError::unavailable(
+            "other restores of this file are waiting; try again",
+        )),
         Ok(Err(RestoreError::Unavailable)) | Err(_) => Err(ApiError::unavailable(
             "the room closed before the restore was made; nothing was changed, try again",
         )),

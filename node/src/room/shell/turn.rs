@@ -7,6 +7,7 @@ use super::super::exit::{Effect, Exit};
 use super::super::{snapshot, RoomCmd};
 use super::Room;
 use crate::journal::JournalEntry;
+use crate::lane;
 
 /// Commands a room keeps room for between turns: a backlog's batch (up to 256)
 /// is given back once handled, so a room that was behind once does not keep it.
@@ -64,6 +65,14 @@ impl Room {
                     if let Some(history) = &self.history {
                         let _ = history.send(job);
                     }
+                }
+                Effect::Restore(job) => {
+                    // The heavy part off the room's task; the room goes on meanwhile.
+                    let tx = self.tx.clone();
+                    let work = lane::run(job.bytes(), &self.ctx.rules.metrics, move || job.run());
+                    tokio::spawn(async move {
+                        let _ = tx.send(RoomCmd::RestorePrepared(work.await));
+                    });
                 }
                 Effect::Snapshot(job) => {
                     snapshot::spawn(

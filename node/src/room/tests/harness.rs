@@ -18,6 +18,8 @@ pub struct Harness {
     pub(super) appends: Vec<FileAppend>,
     pub(super) snapshots: Vec<SnapshotJob>,
     pub(super) history: Vec<crate::room::history::HistoryJob>,
+    /// Restores to prepare (the lane's work), held until the test runs them.
+    pub(super) restores: Vec<crate::room::restore::PrepareJob>,
     pub(super) exit: Option<Exit>,
     pub(super) next_client: u8,
 }
@@ -57,6 +59,7 @@ impl Harness {
             appends: Vec::new(),
             snapshots: Vec::new(),
             history: Vec::new(),
+            restores: Vec::new(),
             exit: None,
             next_client: 0,
         }
@@ -79,7 +82,15 @@ impl Harness {
                 Effect::Append(a) => self.appends.push(a),
                 Effect::Snapshot(job) => self.snapshots.push(job),
                 Effect::History(job) => self.history.push(job),
+                Effect::Restore(job) => self.restores.push(job),
             }
+        }
+    }
+
+    /// Does the lane's work for the restores asked for, and hands each back to the room.
+    pub fn prepare_restores(&mut self) {
+        for job in std::mem::take(&mut self.restores) {
+            self.send(RoomCmd::RestorePrepared(job.run()));
         }
     }
 

@@ -64,6 +64,21 @@ fn a_named_version_waits_for_its_version_to_be_durable() {
     assert_eq!(saved[0].info.version, 1);
 }
 
+/// Asks the room to restore `doc` (as version 1, "named").
+fn ask_restore(
+    h: &mut Harness,
+    doc: &str,
+) -> oneshot::Receiver<Result<crate::room::restore::Restored, crate::room::restore::RestoreError>> {
+    let (reply, answer) = oneshot::channel();
+    h.send(RoomCmd::Restore(RestoreRequest {
+        from: new_info(0, 0, VersionKind::Named, vec![]),
+        doc: doc.into(),
+        by: "Ada".into(),
+        reply,
+    }));
+    answer
+}
+
 #[test]
 fn a_restore_is_ordered_between_patches_and_relayed_to_everyone_once_durable() {
     let mut h = Harness::new();
@@ -73,21 +88,20 @@ fn a_restore_is_ordered_between_patches_and_relayed_to_everyone_once_durable() {
     h.commit();
     a.frames();
     b.frames();
-    // A patch, then the restore, then a patch, all in one turn.
+    // A patch, then the restore (prepared off the room), then a patch while it is prepared.
     h.patch(&b, 1, put("z", json!({"v": 3})));
-    let (reply, mut answer) = oneshot::channel();
-    let from = new_info(0, 0, VersionKind::Named, vec![]);
-    h.send(RoomCmd::Restore(RestoreRequest {
-        from,
-        doc: r#"{"x":{"v":0}}"#.into(),
-        by: "Ada".into(),
-        reply,
-    }));
+    let mut answer = ask_restore(&mut h, r#"{"x":{"v":0}}"#);
+    assert_eq!(h.restores.len(), 1, "the patch is computed on the lane");
     h.patch(&a, 2, put("w", json!({"v": 4})));
+    h.prepare_restores();
     let append = h.end_turn().expect("one append");
     let versions: Vec<u64> = append.patches.iter().map(|p| p.version).collect();
-    assert_eq!(versions, [2, 3, 4]);
-    assert_eq!(append.patches[1].by, RESTORE_PERSON);
+    assert_eq!(
+        versions,
+        [2, 3, 4],
+        "the restore takes its place when its patch is ready"
+    );
+    assert_eq!(append.patches[2].by, RESTORE_PERSON);
     assert!(
         answer.try_recv().is_err(),
         "nothing is answered before it is durable"
@@ -95,33 +109,154 @@ fn a_restore_is_ordered_between_patches_and_relayed_to_everyone_once_durable() {
     assert!(b.of_type("patch").is_empty());
     h.durable(4);
     let done = answer.try_recv().expect("answered").expect("restored");
-    assert_eq!(done.v, 3);
-    // Everyone gets the restore as a patch, then a `restored` message.
+    assert_eq!(done.v, 4);
+    // Everyone gets the restore as a patch, then a `restored` message; the patch also
+    // removes `w`, added while it was prepared.
     let seen_by_b: Vec<Value> = b.frames();
     let restore = seen_by_b
         .iter()
-        .find(|m| m["v"] == 3)
+        .find(|m| m["v"] == 4)
         .expect("the restore's patch");
     assert_eq!(restore["type"], "patch");
     assert_eq!(
         restore["ops"],
-        json!([{"op": "put", "id": "x", "props": {"v": 0}}, {"op": "delete", "id": "y"}, {"op": "delete", "id": "z"}])
+        json!([{"op": "put", "id": "x", "props": {"v": 0}}, {"op": "delete", "id": "y"}, {"op": "delete", "id": "z"}, {"op": "delete", "id": "w"}])
     );
     assert!(seen_by_b
         .iter()
-        .any(|m| m["type"] == "restored" && m["v"] == 3));
+        .any(|m| m["type"] == "restored" && m["v"] == 4));
     assert!(a
         .frames()
         .iter()
-        .any(|m| m["type"] == "patch" && m["v"] == 3));
-    // The edit after it lands on top of the restored document.
-    assert_eq!(h.core.doc.to_json(), r#"{"w":{"v":4},"x":{"v":0}}"#);
+        .any(|m| m["type"] == "patch" && m["v"] == 4));
+    assert_eq!(h.core.doc.to_json(), r#"{"x":{"v":0}}"#);
+    // An edit after it lands on top of the restored document.
+    h.patch(&a, 3, put("q", json!({"v": 5})));
+    h.commit();
+    assert_eq!(h.core.doc.to_json(), r#"{"q":{"v":5},"x":{"v":0}}"#);
     // The edits before it were saved as a version first, then the restored state.
     let saved = saves(&mut h);
     let kinds: Vec<(VersionKind, u64)> = saved
         .iter()
         .map(|s| (s.info.kind, s.info.version))
         .collect();
-    assert_eq!(kinds, [(VersionKind::Auto, 2), (VersionKind::Restore, 3)]);
+    assert_eq!(kinds, [(VersionKind::Auto, 3), (VersionKind::Restore, 4)]);
     assert_eq!(saved[1].doc, r#"{"x":{"v":0}}"#);
+}
+
+/// Applies a relayed patch's ops to a plain model of the document, as a client does.
+fn apply_relay(doc: &mut serde_json::Map<String, Value>, ops: &Value) {
+    for op in ops.as_array().expect("ops") {
+        let id = op["id"].as_str().expect("id").to_owned();
+        match op["op"].as_str() {
+            Some("put") => {
+                doc.insert(id, op["props"].clone());
+            }
+            Some("set") => {
+                if let Some(Value::Object(node)) = doc.get_mut(&id) {
+                    for (k, v) in op["props"].as_object().expect("props") {
+                        if v.is_null() {
+                            node.remove(k);
+                        } else {
+                            node.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            Some("delete") => {
+                doc.remove(&id);
+            }
+            other => panic!("not an op: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn edits_while_a_restore_is_prepared_are_corrected_in_its_patch_and_clients_converge() {
+    // Small batches note each node; one past TOUCHED_MAX makes the room redo the whole patch.
+    for batches in [1usize, 6] {
+        let mut h = Harness::new();
+        let a = h.join(As::Owner);
+        let mut b = h.join(As::Editor);
+        h.patch(
+            &a,
+            1,
+            json!([
+                {"op": "put", "id": "k", "props": {"v": 7}},
+                {"op": "put", "id": "m", "props": {"v": 1}},
+                {"op": "put", "id": "gone", "props": {"v": 1}},
+            ]),
+        );
+        h.commit();
+        let mut model = serde_json::Map::new();
+        apply_relay(
+            &mut model,
+            &json!([
+                {"op": "put", "id": "k", "props": {"v": 7}},
+                {"op": "put", "id": "m", "props": {"v": 1}},
+                {"op": "put", "id": "gone", "props": {"v": 1}},
+            ]),
+        );
+        b.frames();
+        let target = r#"{"k":{"v":7},"m":{"v":2},"n":{"v":3}}"#;
+        let _answer = ask_restore(&mut h, target);
+        // Meanwhile: `k` (the same in the copy and the version) changes, `m` (changed by
+        // the restore too) changes, `gone` is deleted, `fresh` is added; and filler nodes.
+        h.patch(
+            &a,
+            2,
+            json!([
+                {"op": "set", "id": "k", "props": {"v": 8}},
+                {"op": "set", "id": "m", "props": {"v": 9}},
+                {"op": "delete", "id": "gone"},
+                {"op": "put", "id": "fresh", "props": {"v": 1}},
+            ]),
+        );
+        for i in 0..batches.saturating_sub(1) {
+            let ops: Vec<Value> = (0..1000)
+                .map(|j| json!({"op": "put", "id": format!("f{i}-{j}"), "props": {"v": j}}))
+                .collect();
+            h.patch(&a, 3 + i as u64, Value::Array(ops));
+        }
+        h.prepare_restores();
+        h.commit();
+        for m in b.frames() {
+            if m["type"] == "patch" {
+                apply_relay(&mut model, &m["ops"]);
+            }
+        }
+        let expected: Value = serde_json::from_str(target).unwrap();
+        assert_eq!(
+            Value::Object(model),
+            expected,
+            "{batches} batches: a client following the patches holds the version"
+        );
+        assert_eq!(h.core.doc.to_json(), target);
+    }
+}
+
+#[test]
+fn restores_are_prepared_one_at_a_time_and_a_few_wait_beyond_which_they_are_refused() {
+    use crate::room::restore::{RestoreError, RESTORES_WAITING};
+    let mut h = Harness::new();
+    let _a = h.join(As::Owner);
+    let mut answers: Vec<_> = (0..RESTORES_WAITING + 2)
+        .map(|i| ask_restore(&mut h, &format!(r#"{{"r":{{"v":{i}}}}}"#)))
+        .collect();
+    assert_eq!(h.restores.len(), 1, "one prepared at a time");
+    let refused = answers.pop().unwrap().try_recv().expect("answered at once");
+    assert!(matches!(refused, Err(RestoreError::Busy)), "{refused:?}");
+    for _ in 0..=RESTORES_WAITING {
+        h.prepare_restores();
+    }
+    assert!(h.restores.is_empty());
+    h.commit();
+    for (i, mut answer) in answers.into_iter().enumerate() {
+        let done = answer.try_recv().expect("answered").expect("restored");
+        assert_eq!(done.v, i as u64 + 1, "in the order asked");
+    }
+    assert_eq!(
+        h.core.doc.to_json(),
+        format!(r#"{{"r":{{"v":{RESTORES_WAITING}}}}}"#)
+    );
 }
