@@ -86,8 +86,9 @@ async function startNode() {
     if (r.status !== 0) throw new Error('cargo build failed: install Rust (https://rustup.rs) or set ATRIUM_URL');
   }
   const p = spawn(bin, ['--bind', '127.0.0.1:0', '--data', process.env.ATRIUM_DATA ?? path.join(HERE, '.atrium-data')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // The node goes with us: on Ctrl-C, on a kill, on a normal exit.
   process.on('exit', () => p.kill());
-  process.on('SIGINT', () => process.exit(0));
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => process.exit(0));
   return new Promise((resolve, reject) => {
     let buf = '';
     p.stdout.on('data', (d) => {
