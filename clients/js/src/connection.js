@@ -55,6 +55,8 @@ export class Connection {
    * @param {'editor' | 'viewer' | null} [o.role] the role last held (kept with the document)
    * @param {() => number} [o.random]
    * @param {number} [o.flushMs] edits are sent at most this often (a drag makes many)
+   * @param {number} [o.welcomeTimeoutMs] a socket not welcomed this long after it was made
+   *   (a handshake that hangs, a node that never answers) is dropped and retried with backoff
    */
   constructor(o) {
     this.url = o.url;
@@ -76,6 +78,8 @@ export class Connection {
     this.now = t.now ?? (() => Date.now());
     this.random = o.random ?? Math.random;
     this.flushMs = o.flushMs ?? 50;
+    this.welcomeTimeoutMs = o.welcomeTimeoutMs ?? 15_000;
+    this.welcomeTimer = null;
 
     this.backoff = new Backoff({ random: this.random });
     this.presenceOut = new PresenceThrottle({
@@ -134,9 +138,14 @@ export class Connection {
     this.setState('stopped');
   }
 
-  /** The person asked to retry (after 4029, or to skip a backoff wait): connect now. */
+  /**
+   * The person asked to retry (after 4029, to skip a backoff wait, or when the network is
+   * back): connect now. A socket still waiting for its welcome is replaced (it may have
+   * been opened while the network was gone); a welcomed one is kept.
+   */
   retry() {
-    if (this.ws) return;
+    if (this.ws && this.welcomed) return;
+    if (this.ws) this.detach(4000);
     this.cancelRetry();
     this.backoff.reset();
     this.connect();
@@ -186,6 +195,13 @@ export class Connection {
       return;
     }
     this.ws = ws;
+    // The node answers a hello within its own deadline (10 s); past ours, the socket is dead.
+    this.welcomeTimer = this.setTimeout(() => {
+      this.welcomeTimer = null;
+      if (this.ws !== ws || this.welcomed) return;
+      this.detach(4000);
+      this.afterClose(1006, 'no welcome in time');
+    }, this.welcomeTimeoutMs);
     ws.onopen = () => {
       ws.send(JSON.stringify({
         type: 'hello',
@@ -216,6 +232,7 @@ export class Connection {
 
   /** Drops the current socket without its close handler running. */
   detach(code) {
+    this.clearWelcomeTimer();
     const ws = this.ws;
     this.ws = null;
     this.welcomed = false;
@@ -237,7 +254,13 @@ export class Connection {
     this.retryTimer = null;
   }
 
+  clearWelcomeTimer() {
+    if (this.welcomeTimer !== null) this.clearTimeout(this.welcomeTimer);
+    this.welcomeTimer = null;
+  }
+
   afterClose(code, reason = '') {
+    this.clearWelcomeTimer();
     this.welcomed = false;
     this.presenceOut.setEnabled(false);
     if (this.flushTimer !== null) this.clearTimeout(this.flushTimer);
@@ -345,6 +368,7 @@ export class Connection {
   }
 
   onWelcome(msg) {
+    this.clearWelcomeTimer();
     this.you = msg.you;
     this.role = msg.role;
     this.roleReason = msg.reason ?? null;

@@ -17,6 +17,8 @@ export class Connection {
      * @param {'editor' | 'viewer' | null} [o.role] the role last held (kept with the document)
      * @param {() => number} [o.random]
      * @param {number} [o.flushMs] edits are sent at most this often (a drag makes many)
+     * @param {number} [o.welcomeTimeoutMs] a socket not welcomed this long after it was made
+     *   (a handshake that hangs, a node that never answers) is dropped and retried with backoff
      */
     constructor(o: {
         url: string;
@@ -44,6 +46,7 @@ export class Connection {
         role?: "editor" | "viewer" | null | undefined;
         random?: (() => number) | undefined;
         flushMs?: number | undefined;
+        welcomeTimeoutMs?: number | undefined;
     });
     url: string;
     token: string | null;
@@ -69,6 +72,8 @@ export class Connection {
     now: () => number;
     random: () => number;
     flushMs: number;
+    welcomeTimeoutMs: number;
+    welcomeTimer: any;
     backoff: Backoff;
     presenceOut: PresenceThrottle;
     ws: WebSocket | null;
@@ -95,7 +100,11 @@ export class Connection {
     start(): void;
     /** Closes for good (the page is leaving the file). */
     stop(): void;
-    /** The person asked to retry (after 4029, or to skip a backoff wait): connect now. */
+    /**
+     * The person asked to retry (after 4029, to skip a backoff wait, or when the network is
+     * back): connect now. A socket still waiting for its welcome is replaced (it may have
+     * been opened while the network was gone); a welcomed one is kept.
+     */
     retry(): void;
     connect(): void;
     /** Sends a fresh app token on the live socket (the node answers `refreshed`). */
@@ -104,6 +113,7 @@ export class Connection {
     /** Drops the current socket without its close handler running. */
     detach(code: any): void;
     cancelRetry(): void;
+    clearWelcomeTimer(): void;
     afterClose(code: any, reason?: string): void;
     scheduleRetry(wait: any, reason: any): void;
     /** Reconnects at once asking for the whole document (after a gap or an unknown ack). */

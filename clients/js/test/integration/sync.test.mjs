@@ -2,7 +2,8 @@
 // - two clients converge under random concurrent edits, with the node killed (-9) and
 //   started again in the middle, and no acknowledged patch is lost;
 // - edits made offline survive a "reload" (a new client on the same storage) and reach
-//   the server once each, in id order;
+//   the server once each, in id order; a patch sent but never acked is resent after the
+//   reload under its original id and applied once;
 // - an app token is refreshed before it expires, on the live socket, without a reconnect.
 
 import test from 'node:test';
@@ -139,11 +140,47 @@ test('edits made offline survive a reload and each arrives once, ids in order', 
   r2.subscribe('message', (m) => { if (m.type === 'ack') sent.push(m.id); });
   node.setOffline(false);
   r2.retry();
-  await r2.flushed(20_000);
+  await r2.flushed(40_000); // a handshake begun while offline may hang: dropped at 15 s
   const server = await node.api('GET', `/api/files/${file.id}/doc`, { token });
   assert.deepEqual(Object.keys(server.doc).sort(), ['off-0', 'off-1', 'off-2', 'off-3', 'off-4', 'page1']);
   assert.equal(server.version, sent.length);
   assert.deepEqual(sent, [...sent].sort((x, y) => x - y), 'ids in increasing order');
+  r2.close();
+});
+
+test('a patch sent but never acked survives a reload and is resent under its original id, applied once', async (t) => {
+  const { token } = await signUp('fin');
+  const file = await node.api('POST', '/api/files', { token, body: { name: 'Resend' } });
+  const storage = new MemoryStorage();
+  const c1 = createClient({ baseUrl: node.baseUrl, auth: { token }, storage, sessionStorage: null });
+  const r1 = c1.open(file.id);
+  await r1.ready;
+  // The node stops answering (SIGSTOP): the patch goes out on the socket, no ack comes back.
+  node.proc.kill('SIGSTOP');
+  t.after(() => { node.proc.kill('SIGCONT'); node.setOffline(false); });
+  r1.patch([{ op: 'put', id: 'sent-once', props: { n: 1 } }]);
+  await sleep(300);
+  const stored = JSON.parse(storage.getItem(`atrium:outbox:${file.id}:${r1.client}`));
+  assert.deepEqual(stored.sent.map((p) => p.id), [1], 'the patch has its id, kept in storage, and is unacked');
+  node.setOffline(true); // the connection drops; the node may or may not have read the patch
+  node.proc.kill('SIGCONT');
+  r1.close(); // and the tab reloads
+
+  const acked = [];
+  const c2 = createClient({ baseUrl: node.baseUrl, auth: { token }, storage, sessionStorage: null });
+  const r2 = c2.open(file.id);
+  r2.subscribe('message', (m) => {
+    if (m.type === 'ack') acked.push(m.id);
+    if (m.type === 'welcome') for (const r of m.resume ?? []) if (r.type === 'ack') acked.push(r.id);
+  });
+  assert.equal(r2.client, r1.client);
+  node.setOffline(false);
+  r2.retry();
+  await r2.flushed(40_000); // a handshake begun while offline may hang: dropped at 15 s
+  assert.ok(acked.includes(1), `the original id 1 was acknowledged (acks: ${acked})`);
+  const server = await node.api('GET', `/api/files/${file.id}/doc`, { token });
+  assert.deepEqual(server.doc, { 'sent-once': { n: 1 } });
+  assert.equal(server.version, 1, 'applied once');
   r2.close();
 });
 
