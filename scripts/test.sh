@@ -97,4 +97,7 @@ k8s/test.sh
 step "browser client: unit tests and two windows in headless Chromium"
 ATRIUM_NODE_BIN="$PWD/target/debug/atrium-node" E2E_PAGE_FROM_NODE=1 web/run-tests.sh
 
+step "client packages: types, unit tests, against a real node, React in headless Chromium, npm pack"
+ATRIUM_NODE_BIN="$PWD/target/debug/atrium-node" clients/run-tests.sh
+
 step "all tests passed"

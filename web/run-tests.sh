@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The browser client's tests: unit tests (Node's test runner) and the end-to-end test
-# (the real atrium-node: two windows in headless Chromium, then the history panel).
-# Installs what is missing: Node.js and Chromium from Debian, playwright-core from npm (web/package-lock.json).
+# The browser client's tests: the unit tests of the page's own modules (web/test) and of its
+# connection logic, which is the client package (clients/js/test), with Node's test runner;
+# then the end-to-end tests (the real atrium-node, the page in headless Chromium: a file's
+# first open, two windows, the history panel). Installs what is missing: Node.js and
+# Chromium from Debian, playwright-core from npm (web/package-lock.json).
 # Needs only the package registries, nothing else from the internet.
 #
 #   web/run-tests.sh            # both
-#   web/run-tests.sh unit       # unit tests only
+#   web/run-tests.sh unit       # unit tests only (clients/js/test; clients/run-tests.sh runs the rest)
 #   web/run-tests.sh e2e        # end-to-end only
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -30,8 +32,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 
 if [ "$what" = all ] || [ "$what" = unit ]; then
-  echo "== unit tests (node --test web/test/)"
-  node --test test/
+  echo "== unit tests (node --test web/test/ clients/js/test/)"
+  node --test test/*.test.mjs "$ROOT"/clients/js/test/*.test.mjs
 fi
 
 if [ "$what" = all ] || [ "$what" = e2e ]; then
@@ -48,6 +50,7 @@ if [ "$what" = all ] || [ "$what" = e2e ]; then
     (cd "$ROOT" && cargo build -q --locked -p atrium-node)
   fi
   echo "== end-to-end (headless Chromium)"
+  node e2e/first_open.mjs
   node e2e/two_windows.mjs
   echo "== end-to-end: version history (headless Chromium)"
   node e2e/history.mjs

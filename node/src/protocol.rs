@@ -1,4 +1,4 @@
-//! The socket's messages (PROTOCOL.md, "The socket"): parsing what clients send,
+//! The socket's messages (docs/protocol.md, "The socket"): parsing what clients send,
 //! encoding what the node sends. Parsing never panics and never trusts sizes: a
 //! message that breaks the contract becomes a [`Refusal`] with the contract's code.
 

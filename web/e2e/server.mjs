@@ -5,8 +5,10 @@
 //   node e2e/server.mjs --node 127.0.0.1:8080 --port 8081
 //   import { startServer } from './server.mjs'
 //
-// It serves `/` as index.html and `/assets/<path>` from web/ (a `/assets/<hash>/<path>`
-// form is accepted too, as the node serves it). Everything else goes to the node.
+// It serves `/` as index.html and `/assets/<path>` from web/, `/assets/client/<path>` from
+// the client package (clients/js/src, which the page imports as @atrium/client); a
+// `/assets/<hash>/<path>` form is accepted too, as the node serves it. Everything else goes
+// to the node.
 
 import http from 'node:http';
 import net from 'node:net';
@@ -15,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const WEB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CLIENT = path.resolve(WEB, '../clients/js/src');
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
 
 /**
@@ -28,8 +31,9 @@ export function startServer({ node, port = 0, pageFromNode = false }) {
     if (!pageFromNode && req.method === 'GET' && (url.pathname === '/' || url.pathname.startsWith('/assets/'))) {
       let rel = url.pathname === '/' ? 'index.html' : url.pathname.slice('/assets/'.length);
       rel = rel.replace(/^[0-9a-f]{16}\//, '');
-      const file = path.resolve(WEB, rel);
-      if (!file.startsWith(WEB + path.sep) || rel.includes('node_modules') || rel.startsWith('e2e') || rel.startsWith('test')) {
+      const [dir, sub] = rel.startsWith('client/') ? [CLIENT, rel.slice('client/'.length)] : [WEB, rel];
+      const file = path.resolve(dir, sub);
+      if (!file.startsWith(dir + path.sep) || rel.includes('node_modules') || rel.startsWith('e2e') || rel.startsWith('test')) {
         res.writeHead(404).end();
         return;
       }

@@ -212,10 +212,11 @@ async function main() {
       assert(again.status === 304, `revalidation: ${again.status}`);
       const m = /"\/assets\/([0-9a-f]{16})\/src\/app\.js"/.exec(html);
       assert(m, 'the page points at hashed asset URLs');
-      const app = await fetch(`http://${nodeAddr}/assets/${m[1]}/src/connection.js`);
+      assert(html.includes(`"@atrium/client": "/assets/${m[1]}/client/index.js"`), 'the import map points at the client package of this build');
+      const app = await fetch(`http://${nodeAddr}/assets/${m[1]}/client/connection.js`);
       assert(app.status === 200 && app.headers.get('cache-control') === 'public, max-age=31536000, immutable', `asset: ${app.status} ${app.headers.get('cache-control')}`);
       assert(/javascript/.test(app.headers.get('content-type')), 'served as JavaScript');
-      const plain = await fetch(`http://${nodeAddr}/assets/src/connection.js`);
+      const plain = await fetch(`http://${nodeAddr}/assets/client/connection.js`);
       assert(plain.status === 200 && plain.headers.get('cache-control') === 'no-cache', 'unhashed URLs are revalidated');
       const missing = await fetch(`http://${nodeAddr}/assets/${m[1]}/../../Cargo.toml`);
       assert(missing.status === 404 || missing.status === 400, `no escaping: ${missing.status}`);

@@ -1,25 +1,22 @@
-// The Atrium page: accounts, the file list, sharing, and the editor. The connection
-// logic lives in connection.js (and the pure modules beside it); this file is the UI.
+// The Atrium page: accounts, the file list, sharing, and the editor. Everything that talks
+// to the server is the client package, @atrium/client (clients/js, mapped by the page's
+// import map to /assets/client/); this file is the UI.
 //
 // URLs: `/` (sign in, or your files), `/?file=<id>` (open a file you own),
 // `/?file=<id>#key=<link key>` (a share link: the key never leaves the browser).
 // `?api=<origin>` points the page at another API origin (only useful where that origin
 // allows it; by default the page talks to the server that served it).
 
-import { Api, ApiError, shareLink } from './api.js';
-import { Connection } from './connection.js';
-import { DocState, pagesOf, shapesOn } from './doc.js';
-import { Glide } from './glide.js';
+import { ApiError, createClient, pagesOf, randomId, shapesOn, shareLink } from '@atrium/client';
 import { drawMarks, inspectDoc } from './history_inspect.js';
 import { HistoryPanel } from './history_ui.js';
-import { Outbox } from './outbox.js';
-import { chooseClient, holdClient, keys, loadDoc, randomId, saveDoc } from './tabstore.js';
 import { colourOf, h, s, setAttrs } from './ui.js';
 
 const root = document.getElementById('app');
 const apiBase = new URLSearchParams(location.search).get('api') ?? '';
 let session = readSession();
-const api = new Api({ base: apiBase, token: session?.token ?? null });
+const client = createClient({ baseUrl: apiBase || location.origin, auth: session ? { token: session.token } : null });
+const api = client.api;
 let leave = null; // cleanup of the current view
 
 function readSession() {
@@ -319,26 +316,22 @@ const READONLY_TEXT = {
 
 function editor(info, key, name) {
   const fileId = info.id;
-  const client = chooseClient(fileId);
-  const release = holdClient(fileId, client);
-  const stored = loadDoc(fileId, client);
-  const outbox = new Outbox({ storage: localStorage, key: keys(fileId, client).outbox });
-  const doc = new DocState(stored ? { version: stored.version, doc: stored.doc } : {});
-  const conn = new Connection({
-    url: api.wsUrl(fileId, location.origin), token: session?.token ?? null, key, name, client, outbox, doc,
-    role: stored?.role ?? null,
-    saveDoc: (version, d) => saveDoc(fileId, client, { version, doc: d, role: conn.role }),
-  });
+  // The room: the server's document with this tab's pending edits, kept in localStorage
+  // (with the tab's client id) so a reload offline loses nothing.
+  const room = client.open(fileId, { key, name });
 
   const ui = {
     page: null, sel: new Set(), camera: { x: 0, y: 0, zoom: 1 }, drag: null,
-    peers: new Map(), // person id -> {page, sel, glide}
+    get peers() { return room.others; }, // person id -> {page, cursor, sel, camera}
     inspect: null, // a version shown instead of the live document (history_inspect.js)
   };
   const versions = new HistoryPanel({
     api, fileId, key,
-    who: () => ({ role: conn.role, owner: !!session && info.owner === session.account.id, viewersSeeHistory: !!info.viewers_see_history }),
-    subscribe: (fn) => conn.on('message', fn),
+    who: () => ({ role: room.role, owner: !!session && info.owner === session.account.id, viewersSeeHistory: !!info.viewers_see_history }),
+    subscribe: (fn) => {
+      const offs = [room.subscribe('version', fn), room.subscribe('restored', fn)];
+      return () => offs.forEach((off) => off());
+    },
     show: (inspect) => {
       ui.inspect = inspect;
       ui.sel.clear();
@@ -346,7 +339,7 @@ function editor(info, key, name) {
       render();
     },
   });
-  window.atrium = { conn, ui, fileId, history: versions };
+  window.atrium = { room, conn: room.conn, ui, fileId, history: versions };
 
   // --- layout
   const status = h('span', { class: 'status', 'data-testid': 'status' });
@@ -375,39 +368,38 @@ function editor(info, key, name) {
   );
 
   // While a version is shown (history), the canvas draws it and nothing is edited.
-  const canEdit = () => conn.role !== 'viewer' && !ui.inspect;
-  const view = () => inspectDoc(ui.inspect, conn.doc.view);
+  const canEdit = () => room.role !== 'viewer' && !ui.inspect;
+  const view = () => inspectDoc(ui.inspect, room.doc);
 
   // --- status
   let retryTick = null;
   function renderStatus() {
-    const st = conn.state;
-    const waiting = conn.outbox.waiting;
+    const { state: st, waiting, retryAt, reason } = room.status;
     const edits = waiting ? ` · ${waiting} edit${waiting === 1 ? '' : 's'} waiting` : '';
     let text = { online: 'Online', connecting: 'Connecting…', offline: 'Offline', 'needs-user': 'Not connected', 'sign-in': 'Signed out', stopped: 'Disconnected' }[st] ?? st;
-    if (st === 'offline' && conn.retryAt) text += ` · retrying in ${Math.max(0, Math.ceil((conn.retryAt - Date.now()) / 1000))} s`;
-    if (st !== 'online' && conn.reason) text += ` (${conn.reason})`;
+    if (st === 'offline' && retryAt) text += ` · retrying in ${Math.max(0, Math.ceil((retryAt - Date.now()) / 1000))} s`;
+    if (st !== 'online' && reason) text += ` (${reason})`;
     status.textContent = text + edits;
     status.className = `status ${st}`;
     status.dataset.state = st;
     status.dataset.waiting = String(waiting);
     statusAction.replaceChildren();
-    if (st === 'offline' || st === 'needs-user') statusAction.append(h('button', { 'data-testid': 'retry', onclick: () => conn.retry() }, 'Retry now'));
+    if (st === 'offline' || st === 'needs-user') statusAction.append(h('button', { 'data-testid': 'retry', onclick: () => room.retry() }, 'Retry now'));
     if (st === 'sign-in') statusAction.append(h('button', { onclick: () => { if (!key) setSession(null); navigate('/'); } }, 'Sign in'));
   }
-  conn.on('status', renderStatus);
-  retryTick = setInterval(() => { if (conn.state === 'offline') renderStatus(); }, 1000);
+  const offs = [room.subscribe('status', renderStatus)];
+  retryTick = setInterval(() => { if (room.status.state === 'offline') renderStatus(); }, 1000);
 
   // --- read-only mode
   function renderRole() {
     const ro = !canEdit();
-    const viewer = conn.role === 'viewer';
+    const viewer = room.role === 'viewer';
     canvas.classList.toggle('readonly', ro);
     for (const b of [addRect, colour, del, addPage]) b.disabled = ro;
     banner.hidden = !viewer;
     if (viewer) {
-      banner.textContent = READONLY_TEXT[conn.roleReason] ?? (key ? 'You opened a view link: you can look and point, not edit.' : 'You can view this file but not edit it.');
-      banner.dataset.reason = conn.roleReason ?? (key ? 'view-link' : 'viewer');
+      banner.textContent = READONLY_TEXT[room.roleReason] ?? (key ? 'You opened a view link: you can look and point, not edit.' : 'You can view this file but not edit it.');
+      banner.dataset.reason = room.roleReason ?? (key ? 'view-link' : 'viewer');
     }
     if (ro) ui.drag = null;
     versions.refreshAccess();
@@ -415,9 +407,9 @@ function editor(info, key, name) {
 
   // --- people
   function renderPeople() {
-    const items = [...conn.people.values()].map((p) => h('div', { class: 'person', 'data-person': p.id },
+    const items = room.people.map((p) => h('div', { class: 'person', 'data-person': p.id },
       h('span', { class: 'dot', style: `background:${colourOf(p.id)}` }),
-      h('span', {}, p.name + (p.id === conn.you ? ' (you)' : '')),
+      h('span', {}, p.name + (p.id === room.you ? ' (you)' : '')),
       h('span', { class: 'role' }, p.role)));
     peopleEl.replaceChildren(...items);
   }
@@ -425,8 +417,10 @@ function editor(info, key, name) {
   // --- pages
   function ensurePage() {
     const pages = pagesOf(view());
-    if (pages.length === 0 && canEdit() && conn.state === 'online') {
-      conn.edit([{ op: 'put', id: 'page-1', props: { type: 'page', name: 'Page 1', order: 0 } }]);
+    // A file with no page gets one, but only once the room holds the server's document
+    // (online: the welcome is applied), never before: a file made with its own pages keeps them.
+    if (pages.length === 0 && canEdit() && room.status.state === 'online') {
+      room.patch([{ op: 'put', id: 'page-1', props: { type: 'page', name: 'Page 1', order: 0 } }]);
       return ensurePage();
     }
     if (!pages.some((p) => p.id === ui.page)) setPage(pages[0]?.id ?? null);
@@ -436,7 +430,7 @@ function editor(info, key, name) {
     if (ui.page === id) return;
     ui.page = id;
     ui.sel.clear();
-    conn.presence({ page: id, sel: [] });
+    room.setPresence({ page: id, sel: [] });
     render();
   }
 
@@ -444,7 +438,7 @@ function editor(info, key, name) {
     const pages = pagesOf(view());
     const id = `pg-${randomId(9)}`;
     const order = pages.reduce((m, p) => Math.max(m, p.order ?? 0), 0) + 1;
-    conn.edit([{ op: 'put', id, props: { type: 'page', name: `Page ${pages.length + 1}`, order } }]);
+    room.patch([{ op: 'put', id, props: { type: 'page', name: `Page ${pages.length + 1}`, order } }]);
     setPage(id);
   }
 
@@ -530,7 +524,7 @@ function editor(info, key, name) {
     }
     applyCamera();
     renderSelections();
-    conn.presence({ camera: [c.x, c.y, c.zoom] });
+    room.setPresence({ camera: [c.x, c.y, c.zoom] });
   }, { passive: false });
   const resize = new ResizeObserver(applyCamera);
   resize.observe(svg);
@@ -538,7 +532,7 @@ function editor(info, key, name) {
   // --- editing
   function select(ids) {
     ui.sel = new Set(ids);
-    conn.presence({ sel: [...ui.sel].slice(0, 100) });
+    room.setPresence({ sel: [...ui.sel].slice(0, 100) });
     renderSelections();
   }
 
@@ -550,19 +544,19 @@ function editor(info, key, name) {
     const id = `r-${randomId(9)}`;
     const z = shapesOn(view(), ui.page).reduce((m, sh) => Math.max(m, sh.z ?? 0), 0) + 1;
     const jitter = () => Math.round((Math.random() - 0.5) * 80);
-    conn.edit([{ op: 'put', id, props: { type: 'rect', page: ui.page, x: Math.round(cx - 60) + jitter(), y: Math.round(cy - 40) + jitter(), w: 120, h: 80, fill: colour.value, z } }]);
+    room.patch([{ op: 'put', id, props: { type: 'rect', page: ui.page, x: Math.round(cx - 60) + jitter(), y: Math.round(cy - 40) + jitter(), w: 120, h: 80, fill: colour.value, z } }]);
     select([id]);
   }
 
   function deleteSelection() {
     if (!canEdit() || ui.sel.size === 0) return;
-    conn.edit([...ui.sel].map((id) => ({ op: 'delete', id })));
+    room.patch([...ui.sel].map((id) => ({ op: 'delete', id })));
     select([]);
   }
 
   colour.addEventListener('input', () => {
     if (!canEdit() || ui.sel.size === 0) return;
-    conn.edit([...ui.sel].map((id) => ({ op: 'set', id, props: { fill: colour.value } })));
+    room.patch([...ui.sel].map((id) => ({ op: 'set', id, props: { fill: colour.value } })));
   });
 
   function startDrag(e, id, mode) {
@@ -586,7 +580,7 @@ function editor(info, key, name) {
   });
   svg.addEventListener('pointermove', (e) => {
     const p = toDoc(e);
-    conn.presence({ cursor: [Math.round(p[0] * 10) / 10, Math.round(p[1] * 10) / 10] });
+    room.setPresence({ cursor: [Math.round(p[0] * 10) / 10, Math.round(p[1] * 10) / 10] });
     const drag = ui.drag;
     if (!drag || !canEdit()) return;
     const dx = Math.round(p[0] - drag.start[0]);
@@ -596,76 +590,53 @@ function editor(info, key, name) {
       if (drag.mode === 'move') ops.push({ op: 'set', id, props: { x: (o.x ?? 0) + dx, y: (o.y ?? 0) + dy } });
       else ops.push({ op: 'set', id, props: { w: Math.max(4, (o.w ?? 100) + dx), h: Math.max(4, (o.h ?? 80) + dy) } });
     }
-    if (ops.length) conn.edit(ops);
+    if (ops.length) room.patch(ops);
   });
   const endDrag = () => { ui.drag = null; };
   svg.addEventListener('pointerup', endDrag);
   svg.addEventListener('pointercancel', endDrag);
-  svg.addEventListener('pointerleave', () => { if (!ui.drag) conn.presence({ cursor: null }); });
+  svg.addEventListener('pointerleave', () => { if (!ui.drag) room.setPresence({ cursor: null }); });
   const onKey = (e) => {
     if ((e.key === 'Delete' || e.key === 'Backspace') && e.target === document.body) deleteSelection();
   };
   document.addEventListener('keydown', onKey);
 
-  // --- peers: cursors glide between presence ticks
+  // --- peers: the room keeps their presence; their cursors glide between presence ticks
   const cursorEls = new Map();
-  function peer(id) {
-    let p = ui.peers.get(id);
-    if (!p) {
-      p = { page: null, sel: null, glide: new Glide(1000 / conn.presenceHz) };
-      ui.peers.set(id, p);
-    }
-    return p;
-  }
-  conn.on('presences', (entries) => {
-    const now = performance.now();
-    for (const e of entries) {
-      if (e.id === conn.you) continue;
-      const p = peer(e.id);
-      p.glide.duration = 1100 / conn.presenceHz; // a little over one tick: no stops between
-      if ('page' in e) p.page = e.page;
-      if (p.page !== ui.page) {
-        p.glide.target(null, now);
-        p.sel = null;
-        continue;
-      }
-      if ('cursor' in e) p.glide.target(e.cursor, now);
-      if ('sel' in e) p.sel = e.sel;
-    }
-    renderSelections();
-  });
+  room.subscribe('others', () => renderSelections());
   function drawCursors() {
-    const now = performance.now();
     const z = ui.camera.zoom;
-    for (const [id, p] of ui.peers) {
-      const pos = p.page === ui.page ? p.glide.at(now) : null;
-      let el = cursorEls.get(id);
-      if (!pos) {
-        if (el) el.style.display = 'none';
-        continue;
-      }
+    const shown = new Set();
+    for (const c of room.cursors({ page: ui.page })) {
+      shown.add(c.id);
+      let el = cursorEls.get(c.id);
       if (!el) {
-        const colourv = colourOf(id);
-        el = s('g', { 'data-cursor': id, 'pointer-events': 'none' });
+        const colourv = colourOf(c.id);
+        el = s('g', { 'data-cursor': c.id, 'pointer-events': 'none' });
         const label = s('text', { x: 14, y: 26, class: 'cursor-label' });
         const bg = s('rect', { x: 10, y: 14, height: 16, rx: 3, fill: colourv });
         el.append(s('path', { d: 'M0 0 L0 16 L4.5 12 L8 19 L10.5 18 L7 11 L12.5 11 Z', fill: colourv, stroke: '#fff', 'stroke-width': 1 }), bg, label);
         gCursors.append(el);
-        cursorEls.set(id, el);
+        cursorEls.set(c.id, el);
       }
-      const person = conn.people.get(id);
       const label = el.querySelector('text');
-      const text = person?.name ?? 'Someone';
-      if (label.textContent !== text) {
-        label.textContent = text;
-        el.querySelector('rect').setAttribute('width', String(8 + text.length * 6.5));
+      if (label.textContent !== c.name) {
+        label.textContent = c.name;
+        el.querySelector('rect').setAttribute('width', String(8 + c.name.length * 6.5));
       }
       el.style.display = '';
-      el.setAttribute('transform', `translate(${pos[0]} ${pos[1]}) scale(${1 / z})`);
-      el.dataset.x = String(Math.round(pos[0]));
-      el.dataset.y = String(Math.round(pos[1]));
+      el.setAttribute('transform', `translate(${c.x} ${c.y}) scale(${1 / z})`);
+      el.dataset.x = String(Math.round(c.x));
+      el.dataset.y = String(Math.round(c.y));
     }
-    for (const [id, el] of cursorEls) if (!ui.peers.has(id)) { el.remove(); cursorEls.delete(id); }
+    for (const [id, el] of cursorEls) {
+      if (!room.others.has(id)) {
+        el.remove();
+        cursorEls.delete(id);
+      } else if (!shown.has(id)) {
+        el.style.display = 'none';
+      }
+    }
   }
   let raf = 0;
   const frame = () => {
@@ -674,40 +645,39 @@ function editor(info, key, name) {
   };
   raf = requestAnimationFrame(frame);
 
-  // --- connection events
-  conn.on('doc', () => render());
-  conn.on('people', () => {
-    for (const id of [...ui.peers.keys()]) if (!conn.people.has(id)) ui.peers.delete(id);
-    renderPeople();
-    renderSelections();
-  });
-  conn.on('welcome', () => {
-    versions.onWelcome();
-    renderRole();
-    ui.peers.clear();
-    conn.presence({ page: ui.page, sel: [...ui.sel] });
-    render();
-  });
-  conn.on('role', (r) => { if (r.you) renderRole(); });
-  conn.on('reject', (m) => console.warn('atrium: patch refused', m));
+  // --- room events
+  offs.push(
+    room.subscribe('doc', () => render()),
+    room.subscribe('people', () => {
+      renderPeople();
+      renderSelections();
+    }),
+    room.subscribe('welcome', () => {
+      versions.onWelcome();
+      renderRole();
+      room.setPresence({ page: ui.page, sel: [...ui.sel] });
+      render();
+    }),
+    room.subscribe('role', (r) => { if (r.you) renderRole(); }),
+    room.subscribe('reject', (m) => console.warn('atrium: patch refused', m)),
+  );
 
-  const onVis = () => conn.setHidden(document.hidden);
+  const onVis = () => room.setHidden(document.hidden);
   document.addEventListener('visibilitychange', onVis);
-  const onOnline = () => { if (conn.state === 'offline') conn.retry(); };
+  const onOnline = () => { if (room.status.state === 'offline') room.retry(); };
   window.addEventListener('online', onOnline);
-  const onHide = () => conn.persistDoc();
+  const onHide = () => room.persist();
   window.addEventListener('pagehide', onHide);
 
-  conn.setHidden(document.hidden);
+  room.setHidden(document.hidden);
   renderStatus();
   renderRole();
   render();
-  conn.start();
   requestAnimationFrame(applyCamera);
 
   return () => {
-    conn.stop();
-    release();
+    for (const off of offs) off();
+    room.close();
     cancelAnimationFrame(raf);
     clearInterval(retryTick);
     resize.disconnect();

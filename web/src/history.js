@@ -5,7 +5,7 @@
 
 const enc = encodeURIComponent;
 
-/** The history routes of one file, over an Api (api.js); `key` is a link key or null. */
+/** The history routes of one file, over the Api of @atrium/client; `key` is a link key or null. */
 export class HistoryApi {
   constructor(api, fileId, key = null) {
     this.api = api;

@@ -14,7 +14,7 @@ const DOCS_KEPT = 8; // version documents kept for previews: a bound on what a p
 export class HistoryPanel {
   /**
    * @param {object} o
-   * @param {import('./api.js').Api} o.api
+   * @param {import('@atrium/client').Api} o.api
    * @param {string} o.fileId
    * @param {string|null} o.key link key, or null
    * @param {() => {role: string|null, owner: boolean, viewersSeeHistory: boolean}} o.who

@@ -13,7 +13,9 @@
 //! build with `no-cache`, never cached long. Every answer carries a strong ETag (a hash of
 //! its bytes) and `If-None-Match` gets a 304.
 //!
-//! New files under `web/src/` must be added to `FILES` (a test checks the list).
+//! The page's modules (`web/src/`) import the client package, `@atrium/client`
+//! (`clients/js/src/`), which is served under `/assets/client/` (the page's import map
+//! names it). New files under either folder must be added to `FILES` (a test checks).
 
 mod build;
 
@@ -41,23 +43,38 @@ macro_rules! web_file {
     };
 }
 
+/// One module of `@atrium/client`, served at `/assets/client/<name>`.
+macro_rules! client_file {
+    ($name:literal) => {
+        (
+            concat!("client/", $name),
+            include_bytes!(concat!("../../../clients/js/src/", $name)) as &[u8],
+            JS,
+        )
+    };
+}
+
 /// The page's files: (path under `/assets/`, bytes, content type).
 const FILES: &[(&str, &[u8], &str)] = &[
     web_file!("style.css", "text/css; charset=utf-8"),
-    web_file!("src/api.js", JS),
     web_file!("src/app.js", JS),
-    web_file!("src/backoff.js", JS),
-    web_file!("src/closes.js", JS),
-    web_file!("src/connection.js", JS),
-    web_file!("src/doc.js", JS),
-    web_file!("src/glide.js", JS),
     web_file!("src/history.js", JS),
     web_file!("src/history_inspect.js", JS),
     web_file!("src/history_ui.js", JS),
-    web_file!("src/outbox.js", JS),
-    web_file!("src/presence.js", JS),
-    web_file!("src/tabstore.js", JS),
     web_file!("src/ui.js", JS),
+    client_file!("api.js"),
+    client_file!("backoff.js"),
+    client_file!("client.js"),
+    client_file!("closes.js"),
+    client_file!("connection.js"),
+    client_file!("doc.js"),
+    client_file!("glide.js"),
+    client_file!("index.js"),
+    client_file!("messages.js"),
+    client_file!("outbox.js"),
+    client_file!("presence.js"),
+    client_file!("room.js"),
+    client_file!("tabstore.js"),
 ];
 
 const INDEX: &str = include_str!("../../../web/index.html");

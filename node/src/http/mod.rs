@@ -1,4 +1,4 @@
-//! The HTTP API (PROTOCOL.md, "HTTP API"): routing (`routes`), errors (`error`), and the
+//! The HTTP API (docs/protocol.md, "HTTP"): routing (`routes`), errors (`error`), and the
 //! helpers every handler shares (`body`, `caller`). Handlers live in `accounts` and
 //! `files`; the socket upgrade in `upgrade`; health, readiness and metrics in `ops`.
 

@@ -1,4 +1,4 @@
-//! Who may be in a file, and as what (PROTOCOL.md, "Access to a file").
+//! Who may be in a file, and as what (docs/protocol.md, "HTTP in brief": who reaches a file).
 
 use atrium_protocol::CloseCode;
 use std::sync::atomic::{AtomicU8, Ordering};

@@ -1,4 +1,4 @@
-//! The HTTP API of `PROTOCOL.md` against the real binary.
+//! The HTTP API of `docs/protocol.md` against the real binary.
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -1,4 +1,4 @@
-//! The socket of `PROTOCOL.md` against the real binary: ordering, acks and
+//! The socket of `docs/protocol.md` against the real binary: ordering, acks and
 //! relays, viewers, dedupe, `set` after `delete`, resume, stable person ids,
 //! and the closes a `hello` can earn.
 

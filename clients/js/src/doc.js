@@ -128,6 +128,7 @@ export function shapesOn(doc, pageId) {
  * re-applied on top: optimistic edits rebased over whatever the server did meanwhile.
  */
 export class DocState {
+  /** @param {{version?: number | null, doc?: object}} [o] */
   constructor({ version = null, doc = {} } = {}) {
     this.version = version;
     this.server = copyDoc(doc);

@@ -303,3 +303,31 @@ test("messages the connection has no part in (history's version, restored) go to
   assert.deepEqual(seen, ['version', 'restored'], "the patch is the connection's own, not passed on");
   assert.deepEqual(conn.doc.server, { a: { x: 1 } });
 });
+
+test('a socket never welcomed (a hung handshake, a silent node) is dropped after 15 s and retried with backoff', () => {
+  const { clock, sockets, conn, last } = setup();
+  const first = last();
+  clock.tick(14_999);
+  assert.equal(first.closed, null, 'still waiting');
+  clock.tick(1);
+  assert.equal(first.closed, 4000, 'dropped');
+  assert.equal(conn.state, 'offline');
+  clock.tick(500);
+  assert.equal(sockets.length, 2, 'retried');
+  welcome(last());
+  clock.tick(60_000);
+  assert.equal(last().closed, null, 'a welcomed socket has no such deadline');
+  assert.equal(conn.state, 'online');
+});
+
+test('retry() replaces a socket still waiting for its welcome, and keeps a welcomed one', () => {
+  const { sockets, conn, last } = setup();
+  const first = last();
+  conn.retry();
+  assert.equal(first.closed, 4000);
+  assert.equal(sockets.length, 2);
+  welcome(last());
+  conn.retry();
+  assert.equal(sockets.length, 2);
+  assert.equal(last().closed, null);
+});

@@ -4,7 +4,9 @@
 //
 // Pure: no timers, no DOM. `random` can be injected for tests.
 
+/** @type {[number, number]} */
 export const FIRST_MS = [250, 500];
+/** @type {[number, number]} */
 export const CAP_MS = [7500, 15000];
 
 export class Backoff {

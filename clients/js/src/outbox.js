@@ -21,10 +21,12 @@ export const DEFAULTS = { maxOps: 1000, maxBytes: 900 * 1024, mergeAbove: 20, ma
 
 export class Outbox {
   /**
-   * @param {object} o
-   * @param {Storage|null} o.storage something with getItem/setItem/removeItem, or null
-   * @param {string} o.key the storage key of this queue
+   * @param {object} [o]
+   * @param {import('./tabstore.js').StorageLike|null} [o.storage] something with getItem/setItem/removeItem, or null
+   * @param {string} [o.key] the storage key of this queue
    * @param {() => number} [o.now]
+   * @param {number} [o.maxOps] @param {number} [o.maxBytes] @param {number} [o.mergeAbove]
+   * @param {number} [o.maxInFlight] @param {number} [o.burstMs]
    */
   constructor({ storage = null, key = 'atrium:outbox', now = Date.now, ...limits } = {}) {
     this.storage = storage;

@@ -25,7 +25,8 @@
 // Events (conn.on(name, fn)): 'status' {state, reason, retryAt, waiting}, 'welcome' msg,
 // 'doc' (view, {remote}), 'people' (Map id -> person), 'presences' [entries],
 // 'role' {id, role, you}, 'reject' msg, 'notice' msg, 'closed' {code, action, reason},
-// 'message' msg (any other server message, e.g. history's `version` and `restored`).
+// 'message' msg (any other server message, e.g. history's `version` and `restored`),
+// 'receive' msg (every server message, before the connection acts on it).
 // States: 'connecting', 'online', 'offline' (a retry is scheduled), 'needs-user' (retry
 // only when the person asks: call retry()), 'sign-in' (credentials refused), 'stopped'.
 
@@ -50,13 +51,17 @@ export class Connection {
    * @param {DocState} [o.doc] the document to start from (e.g. kept from last time)
    * @param {(version: number, doc: object) => void} [o.saveDoc] keeps the server state (throttled)
    * @param {typeof WebSocket} [o.WebSocket]
-   * @param {{setTimeout: Function, clearTimeout: Function, now: () => number}} [o.timers]
+   * @param {{setTimeout?: (f: Function, ms: number) => any, clearTimeout?: (h: any) => void, now?: () => number}} [o.timers]
+   * @param {'editor' | 'viewer' | null} [o.role] the role last held (kept with the document)
    * @param {() => number} [o.random]
    * @param {number} [o.flushMs] edits are sent at most this often (a drag makes many)
+   * @param {number} [o.welcomeTimeoutMs] a socket not welcomed this long after it was made
+   *   (a handshake that hangs, a node that never answers) is dropped and retried with backoff
    */
   constructor(o) {
     this.url = o.url;
     this.token = o.token ?? null;
+    /** @type {(() => (string|Promise<string>)) | null} */
     this.getToken = o.getToken ?? null;
     this.hadToken = false; // welcomed with a token from getToken since the last refusal
     this.key = o.key ?? null;
@@ -66,12 +71,15 @@ export class Connection {
     this.doc = o.doc ?? new DocState();
     this.saveDoc = o.saveDoc ?? null;
     this.WS = o.WebSocket ?? globalThis.WebSocket;
+    /** @type {{setTimeout?: (f: Function, ms: number) => any, clearTimeout?: (h: any) => void, now?: () => number}} */
     const t = o.timers ?? {};
     this.setTimeout = t.setTimeout ?? ((f, ms) => setTimeout(f, ms));
     this.clearTimeout = t.clearTimeout ?? ((h) => clearTimeout(h));
     this.now = t.now ?? (() => Date.now());
     this.random = o.random ?? Math.random;
     this.flushMs = o.flushMs ?? 50;
+    this.welcomeTimeoutMs = o.welcomeTimeoutMs ?? 15_000;
+    this.welcomeTimer = null;
 
     this.backoff = new Backoff({ random: this.random });
     this.presenceOut = new PresenceThrottle({
@@ -130,9 +138,14 @@ export class Connection {
     this.setState('stopped');
   }
 
-  /** The person asked to retry (after 4029, or to skip a backoff wait): connect now. */
+  /**
+   * The person asked to retry (after 4029, to skip a backoff wait, or when the network is
+   * back): connect now. A socket still waiting for its welcome is replaced (it may have
+   * been opened while the network was gone); a welcomed one is kept.
+   */
   retry() {
-    if (this.ws) return;
+    if (this.ws && this.welcomed) return;
+    if (this.ws) this.detach(4000);
     this.cancelRetry();
     this.backoff.reset();
     this.connect();
@@ -143,14 +156,20 @@ export class Connection {
     this.welcomed = false;
     this.setState('connecting');
     if (this.getToken) {
-      // A fresh token for every hello; a backend that cannot give one counts as offline.
+      // A fresh token for every hello; a backend that cannot give one counts as offline,
+      // one that refuses (an error with status 401) as signed out.
       Promise.resolve()
-        .then(() => this.getToken())
+        .then(() => /** @type {() => (string|Promise<string>)} */ (this.getToken)())
         .then((t) => {
           if (this.state !== 'connecting' || this.ws) return;
           this.token = t;
           this.open();
-        }, () => this.afterClose(1006));
+        }, (e) => {
+          if (this.state !== 'connecting' || this.ws) return;
+          // Credentials refused (a wrong password, a backend saying 401): ask the person.
+          if (e && e.status === 401) this.setState('sign-in', 'the credentials were refused');
+          else this.afterClose(1006);
+        });
       return;
     }
     this.open();
@@ -176,6 +195,13 @@ export class Connection {
       return;
     }
     this.ws = ws;
+    // The node answers a hello within its own deadline (10 s); past ours, the socket is dead.
+    this.welcomeTimer = this.setTimeout(() => {
+      this.welcomeTimer = null;
+      if (this.ws !== ws || this.welcomed) return;
+      this.detach(4000);
+      this.afterClose(1006, 'no welcome in time');
+    }, this.welcomeTimeoutMs);
     ws.onopen = () => {
       ws.send(JSON.stringify({
         type: 'hello',
@@ -206,6 +232,7 @@ export class Connection {
 
   /** Drops the current socket without its close handler running. */
   detach(code) {
+    this.clearWelcomeTimer();
     const ws = this.ws;
     this.ws = null;
     this.welcomed = false;
@@ -227,7 +254,13 @@ export class Connection {
     this.retryTimer = null;
   }
 
+  clearWelcomeTimer() {
+    if (this.welcomeTimer !== null) this.clearTimeout(this.welcomeTimer);
+    this.welcomeTimer = null;
+  }
+
   afterClose(code, reason = '') {
+    this.clearWelcomeTimer();
     this.welcomed = false;
     this.presenceOut.setEnabled(false);
     if (this.flushTimer !== null) this.clearTimeout(this.flushTimer);
@@ -286,6 +319,7 @@ export class Connection {
   }
 
   receive(msg) {
+    this.emit('receive', msg);
     switch (msg.type) {
       case 'welcome':
         return this.onWelcome(msg);
@@ -334,6 +368,7 @@ export class Connection {
   }
 
   onWelcome(msg) {
+    this.clearWelcomeTimer();
     this.you = msg.you;
     this.role = msg.role;
     this.roleReason = msg.reason ?? null;
@@ -350,6 +385,9 @@ export class Connection {
       }
     }
     if (this.doc.version !== msg.version) return this.resync();
+    // The view holds the welcome's document before anyone hears of the welcome, so a
+    // listener never sees the state from before it (an empty document on a first open).
+    this.doc.rebase(this.outbox.pendingOps());
     this.fresh = false;
     this.welcomed = true;
     this.hadToken = this.getToken !== null;

@@ -1,0 +1,13 @@
+export * from "./client.js";
+export * from "./room.js";
+export * from "./api.js";
+export * from "./messages.js";
+export { Connection } from "./connection.js";
+export { Outbox } from "./outbox.js";
+export { PresenceThrottle } from "./presence.js";
+export { Backoff } from "./backoff.js";
+export { Glide } from "./glide.js";
+export type StorageLike = import("./tabstore.js").StorageLike;
+export { DocState, applyOp, applyOps, chunkOps, compactOps, copyDoc, pagesOf, shapesOn } from "./doc.js";
+export { closeAction, restartDelay, retryHint } from "./closes.js";
+export { MemoryStorage, chooseClient, holdClient, randomId } from "./tabstore.js";
