@@ -64,6 +64,10 @@ fuzz_target!(|data: &[u8]| {
                     assert!(finite_number(t), "t {t:?} is not a finite number");
                 }
             }
+            Ok(ClientMessage::Event(data)) => {
+                // Relayed to others as it is: it must be one JSON value.
+                serde_json::from_str::<serde_json::Value>(&data).expect("event data is JSON");
+            }
             Ok(ClientMessage::Hello(h)) => {
                 assert!(is_id(&h.client), "hello with a bad client id");
                 assert!(h.token.as_deref() != Some(""), "empty token kept");
