@@ -7,6 +7,7 @@ use super::core::RoomCore;
 use super::exit::Exit;
 use super::pending::Pending;
 use crate::journal::Appended;
+use crate::outbox::Msg;
 use crate::store::StoreError;
 
 impl RoomCore {
@@ -77,18 +78,7 @@ impl RoomCore {
                 reply,
                 done,
             } => {
-                let mut relayed = 0;
-                for m in self.participants.values() {
-                    if m.from_version < v {
-                        m.outbox.send(relay.clone());
-                        relayed += 1;
-                    }
-                }
-                self.rules
-                    .metrics
-                    .messages_sent
-                    .with_label_values(&["patch"])
-                    .inc_by(relayed);
+                self.relay_patch(v, &relay);
                 self.broadcast(notice, "restored");
                 let _ = reply.send(Ok(done));
             }
@@ -99,22 +89,28 @@ impl RoomCore {
                 done,
             } => {
                 if let Some(relay) = relay {
-                    let mut relayed = 0;
-                    for m in self.participants.values() {
-                        if m.from_version < v {
-                            m.outbox.send(relay.clone());
-                            relayed += 1;
-                        }
-                    }
-                    self.rules
-                        .metrics
-                        .messages_sent
-                        .with_label_values(&["patch"])
-                        .inc_by(relayed);
+                    self.relay_patch(v, &relay);
                 }
                 let _ = reply.send(Ok(done));
             }
         }
+    }
+
+    /// A patch made by the room (a restore, a server patch) to everyone who joined before
+    /// version `v`, counted as sent.
+    fn relay_patch(&self, v: u64, relay: &Msg) {
+        let mut relayed = 0;
+        for m in self.participants.values() {
+            if m.from_version < v {
+                m.outbox.send(relay.clone());
+                relayed += 1;
+            }
+        }
+        self.rules
+            .metrics
+            .messages_sent
+            .with_label_values(&["patch"])
+            .inc_by(relayed);
     }
 
     pub(super) fn release(&mut self) {
