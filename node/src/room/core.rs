@@ -83,8 +83,8 @@ pub struct RoomCore {
     pub(super) people: Arc<AtomicUsize>,
     /// Editors this room has added to the node's editor gauge.
     pub(super) editors_counted: i64,
-    /// Whether this store stall was announced already.
-    pub(super) stall_noticed: bool,
+    /// How long the oldest patch has waited for the store.
+    pub(super) stall: super::stall::StallClock,
     /// Who edited since the last version, and since when.
     pub(super) history: super::versions::HistoryState,
     /// The restore being prepared off the room's task, and those waiting behind it.
@@ -134,7 +134,7 @@ impl RoomCore {
             finishing: None,
             people,
             editors_counted: 0,
-            stall_noticed: false,
+            stall: Default::default(),
             history: Default::default(),
             restores: Default::default(),
             server_ops,

@@ -40,6 +40,7 @@ pub mod server;
 pub mod server_ops;
 mod shell;
 mod snapshot;
+mod stall;
 #[cfg(test)]
 mod tests;
 mod upkeep;

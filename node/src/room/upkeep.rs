@@ -37,11 +37,11 @@ impl RoomCore {
     /// close with 1013, so clients back off and resend what is unconfirmed. The
     /// journal keeps retrying; nothing accepted is dropped.
     fn check_store_stall(&mut self, now: Instant) {
-        let Some((_, since, _)) = self.in_flight.front() else {
-            self.stall_noticed = false;
+        let Some(&(_, since, _)) = self.in_flight.front() else {
+            self.stall.clear(now);
             return;
         };
-        let waited = now.saturating_duration_since(*since);
+        let waited = self.stall.waited(since, now);
         if waited >= STALL_CLOSE {
             for m in self.participants.values() {
                 m.outbox.close(
@@ -49,8 +49,8 @@ impl RoomCore {
                     "the node cannot save edits right now; try again later",
                 );
             }
-        } else if waited >= STALL_NOTICE && !self.stall_noticed {
-            self.stall_noticed = true;
+        } else if waited >= STALL_NOTICE && !self.stall.noticed {
+            self.stall.noticed = true;
             let notice = protocol::notice(
                 503,
                 "saving is delayed: your edits wait and will be applied in order",
