@@ -57,12 +57,15 @@ if ! ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1; then
         || { apt-get update -q >/dev/null 2>&1 || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -q libfaketime >/dev/null; }
 fi
 
-# The fault suite's link faults drop packets with nftables rules (loadtest/src/cluster/links.rs).
-if ! command -v nft >/dev/null 2>&1; then
-    step "installing nftables (the fault suite's link faults)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nftables >/dev/null 2>&1 \
-        || { apt-get update -q >/dev/null 2>&1 || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -q nftables >/dev/null; }
-fi
+# The fault suite's link faults drop packets with nftables rules and delay them through an
+# iptables NFQUEUE rule (loadtest/src/cluster/links.rs).
+for tool in nft:nftables iptables:iptables; do
+    if ! command -v "${tool%%:*}" >/dev/null 2>&1; then
+        step "installing ${tool#*:} (the fault suite's link faults)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${tool#*:}" >/dev/null 2>&1 \
+            || { apt-get update -q >/dev/null 2>&1 || true; DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${tool#*:}" >/dev/null; }
+    fi
+done
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -19,6 +19,7 @@ use nats::OwnNats;
 use postgres::OwnPostgres;
 
 mod clock;
+mod delay;
 mod links;
 pub use clock::JUMP as CLOCK_JUMP;
 pub use links::place_in;

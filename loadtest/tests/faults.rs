@@ -347,10 +347,11 @@ fn the_router_cut_from_a_node_loses_nothing() {
     run_link_fault("cut-router");
 }
 
-/// 5% of the packets between every node and Postgres dropped for 10 s, in a window long
-/// enough for connections in retransmission backoff to recover after it.
+/// 5% of the packets between every node and Postgres dropped, and each packet to it held
+/// 200 ms, for 10 s, in a window long enough for connections in retransmission backoff to
+/// recover after it.
 #[test]
-fn five_percent_loss_to_postgres_loses_nothing() {
+fn a_slow_lossy_link_to_postgres_loses_nothing() {
     let r = run_case(&Case {
         seconds: seconds().max(20),
         ..Case::new("lossy-store")
@@ -361,7 +362,9 @@ fn five_percent_loss_to_postgres_loses_nothing() {
         .as_str()
         .unwrap()
         .contains("scratch Postgres"));
-    assert!(f["steps"].to_string().contains("5% of packets"), "{f}");
+    let steps = f["steps"].to_string();
+    assert!(steps.contains("5% of packets"), "{f}");
+    assert!(steps.contains("delayed 200 ms"), "{f}");
 }
 
 /// The coordinator on a three-server NATS cluster of the run's own, its buckets in three

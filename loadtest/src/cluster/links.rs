@@ -9,8 +9,10 @@
 //! flushes it. The table and the cgroups go when the cluster stops, and a later run removes
 //! those of runs that died without cleaning up.
 //!
-//! Needs root, the `nft` command (Debian's `nftables`; `scripts/test.sh` installs it) and a
-//! cgroup2 mount. Delay is not offered: this kernel family often lacks `sch_netem`.
+//! Delay is made by the kernel's queue: see [`super::delay`].
+//!
+//! Needs root, the `nft` and `iptables` commands (Debian's `nftables` and `iptables`;
+//! `scripts/test.sh` installs them) and a cgroup2 mount.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
@@ -27,6 +29,8 @@ pub struct Links {
     /// The cgroup2 mount.
     root: PathBuf,
     groups: Vec<PathBuf>,
+    /// Packets being delayed.
+    delay: Option<super::delay::Delayer>,
 }
 
 impl Links {
@@ -52,6 +56,7 @@ impl Links {
             table,
             root,
             groups: Vec::new(),
+            delay: None,
         })
     }
 
@@ -95,14 +100,26 @@ impl Links {
         nft(&args)
     }
 
+    /// Holds every packet sent to one of `ports` for `delay` before it goes on.
+    pub fn delay_to(&mut self, ports: &[u16], delay: std::time::Duration) -> Result<()> {
+        if self.delay.is_some() {
+            bail!("one delay at a time");
+        }
+        self.delay = Some(super::delay::Delayer::start(ports, delay)?);
+        Ok(())
+    }
+
     /// Every link whole again.
-    pub fn heal(&self) -> Result<()> {
+    pub fn heal(&mut self) -> Result<()> {
+        // Its rule goes, and it gives back what it still holds.
+        self.delay = None;
         nft(&["flush", "chain", "inet", &self.table, "out"])
     }
 }
 
 impl Drop for Links {
     fn drop(&mut self) {
+        self.delay = None;
         let _ = nft(&["delete", "table", "inet", &self.table]);
         for g in &self.groups {
             remove_group(g);
@@ -179,6 +196,7 @@ fn sweep_stale(root: &Path) {
             }
         }
     }
+    super::delay::sweep_stale(dead);
     if let Ok(entries) = std::fs::read_dir(root) {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -212,6 +230,9 @@ fn port_set(dir: &str, ports: &[u16]) -> String {
     let list: Vec<String> = ports.iter().map(u16::to_string).collect();
     format!("tcp {dir} {{ {} }}", list.join(", "))
 }
+
+/// `lossy-store`: how long each packet to Postgres waits.
+const STORE_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl super::Cluster {
     fn links_mut(&mut self) -> Result<&mut Links> {
@@ -262,7 +283,12 @@ impl super::Cluster {
                 let loss = "numgen random mod 100 < 5";
                 links.drop_all(&format!("{} {loss}", port_set("dport", &store)))?;
                 links.drop_all(&format!("{} {loss}", port_set("sport", &store)))?;
-                format!("5% of packets to and from Postgres (ports {store:?}) dropped")
+                links.delay_to(&store, STORE_DELAY)?;
+                format!(
+                    "5% of packets to and from Postgres (ports {store:?}) dropped, every packet \
+                     to it delayed {} ms",
+                    STORE_DELAY.as_millis()
+                )
             }
             other => bail!("--fault {} is not a link fault", other.name()),
         })
