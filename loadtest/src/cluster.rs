@@ -25,6 +25,7 @@ pub use clock::JUMP as CLOCK_JUMP;
 pub use links::place_in;
 mod nats;
 mod postgres;
+mod redis;
 mod router;
 mod start;
 mod stop;
@@ -69,6 +70,8 @@ pub struct Cluster {
     /// `--fault store-failover`: the primary's streaming standby.
     postgres_standby: Option<OwnPostgres>,
     nats: Option<OwnNats>,
+    /// `--fault coordinator` with a Redis coordinator: the run's own redis-server.
+    redis: Option<redis::OwnRedis>,
     /// What the report says about where the services came from.
     pub services: String,
 }

@@ -185,7 +185,11 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
         }
         FaultKind::Coordinator | FaultKind::Store | FaultKind::Router => {
             let (target, stopped, back) = match fault.kind {
-                FaultKind::Coordinator => ("nats-server", "killed (SIGKILL)", "started again"),
+                FaultKind::Coordinator => (
+                    c.own_coordinator_name(),
+                    "killed (SIGKILL)",
+                    "started again",
+                ),
                 FaultKind::Store => ("Postgres", "stopped (fast shutdown)", "started again"),
                 _ => (
                     "router",
@@ -211,7 +215,7 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
 /// Stops the service a coordinator, store or router fault breaks.
 fn stop_service(c: &mut Cluster, kind: FaultKind) -> Result<()> {
     match kind {
-        FaultKind::Coordinator => c.kill_nats(),
+        FaultKind::Coordinator => c.kill_own_coordinator(),
         FaultKind::Store => tokio::task::block_in_place(|| c.stop_postgres()),
         _ => {
             c.kill_router();
@@ -223,7 +227,7 @@ fn stop_service(c: &mut Cluster, kind: FaultKind) -> Result<()> {
 /// Starts it again, on the same ports and data.
 async fn restart_service(c: &mut Cluster, kind: FaultKind) -> Result<()> {
     match kind {
-        FaultKind::Coordinator => c.restart_nats().await,
+        FaultKind::Coordinator => c.restart_own_coordinator().await,
         FaultKind::Store => c.restart_postgres().await,
         _ => c.restart_router().await,
     }

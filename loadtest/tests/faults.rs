@@ -488,3 +488,67 @@ fn run_on_own_service(kind: &str, target: &str, service: &str) -> Value {
     assert!(r["cluster"]["services"].as_str().unwrap().contains(service));
     r
 }
+
+/// The six first faults once more with Redis as the coordinator (the suite's Redis; the
+/// coordinator fault breaks a scratch redis-server of the run's own, with its append-only
+/// file, killed and started again).
+fn run_on_redis(kind: &str) -> Value {
+    assert!(
+        std::env::var("ATRIUM_TEST_REDIS_URL").is_ok_and(|v| !v.trim().is_empty()),
+        "the Redis cases need the suite's Redis: scripts/services.sh start && source .services/env"
+    );
+    let r = run_case(&Case {
+        coordinator: "ATRIUM_TEST_REDIS_URL",
+        ..Case::new(kind)
+    });
+    let services = r["cluster"]["services"].as_str().unwrap().to_owned();
+    assert!(
+        services.contains("coordinator from ATRIUM_COORDINATOR")
+            || services.contains("scratch redis-server"),
+        "{services}"
+    );
+    r
+}
+
+#[test]
+fn on_redis_a_killed_node_loses_nothing() {
+    let f = &run_on_redis("kill")["failover"];
+    assert!(f["killed_node_rooms"].as_u64().unwrap() > 0, "{f}");
+}
+
+#[test]
+fn on_redis_a_paused_owner_never_writes_again() {
+    let f = &run_on_redis("pause")["failover"];
+    let held = f["killed_node_rooms"].as_u64().unwrap();
+    let exits = &f["woken_room_exits"];
+    let ended = exits["lease-lost"].as_u64().unwrap_or(0) + exits["fenced"].as_u64().unwrap_or(0);
+    assert_eq!(ended, held, "{f}");
+}
+
+#[test]
+fn on_redis_a_rolling_restart_loses_nothing() {
+    let f = &run_on_redis("rolling")["failover"];
+    assert_eq!(f["steps"].as_array().unwrap().len(), 3, "{f}");
+}
+
+#[test]
+fn on_redis_the_coordinator_killed_and_restarted_loses_nothing() {
+    let r = run_on_redis("coordinator");
+    assert_eq!(r["failover"]["target"], "redis-server");
+    assert!(r["cluster"]["services"]
+        .as_str()
+        .unwrap()
+        .contains("scratch redis-server"));
+}
+
+#[test]
+fn on_redis_postgres_stopped_and_restarted_loses_nothing() {
+    let r = run_on_redis("store");
+    assert_eq!(r["failover"]["target"], "postgres");
+}
+
+#[test]
+fn on_redis_a_killed_router_loses_nothing() {
+    let f = &run_on_redis("router")["failover"];
+    assert!(f["reconnects"].as_u64().unwrap() >= users(), "{f}");
+}

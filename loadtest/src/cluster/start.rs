@@ -50,6 +50,7 @@ impl Cluster {
             postgres_standby: None,
             links: None,
             nats: None,
+            redis: None,
             services: String::new(),
         };
         // From here on, a failure drops `c`, which stops whatever was started.
@@ -109,6 +110,15 @@ impl Cluster {
                     .context("scratch NATS cluster")?,
                 "scratch NATS cluster of 3 servers (3 replicas)",
             ),
+            // A coordinator fault on a fleet whose coordinator is Redis breaks a Redis.
+            None if std::env::var("ATRIUM_COORDINATOR")
+                .is_ok_and(|u| super::redis::is_redis(&u)) =>
+            {
+                (
+                    self.start_redis().await.context("scratch redis-server")?,
+                    "scratch redis-server",
+                )
+            }
             None => (
                 self.start_nats().await.context("scratch nats-server")?,
                 "scratch nats-server",

@@ -77,6 +77,8 @@ impl Cluster {
         }
         let _ = self.kill_nats();
         self.nats = None;
+        let _ = self.kill_redis();
+        self.redis = None;
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
