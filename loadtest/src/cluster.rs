@@ -69,6 +69,8 @@ pub struct Cluster {
     links: Option<links::Links>,
     /// `--fault store-failover`: the primary's streaming standby.
     postgres_standby: Option<OwnPostgres>,
+    /// `store-failover-async`: the replication stream held back on its way to the standby.
+    replication_delay: Option<delay::Delayer>,
     nats: Option<OwnNats>,
     /// `--fault coordinator` with a Redis coordinator: the run's own redis-server.
     redis: Option<redis::OwnRedis>,

@@ -155,13 +155,21 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
                 crate::cluster::CLOCK_JUMP
             ));
         }
-        FaultKind::StoreFailover => {
+        FaultKind::StoreFailover | FaultKind::StoreFailoverAsync => {
             done.target = "postgres".into();
+            let lag = c.standby_lag_bytes().await.ok();
             started = Instant::now();
             let promoted = tokio::task::block_in_place(|| c.fail_over_postgres())?;
             done.lasted_ms = ms(started.elapsed());
+            let kind = if fault.kind == FaultKind::StoreFailover {
+                "synchronous"
+            } else {
+                "asynchronous"
+            };
+            let lag = lag.map_or("unknown".to_owned(), |b| format!("{b} bytes"));
             done.steps.push(format!(
-                "the Postgres primary killed (SIGKILL), its synchronous standby promoted in {:.0} ms",
+                "the Postgres primary killed (SIGKILL), its {kind} standby promoted in {:.0} ms; \
+                 the standby was {lag} of WAL behind just before the kill",
                 ms(promoted)
             ));
         }

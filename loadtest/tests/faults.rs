@@ -90,6 +90,10 @@ struct Case<'a> {
     auth: Auth,
     /// The measured window, in seconds.
     seconds: u64,
+    /// A fault that cannot be survived without loss (an asynchronous standby): the common
+    /// checks leave acked patches lost, clients not converged and history violations to the
+    /// case, which asserts its documented bound on them.
+    loss_expected: bool,
 }
 
 impl<'a> Case<'a> {
@@ -103,6 +107,7 @@ impl<'a> Case<'a> {
             coordinator: suite_coordinator(),
             auth: suite_auth(),
             seconds: seconds(),
+            loss_expected: false,
         }
     }
 }
@@ -222,9 +227,12 @@ fn check_nothing_lost(case: &Case, r: &Value, stdout: &str) {
     );
     assert_eq!(f["fault"], kind, "{f}");
     assert_eq!(r["cluster"]["nodes"].as_object().unwrap().len(), 3);
-    assert_eq!(f["acked_lost"], 0, "{f}\n{stdout}");
     assert!(f["acked_checked"].as_u64().unwrap() > 0, "{f}");
-    assert_eq!(f["not_converged"], 0, "{f}\n{stdout}");
+    if !case.loss_expected {
+        assert_eq!(f["acked_lost"], 0, "{f}\n{stdout}");
+        assert_eq!(f["not_converged"], 0, "{f}\n{stdout}");
+        assert_eq!(f["history"]["violations"], 0, "{}\n{stdout}", f["history"]);
+    }
     assert_eq!(f["clients_checked"], case.users, "{f}\n{stdout}");
     assert_eq!(f["files_unreadable"], 0, "{f}");
     assert_eq!(f["clients_disconnected_at_end"], 0, "{f}\n{stdout}");
@@ -235,7 +243,6 @@ fn check_nothing_lost(case: &Case, r: &Value, stdout: &str) {
     );
     // One history per file: no version given to two patches, none given out of order.
     let h = &f["history"];
-    assert_eq!(h["violations"], 0, "{h}\n{stdout}");
     assert!(h["versions_checked"].as_u64().unwrap() > 0, "{h}");
     assert_eq!(h["clients"], case.users, "{h}");
     // Gapless versions in one order on every socket: a zombie's write would show here.
@@ -395,6 +402,37 @@ fn a_postgres_primary_killed_and_its_standby_promoted_loses_nothing() {
     assert!(steps.contains("standby promoted"), "{steps}");
 }
 
+/// The same failover with an asynchronous standby 200 ms away (its replication stream held
+/// 200 ms by the kernel's queue): what the primary acked in the last 200 ms is lost with it.
+/// The documented bound (docs/reliability.md): no more acked patches lost than were acked
+/// in the standby's lag, here taken as 500 ms of the run's ack rate, and only clients in
+/// files that lost a patch may end not converged.
+#[test]
+fn an_asynchronous_standby_promoted_loses_at_most_its_lag() {
+    let case = Case {
+        loss_expected: true,
+        ..Case::new("store-failover-async")
+    };
+    let r = run_case(&case);
+    let f = &r["failover"];
+    let steps = f["steps"].to_string();
+    assert!(steps.contains("asynchronous standby promoted"), "{steps}");
+    let acked = f["acked_checked"].as_f64().unwrap();
+    let lost = f["acked_lost"].as_f64().unwrap();
+    let bound = (acked / case.seconds as f64 * 0.5).ceil();
+    assert!(
+        lost <= bound,
+        "{lost} acked patches lost, over the bound of {bound}: {f}"
+    );
+    // A client can only be left behind with a patch the store lost: at most the people of
+    // the files that lost one, ten to a file.
+    let not_converged = f["not_converged"].as_f64().unwrap();
+    assert!(
+        not_converged <= lost * 10.0,
+        "{not_converged} not converged: {f}"
+    );
+}
+
 #[test]
 fn postgres_stopped_and_restarted_loses_nothing() {
     let r = run_on_own_service("store", "postgres", "scratch Postgres");
@@ -447,6 +485,7 @@ fn mass_failover(coordinator: &str) {
         coordinator,
         auth: suite_auth(),
         seconds: seconds(),
+        loss_expected: false,
     });
     let (f, p) = (&r["failover"], &r["problems"]);
     let held = f["killed_node_rooms"].as_u64().unwrap();

@@ -1,5 +1,5 @@
 //! Packets held back by the kernel's queue: an iptables `NFQUEUE` rule, in a chain of the
-//! run's own (`ATRIUM_LT_<pid>` in the mangle table), hands matching packets to this process,
+//! run's own (`ATRIUM_LT_<pid>_<n>` in the mangle table), hands matching packets to this process,
 //! which gives each back unchanged once it has waited the delay. The kernel keeps the packet
 //! meanwhile; the process only sees its metadata and says when.
 //!
@@ -24,8 +24,9 @@ use anyhow::{bail, Context, Result};
 /// open), so a burst cannot turn the delay into loss.
 const MAX_HELD: u32 = 20_000;
 
-/// The iptables chain of a run: this and its process id.
+/// The iptables chains of a run: this, its process id and a number.
 const CHAIN_PREFIX: &str = "ATRIUM_LT_";
+static NEXT_CHAIN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Packets to some ports delayed: the rule that queues them and the thread that holds them.
 /// Dropping it removes the rule and gives back what is held.
@@ -38,9 +39,27 @@ pub struct Delayer {
 impl Delayer {
     /// Holds every packet sent to one of `ports` for `delay`.
     pub fn start(ports: &[u16], delay: Duration) -> Result<Delayer> {
+        let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+        let list = list.join(",");
+        Self::start_matching(&["-p", "tcp", "-m", "multiport", "--dports", &list], delay)
+    }
+
+    /// Holds every TCP packet from local port `from` to local port `to` for `delay`: one
+    /// direction of one connection on loopback.
+    pub fn start_one_way(from: u16, to: u16, delay: Duration) -> Result<Delayer> {
+        let (from, to) = (from.to_string(), to.to_string());
+        Self::start_matching(&["-p", "tcp", "--sport", &from, "--dport", &to], delay)
+    }
+
+    /// Holds every packet matching `matches` (iptables match arguments) for `delay`.
+    fn start_matching(matches: &[&str], delay: Duration) -> Result<Delayer> {
         let (queue, thread, stop) = Self::bind(delay)?;
         let delayer = Delayer {
-            chain: format!("{CHAIN_PREFIX}{}", std::process::id()),
+            chain: format!(
+                "{CHAIN_PREFIX}{}_{}",
+                std::process::id(),
+                NEXT_CHAIN.fetch_add(1, Ordering::Relaxed)
+            ),
             stop,
             thread: Some(thread),
         };
@@ -49,24 +68,11 @@ impl Delayer {
             "delays queue packets with iptables: install it (`apt-get install iptables`; \
              scripts/test.sh does) and run as root",
         )?;
-        let list: Vec<String> = ports.iter().map(u16::to_string).collect();
-        iptables(&[
-            "-t",
-            "mangle",
-            "-A",
-            chain,
-            "-p",
-            "tcp",
-            "-m",
-            "multiport",
-            "--dports",
-            &list.join(","),
-            "-j",
-            "NFQUEUE",
-            "--queue-num",
-            &queue.to_string(),
-            "--queue-bypass",
-        ])?;
+        let queue = queue.to_string();
+        let mut rule = vec!["-t", "mangle", "-A", chain];
+        rule.extend_from_slice(matches);
+        rule.extend_from_slice(&["-j", "NFQUEUE", "--queue-num", &queue, "--queue-bypass"]);
+        iptables(&rule)?;
         iptables(&["-t", "mangle", "-I", "OUTPUT", "-j", chain])?;
         Ok(delayer)
     }
@@ -175,9 +181,10 @@ pub fn sweep_stale(dead: impl Fn(&str) -> bool) {
         .output()
     {
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if let Some(pid) = line.trim().strip_prefix(&format!("-N {CHAIN_PREFIX}")) {
+            if let Some(name) = line.trim().strip_prefix(&format!("-N {CHAIN_PREFIX}")) {
+                let pid = name.split('_').next().unwrap_or(name);
                 if dead(pid) {
-                    remove_chain(&format!("{CHAIN_PREFIX}{pid}"));
+                    remove_chain(&format!("{CHAIN_PREFIX}{name}"));
                 }
             }
         }

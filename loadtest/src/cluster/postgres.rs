@@ -8,6 +8,10 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use super::{free_port, wait_port, Cluster};
 
+/// `store-failover-async`: how far the WAL travels to the standby (each packet of the
+/// replication stream is held this long).
+pub const STANDBY_DELAY: Duration = Duration::from_millis(200);
+
 /// A scratch Postgres started from `initdb` in a temporary folder.
 pub(super) struct OwnPostgres {
     bin: PathBuf,
@@ -106,6 +110,26 @@ impl Cluster {
         pg.stop("fast")
     }
 
+    /// How far the standby is behind the primary right now: bytes of WAL the primary wrote
+    /// that the standby has not flushed yet (what a failover now would lose, on an
+    /// asynchronous standby).
+    pub async fn standby_lag_bytes(&self) -> Result<i64> {
+        let pg = self
+            .postgres
+            .as_ref()
+            .context("Postgres is not a server of this run's own")?;
+        let url = format!("postgres://atrium@127.0.0.1:{}/postgres", pg.port);
+        let row = pg_connect(&url)
+            .await?
+            .query_one(
+                "SELECT coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), flush_lsn)), 0)::int8 \
+                 FROM pg_stat_replication",
+                &[],
+            )
+            .await?;
+        Ok(row.get(0))
+    }
+
     /// `kill -9` of the primary's postmaster (its sessions die with it), then the standby
     /// promoted: `--fault store-failover`. Returns how long the promotion took.
     pub fn fail_over_postgres(&mut self) -> Result<Duration> {
@@ -196,13 +220,17 @@ impl Cluster {
         Ok(format!("postgres://atrium@127.0.0.1:{port}/postgres"))
     }
 
-    /// A primary and a streaming standby it waits for before a commit returns
-    /// (`synchronous_standby_names = '*'`), for `--fault store-failover`. Answers a URL naming
-    /// both, for the session that takes writes (`target_session_attrs=read-write`).
-    pub(super) async fn start_postgres_pair(&mut self) -> Result<String> {
-        let primary = self
-            .start_postgres_with("-c synchronous_standby_names='*' -c synchronous_commit=on")
-            .await?;
+    /// A primary and a streaming standby, for `--fault store-failover`: `synchronous`, the
+    /// primary waits for the standby before a commit returns (`synchronous_standby_names =
+    /// '*'`); else it does not (`store-failover-async`). Answers a URL naming both, for the
+    /// session that takes writes (`target_session_attrs=read-write`).
+    pub(super) async fn start_postgres_pair(&mut self, synchronous: bool) -> Result<String> {
+        let settings = if synchronous {
+            "-c synchronous_standby_names='*' -c synchronous_commit=on"
+        } else {
+            ""
+        };
+        let primary = self.start_postgres_with(settings).await?;
         let pg = self.postgres.as_ref().context("the primary")?;
         let dir = self.dir.join("postgres-standby");
         std::fs::create_dir_all(&dir)?;
@@ -245,23 +273,40 @@ impl Cluster {
         wait_port(standby.port, "postgres standby", Duration::from_secs(20)).await?;
         let standby_port = standby.port;
         self.postgres_standby = Some(standby);
-        // The primary counts it as its synchronous standby before the run begins.
+        // The primary counts it as its (synchronous) standby before the run begins.
         let client = pg_connect(&primary).await?;
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let state = if synchronous { "sync" } else { "async" };
         loop {
             let row = client
                 .query_one(
-                    "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
-                    &[],
+                    "SELECT count(*) FROM pg_stat_replication WHERE sync_state = $1 \
+                     AND state = 'streaming'",
+                    &[&state],
                 )
                 .await?;
             if row.get::<_, i64>(0) > 0 {
                 break;
             }
             if std::time::Instant::now() > deadline {
-                bail!("the standby did not become synchronous within 20 s");
+                bail!("the standby was not streaming ({state}) within 20 s");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if !synchronous {
+            // A standby some distance away: the WAL reaches it STANDBY_DELAY after the primary
+            // wrote (and acked) it. The walreceiver's end of the stream is the connection's
+            // client port.
+            let row = client
+                .query_one("SELECT client_port FROM pg_stat_replication LIMIT 1", &[])
+                .await?;
+            let walreceiver: i32 = row.get(0);
+            let primary_port = self.postgres.as_ref().context("the primary")?.port;
+            self.replication_delay = Some(super::delay::Delayer::start_one_way(
+                primary_port,
+                u16::try_from(walreceiver).context("the walreceiver's port")?,
+                STANDBY_DELAY,
+            )?);
         }
         // Both hosts, the primary first; a session keeps the first that takes writes.
         let primary_port = self.postgres.as_ref().context("the primary")?.port;

@@ -48,6 +48,7 @@ impl Cluster {
             coordinator: String::new(),
             postgres: None,
             postgres_standby: None,
+            replication_delay: None,
             links: None,
             nats: None,
             redis: None,
@@ -87,10 +88,17 @@ impl Cluster {
         let (db, db_from) = match given("ATRIUM_DATABASE_URL", fault, FaultKind::needs_own_store) {
             Some(url) => (url, "Postgres from ATRIUM_DATABASE_URL"),
             None if fault == Some(FaultKind::StoreFailover) => (
-                self.start_postgres_pair()
+                self.start_postgres_pair(true)
                     .await
                     .context("scratch Postgres primary and standby")?,
                 "scratch Postgres primary with a synchronous standby",
+            ),
+            None if fault == Some(FaultKind::StoreFailoverAsync) => (
+                self.start_postgres_pair(false)
+                    .await
+                    .context("scratch Postgres primary and standby")?,
+                // 200 ms: postgres::STANDBY_DELAY.
+                "scratch Postgres primary with an asynchronous standby 200 ms away",
             ),
             None => (
                 self.start_postgres().await.context("scratch Postgres")?,

@@ -69,6 +69,7 @@ impl Cluster {
         self.remove_clock_files();
         // Every link whole, the table and the cgroups gone.
         self.links = None;
+        self.replication_delay = None;
         for pg in [self.postgres.take(), self.postgres_standby.take()]
             .into_iter()
             .flatten()

@@ -19,7 +19,8 @@ pub enum FaultKind {
     Pause,
     /// SIGTERM of every node in turn, each started again and back in the ring before the next.
     Rolling,
-    /// `kill -9` of the coordinator's nats-server, started again on the same port and store.
+    /// `kill -9` of the coordinator's server (a redis-server when `ATRIUM_COORDINATOR` names
+    /// Redis, else a nats-server), started again on the same port and store.
     Coordinator,
     /// Postgres stopped (fast shutdown), started again on the same port and data.
     Store,
@@ -35,6 +36,9 @@ pub enum FaultKind {
     /// of the primary, then the standby promoted; the nodes find it through their multi-host
     /// URL (`target_session_attrs=read-write`).
     StoreFailover,
+    /// The same with an asynchronous standby (commits do not wait for it): what the primary
+    /// acked and had not streamed yet is gone after the promotion.
+    StoreFailoverAsync,
     /// The clock of the node holding the most files jumped forward by a minute (its wall and
     /// monotonic clocks, through libfaketime preloaded into every node of the run).
     ClockJump,
@@ -50,8 +54,8 @@ pub enum FaultKind {
     /// The router cut from the node holding the most files, which still reaches the
     /// coordinator and Postgres, for longer than the lease, then healed.
     CutRouter,
-    /// 5% of the packets between every node and Postgres dropped, both ways, for the hold
-    /// (10 s by default).
+    /// 5% of the packets between every node and Postgres dropped, both ways, and every packet
+    /// to Postgres held 200 ms, for the hold (10 s by default).
     LossyStore,
 }
 
@@ -67,6 +71,7 @@ impl FaultKind {
             FaultKind::NatsLeader => "nats-leader",
             FaultKind::NatsCluster => "nats-cluster",
             FaultKind::StoreFailover => "store-failover",
+            FaultKind::StoreFailoverAsync => "store-failover-async",
             FaultKind::ClockJump => "clock-jump",
             FaultKind::Partition => "partition",
             FaultKind::CutCoordinator => "cut-coordinator",
@@ -81,7 +86,10 @@ impl FaultKind {
     pub fn needs_own_store(self) -> bool {
         matches!(
             self,
-            FaultKind::Store | FaultKind::StoreFailover | FaultKind::LossyStore
+            FaultKind::Store
+                | FaultKind::StoreFailover
+                | FaultKind::StoreFailoverAsync
+                | FaultKind::LossyStore
         )
     }
 
