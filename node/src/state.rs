@@ -53,7 +53,7 @@ pub struct AppState {
     /// The runtime's scheduling delay, sampled for /health.
     pub delay: Arc<crate::stats::DelayProbe>,
     /// Webhooks: the recorder's way in and the sender's wake-up.
-    pub webhooks: Arc<crate::webhook::Webhooks>,
+    pub webhooks: Arc<crate::webhook::handle::Webhooks>,
     pub(crate) accepting: AtomicBool,
     /// Turns true when shutdown begins (sockets still saying hello close with 1012).
     pub stopping: watch::Receiver<bool>,

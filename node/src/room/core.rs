@@ -88,9 +88,9 @@ pub struct RoomCore {
     /// Who edited since the last version, and since when.
     pub(super) history: super::versions::HistoryState,
     /// The restore being prepared off the room's task, and those waiting behind it.
-    pub(super) restores: super::restore::RestoreState,
+    pub(super) restores: super::restore::state::RestoreState,
     /// Server API patches accepted lately (retries are answered from here).
-    pub(super) server_ops: super::server::ServerOps,
+    pub(super) server_ops: super::server::requests::ServerOps,
     /// Bytes of socket events the room may still relay (`ATRIUM_ROOM_EVENT_BYTES_PER_SECOND`).
     pub(super) event_bytes: crate::limits::Bucket,
     effects: Vec<Effect>,
@@ -109,7 +109,7 @@ pub struct Opened {
 impl RoomCore {
     pub fn new(opened: Opened, rules: Rules, people: Arc<AtomicUsize>, now: Instant) -> Self {
         let presence_hz = rules.config.presence_hz;
-        let server_ops = super::server::ServerOps::new(rules.config.server_ops_kept);
+        let server_ops = super::server::requests::ServerOps::new(rules.config.server_ops_kept);
         let event_rate = rules.config.room_event_bytes_per_second as f64;
         let event_bytes = crate::limits::Bucket::new(event_rate, event_rate, now);
         Self {

@@ -17,7 +17,7 @@ pub enum Effect {
     /// A webhook event of the file: its type and its `data` (the shell stamps the time).
     Webhook(&'static str, serde_json::Value),
     /// Prepare a restore's patch on the bulk lane; the result comes back as `RestorePrepared`.
-    Restore(super::restore::PrepareJob),
+    Restore(super::restore::prepare::PrepareJob),
 }
 
 /// How a room ended.

@@ -72,7 +72,7 @@ pub struct RoomContext {
     /// What loading each recent file cost, to refuse one too large without reading it.
     pub load_costs: load::LoadCosts,
     /// Where the room's webhook events go (never waits).
-    pub webhooks: Arc<crate::webhook::Webhooks>,
+    pub webhooks: Arc<crate::webhook::handle::Webhooks>,
 }
 
 pub enum RoomCmd {

@@ -2,7 +2,7 @@
 
 use tokio::sync::oneshot;
 
-use super::server::{ServerPatchError, ServerPatched};
+use super::server::requests::{ServerPatchError, ServerPatched};
 use super::versions::HistoryJob;
 use super::versions::{RestoreError, Restored};
 use crate::outbox::{ConnId, Msg};

@@ -21,17 +21,15 @@
 //! One restore is prepared at a time; `ATRIUM_RESTORES_WAITING` more may wait, and more than
 //! that are refused (503).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::time::Instant;
 
 use serde_json::json;
-use tokio::sync::oneshot;
 
 use super::core::RoomCore;
 use super::pending::Pending;
 use super::recent::RecentOp;
 pub use super::versions::{RestoreError, Restored};
-use crate::doc::Op;
 use crate::history::{VersionInfo, VersionKind};
 use crate::ids::ClientKey;
 use crate::outbox::shared;
@@ -39,68 +37,22 @@ use crate::protocol;
 use crate::store::LoggedPatch;
 
 mod correct;
-mod prepare;
+pub(in crate::room) mod prepare;
+pub(in crate::room) mod state;
 pub use correct::correct;
 pub use prepare::{PrepareJob, Prepared, RestorePatch};
+use state::InFlight;
+pub use state::{RestoreRequest, RestoreState};
 
 /// The client key restores are logged under (no real client's digest is all 0xA7).
 pub const RESTORE_CLIENT: ClientKey = ClientKey([0xA7; 16]);
 /// The `by` of a restore's `patch` message.
 pub const RESTORE_PERSON: &str = "restore";
-/// Nodes noted as touched while a restore is prepared; past this the room computes the
-/// whole patch itself (one pass over both documents) instead of correcting the lane's.
-const TOUCHED_MAX: usize = 4096;
-
-pub struct RestoreRequest {
-    /// The version restored, and its document (compact JSON).
-    pub from: VersionInfo,
-    pub doc: String,
-    /// Who restores it (a name, for the version's editors).
-    pub by: String,
-    pub reply: oneshot::Sender<Result<Restored, RestoreError>>,
-}
-
 /// The title of the version a restore saves.
 pub fn restored_title(from: &VersionInfo) -> String {
     match &from.title {
         Some(t) => format!("Restored from \u{201c}{t}\u{201d}"),
         None => format!("Restored from version {}", from.id),
-    }
-}
-
-/// The restores of a room: the one being prepared (and the nodes edits touched since its
-/// copy was taken), and those waiting their turn.
-#[derive(Default)]
-pub struct RestoreState {
-    seq: u64,
-    preparing: Option<InFlight>,
-    waiting: VecDeque<RestoreRequest>,
-}
-
-struct InFlight {
-    seq: u64,
-    req: RestoreRequest,
-    /// Nodes that edits since the copy changed; `None` once more than [`TOUCHED_MAX`].
-    touched: Option<HashSet<String>>,
-}
-
-impl RestoreState {
-    /// Nothing prepared or waiting (a room may then end when idle).
-    pub fn is_idle(&self) -> bool {
-        self.preparing.is_none() && self.waiting.is_empty()
-    }
-
-    /// An edit was applied: its nodes, if a restore is being prepared.
-    pub(super) fn touched(&mut self, ops: &[Op]) {
-        let Some(f) = &mut self.preparing else {
-            return;
-        };
-        if let Some(t) = &mut f.touched {
-            t.extend(ops.iter().map(|op| op.id().to_owned()));
-            if t.len() > TOUCHED_MAX {
-                f.touched = None;
-            }
-        }
     }
 }
 

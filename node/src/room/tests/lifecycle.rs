@@ -55,8 +55,11 @@ fn a_stalled_store_brings_a_notice_after_a_second_and_closes_after_five() {
     let notices = a.of_type("notice");
     assert_eq!(notices.len(), 1, "announced once");
     assert_eq!(notices[0]["code"], 503);
-    h.advance(Duration::from_secs(4));
-    h.housekeeping();
+    // Housekeeping runs once a second.
+    for _ in 0..4 {
+        h.advance(Duration::from_secs(1));
+        h.housekeeping();
+    }
     assert_eq!(a.closed(), Some(CloseCode::TryAgainLater.code()));
     assert_eq!(b.closed(), Some(CloseCode::TryAgainLater.code()));
     assert!(a.of_type("ack").is_empty(), "never acked before durable");
@@ -65,6 +68,28 @@ fn a_stalled_store_brings_a_notice_after_a_second_and_closes_after_five() {
         1,
         "the append is still the journal's to finish"
     );
+}
+
+/// A node frozen (SIGSTOP, a paused VM) with a patch in flight wakes with its clocks far
+/// ahead: the freeze is not time the store kept the patch waiting, so nobody is closed with
+/// 1013 before the node learns whether it still holds the file.
+#[test]
+fn a_freeze_is_not_counted_as_a_store_stall() {
+    let (mut h, mut a, _b) = owner_and(As::Viewer);
+    a.frames();
+    h.housekeeping();
+    h.patch(&a, 1, put("x", json!({})));
+    h.end_turn();
+    h.advance(Duration::from_secs(8));
+    h.housekeeping();
+    assert_eq!(a.closed(), None, "closed for a stall that was a freeze");
+    assert!(a.of_type("notice").is_empty());
+    // Still stalled after waking: counted from the wake.
+    for _ in 0..5 {
+        h.advance(Duration::from_secs(1));
+        h.housekeeping();
+    }
+    assert_eq!(a.closed(), Some(CloseCode::TryAgainLater.code()));
 }
 
 #[test]
