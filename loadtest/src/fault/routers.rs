@@ -33,9 +33,12 @@ pub(super) async fn router_of_two(
     Ok(started)
 }
 
-/// `stale-router`: one router cut from the coordinator, then `victim` (the busiest node)
-/// killed with -9 while that router's view of the ring is stale; healed `hold` after the
-/// kill. Returns the kill's time.
+/// `stale-router`: how long the cut stands before the node is killed.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// `stale-router`: one router cut from the coordinator, then, a second later, `victim` (the
+/// busiest node) killed with -9 while that router's view of the ring is stale; healed `hold`
+/// after the kill. Returns the kill's time.
 pub(super) async fn stale_router(
     c: &mut Cluster,
     victim: (String, u64),
@@ -51,6 +54,11 @@ pub(super) async fn stale_router(
     let url = c.node_mut(&victim).context("no such node")?.url.clone();
     done.dead_files = files_served_by(&url, files).await;
     let cut = c.cut_router_from_coordinator(i)?;
+    // The cut drops what the router sends, not what the coordinator sends it: the watch's
+    // updates keep arriving until the coordinator's unacknowledged segments stall its side of
+    // the connection (a retransmission timeout, 200 ms on loopback). Killed sooner, the node's
+    // end could still reach the router, whose view would then not be stale at all.
+    tokio::time::sleep(SETTLE).await;
     c.node_mut(&victim)
         .context("the chosen node is gone")?
         .process
@@ -60,8 +68,9 @@ pub(super) async fn stale_router(
     c.heal_links()?;
     done.lasted_ms = ms(started.elapsed());
     done.steps.push(format!(
-        "{cut}; then {victim} killed (SIGKILL) holding {held} rooms ({} of the run's files); \
+        "{cut}; {} ms later {victim} killed (SIGKILL) holding {held} rooms ({} of the run's files); \
          healed after {:.0} ms",
+        SETTLE.as_millis(),
         done.dead_files.len(),
         done.lasted_ms
     ));
