@@ -41,7 +41,11 @@ pub enum End {
 /// What one client needs.
 pub struct Client {
     pub plan: ClientPlan,
-    pub ws_url: String,
+    /// The file's socket address through each router; the client starts on one and moves to
+    /// the next when its router cannot be reached, as behind a load balancer's health checks.
+    pub ws_urls: Vec<String>,
+    /// Which of `ws_urls` it uses now.
+    pub via: usize,
     pub key: String,
     pub token: Option<String>,
     pub edit_rate: f64,

@@ -1,16 +1,14 @@
 //! `--spawn-cluster N`: N `atrium-node` processes sharing a scratch Postgres database and a
-//! coordinator namespace, behind one `atrium-router`; the services too when the environment
+//! coordinator namespace, behind one `atrium-router` (or `--routers N`); the services too when the environment
 //! names none (a scratch Postgres from `initdb` and `nats-server -js`, on free loopback ports).
 //! Everything started here is stopped and removed by [`Cluster::stop`] (or on drop).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use crate::http::Endpoint;
 use crate::node::Spawned;
 use crate::options::Options;
 use crate::pin::CpuList;
@@ -27,6 +25,7 @@ mod nats;
 mod postgres;
 mod redis;
 mod router;
+pub use router::Router;
 mod start;
 mod stop;
 
@@ -48,15 +47,12 @@ pub struct Node {
 /// The spawned fleet and the services it runs on.
 pub struct Cluster {
     pub nodes: Vec<Node>,
-    pub router_url: String,
-    pub router_admin: Endpoint,
-    router: Option<Child>,
-    /// The router's listening and admin ports, kept for a restart.
-    router_ports: (u16, u16),
+    /// The routers in front of the nodes; the first is the run's own way in.
+    pub routers: Vec<Router>,
     router_bin: PathBuf,
     router_env: Vec<(String, String)>,
     node_bin: PathBuf,
-    /// `--pin-server`: the CPUs of every node and the router.
+    /// `--pin-server`: the CPUs of every node and router.
     server_cpus: Option<CpuList>,
     dir: PathBuf,
     /// Server URL to connect to for CREATE/DROP DATABASE, and the scratch database's name.

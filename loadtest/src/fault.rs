@@ -2,8 +2,8 @@
 //! were not served because of it.
 //!
 //! The injection runs inline in the measured window (a rolling restart takes seconds); an
-//! availability probe asks every file's `GET /api/files/{id}/doc` through the router from the
-//! moment the fault strikes until the window ends.
+//! availability probe asks every file's `GET /api/files/{id}/doc` through every router from
+//! the moment the fault strikes until the window ends.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -19,10 +19,12 @@ use crate::setup::FileKeys;
 
 mod availability;
 mod rooms;
+mod routers;
 
-pub use availability::{availability, probe};
+pub use availability::{availability, probe, through, through_all, Probed};
 use rooms::room_exits;
 pub use rooms::rooms_by_node;
+pub use routers::{by_router, stale_figures};
 
 /// How often the availability probe asks every file.
 const PROBE_EVERY: Duration = Duration::from_millis(100);
@@ -43,11 +45,21 @@ pub struct Injection {
     /// `pause`: the woken node's rooms that ended after it woke, by reason (its
     /// `atrium_room_exits_total`); the zombie must close them, never write.
     pub woken_room_exits: BTreeMap<String, u64>,
+    /// `stale-router`: the router cut from the coordinator (its index).
+    pub stale_router: Option<usize>,
+    /// `stale-router`: the killed node's files (indices in the run's files).
+    pub dead_files: Vec<usize>,
 }
 
 /// Breaks what `fault` names, and undoes it after its hold time (kill and rolling: the
-/// kill, or every restart, is the whole fault). `started` is when it struck.
-pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Injection, Instant)> {
+/// kill, or every restart, is the whole fault). `started` is when it struck (for
+/// `stale-router`, the node's kill).
+pub async fn inject(
+    c: &mut Cluster,
+    fault: Fault,
+    lease_ms: u64,
+    files: &[FileKeys],
+) -> Result<(Injection, Instant)> {
     let rooms = rooms_by_node(c).await;
     let busiest = rooms
         .iter()
@@ -61,7 +73,8 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
         FaultKind::Pause
         | FaultKind::Partition
         | FaultKind::CutCoordinator
-        | FaultKind::CutRouter => lease_ms + 2000,
+        | FaultKind::CutRouter
+        | FaultKind::StaleRouter => lease_ms + 2000,
         FaultKind::LossyStore => 10_000,
         FaultKind::Router => 1000,
         _ => 3000,
@@ -102,6 +115,15 @@ pub async fn inject(c: &mut Cluster, fault: Fault, lease_ms: u64) -> Result<(Inj
                     .filter(|(_, v)| *v > 0)
                     .collect();
             }
+        }
+        FaultKind::RouterOfTwo => {
+            started = routers::router_of_two(c, hold, &mut done).await?;
+        }
+        FaultKind::StaleRouter => {
+            let Some(victim) = busiest else {
+                bail!("--fault stale-router: no node answered /health");
+            };
+            started = routers::stale_router(c, victim, files, hold, &mut done).await?;
         }
         FaultKind::Rolling => {
             let ids: Vec<String> = c.nodes.iter().map(|n| n.id.clone()).collect();
@@ -226,7 +248,7 @@ fn stop_service(c: &mut Cluster, kind: FaultKind) -> Result<()> {
         FaultKind::Coordinator => c.kill_own_coordinator(),
         FaultKind::Store => tokio::task::block_in_place(|| c.stop_postgres()),
         _ => {
-            c.kill_router();
+            c.kill_router(0);
             Ok(())
         }
     }
@@ -237,7 +259,7 @@ async fn restart_service(c: &mut Cluster, kind: FaultKind) -> Result<()> {
     match kind {
         FaultKind::Coordinator => c.restart_own_coordinator().await,
         FaultKind::Store => c.restart_postgres().await,
-        _ => c.restart_router().await,
+        _ => c.restart_router(0).await,
     }
 }
 

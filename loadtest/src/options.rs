@@ -38,9 +38,10 @@ pub enum Target {
     Spawn { server: Option<PathBuf>, port: u16 },
     /// A running node or router at this base URL (`http://host:port`, no trailing slash).
     Url(String),
-    /// `nodes` spawned nodes behind one spawned router.
+    /// `nodes` spawned nodes behind `routers` spawned routers.
     Cluster {
         nodes: usize,
+        routers: usize,
         server: Option<PathBuf>,
         router: Option<PathBuf>,
     },

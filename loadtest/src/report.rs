@@ -16,7 +16,7 @@ mod text_machine;
 #[cfg(test)]
 mod tests;
 
-pub use fleet::{ClusterInfo, Failover};
+pub use fleet::{ClusterInfo, Failover, RouterServed, StaleRouter};
 pub use parts::{
     DropResult, Expected, Generator, Machine, MemoryPoint, Problems, Rates, Second, Server,
 };

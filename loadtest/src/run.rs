@@ -52,16 +52,29 @@ pub async fn run(o: Options) -> Result<Report> {
     let (url, target) = match &o.target {
         Target::Cluster {
             nodes,
+            routers,
             server,
             router,
         } => {
-            progress(&o, &format!("starting {nodes} nodes and a router"));
-            let c = Cluster::start(&o, *nodes, server.as_deref(), router.as_deref()).await?;
-            let url = c.router_url.clone();
+            let fronts = match routers {
+                1 => "a router".to_string(),
+                n => format!("{n} routers"),
+            };
+            progress(&o, &format!("starting {nodes} nodes and {fronts}"));
+            let c =
+                Cluster::start(&o, *nodes, *routers, server.as_deref(), router.as_deref()).await?;
+            let url = c.router_url();
+            let behind = match c.routers.len() {
+                1 => format!("the router at {url}"),
+                n => {
+                    let urls: Vec<&str> = c.routers.iter().map(|r| r.url.as_str()).collect();
+                    format!("{n} routers at {}", urls.join(", "))
+                }
+            };
             cluster = Some(c);
             (
-                url.clone(),
-                format!("spawned cluster of {nodes} nodes behind the router at {url}"),
+                url,
+                format!("spawned cluster of {nodes} nodes behind {behind}"),
             )
         }
         Target::Spawn { server, port } => {

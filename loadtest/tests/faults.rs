@@ -1,5 +1,5 @@
-//! Faults under load: three debug nodes behind a debug router, 200 sockets (`ATRIUM_FAULT_USERS`)
-//! editing and moving cursors, and one fault in the measured window (`--fault KIND`). Each case must end with no
+//! Faults under load: three debug nodes behind a debug router (two for the faults of one router
+//! of two), 200 sockets (`ATRIUM_FAULT_USERS`) editing and moving cursors, and one fault in the measured window (`--fault KIND`). Each case must end with no
 //! acked patch lost, every client converged on `GET /api/files/{id}/doc`, every file served
 //! again, and every socket back; each prints one `FIGURE {json}` line for docs/reliability.md.
 //!
@@ -223,6 +223,11 @@ fn check_nothing_lost(case: &Case, r: &Value, stdout: &str) {
             "relay_p99_ms": r["patch_relay_ms"]["p99"],
             "history_versions_checked": f["history"]["versions_checked"],
             "history_violations": f["history"]["violations"],
+            "routers": f["routers"],
+            "router_switches": f["router_switches"],
+            "stale_router_ms": f["stale_router_ms"],
+            "healthy_router_ms": f["healthy_router_ms"],
+            "dead_node_files": f["dead_node_files"],
         })
     );
     assert_eq!(f["fault"], kind, "{f}");
@@ -451,6 +456,57 @@ fn a_killed_router_loses_nothing() {
     assert_eq!(f["target"], "router");
     // Every socket went through the router: every one came back.
     assert!(f["reconnects"].as_u64().unwrap() >= users(), "{f}");
+}
+
+/// A fault on one router of two (`--routers 2`, clients spread over both): the usual checks,
+/// and every file served again through every router within 10 s of the fault's end.
+fn run_router_of_two_fault(kind: &str) -> Value {
+    let r = run_fault(kind, &["--routers", "2"]);
+    assert_eq!(
+        r["cluster"]["routers"].as_array().unwrap().len(),
+        2,
+        "{}",
+        r["cluster"]
+    );
+    let f = &r["failover"];
+    let late = f["recover_ms"].as_f64().unwrap() - f["fault_lasted_ms"].as_f64().unwrap();
+    assert!(
+        late < 10_000.0,
+        "files served again {late} ms after the fault's end: {f}"
+    );
+    for router in f["routers"].as_array().unwrap() {
+        assert!(router["recover_ms"].as_f64().is_some(), "{router}");
+    }
+    r
+}
+
+/// One router of two killed with -9 under load: its clients come back through the other
+/// (as behind a load balancer's health checks), and it is started again after 3 s.
+#[test]
+fn one_of_two_routers_killed_loses_nothing() {
+    let r = run_router_of_two_fault("router-of-two");
+    let f = &r["failover"];
+    assert_eq!(f["target"], "router-1");
+    // Half the sockets went through it: each one came back, through the other router.
+    assert!(f["reconnects"].as_u64().unwrap() >= users() / 2, "{f}");
+    assert!(f["router_switches"].as_u64().unwrap_or(0) > 0, "{f}");
+}
+
+/// One router of two cut from the coordinator, then the busiest node killed with -9: the cut
+/// router's view of the ring is stale. How long until it stops sending the dead node's files
+/// to the dead node (`stale_router_ms`), beside the router that heard of the death.
+#[test]
+fn a_router_with_a_stale_view_serves_a_dead_nodes_files_again() {
+    let r = run_router_of_two_fault("stale-router");
+    let f = &r["failover"];
+    assert_eq!(f["stale_router"], "router-1", "{f}");
+    assert!(f["dead_node_files"].as_u64().unwrap() > 0, "{f}");
+    let stale = f["stale_router_ms"]
+        .as_f64()
+        .expect("the stale router served the dead node's files again");
+    assert!(stale < 10_000.0, "{f}");
+    assert!(f["healthy_router_ms"].as_f64().is_some(), "{f}");
+    assert!(f["steps"].to_string().contains("healed after"), "{f}");
 }
 
 /// Sockets and files of the mass failover (`ATRIUM_MASS_USERS`, `ATRIUM_MASS_FILES`): many

@@ -38,8 +38,8 @@ impl Client {
     ) -> Result<(Socket, Welcome, Option<Value>), JoinFailed> {
         let track = self.track;
         let attempt = async {
-            let addr = self
-                .ws_url
+            let url = &self.ws_urls[self.via];
+            let addr = url
                 .trim_start_matches("ws://")
                 .split('/')
                 .next()
@@ -47,10 +47,10 @@ impl Client {
                 .to_string();
             let tcp = TcpStream::connect(addr)
                 .await
-                .map_err(|_| JoinFailed::default())?;
+                .map_err(|_| JoinFailed::unreachable())?;
             let _ = tcp.set_nodelay(true);
             let (mut ws, _) = client_async_with_config(
-                self.ws_url.as_str(),
+                url.as_str(),
                 MaybeTlsStream::Plain(tcp),
                 Some(ws_config()),
             )
@@ -86,7 +86,7 @@ impl Client {
                         return Err(JoinFailed {
                             code: Some(close.as_ref().map_or(1005, |c| u16::from(c.code))),
                             retry: close.as_ref().and_then(|c| retry_hint(&c.reason)),
-                            reset: false,
+                            ..JoinFailed::default()
                         });
                     }
                     Ok(_) => {}
@@ -109,9 +109,18 @@ pub(super) struct JoinFailed {
     pub(super) retry: Option<Duration>,
     /// The connection was reset (or ended without a close frame) after the TCP connect.
     pub(super) reset: bool,
+    /// The TCP connect failed (refused: nothing listens there).
+    pub(super) unreachable: bool,
 }
 
 impl JoinFailed {
+    pub(super) fn unreachable() -> Self {
+        Self {
+            unreachable: true,
+            ..Self::default()
+        }
+    }
+
     pub(super) fn reset() -> Self {
         Self {
             reset: true,

@@ -95,15 +95,27 @@ impl Client {
 
     /// After a failed join: how long to wait before trying again, or None when this client
     /// gives up.
-    fn retry_after(&self, failed: JoinFailed, first: bool, backoff: Duration) -> Option<Duration> {
-        let m = &self.measures;
+    fn retry_after(
+        &mut self,
+        failed: JoinFailed,
+        first: bool,
+        backoff: Duration,
+    ) -> Option<Duration> {
+        let m = self.measures.clone();
         let JoinFailed {
             code,
             retry: hint,
             reset,
+            unreachable,
         } = failed;
         if reset {
             add(&m.counters.handshake_resets, 1);
+        }
+        // A router that refuses or resets the connection is down: a load balancer's health
+        // check would send the next attempt to another one.
+        if (unreachable || reset) && self.ws_urls.len() > 1 {
+            self.via = (self.via + 1) % self.ws_urls.len();
+            add(&m.counters.router_switches, 1);
         }
         // Tracking clients behave as the contract asks of a real one: a close they can
         // act on by coming back (4009 while rooms settle, 1012, 1013, a lost

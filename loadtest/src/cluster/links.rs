@@ -2,7 +2,7 @@
 //! sending process by its cgroup (v2), so one node can be cut from the coordinator, from
 //! Postgres, from the router or from everything while the rest of the machine talks on.
 //!
-//! A run with a link fault puts each node and the router in a cgroup of its own
+//! A run with a link fault puts each node and each router in a cgroup of its own
 //! (`atrium-lt-<pid>-<name>` under the cgroup2 mount; a process moves itself there before it
 //! runs, so every socket it opens carries the cgroup) and makes an nftables table
 //! `inet atrium_lt_<pid>` with one output chain. A fault adds drop rules to the chain; healing
@@ -60,7 +60,7 @@ impl Links {
         })
     }
 
-    /// The cgroup of `name` (a node id, `router`), made on first use.
+    /// The cgroup of `name` (a node id, `router`, `router-1`, ...), made on first use.
     pub fn group(&mut self, name: &str) -> Result<PathBuf> {
         let dir = self
             .root
@@ -213,7 +213,7 @@ fn sweep_stale(root: &Path) {
 }
 
 /// The ports of a URL's hosts (`scheme://[user@]host:port[,host:port...][/...][?...]`).
-fn ports(url: &str) -> Vec<u16> {
+pub(super) fn ports(url: &str) -> Vec<u16> {
     let url = url.split('?').next().unwrap_or("");
     url.split(',')
         .filter_map(|host| {
@@ -226,7 +226,7 @@ fn ports(url: &str) -> Vec<u16> {
 }
 
 /// `tcp dport { a, b }` (or `sport`) for nft.
-fn port_set(dir: &str, ports: &[u16]) -> String {
+pub(super) fn port_set(dir: &str, ports: &[u16]) -> String {
     let list: Vec<String> = ports.iter().map(u16::to_string).collect();
     format!("tcp {dir} {{ {} }}", list.join(", "))
 }

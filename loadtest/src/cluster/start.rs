@@ -1,4 +1,4 @@
-//! Starting the fleet: services, a scratch database and namespace, the nodes, the router.
+//! Starting the fleet: services, a scratch database and namespace, the nodes, the routers.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -8,19 +8,19 @@ use atrium_testkit::postgres::with_database;
 
 use super::postgres::pg_connect;
 use super::router::router_binary;
-use super::{free_port, lease_ms, node_env, Cluster, Node};
-use crate::http::Endpoint;
+use super::{free_port, lease_ms, node_env, Cluster, Node, Router};
 use crate::node::Spawned;
 use crate::options::{FaultKind, Options};
 use crate::setup::random_id;
 
 impl Cluster {
     /// Starts the services (unless the environment names them, and the run's fault does not
-    /// need servers of its own), a scratch database and namespace, `nodes` nodes and the
-    /// router, and waits until the router sees every node.
+    /// need servers of its own), a scratch database and namespace, `nodes` nodes and
+    /// `routers` routers, and waits until every router sees every node.
     pub async fn start(
         o: &Options,
         nodes: usize,
+        routers: usize,
         server: Option<&Path>,
         router: Option<&Path>,
     ) -> Result<Cluster> {
@@ -33,10 +33,7 @@ impl Cluster {
         std::fs::create_dir_all(&dir)?;
         let mut c = Cluster {
             nodes: Vec::new(),
-            router_url: String::new(),
-            router_admin: Endpoint::from_url("http://127.0.0.1:0"),
-            router: None,
-            router_ports: (0, 0),
+            routers: Vec::new(),
             router_bin: router_binary(router),
             router_env: Vec::new(),
             node_bin: crate::node::find_binary(server),
@@ -71,13 +68,12 @@ impl Cluster {
         for i in 0..nodes {
             c.start_node(o, format!("lt-n{i}")).await?;
         }
-        c.router_ports = (free_port()?, free_port()?);
         c.router_env = router_env(o, &c.coordinator);
-        c.start_router()?;
-        let (port, admin) = c.router_ports;
-        c.router_url = format!("http://127.0.0.1:{port}");
-        c.router_admin = Endpoint::from_url(&format!("http://127.0.0.1:{admin}"));
-        c.wait_members(nodes, Duration::from_secs(30)).await?;
+        for i in 0..routers {
+            c.routers.push(Router::new(i)?);
+            c.start_router(i)?;
+        }
+        c.wait_all_members(nodes, Duration::from_secs(30)).await?;
         Ok(c)
     }
 
@@ -185,7 +181,7 @@ impl Cluster {
     }
 
     /// SIGTERM to node `id`; waits up to `within` for it to drain and exit, then starts it again
-    /// as the same node (id, port, settings) and waits until the router sees every node.
+    /// as the same node (id, port, settings) and waits until every router sees every node.
     /// Returns how long its drain took, in ms.
     pub async fn restart_node(&mut self, id: &str, within: Duration) -> Result<f64> {
         let node = self.node_mut(id).context("no such node")?;
@@ -200,7 +196,7 @@ impl Cluster {
         // The old process's folder goes with it.
         self.node_mut(id).context("no such node")?.process = process;
         let n = self.nodes.len();
-        self.wait_members(n, Duration::from_secs(30)).await?;
+        self.wait_all_members(n, Duration::from_secs(30)).await?;
         Ok(drained_ms)
     }
 }

@@ -8,16 +8,24 @@ use super::postgres::pg_connect;
 use super::Cluster;
 
 impl Cluster {
-    /// Stops the router, the nodes, drops the scratch database, stops the scratch services and
+    /// Stops the routers, the nodes, drops the scratch database, stops the scratch services and
     /// removes the temporary folder. Returns a line per step that did not go cleanly.
     pub async fn stop(mut self) -> Vec<String> {
         let mut notes = Vec::new();
-        if let Some(mut r) = self.router.take() {
+        // Every router told at once, so their drains overlap.
+        let routers: Vec<_> = self
+            .routers
+            .iter_mut()
+            .filter_map(|r| Some((r.name.clone(), r.take()?)))
+            .collect();
+        for (_, r) in &routers {
             // SAFETY: signalling our own child.
             unsafe {
                 libc::kill(r.id() as libc::pid_t, libc::SIGTERM);
             }
-            let deadline = Instant::now() + Duration::from_secs(5);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (name, mut r) in routers {
             loop {
                 match r.try_wait() {
                     Ok(Some(_)) => break,
@@ -27,7 +35,7 @@ impl Cluster {
                     _ => {
                         let _ = r.kill();
                         let _ = r.wait();
-                        notes.push("router killed after 5 s".into());
+                        notes.push(format!("{name} killed after 5 s"));
                         break;
                     }
                 }
@@ -87,9 +95,11 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         // A failed start or a panic: no time for niceties, but leave nothing running.
-        if let Some(mut r) = self.router.take() {
-            let _ = r.kill();
-            let _ = r.wait();
+        for r in &mut self.routers {
+            if let Some(mut r) = r.take() {
+                let _ = r.kill();
+                let _ = r.wait();
+            }
         }
         for n in &mut self.nodes {
             n.process.kill9();

@@ -23,43 +23,118 @@ pub struct Availability {
 }
 
 /// One probe answer: ms since the fault struck, and whether it was a 200.
-type Sample = (f64, bool);
+pub type Sample = (f64, bool);
 
-/// Asks every file's document through the router every [`PROBE_EVERY`] until `stop`, and
-/// returns each file's answers in order.
+/// What one router said of one file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Answer {
+    Served,
+    /// An error, a timeout or another status.
+    Failed,
+    /// The router refused the connection: it is down, and a load balancer's health check
+    /// would send nobody there.
+    Down,
+}
+
+/// Every answer the probe had: by router, by file, in order, with ms since the fault struck.
+pub type Probed = Vec<Vec<Vec<(f64, Answer)>>>;
+
+/// Asks every file's document through every router every [`PROBE_EVERY`] until `stop`.
 pub async fn probe(
-    endpoint: Endpoint,
+    routers: Vec<Endpoint>,
     files: Vec<FileKeys>,
     started: Instant,
     stop: Arc<AtomicBool>,
-) -> Vec<Vec<Sample>> {
-    let mut seen: Vec<Vec<Sample>> = vec![Vec::new(); files.len()];
+) -> Probed {
+    let mut seen: Probed = vec![vec![Vec::new(); files.len()]; routers.len()];
+    let asks: Vec<(usize, usize)> = (0..routers.len())
+        .flat_map(|r| (0..files.len()).map(move |f| (r, f)))
+        .collect();
     // Enough at once that a round over hundreds of files, many of them down (each such
-    // request waiting up to its 1 s timeout), still ends within a few seconds.
-    let at_once = files.len().div_ceil(4).clamp(16, 256);
+    // request waiting up to its 1 s timeout), still ends within a few seconds; a small run
+    // asks everything at once, so one router holding requests does not slow the round.
+    let at_once = if asks.len() <= 64 {
+        asks.len().max(1)
+    } else {
+        asks.len().div_ceil(4).clamp(64, 256)
+    };
     while !stop.load(Ordering::Relaxed) {
         let round = Instant::now();
-        let answers: Vec<Sample> = futures_util::stream::iter(files.iter().cloned())
-            .map(|f: FileKeys| {
-                let ep = endpoint.clone();
+        let answers: Vec<(f64, Answer)> = futures_util::stream::iter(asks.iter().copied())
+            .map(|(r, f)| {
+                let (ep, file) = (&routers[r], &files[f]);
                 async move {
-                    let path = format!("/api/files/{}/doc", f.id);
-                    let ok = matches!(
-                        http::get_with_key(&ep, &path, &f.view_key, Duration::from_secs(1)).await,
-                        Ok(a) if a.status == 200
-                    );
-                    (ms(started.elapsed()), ok)
+                    let path = format!("/api/files/{}/doc", file.id);
+                    let got =
+                        http::get_with_key(ep, &path, &file.view_key, Duration::from_secs(1)).await;
+                    let answer = match got {
+                        Ok(a) if a.status == 200 => Answer::Served,
+                        Err(e) if refused(&e) => Answer::Down,
+                        _ => Answer::Failed,
+                    };
+                    (ms(started.elapsed()), answer)
                 }
             })
             .buffered(at_once)
             .collect()
             .await;
-        for (file, answer) in seen.iter_mut().zip(answers) {
-            file.push(answer);
+        for (&(r, f), answer) in asks.iter().zip(answers) {
+            seen[r][f].push(answer);
         }
         tokio::time::sleep(PROBE_EVERY.saturating_sub(round.elapsed())).await;
     }
     seen
+}
+
+/// Whether a request failed because its connection was refused.
+fn refused(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+    })
+}
+
+/// Each file's answers as the fleet's: served when every router that is up served it, and
+/// at least one was up (with one router, a router down is a file not served).
+pub fn through_all(probed: &Probed) -> Vec<Vec<Sample>> {
+    let Some(first) = probed.first() else {
+        return Vec::new();
+    };
+    (0..first.len())
+        .map(|f| {
+            (0..first[f].len())
+                .map(|k| {
+                    let round: Vec<(f64, Answer)> = probed
+                        .iter()
+                        .filter_map(|router| router[f].get(k).copied())
+                        .collect();
+                    let t = round.iter().map(|a| a.0).fold(0.0, f64::max);
+                    let none_failed = round.iter().all(|a| a.1 != Answer::Failed);
+                    let one_up = round.iter().any(|a| a.1 == Answer::Served);
+                    (t, none_failed && one_up)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Each file's answers through router `r` alone (down is not served), for files `only` (every
+/// file when None).
+pub fn through(probed: &Probed, r: usize, only: Option<&[usize]>) -> Vec<Vec<Sample>> {
+    let Some(router) = probed.get(r) else {
+        return Vec::new();
+    };
+    router
+        .iter()
+        .enumerate()
+        .filter(|(f, _)| only.is_none_or(|o| o.contains(f)))
+        .map(|(_, answers)| {
+            answers
+                .iter()
+                .map(|&(t, a)| (t, a == Answer::Served))
+                .collect()
+        })
+        .collect()
 }
 
 /// The figures of what `probe` saw, the fault undone `cleared_ms` after it struck.

@@ -38,6 +38,9 @@ pub struct Counters {
     pub join_retries: AtomicU64,
     /// Cluster mode: unconfirmed patches sent again after a reconnect.
     pub resent_patches: AtomicU64,
+    /// `--routers N`: joins sent to the next router because the last one could not be
+    /// reached.
+    pub router_switches: AtomicU64,
     /// Cluster mode: when the latest reconnect got its welcome, µs since the origin.
     pub last_rejoin_us: AtomicU64,
 }

@@ -58,11 +58,18 @@ pub fn check(o: &Options) -> Result<()> {
         );
     }
     if let Some(f) = o.fault {
-        let Target::Cluster { nodes, .. } = o.target else {
+        let Target::Cluster { nodes, routers, .. } = o.target else {
             bail!("--fault and --kill-node need --spawn-cluster N");
         };
+        if f.kind.needs_two_routers() && routers < 2 {
+            bail!(
+                "--fault {} needs at least 2 routers (--routers 2 or more): one is broken while \
+                 another serves",
+                f.kind.name()
+            );
+        }
         // A node-level fault needs the rest of the fleet to serve the node's files.
-        if f.kind.served_meanwhile() && nodes < 2 {
+        if f.kind.needs_two_nodes() && nodes < 2 {
             bail!(
                 "--fault {} needs at least 2 nodes (--spawn-cluster 2 or more)",
                 f.kind.name()

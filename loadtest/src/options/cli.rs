@@ -36,7 +36,8 @@ pub struct Cli {
     /// cost: kill (kill -9 the busiest node), pause (SIGSTOP it past its lease, then SIGCONT),
     /// rolling (SIGTERM and restart every node in turn), coordinator (kill -9 nats-server, start
     /// it again), store (stop Postgres, start it again), router (kill -9 the router, start it
-    /// again)
+    /// again), router-of-two and stale-router (with --routers 2 or more), and more: see
+    /// docs/loadtest.md
     #[arg(long, value_enum, value_name = "KIND")]
     pub fault: Option<FaultKind>,
     /// Seconds into the measured window when --fault starts (default: a quarter of --duration)
@@ -48,6 +49,10 @@ pub struct Cli {
     #[arg(long, value_name = "MS")]
     #[serde(alias = "fault_for")]
     pub fault_for: Option<u64>,
+    /// With --spawn-cluster: how many atrium-router processes run in front of the nodes
+    /// (default 1); clients are spread over them in turn, as a load balancer would
+    #[arg(long, value_name = "N")]
+    pub routers: Option<usize>,
     /// The atrium-router binary for --spawn-cluster (default: next to this tool, then on PATH)
     #[arg(long, value_name = "PATH")]
     pub router: Option<PathBuf>,

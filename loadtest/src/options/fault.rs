@@ -57,6 +57,13 @@ pub enum FaultKind {
     /// 5% of the packets between every node and Postgres dropped, both ways, and every packet
     /// to Postgres held 200 ms, for the hold (10 s by default).
     LossyStore,
+    /// With two routers or more: one router killed with -9, its clients going on through
+    /// another; started again after the hold.
+    RouterOfTwo,
+    /// With two routers or more: one router cut from the coordinator, then the node holding
+    /// the most files killed with -9 while the cut router's view of the ring is stale; healed
+    /// after the hold.
+    StaleRouter,
 }
 
 impl FaultKind {
@@ -78,6 +85,8 @@ impl FaultKind {
             FaultKind::CutStore => "cut-store",
             FaultKind::CutRouter => "cut-router",
             FaultKind::LossyStore => "lossy-store",
+            FaultKind::RouterOfTwo => "router-of-two",
+            FaultKind::StaleRouter => "stale-router",
         }
     }
 
@@ -102,6 +111,7 @@ impl FaultKind {
                 | FaultKind::CutStore
                 | FaultKind::CutRouter
                 | FaultKind::LossyStore
+                | FaultKind::StaleRouter
         )
     }
 
@@ -117,8 +127,20 @@ impl FaultKind {
         matches!(self, FaultKind::NatsLeader | FaultKind::NatsCluster)
     }
 
+    /// Faults on one router of several.
+    pub fn needs_two_routers(self) -> bool {
+        matches!(self, FaultKind::RouterOfTwo | FaultKind::StaleRouter)
+    }
+
+    /// Faults on a node: the rest of the fleet must be there to serve its files.
+    pub fn needs_two_nodes(self) -> bool {
+        (self.served_meanwhile() && self != FaultKind::RouterOfTwo)
+            || self == FaultKind::StaleRouter
+    }
+
     /// Whether the rest of the fleet should go on serving every file while the fault lasts (a
-    /// dead, paused or draining node's files move to the others), so that recovery counts from
+    /// dead, paused or draining node's files move to the others; a killed router's clients go on
+    /// through another), so that recovery counts from
     /// the fault striking rather than from its end.
     pub fn served_meanwhile(self) -> bool {
         matches!(
@@ -130,6 +152,7 @@ impl FaultKind {
                 | FaultKind::Partition
                 | FaultKind::CutCoordinator
                 | FaultKind::CutRouter
+                | FaultKind::RouterOfTwo
         )
     }
 }

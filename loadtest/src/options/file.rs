@@ -27,6 +27,7 @@ impl Cli {
                 fault,
                 fault_at,
                 fault_for,
+                routers,
                 router,
                 server,
                 port,

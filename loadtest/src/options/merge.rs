@@ -85,6 +85,9 @@ fn cpus(option: &str, text: Option<&str>) -> Result<Option<CpuList>> {
 
 /// Where the load goes: one of --spawn, --spawn-cluster N and --url.
 fn target(g: &Cli) -> Result<Target> {
+    if g.routers.is_some() && g.spawn_cluster.is_none() {
+        bail!("--routers needs --spawn-cluster N: only routers this tool starts can be counted");
+    }
     Ok(match (g.spawn, &g.url, g.spawn_cluster) {
         (_, _, Some(n)) => {
             if g.spawn || g.url.is_some() {
@@ -93,8 +96,13 @@ fn target(g: &Cli) -> Result<Target> {
             if n == 0 || n > 64 {
                 bail!("--spawn-cluster must be between 1 and 64, got {n}");
             }
+            let routers = g.routers.unwrap_or(1);
+            if routers == 0 || routers > 8 {
+                bail!("--routers must be between 1 and 8, got {routers}");
+            }
             Target::Cluster {
                 nodes: n,
+                routers,
                 server: g.server.clone(),
                 router: g.router.clone(),
             }

@@ -8,7 +8,11 @@ use serde::Serialize;
 pub struct ClusterInfo {
     /// Node ids and their addresses.
     pub nodes: BTreeMap<String, String>,
+    /// The first router's address (the run's own way in).
     pub router: String,
+    /// `--routers N` above 1: every router's address, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routers: Vec<String>,
     pub router_pid: Option<u32>,
     /// Where Postgres and the coordinator came from.
     pub services: String,
@@ -69,4 +73,41 @@ pub struct Failover {
     /// First joins refused with a close asking to come back (4009 while rooms settle), retried.
     pub join_retries: u64,
     pub resent_patches: u64,
+    /// `--routers N` above 1: joins sent to the next router because one could not be reached.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub router_switches: u64,
+    /// `--routers N` above 1: what the availability probe saw through each router alone.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routers: Vec<RouterServed>,
+    /// `stale-router`: how long each router kept failing the dead node's files.
+    #[serde(flatten)]
+    pub stale: Option<StaleRouter>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// What the availability probe saw through one router.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RouterServed {
+    pub router: String,
+    /// As `recover_ms`, through this router alone (a router down serves nothing).
+    pub recover_ms: Option<f64>,
+    pub longest_outage_ms: f64,
+    pub files_interrupted: u64,
+}
+
+/// `stale-router`: one router cut from the coordinator, then the busiest node killed.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StaleRouter {
+    /// The router cut from the coordinator.
+    pub stale_router: String,
+    /// The killed node's files.
+    pub dead_node_files: u64,
+    /// From the kill until the cut router served every one of the dead node's files again
+    /// (200s lasting to the end of probing); None if some never were.
+    pub stale_router_ms: Option<f64>,
+    /// The same through the routers that still heard the coordinator (the slowest of them).
+    pub healthy_router_ms: Option<f64>,
 }

@@ -9,13 +9,20 @@ impl Report {
     /// The fleet, in cluster mode.
     pub(super) fn text_cluster(&self, w: &mut String) {
         if let Some(c) = &self.cluster {
+            let behind = match c.routers.len() {
+                0 | 1 => format!("the router at {}", c.router),
+                n => format!(
+                    "{n} routers at {} (clients spread over them in turn)",
+                    c.routers.join(", ")
+                ),
+            };
             let _ = writeln!(
                 w,
-                "\nCluster: {} nodes behind the router at {} ({}); the server measures above are \
-                 the router's",
+                "\nCluster: {} nodes behind {behind} ({}); the server measures above are the \
+                 {}router's",
                 c.nodes.len(),
-                c.router,
-                c.services
+                c.services,
+                if c.routers.len() > 1 { "first " } else { "" }
             );
             let _ = writeln!(w, "  rooms at the end: {}", counts(&c.rooms_at_end));
         }
@@ -82,6 +89,35 @@ impl Report {
                 f.reconnect_failures,
                 f.resent_patches
             );
+            for r in &f.routers {
+                let _ = writeln!(
+                    w,
+                    "  through {} alone: every file served again after {} | longest outage of a \
+                     file {:.0} ms ({} files interrupted)",
+                    r.router,
+                    opt(r.recover_ms, " ms"),
+                    r.longest_outage_ms,
+                    r.files_interrupted
+                );
+            }
+            if f.router_switches > 0 {
+                let _ = writeln!(
+                    w,
+                    "  joins sent to the next router (one could not be reached): {}",
+                    f.router_switches
+                );
+            }
+            if let Some(s) = &f.stale {
+                let _ = writeln!(
+                    w,
+                    "  the dead node's {} files served again, from the kill: through {} (cut from \
+                     the coordinator) after {}, through the other routers after {}",
+                    s.dead_node_files,
+                    s.stale_router,
+                    opt(s.stale_router_ms, " ms"),
+                    opt(s.healthy_router_ms, " ms")
+                );
+            }
             let _ = writeln!(
                 w,
                 "  acked patches lost {} of {} | clients not converged {} of {} | files unreadable {}",

@@ -19,10 +19,11 @@ use crate::report::DropResult;
 use crate::schedule::connect_at;
 use crate::setup::{self, ClientPlan};
 
-/// Opens every client's socket on the ramp (all at once in a storm); returns their tasks.
+/// Opens every client's socket on the ramp (all at once in a storm), spread over the
+/// routers in turn; returns their tasks.
 pub async fn connect_all(
     o: &Options,
-    endpoint: &Endpoint,
+    routers: &[Endpoint],
     made: &setup::Setup,
     plans: &[ClientPlan],
     m: &Arc<Measures>,
@@ -35,7 +36,9 @@ pub async fn connect_all(
         tokio::time::sleep_until(start + connect_at(plan.index, o.ramp)).await;
         let file = &made.files[plan.file];
         let client = Client {
-            ws_url: endpoint.ws_url(&file.id),
+            ws_urls: routers.iter().map(|r| r.ws_url(&file.id)).collect(),
+            // Round robin over the routers.
+            via: plan.index % routers.len(),
             key: if plan.editor {
                 &file.edit_key
             } else {

@@ -56,7 +56,12 @@ pub async fn drive(
     // Ramp: connection i opens at i / ramp seconds (all at once in a storm).
     let (end_tx, end_rx) = watch::channel(End::Running);
     let start = tokio::time::Instant::now();
-    let handles = connect_all(o, endpoint, &made, &plans, &m, &end_rx, in_cluster).await;
+    // Clients are spread over every router, as a load balancer in front of them would.
+    let routers = match cluster.as_ref() {
+        Some(c) => c.router_endpoints(),
+        None => vec![endpoint.clone()],
+    };
+    let handles = connect_all(o, &routers, &made, &plans, &m, &end_rx, in_cluster).await;
     wait_until_joined(o, &m).await;
     let connect_s = start.elapsed().as_secs_f64();
     let connected = m.counters.connected.load(Ordering::Relaxed);
@@ -170,7 +175,11 @@ pub async fn drive(
                 .iter()
                 .map(|n| (n.id.clone(), n.url.clone()))
                 .collect(),
-            router: c.router_url.clone(),
+            router: c.router_url(),
+            routers: match c.routers.len() {
+                1 => Vec::new(),
+                _ => c.routers.iter().map(|r| r.url.clone()).collect(),
+            },
             router_pid: c.router_pid(),
             services: c.services.clone(),
             coordinator: c.coordinator.clone(),

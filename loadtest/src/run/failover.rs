@@ -23,7 +23,6 @@ pub async fn strike(
     o: &Options,
     f: Fault,
     c: &mut Cluster,
-    endpoint: &Endpoint,
     files: &[FileKeys],
     window_start: tokio::time::Instant,
 ) -> Result<Struck> {
@@ -32,12 +31,13 @@ pub async fn strike(
     let probe_stop = Arc::new(AtomicBool::new(false));
     let struck = Instant::now();
     let probe = tokio::spawn(fault::probe(
-        endpoint.clone(),
+        c.router_endpoints(),
         files.to_vec(),
         struck,
         probe_stop.clone(),
     ));
-    let injection = fault::inject(c, f, crate::cluster::lease_ms(o)).await;
+    let routers = c.routers.iter().map(|r| r.name.clone()).collect();
+    let injection = fault::inject(c, f, crate::cluster::lease_ms(o), files).await;
     let (injection, started) = match injection {
         Ok(done) => done,
         Err(e) => {
@@ -54,6 +54,8 @@ pub async fn strike(
         kind: f.kind,
         at_s: struck_at_s,
         started,
+        started_ms: started.duration_since(struck).as_secs_f64() * 1000.0,
+        routers,
         cleared_ms: if f.kind.served_meanwhile() {
             0.0
         } else {
@@ -72,10 +74,14 @@ pub struct Struck {
     at_s: f64,
     /// When the fault struck (the kill, the stop, the first SIGTERM).
     started: Instant,
+    /// The same, in ms from the probe's origin.
+    started_ms: f64,
+    /// The routers' names, in the probe's order.
+    routers: Vec<String>,
     /// Ms from the probe's origin until the fault was undone.
     cleared_ms: f64,
     injection: fault::Injection,
-    probe: JoinHandle<Vec<Vec<(f64, bool)>>>,
+    probe: JoinHandle<fault::Probed>,
     probe_stop: Arc<AtomicBool>,
 }
 
@@ -88,8 +94,10 @@ impl Struck {
     /// Stops the probe and turns what it and the clients saw into the report's section.
     pub async fn report(self, m: &Measures) -> Failover {
         self.probe_stop.store(true, Ordering::Relaxed);
-        let seen = self.probe.await.unwrap_or_default();
-        let a = fault::availability(&seen, self.cleared_ms);
+        let probed = self.probe.await.unwrap_or_default();
+        let a = fault::availability(&fault::through_all(&probed), self.cleared_ms);
+        let routers = fault::by_router(&probed, &self.routers, self.cleared_ms);
+        let stale = fault::stale_figures(&probed, &self.routers, &self.injection, self.started_ms);
         let back = m.counters.last_rejoin_us.load(Ordering::Relaxed);
         let struck_us = self.started.duration_since(m.origin()).as_micros() as u64;
         let i = self.injection;
@@ -111,6 +119,9 @@ impl Struck {
             reconnect_failures: m.counters.reconnect_failures.load(Ordering::Relaxed),
             join_retries: m.counters.join_retries.load(Ordering::Relaxed),
             resent_patches: m.counters.resent_patches.load(Ordering::Relaxed),
+            router_switches: m.counters.router_switches.load(Ordering::Relaxed),
+            routers,
+            stale,
             ..Default::default()
         }
     }

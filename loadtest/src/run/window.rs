@@ -71,7 +71,7 @@ pub async fn measure(
         if let (Some(at), Some(c), Some(f)) = (fault_at, t.cluster.as_mut(), o.fault) {
             if tokio::time::Instant::now() >= at {
                 fault_at = None;
-                fault = Some(strike(o, f, c, endpoint, files, window_start).await?);
+                fault = Some(strike(o, f, c, files, window_start).await?);
             }
         }
         let left = window_end - tokio::time::Instant::now();

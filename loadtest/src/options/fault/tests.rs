@@ -76,3 +76,48 @@ fn cluster_options_are_checked() {
     let o = merge(cli(&[]), f).unwrap();
     assert!(matches!(o.target, Target::Cluster { nodes: 2, .. }));
 }
+
+#[test]
+fn router_faults_need_two_routers() {
+    let err = |c: Cli| merge(c, FileConfig::default()).unwrap_err().to_string();
+    let ok = |c: Cli| merge(c, FileConfig::default()).unwrap();
+    for kind in ["router-of-two", "stale-router"] {
+        let e = err(cli(&["--spawn-cluster", "3", "--fault", kind]));
+        assert!(e.contains("--routers 2"), "{e}");
+        let o = ok(cli(&[
+            "--spawn-cluster",
+            "3",
+            "--routers",
+            "2",
+            "--fault",
+            kind,
+        ]));
+        assert!(matches!(o.target, Target::Cluster { routers: 2, .. }));
+    }
+    // Killing a node while a router is stale needs another node to take its files.
+    let e = err(cli(&[
+        "--spawn-cluster",
+        "1",
+        "--routers",
+        "2",
+        "--fault",
+        "stale-router",
+    ]));
+    assert!(e.contains("2 nodes"), "{e}");
+    // A router killed while another serves: one node is enough.
+    ok(cli(&[
+        "--spawn-cluster",
+        "1",
+        "--routers",
+        "2",
+        "--fault",
+        "router-of-two",
+    ]));
+    assert!(err(cli(&["--spawn", "--routers", "2"])).contains("--spawn-cluster"));
+    assert!(err(cli(&["--spawn-cluster", "2", "--routers", "0"])).contains("between 1 and 8"));
+    let o = ok(cli(&["--spawn-cluster", "2"]));
+    assert!(matches!(o.target, Target::Cluster { routers: 1, .. }));
+    let f = file(r#"{"spawn-cluster": 2, "routers": 3}"#);
+    let o = merge(cli(&[]), f).unwrap();
+    assert!(matches!(o.target, Target::Cluster { routers: 3, .. }));
+}
