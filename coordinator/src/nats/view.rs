@@ -18,6 +18,8 @@ use crate::{CoordinatorError, Member, NodeId};
 pub(super) struct View {
     live: Mutex<HashMap<NodeId, Seen>>,
     synced: watch::Sender<bool>,
+    /// When the bucket last told us anything (a write, a lapse marker), or we wrote to it.
+    heard: Mutex<Instant>,
 }
 
 struct Seen {
@@ -31,6 +33,7 @@ impl View {
         Arc::new(Self {
             live: Mutex::default(),
             synced: watch::Sender::new(false),
+            heard: Mutex::new(Instant::now()),
         })
     }
 
@@ -38,8 +41,13 @@ impl View {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn heard_now(&self) {
+        *self.heard.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
     /// Records a membership write (ours or one the watch delivered).
     pub fn seen(&self, record: &MemberRecord) {
+        self.heard_now();
         if let Some(member) = record.member() {
             let seen = Seen {
                 member,
@@ -97,8 +105,18 @@ impl View {
     }
 
     /// Drops members with no write seen for `limit` (a marker missed); `true` if any went.
+    ///
+    /// Only while the bucket is heard from: live members write every heartbeat and lapsed
+    /// ones leave a marker, so a bucket silent for `limit` means this instance is cut off
+    /// from it (a partition, a server gone), not that every member died. Its last view is
+    /// then kept: a router goes on sending to the members it knew, whose leases and the
+    /// store's epoch still decide who writes, instead of emptying its ring.
     pub fn expire(&self, limit: Duration) -> bool {
         let now = Instant::now();
+        let heard = *self.heard.lock().unwrap_or_else(PoisonError::into_inner);
+        if now.duration_since(heard) >= limit {
+            return false;
+        }
         let mut live = self.live();
         let before = live.len();
         live.retain(|_, s| now.duration_since(s.at) < limit);
@@ -106,6 +124,7 @@ impl View {
     }
 
     pub fn apply(&self, entry: &Entry) -> bool {
+        self.heard_now();
         let Some(node) = decode(&entry.key).and_then(|k| NodeId::parse(&k).ok()) else {
             return false;
         };
@@ -119,5 +138,50 @@ impl View {
             },
             Operation::Delete | Operation::Purge => self.forget(&node),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str) -> MemberRecord {
+        MemberRecord::new(
+            &Member {
+                id: NodeId::parse(id).unwrap(),
+                address: format!("127.0.0.1:1{}", id.len()),
+                draining: false,
+            },
+            "inc-1".into(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_member_not_heard_from_expires_while_others_write() {
+        let view = View::new();
+        view.seen(&record("a"));
+        view.seen(&record("bb"));
+        for _ in 0..5 {
+            tokio::time::advance(Duration::from_secs(1)).await;
+            view.seen(&record("bb"));
+        }
+        assert!(view.expire(Duration::from_millis(4500)));
+        let ids: Vec<String> = view.members().iter().map(|m| m.id.to_string()).collect();
+        assert_eq!(ids, ["bb"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_bucket_keeps_the_last_view() {
+        let view = View::new();
+        view.seen(&record("a"));
+        view.seen(&record("bb"));
+        // Nothing heard for longer than the limit: cut off, not everyone dead.
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert!(!view.expire(Duration::from_millis(4500)));
+        assert_eq!(view.members().len(), 2);
+        // Heard from again: the one that stopped writing goes.
+        view.seen(&record("bb"));
+        assert!(view.expire(Duration::from_millis(4500)));
+        assert_eq!(view.members().len(), 1);
     }
 }
