@@ -109,7 +109,8 @@ pub struct ClientEnd {
     pub rect: String,
     /// Tracking mode: the client's document and version (None: it never joined).
     pub doc: Option<(u64, Map<String, Value>)>,
-    pub acked: Vec<u64>,
+    /// Its patches acked, with when.
+    pub acked: Vec<(u64, std::time::Instant)>,
     /// Tracking mode: the versions it was given, with their patches, in order.
     pub seen: crate::history::Seen,
     /// Whether its socket was open when the run ended.

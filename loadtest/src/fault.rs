@@ -49,6 +49,9 @@ pub struct Injection {
     pub stale_router: Option<usize>,
     /// `stale-router`: the killed node's files (indices in the run's files).
     pub dead_files: Vec<usize>,
+    /// `store-failover*`: how far behind the primary its standby was just before the kill,
+    /// in ms (Postgres's `flush_lag`).
+    pub standby_lag_ms: Option<f64>,
 }
 
 /// Breaks what `fault` names, and undoes it after its hold time (kill and rolling: the
@@ -179,7 +182,8 @@ pub async fn inject(
         }
         FaultKind::StoreFailover | FaultKind::StoreFailoverAsync => {
             done.target = "postgres".into();
-            let lag = c.standby_lag_bytes().await.ok();
+            let lag = c.standby_lag().await.ok();
+            done.standby_lag_ms = lag.and_then(|(_, ms)| ms);
             started = Instant::now();
             let promoted = tokio::task::block_in_place(|| c.fail_over_postgres())?;
             done.lasted_ms = ms(started.elapsed());
@@ -188,7 +192,11 @@ pub async fn inject(
             } else {
                 "asynchronous"
             };
-            let lag = lag.map_or("unknown".to_owned(), |b| format!("{b} bytes"));
+            let lag = match lag {
+                Some((bytes, Some(ms))) => format!("{bytes} bytes ({ms:.0} ms)"),
+                Some((bytes, None)) => format!("{bytes} bytes"),
+                None => "unknown".to_owned(),
+            };
             done.steps.push(format!(
                 "the Postgres primary killed (SIGKILL), its {kind} standby promoted in {:.0} ms; \
                  the standby was {lag} of WAL behind just before the kill",

@@ -15,7 +15,8 @@ pub(super) struct State {
     /// Tracking mode: sent, not yet acked, by op id: the ops as sent (resent on reconnect).
     pub(super) pending: BTreeMap<u64, String>,
     /// Tracking mode: every acked op id.
-    pub(super) acked: Vec<u64>,
+    /// Our patches acked, with when.
+    pub(super) acked: Vec<(u64, std::time::Instant)>,
     /// Tracking mode: the document as this client knows it, and its version.
     pub(super) doc: Map<String, Value>,
     pub(super) version: u64,
@@ -29,7 +30,7 @@ impl State {
     /// already holds that version (a resent patch the welcome's document already had).
     pub(super) fn ack(&mut self, id: u64, v: Option<u64>) {
         if let Some(ops) = self.pending.remove(&id) {
-            self.acked.push(id);
+            self.acked.push((id, std::time::Instant::now()));
             let ops = serde_json::from_str::<Value>(&ops).unwrap_or(Value::Null);
             if let Some(v) = v {
                 self.seen.note(v, &ops);

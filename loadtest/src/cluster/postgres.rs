@@ -112,8 +112,9 @@ impl Cluster {
 
     /// How far the standby is behind the primary right now: bytes of WAL the primary wrote
     /// that the standby has not flushed yet (what a failover now would lose, on an
-    /// asynchronous standby).
-    pub async fn standby_lag_bytes(&self) -> Result<i64> {
+    /// asynchronous standby), and the time that took to flush, as the standby last reported
+    /// (`flush_lag`, in ms; none when it has caught up and is idle).
+    pub async fn standby_lag(&self) -> Result<(i64, Option<f64>)> {
         let pg = self
             .postgres
             .as_ref()
@@ -122,12 +123,12 @@ impl Cluster {
         let row = pg_connect(&url)
             .await?
             .query_one(
-                "SELECT coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), flush_lsn)), 0)::int8 \
-                 FROM pg_stat_replication",
+                "SELECT coalesce(max(pg_wal_lsn_diff(pg_current_wal_lsn(), flush_lsn)), 0)::int8, \
+                 (max(extract(epoch FROM flush_lag)) * 1000)::float8 FROM pg_stat_replication",
                 &[],
             )
             .await?;
-        Ok(row.get(0))
+        Ok((row.get(0), row.get(1)))
     }
 
     /// `kill -9` of the primary's postmaster (its sessions die with it), then the standby

@@ -43,6 +43,8 @@ pub struct Failover {
     pub steps: Vec<String>,
     /// `pause`: the woken node's rooms that ended after it woke, by reason.
     pub woken_room_exits: BTreeMap<String, u64>,
+    /// `store-failover*`: the standby's lag just before the kill, in ms.
+    pub standby_lag_ms: Option<f64>,
     /// From the fault striking until `GET /api/files/{id}/doc` through the router had answered
     /// 200 for every file after the fault was undone; None if some file never did.
     pub recover_ms: Option<f64>,
@@ -54,6 +56,9 @@ pub struct Failover {
     pub clients_back_ms: Option<f64>,
     /// Acked patches whose mark is missing from the final document.
     pub acked_lost: u64,
+    /// Of those, how long before the fault struck the earliest was acked, in ms (negative:
+    /// after it). A store that loses only what it had not replicated loses recent acks only.
+    pub lost_acked_before_fault_ms: Option<f64>,
     /// Clients whose document differs from `GET /api/files/{id}/doc` at the end.
     pub not_converged: u64,
     /// Acked patches checked, and clients compared.

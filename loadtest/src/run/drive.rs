@@ -143,8 +143,9 @@ pub async fn drive(
     let failover = match window.fault.take() {
         Some(struck) => {
             progress(o, "checking the final documents");
+            let started = struck.started();
             let mut f = struck.report(&m).await;
-            converge(&mut f, endpoint, &made.files, &ends).await;
+            converge(&mut f, started, endpoint, &made.files, &ends).await;
             f.clients_unfinished = (o.users - ends.len()) as u64;
             Some(f)
         }

@@ -91,6 +91,11 @@ impl Struck {
         self.probe_stop.store(true, Ordering::Relaxed);
     }
 
+    /// When the fault struck.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
     /// Stops the probe and turns what it and the clients saw into the report's section.
     pub async fn report(self, m: &Measures) -> Failover {
         self.probe_stop.store(true, Ordering::Relaxed);
@@ -111,6 +116,7 @@ impl Struck {
             fault_lasted_ms: i.lasted_ms,
             steps: i.steps,
             woken_room_exits: i.woken_room_exits,
+            standby_lag_ms: i.standby_lag_ms,
             recover_ms: a.recover_ms,
             longest_outage_ms: a.longest_outage_ms,
             files_interrupted: a.files_interrupted,
@@ -131,6 +137,7 @@ impl Struck {
 /// patch's mark must be in it, and every client's model must equal it.
 pub async fn converge(
     f: &mut Failover,
+    struck: Instant,
     endpoint: &Endpoint,
     files: &[FileKeys],
     ends: &[ClientEnd],
@@ -162,7 +169,7 @@ pub async fn converge(
     for e in ends {
         f.clients_disconnected_at_end += u64::from(!e.connected_at_end);
         let fin = finals.get(e.file).and_then(Option::as_ref);
-        for id in &e.acked {
+        for (id, at) in &e.acked {
             f.acked_checked += 1;
             let there = fin
                 .and_then(|d| d.get(&e.rect))
@@ -170,6 +177,13 @@ pub async fn converge(
                 .is_some();
             if !there {
                 f.acked_lost += 1;
+                let before_ms = if *at <= struck {
+                    struck.duration_since(*at).as_secs_f64() * 1000.0
+                } else {
+                    -(at.duration_since(struck).as_secs_f64() * 1000.0)
+                };
+                let earliest = f.lost_acked_before_fault_ms.get_or_insert(before_ms);
+                *earliest = earliest.max(before_ms);
             }
         }
         if let Some((_, doc)) = &e.doc {
@@ -178,5 +192,8 @@ pub async fn converge(
                 f.not_converged += 1;
             }
         }
+    }
+    if let Some(ms) = &mut f.lost_acked_before_fault_ms {
+        *ms = round3(*ms);
     }
 }
