@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 /// Packets a queue holds at most; past it the kernel lets new ones through undelayed (fail
 /// open), so a burst cannot turn the delay into loss.
@@ -153,18 +153,7 @@ fn tracing_free_warn(msg: &str) {
 }
 
 fn iptables(args: &[&str]) -> Result<()> {
-    let out = Command::new("iptables")
-        .args(args)
-        .output()
-        .context("cannot run iptables")?;
-    if !out.status.success() {
-        bail!(
-            "iptables {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
+    super::links::run_tool("iptables", args)
 }
 
 /// Takes a run's chain out of OUTPUT and removes it.

@@ -63,6 +63,15 @@ impl ApiError {
         )
     }
 
+    /// 409 `file-exists`: the file id asked for is taken.
+    pub fn file_exists() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "file-exists",
+            "a file with this id exists",
+        )
+    }
+
     pub fn not_found() -> Self {
         Self::new(StatusCode::NOT_FOUND, "not-found", "no such thing here")
     }

@@ -63,6 +63,27 @@ pub struct WebhookUpdate {
     pub description: Option<String>,
 }
 
+impl WebhookUpdate {
+    /// The endpoint with these changes made.
+    pub(crate) fn apply_to(self, e: &mut WebhookEndpoint) {
+        if let Some(url) = self.url {
+            e.url = url;
+        }
+        if let Some(secret) = self.secret {
+            e.secret = secret;
+        }
+        if let Some(events) = self.events {
+            e.events = events;
+        }
+        if let Some(enabled) = self.enabled {
+            e.enabled = enabled;
+        }
+        if let Some(description) = self.description {
+            e.description = description;
+        }
+    }
+}
+
 /// An event to record for every enabled endpoint that wants its type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookEvent {

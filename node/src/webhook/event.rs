@@ -32,6 +32,20 @@ pub fn file_updated(file: &FileId, version: u64, at: i64) -> WebhookEvent {
     event(file, "file.updated", at, json!({"version": version}))
 }
 
+/// `file.updated` for every append of a batch that landed (`results` in the batch's order).
+pub fn files_updated(
+    batch: &[crate::store::FileAppend],
+    results: &[crate::store::StoreResult<()>],
+    at: i64,
+) -> Vec<WebhookEvent> {
+    batch
+        .iter()
+        .zip(results)
+        .filter(|(_, r)| r.is_ok())
+        .filter_map(|(a, _)| Some(file_updated(&a.file, a.patches.last()?.version, at)))
+        .collect()
+}
+
 /// `version.created`: a version of the file was saved, with the id the store gave it.
 pub fn version_created(file: &FileId, id: u64, info: &crate::history::VersionInfo) -> WebhookEvent {
     let data = json!({

@@ -159,13 +159,7 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     match state.store.create_file_capped(&record, doc, cap).await {
         Ok(()) => {}
         Err(StoreError::Full) => return Err(too_many_files(cap)),
-        Err(StoreError::Conflict) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "file-exists",
-                "a file with this id exists",
-            ))
-        }
+        Err(StoreError::Conflict) => return Err(ApiError::file_exists()),
         Err(e) => return Err(e.into()),
     }
     Ok(json_response(

@@ -94,13 +94,7 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     };
     match state.store.create_file(&record, doc).await {
         Ok(()) => {}
-        Err(StoreError::Conflict) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "file-exists",
-                "a file with this id exists",
-            ))
-        }
+        Err(StoreError::Conflict) => return Err(ApiError::file_exists()),
         Err(e) => return Err(e.into()),
     }
     tracing::info!(file = %record.id, owner = %record.owner, "file made by the server API");

@@ -28,20 +28,10 @@ pub(super) fn append_batch(
     }
     // `file.updated` for every file whose append landed, in the same commit: an event
     // is recorded exactly when its version is durable.
-    let updates: Vec<_> = batch
-        .iter()
-        .filter(|_| webhooks)
-        .zip(&results)
-        .filter(|(_, r)| r.is_ok())
-        .filter_map(|(a, _)| {
-            let last = a.patches.last()?;
-            Some(crate::webhook::event::file_updated(
-                &a.file,
-                last.version,
-                now,
-            ))
-        })
-        .collect();
+    let updates = match webhooks {
+        true => crate::webhook::event::files_updated(batch, &results, now),
+        false => Vec::new(),
+    };
     super::webhooks::record(&tx, &updates)?;
     tx.commit().map_err(unavailable)?;
     Ok(results)

@@ -98,6 +98,23 @@ impl SqliteStore {
     }
 }
 
+/// Writes every field of an existing endpoint; how many rows that was (0: none by its id).
+fn update_row(c: &Connection, e: &WebhookEndpoint) -> StoreResult<usize> {
+    c.execute(
+        "UPDATE webhook_endpoints SET url = ?2, secret = ?3, events = ?4, enabled = ?5,
+             description = ?6 WHERE id = ?1",
+        params![
+            e.id,
+            e.url,
+            e.secret,
+            e.events_column(),
+            e.enabled as i64,
+            e.description
+        ],
+    )
+    .map_err(unavailable)
+}
+
 fn endpoint(c: &Connection, id: &str) -> StoreResult<WebhookEndpoint> {
     c.query_row(
         &format!("SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ?1"),
@@ -131,21 +148,7 @@ impl WebhookStore for SqliteStore {
         let e = endpoint.clone();
         // An UPDATE first: a REPLACE would delete the row, and its outbox with it.
         self.change(move |c| {
-            let n = c
-                .execute(
-                    "UPDATE webhook_endpoints SET url = ?2, secret = ?3, events = ?4,
-                         enabled = ?5, description = ?6 WHERE id = ?1",
-                    params![
-                        e.id,
-                        e.url,
-                        e.secret,
-                        e.events_column(),
-                        e.enabled as i64,
-                        e.description
-                    ],
-                )
-                .map_err(unavailable)?;
-            if n == 0 {
+            if update_row(c, &e)? == 0 {
                 insert(c, &e, true)?;
             }
             Ok(())
@@ -175,34 +178,8 @@ impl WebhookStore for SqliteStore {
         self.change(move |c| {
             let tx = c.transaction().map_err(unavailable)?;
             let mut e = endpoint(&tx, &id)?;
-            if let Some(url) = update.url {
-                e.url = url;
-            }
-            if let Some(secret) = update.secret {
-                e.secret = secret;
-            }
-            if let Some(events) = update.events {
-                e.events = events;
-            }
-            if let Some(enabled) = update.enabled {
-                e.enabled = enabled;
-            }
-            if let Some(description) = update.description {
-                e.description = description;
-            }
-            tx.execute(
-                "UPDATE webhook_endpoints SET url = ?2, secret = ?3, events = ?4, enabled = ?5,
-                     description = ?6 WHERE id = ?1",
-                params![
-                    e.id,
-                    e.url,
-                    e.secret,
-                    e.events_column(),
-                    e.enabled as i64,
-                    e.description
-                ],
-            )
-            .map_err(unavailable)?;
+            update.apply_to(&mut e);
+            update_row(&tx, &e)?;
             tx.commit().map_err(unavailable)?;
             Ok(e)
         })

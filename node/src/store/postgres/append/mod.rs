@@ -41,19 +41,7 @@ async fn record_updates(
     results: &[StoreResult<()>],
     now: i64,
 ) -> StoreResult<()> {
-    let updates: Vec<_> = batch
-        .iter()
-        .zip(results)
-        .filter(|(_, r)| r.is_ok())
-        .filter_map(|(a, _)| {
-            let last = a.patches.last()?;
-            Some(crate::webhook::event::file_updated(
-                &a.file,
-                last.version,
-                now,
-            ))
-        })
-        .collect();
+    let updates = crate::webhook::event::files_updated(batch, results, now);
     super::webhooks::record(tx, &updates).await.map(drop)
 }
 
