@@ -109,6 +109,13 @@ pub struct Message<'a> {
     fields: Fields<'a>,
 }
 
+impl Message<'_> {
+    /// How many bytes a field took as sent, before any parsing (`None`: absent).
+    pub fn raw_len(&self, name: &str) -> Option<usize> {
+        self.fields.get(name).map(|raw| raw.get().len())
+    }
+}
+
 /// Reads a frame as far as its type.
 pub fn read(text: &str) -> Result<Message<'_>, Refusal> {
     let fields: Fields<'_> = serde_json::from_str(text)

@@ -140,12 +140,14 @@ impl RoomCore {
                 };
                 // The room's budget for sockets' events, all senders together: what the
                 // events of a view key can make the node send is this times the people.
+                // Charged by the whole message sent, so tiny events cannot slip past it.
                 if !self.event_bytes.debt(now).is_zero() {
                     self.rules.metrics.events_dropped.inc();
                     return;
                 }
-                self.event_bytes.charge(now, data.len() as f64);
-                let frame = shared(event_message(m.person.as_str(), None, &data));
+                let message = event_message(m.person.as_str(), None, &data);
+                self.event_bytes.charge(now, message.len() as f64);
+                let frame = shared(message);
                 (Some(conn), frame)
             }
         };

@@ -142,3 +142,64 @@ async fn a_room_relays_its_sockets_events_within_its_byte_budget() {
     );
     assert!(dropped >= 15.0, "{dropped}");
 }
+
+/// The room's budget counts the whole `event` message each other person gets, so events
+/// with almost no `data` cannot multiply past it (before: charged 1 byte, sent ~45).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_events_are_charged_by_the_message_everyone_gets() {
+    let (node, _, _, _) = node_with_key(
+        &[
+            ("ATRIUM_ROOM_EVENT_BYTES_PER_SECOND", "1000"),
+            ("ATRIUM_EVENTS_PER_SECOND", "100"),
+        ],
+        &["server"],
+    )
+    .await;
+    let file = shared_file(&node, "edit").await;
+    let (mut owner, _) = Client::join(&node, &file.id, &file.by_owner()).await;
+    let mut viewers = Vec::new();
+    for _ in 0..3 {
+        viewers.push(Client::join(&node, &file.id, &file.by_view_key()).await.0);
+    }
+    let started = std::time::Instant::now();
+    for _ in 0..30 {
+        for v in &mut viewers {
+            v.send_json(&json!({"type": "event", "data": 0})).await;
+        }
+    }
+    let got = owner.collect_for(Duration::from_millis(500)).await;
+    let seconds = started.elapsed().as_secs_f64();
+    let bytes: usize = got
+        .iter()
+        .filter(|m| m["type"] == "event")
+        .map(|m| m.to_string().len())
+        .sum();
+    // The burst (1,000 bytes), what refilled meanwhile, and the one message that may go
+    // past the budget before it counts as spent.
+    let bound = 1000.0 + 1000.0 * seconds + 100.0;
+    assert!(
+        (bytes as f64) <= bound,
+        "{bytes} bytes of 90 tiny events reached the owner; the budget allows {bound:.0}"
+    );
+    assert!(bytes > 0, "no event at all was relayed");
+}
+
+/// An event far over `ATRIUM_EVENT_MAX_BYTES` is refused before it is parsed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_event_is_refused_too_large() {
+    let (node, _, _, _) = node_with_key(&[], &["server"]).await;
+    let file = shared_file(&node, "edit").await;
+    let (mut viewer, _) = Client::join(&node, &file.id, &file.by_view_key()).await;
+    let data: Vec<u8> = vec![0; 64 * 1024];
+    viewer
+        .send_json(&json!({"type": "event", "data": data}))
+        .await;
+    let rej = viewer.recv_type("reject", WAIT).await.expect("a reject");
+    assert_eq!(rej["code"], "too-large");
+    // The socket goes on.
+    viewer.send_json(&json!({"type": "event", "data": 1})).await;
+    assert!(viewer
+        .recv_type("reject", Duration::from_millis(300))
+        .await
+        .is_none());
+}

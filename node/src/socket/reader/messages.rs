@@ -133,18 +133,19 @@ fn take_event(session: &Session, room: &RoomHandle, intake: &mut Intake, message
         state.metrics.events_dropped.inc();
         return;
     }
+    let max = state.config.event_max_bytes;
+    let too_large = || Refusal {
+        id: None,
+        code: "too-large",
+        message: format!("an event's `data` is at most {max} bytes of JSON"),
+    };
+    // Parsed JSON costs many times its text: `data` far over the bound (more than
+    // whitespace could explain) is refused unread.
+    if message.raw_len("data").is_some_and(|n| n > 4 * max) {
+        return refuse(session, too_large());
+    }
     match message.parse(&state.limits) {
-        Ok(ClientMessage::Event(data)) if data.len() > state.config.event_max_bytes => refuse(
-            session,
-            Refusal {
-                id: None,
-                code: "too-large",
-                message: format!(
-                    "an event's `data` is at most {} bytes of JSON",
-                    state.config.event_max_bytes
-                ),
-            },
-        ),
+        Ok(ClientMessage::Event(data)) if data.len() > max => refuse(session, too_large()),
         Ok(ClientMessage::Event(data)) => {
             let event = Event::Socket {
                 conn: session.outbox.id,
