@@ -81,6 +81,12 @@ pub fn free_port() -> Result<u16> {
         .port())
 }
 
+/// Whether the run's folders (node logs, data, the services' logs) are left in place at the
+/// end for reading (`ATRIUM_LOADTEST_KEEP=1`); the default removes them.
+pub fn keep_run_folders() -> bool {
+    std::env::var("ATRIUM_LOADTEST_KEEP").is_ok_and(|v| v == "1")
+}
+
 /// Waits until something listens on `port`.
 async fn wait_port(port: u16, what: &str, within: Duration) -> Result<()> {
     let deadline = Instant::now() + within;

@@ -1,7 +1,7 @@
 //! The node as a whole: starting it, its listeners, and an orderly shutdown.
 
-mod heartbeat;
 mod listeners;
+mod membership;
 mod refusal;
 mod shutdown;
 
@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use atrium_coordinator::{Coordinator, Member, NodeId};
+use atrium_coordinator::{CoordinatorError, Member, NodeId};
 
-use self::heartbeat::heartbeat_loop;
 use self::listeners::{accept_loop, admin_loop, Listeners};
+use self::membership::heartbeat_loop;
 use self::shutdown::{stop, Stopping};
 
 use crate::auth::Hasher;
@@ -59,6 +59,8 @@ pub enum StartError {
     Store(#[from] crate::store::StoreError),
     #[error("bad setting: {0}")]
     Setting(String),
+    #[error("cannot join the fleet through the coordinator: {0}")]
+    Join(atrium_coordinator::CoordinatorError),
 }
 
 /// Starts a node; it runs until `shutdown` completes, then drains and stops.
@@ -85,20 +87,23 @@ pub async fn start(
         .map_err(|e| StartError::Setting(e.to_string()))?;
     let node = NodeId::parse(&config.node_id)
         .map_err(|e| StartError::Setting(format!("ATRIUM_NODE_ID: {e}")))?;
-    let coordinator = atrium_coordinator::connect(&config.coordinator, settings)
-        .await
-        .map_err(|e| StartError::Setting(format!("ATRIUM_COORDINATOR: {e}")))?;
-    let coordinator: Arc<dyn Coordinator> =
-        Arc::new(crate::counted::Counted::new(coordinator, metrics.clone()));
     let member = Member {
         id: node.clone(),
         address: config.advertise.clone().unwrap_or_else(|| addr.to_string()),
         draining: false,
     };
-    coordinator
-        .join(member.clone())
-        .await
-        .map_err(|e| StartError::Setting(format!("joining the coordinator: {e}")))?;
+    let coordinator = membership::join_fleet(
+        &config.coordinator,
+        settings,
+        &member,
+        &metrics,
+        membership::JOIN_PATIENCE,
+    )
+    .await
+    .map_err(|e| match e {
+        CoordinatorError::Invalid(why) => StartError::Setting(format!("ATRIUM_COORDINATOR: {why}")),
+        other => StartError::Join(other),
+    })?;
     let (journal, journal_task) = Journal::start(store.clone(), metrics.clone());
     let journal_handle = journal.clone();
     let limits = config.doc_limits();

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use common::*;
 
 crate::both_backends!(
+    a_node_started_before_its_coordinator_waits_for_it,
     coordinator_killed_and_restarted,
     postgres_cut_off_and_restored
 );
@@ -137,6 +138,39 @@ impl Drop for PrivateServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A node started while its coordinator is down (a NATS cluster electing its leaders, a Redis
+/// not up yet: what a fleet on Kubernetes meets at every cold start) waits for it instead of
+/// exiting, and joins once it answers.
+async fn a_node_started_before_its_coordinator_waits_for_it(backend: Backend) {
+    let mut server = PrivateServer::start(backend).await;
+    let url = server.url();
+    server.kill();
+    let started = Instant::now();
+    let (cluster, ()) = tokio::join!(Cluster::start_on(&url, 1, LEASE_MS, &[]), async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        server.launch().await;
+    });
+    // Joined: start_on waited for the node to count itself on its ring.
+    let logs = cluster.logs();
+    assert!(
+        logs.contains("the coordinator cannot take this node yet; trying again"),
+        "the node never waited for its coordinator:\n{logs}"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    let owner = cluster.account("owner").await;
+    let file = create_file(&cluster.nodes[0], &owner, "After the wait", None).await;
+    let file = s(&file["id"]).to_string();
+    let port = cluster.dir.port_of("n0");
+    let (mut c, _) = attempt(port, &file, &Hello::token(&owner), Duration::from_secs(10))
+        .await
+        .expect("a file opens once the node has joined");
+    assert_eq!(
+        c.patch_acked(1, vec![put("a", serde_json::json!({}))])
+            .await,
+        1
+    );
 }
 
 /// Two files on each node, two editing guests on each.

@@ -131,6 +131,41 @@ impl Cluster {
         Ok((row.get(0), row.get(1)))
     }
 
+    /// With a standby of the run's own: waits until it has replayed everything the primary
+    /// wrote so far (the run's accounts and files), at most `within`. A failover then loses
+    /// only what the load wrote, which is what `store-failover-async` measures; files lost
+    /// because the standby had not yet seen them created would say nothing about patches.
+    /// Without a standby, returns at once.
+    pub async fn standby_caught_up(&self, within: Duration) -> Result<()> {
+        let (Some(pg), Some(_)) = (self.postgres.as_ref(), self.postgres_standby.as_ref()) else {
+            return Ok(());
+        };
+        let url = format!("postgres://atrium@127.0.0.1:{}/postgres", pg.port);
+        let client = pg_connect(&url).await?;
+        let target: String = client
+            .query_one("SELECT pg_current_wal_lsn()::text", &[])
+            .await?
+            .get(0);
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let replayed: bool = client
+                .query_one(
+                    "SELECT coalesce(bool_and(replay_lsn >= $1::text::pg_lsn), false) \
+                     FROM pg_stat_replication",
+                    &[&target],
+                )
+                .await?
+                .get(0);
+            if replayed {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                bail!("the standby had not replayed the primary's WAL up to {target} within {within:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// `kill -9` of the primary's postmaster (its sessions die with it), then the standby
     /// promoted: `--fault store-failover`. Returns how long the promotion took.
     pub fn fail_over_postgres(&mut self) -> Result<Duration> {

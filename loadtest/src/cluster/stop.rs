@@ -88,7 +88,11 @@ impl Cluster {
         self.nats = None;
         let _ = self.kill_redis();
         self.redis = None;
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if super::keep_run_folders() {
+            eprintln!("run folder kept: {}", self.dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

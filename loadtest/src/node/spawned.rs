@@ -159,14 +159,19 @@ impl Spawned {
 
     fn stop_inner(&mut self) -> String {
         let status = self.terminate(Duration::from_secs(20));
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if crate::cluster::keep_run_folders() {
+            eprintln!("node folder kept: {}", self.dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
         status
     }
 }
 
 impl Drop for Spawned {
     fn drop(&mut self) {
-        if self.dir.exists() {
+        let kept = self.killed && crate::cluster::keep_run_folders();
+        if self.dir.exists() && !kept {
             self.stop_inner();
         }
     }

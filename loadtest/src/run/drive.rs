@@ -35,6 +35,9 @@ pub async fn drive(
     let in_cluster = cluster.is_some();
     progress(o, "setting up accounts and files");
     let made = setup::run(endpoint, o).await?;
+    if let Some(c) = cluster.as_ref() {
+        c.standby_caught_up(Duration::from_secs(30)).await?;
+    }
     let plans = setup::plan(o);
     let m = Measures::new();
     let stop = Arc::new(AtomicBool::new(false));
