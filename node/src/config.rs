@@ -431,6 +431,16 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_WEBHOOK_MAX_QUEUED", default_value_t = 10_000)]
     pub webhook_max_queued: u64,
 
+    /// Webhooks: `person.joined` and `person.left` events one room records a minute at most
+    /// (as a burst too); beyond it they are dropped and counted, so a guest reconnecting in a
+    /// loop through a public link cannot fill the outbox.
+    #[arg(
+        long,
+        env = "ATRIUM_WEBHOOK_PERSON_EVENTS_PER_MINUTE",
+        default_value_t = 600
+    )]
+    pub webhook_person_events_per_minute: u32,
+
     /// Webhooks: endpoints at most (each a URL the node will call).
     #[arg(long, env = "ATRIUM_WEBHOOK_MAX_ENDPOINTS", default_value_t = 100)]
     pub webhook_max_endpoints: u64,

@@ -39,6 +39,9 @@ pub struct Room {
     next_tick: tokio::time::Instant,
     /// The room's history worker: versions saved and deleted one at a time, in order.
     history: Option<mpsc::UnboundedSender<HistoryJob>>,
+    /// `person.*` webhook events the room may still record
+    /// (`ATRIUM_WEBHOOK_PERSON_EVENTS_PER_MINUTE`).
+    person_events: crate::limits::Bucket,
 }
 
 impl Room {
@@ -70,6 +73,9 @@ impl Room {
             ctx.rules.config.history_rules(),
             tx.clone(),
         );
+        let person_rate = f64::from(ctx.rules.config.webhook_person_events_per_minute);
+        let person_events =
+            crate::limits::Bucket::new(person_rate / 60.0, person_rate, std::time::Instant::now());
         let mut room = Room {
             core,
             file: file.clone(),
@@ -80,6 +86,7 @@ impl Room {
             lease: Some(lease),
             next_tick: tokio::time::Instant::now(),
             history: Some(history),
+            person_events,
         };
         let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
         // The tick's timer and the lease watch are made once for the room's life: made

@@ -32,7 +32,7 @@ pub use records::{
 };
 pub use webhooks::{
     DueQuery, Trimmed, WebhookEndpoint, WebhookEvent, WebhookMessage, WebhookStore, WebhookUpdate,
-    EVENT_TYPES, FILE_UPDATED,
+    DROP_ORDER, EVENT_TYPES, FILE_UPDATED,
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -20,6 +20,13 @@ pub const EVENT_TYPES: &[&str] = &[
     "person.left",
 ];
 
+/// The order an endpoint's messages are dropped in when it is over its bound (an SQL
+/// `ORDER BY` over `webhook_outbox`): people's comings and goings first (a guest churning
+/// through a public link makes the most of them, and they matter least once old), then
+/// rooms' openings and closings, then file updates and versions; oldest first within each.
+pub const DROP_ORDER: &str =
+    "CASE WHEN kind LIKE 'person.%' THEN 0 WHEN kind LIKE 'room.%' THEN 1 ELSE 2 END, id";
+
 /// The `file.updated` type, which the stores write inside the journal's commit.
 pub const FILE_UPDATED: &str = "file.updated";
 
@@ -164,8 +171,8 @@ pub trait WebhookStore: Send + Sync + 'static {
     async fn webhook_retry(&self, id: i64, next_at: i64) -> StoreResult<()>;
     /// The message is given up on: kept as failed until the trim forgets it.
     async fn webhook_failed(&self, id: i64) -> StoreResult<()>;
-    /// Bounds the outbox: drops each endpoint's oldest waiting messages beyond
-    /// `max_per_endpoint` and forgets failed messages made before `failed_before`.
+    /// Bounds the outbox: drops each endpoint's messages beyond `max_per_endpoint`, in
+    /// [`DROP_ORDER`], and forgets failed messages made before `failed_before`.
     async fn trim_webhooks(
         &self,
         max_per_endpoint: u64,

@@ -210,3 +210,62 @@ async fn a_drained_node_records_its_rooms_closing() {
     assert_eq!(kinds(&mine), ["room.opened", "room.closed"]);
     assert_eq!(mine[1].json["data"]["reason"], "shutdown");
 }
+
+/// A guest with the view key reconnects in a loop while the app's endpoint is down. Each
+/// join and leave was a `person.*` message in the outbox, and the endpoint's bound dropped
+/// the oldest messages whatever they were, so the churn pushed out the file's pending
+/// `file.updated`. Now a room records at most `ATRIUM_WEBHOOK_PERSON_EVENTS_PER_MINUTE`
+/// of them, and the bound drops people's events before any file update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_churning_through_a_link_cannot_push_out_file_updates() {
+    let mut hooks = Receiver::start().await;
+    let (node, key) = node_with_key(
+        None,
+        &[
+            ("ATRIUM_WEBHOOK_DEBOUNCE_MS", "0"),
+            ("ATRIUM_WEBHOOK_MAX_QUEUED", "4"),
+            ("ATRIUM_WEBHOOK_PERSON_EVENTS_PER_MINUTE", "4"),
+        ],
+    )
+    .await;
+    endpoint(&node, &key, &hooks.url(), None).await;
+    hooks.down();
+    let shared = shared_file(&node, "view").await;
+    let (mut owner, _) = Client::join(&node, &shared.id, &Hello::token(&shared.owner)).await;
+    for v in 1..=3u64 {
+        owner
+            .patch_acked(v, vec![put(&format!("n{v}"), json!({}))])
+            .await;
+    }
+    for _ in 0..20 {
+        let (guest, _) = Client::join(&node, &shared.id, &Hello::key(&shared.view_key)).await;
+        guest.close().await;
+    }
+    // The room's bound: four person events recorded (the owner's join among them), the
+    // other 37 dropped and counted.
+    wait_metric(
+        &node,
+        "atrium_webhook_dropped_total",
+        &[],
+        |v| v >= 37.0,
+        Duration::from_secs(10),
+    )
+    .await;
+    // The endpoint's bound (checked every 2 s): people's events go first.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    hooks.up().await;
+    let got = hooks
+        .wait_for(Duration::from_secs(30), "version 3", |g| {
+            versions(&of_file(g, &shared.id)).last() == Some(&3)
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let got = hooks.delivered().into_iter().chain(got).collect::<Vec<_>>();
+    let people = of_file(&got, &shared.id)
+        .iter()
+        .filter(|g| g.kind().starts_with("person."))
+        .map(|g| g.json["data"].clone())
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    assert!(people <= 4, "{people} person events reached the app");
+}

@@ -67,6 +67,12 @@ impl Room {
                     }
                 }
                 Effect::Webhook(kind, data) => {
+                    if kind.starts_with("person.") && !self.person_events.take(Instant::now()) {
+                        if self.ctx.webhooks.active() {
+                            self.ctx.rules.metrics.webhooks.dropped.inc();
+                        }
+                        continue;
+                    }
                     let at = crate::clock::unix_ms();
                     let event = crate::webhook::event::event(&self.file, kind, at, data);
                     self.ctx.webhooks.emit(event);

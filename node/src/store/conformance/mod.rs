@@ -44,7 +44,7 @@ pub use takes::{
 };
 pub use webhooks::{
     file_updated_rides_on_the_append, version_created_rides_on_the_version, webhook_endpoints_crud,
-    webhook_outbox_in_order, webhook_retries_failures_and_bounds,
+    webhook_outbox_in_order, webhook_retries_failures_and_bounds, webhook_trim_drops_people_first,
 };
 
 /// One `#[tokio::test]` per check, each on a store from `$open` (an async
@@ -83,6 +83,7 @@ macro_rules! conformance_suite {
             webhook_outbox_in_order,
             file_updated_rides_on_the_append,
             webhook_retries_failures_and_bounds,
+            webhook_trim_drops_people_first,
             version_created_rides_on_the_version,
         );
     };

@@ -275,6 +275,64 @@ pub async fn webhook_retries_failures_and_bounds(store: &dyn Store) {
     assert_eq!(store.webhook_depth().await.unwrap().1, 0);
 }
 
+/// Over its bound, an endpoint loses people's comings and goings before rooms' events, and
+/// those before file updates: a guest churning through a public link cannot push the
+/// file's latest `file.updated` out of the outbox.
+pub async fn webhook_trim_drops_people_first(store: &dyn Store) {
+    store
+        .create_webhook(&endpoint("ep_t", EVENT_TYPES), 10)
+        .await
+        .unwrap();
+    let (_, file) = new_file(store).await;
+    let epoch = take(store, &file).await;
+    append_one(store, &file, epoch, patches(1, 3, 1))
+        .await
+        .unwrap();
+    store
+        .record_webhooks(&[person(&file, "room.opened", 0)])
+        .await
+        .unwrap();
+    let churn: Vec<_> = (1..=6)
+        .map(|n| {
+            person(
+                &file,
+                if n % 2 == 1 {
+                    "person.joined"
+                } else {
+                    "person.left"
+                },
+                n,
+            )
+        })
+        .collect();
+    store.record_webhooks(&churn).await.unwrap();
+    assert_eq!(store.webhook_depth().await.unwrap(), (8, 0));
+
+    let trimmed = store.trim_webhooks(3, 0).await.unwrap();
+    assert_eq!(trimmed.dropped, 5);
+    // What is left arrives in its order: the update, the room's opening, the last leave.
+    let mut left = Vec::new();
+    loop {
+        let Some(head) = due(store)
+            .await
+            .into_iter()
+            .find(|m| m.file == file.as_str())
+        else {
+            break;
+        };
+        left.push((head.kind.clone(), data(&head)));
+        assert!(store.webhook_delivered(head.id, head.seq).await.unwrap());
+    }
+    let kinds: Vec<&str> = left.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["file.updated", "room.opened", "person.left"],
+        "{left:?}"
+    );
+    assert_eq!(left[0].1["version"], 3);
+    assert_eq!(left[2].1["n"], 6, "the newest of the people's events stays");
+}
+
 /// `version.created` is recorded in the version's own commit, with the id the store gave
 /// it; a fenced save records nothing.
 pub async fn version_created_rides_on_the_version(store: &dyn Store) {

@@ -8,7 +8,7 @@ use super::rows::{get, insert_error, unavailable};
 use super::{Param, PgStore};
 use crate::store::{
     DueQuery, StoreError, StoreResult, Trimmed, WebhookEndpoint, WebhookEvent, WebhookMessage,
-    WebhookStore, WebhookUpdate, FILE_UPDATED,
+    WebhookStore, WebhookUpdate, DROP_ORDER, FILE_UPDATED,
 };
 
 const ENDPOINT_COLUMNS: &str = "id, url, secret, events, enabled, description, created_at";
@@ -269,11 +269,15 @@ impl WebhookStore for PgStore {
         let max = max_per_endpoint as i64;
         let dropped = self
             .execute(
-                "DELETE FROM webhook_outbox WHERE id IN (
-                     SELECT id FROM (
-                         SELECT id, row_number() OVER (PARTITION BY endpoint_id ORDER BY id DESC) AS r
-                         FROM webhook_outbox) ranked
-                     WHERE r > $1)",
+                &format!(
+                    "DELETE FROM webhook_outbox WHERE id IN (
+                         SELECT id FROM (
+                             SELECT id,
+                                    row_number() OVER (PARTITION BY endpoint_id ORDER BY {DROP_ORDER}) AS r,
+                                    count(*) OVER (PARTITION BY endpoint_id) AS n
+                             FROM webhook_outbox) ranked
+                         WHERE r <= n - $1)"
+                ),
                 &[&max],
                 unavailable,
             )

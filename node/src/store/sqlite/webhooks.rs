@@ -7,7 +7,7 @@ use super::rows::{unavailable, unique_or_unavailable};
 use super::SqliteStore;
 use crate::store::{
     DueQuery, StoreError, StoreResult, Trimmed, WebhookEndpoint, WebhookEvent, WebhookMessage,
-    WebhookStore, WebhookUpdate,
+    WebhookStore, WebhookUpdate, DROP_ORDER,
 };
 
 const ENDPOINT_COLUMNS: &str = "id, url, secret, events, enabled, description, created_at";
@@ -335,9 +335,11 @@ impl WebhookStore for SqliteStore {
             for (endpoint, count) in over {
                 dropped += tx
                     .execute(
-                        "DELETE FROM webhook_outbox WHERE id IN (
-                             SELECT id FROM webhook_outbox WHERE endpoint_id = ?1
-                             ORDER BY id LIMIT ?2)",
+                        &format!(
+                            "DELETE FROM webhook_outbox WHERE id IN (
+                                 SELECT id FROM webhook_outbox WHERE endpoint_id = ?1
+                                 ORDER BY {DROP_ORDER} LIMIT ?2)"
+                        ),
                         params![endpoint, count - max_per_endpoint as i64],
                     )
                     .map_err(unavailable)? as u64;
