@@ -36,7 +36,16 @@ pub struct MemoryGuard {
     rss: AtomicU64,
     /// Bytes promised to allocations that have not shown up in a sample yet.
     reserved: AtomicU64,
+    /// Growth admitted since the last sample, and in the sample interval before it (the
+    /// patches a burst brings between two samples: without these, every one of them would
+    /// be judged by a sample taken before any of them).
+    grown: [AtomicU64; 2],
 }
+
+/// Memory a patch admitted into a room may come to, per byte of its ops' JSON: the
+/// document's growth, its relay frame (kept in the recent-ops ring too), its text
+/// waiting for the journal, and the parsed ops while it is applied.
+pub const PATCH_BYTES_PER_JSON_BYTE: u64 = 6;
 
 impl MemoryGuard {
     pub fn new(budget: u64) -> Arc<Self> {
@@ -44,6 +53,7 @@ impl MemoryGuard {
             budget,
             rss: AtomicU64::new(crate::stats::rss_bytes()),
             reserved: AtomicU64::new(0),
+            grown: [AtomicU64::new(0), AtomicU64::new(0)],
         })
     }
 
@@ -61,14 +71,39 @@ impl MemoryGuard {
         self.rss.load(Ordering::Acquire)
     }
 
+    /// Resident memory as last sampled, plus what is promised or admitted since.
+    fn expected(&self) -> u64 {
+        self.rss()
+            + self.reserved.load(Ordering::Acquire)
+            + self.grown[0].load(Ordering::Acquire)
+            + self.grown[1].load(Ordering::Acquire)
+    }
+
     /// Whether new work may start now.
     pub fn admits(&self) -> bool {
-        self.rss() + self.reserved.load(Ordering::Acquire) < self.high_water()
+        self.expected() < self.high_water()
     }
 
     /// Whether `bytes` could be promised now (nothing is promised).
     pub fn fits(&self, bytes: u64) -> bool {
-        self.rss() + self.reserved.load(Ordering::Acquire) + bytes <= self.high_water()
+        self.expected() + bytes <= self.high_water()
+    }
+
+    /// Admits growth of about `bytes` that stays (a patch that makes a document larger) if
+    /// it fits under the high-water mark, and counts it until samples include it.
+    pub fn admit_growth(&self, bytes: u64) -> bool {
+        if !self.fits(bytes) {
+            return false;
+        }
+        self.grown[0].fetch_add(bytes, Ordering::AcqRel);
+        true
+    }
+
+    /// A new sample: growth admitted two intervals ago shows in it by now.
+    fn sampled(&self, rss: u64) {
+        self.rss.store(rss, Ordering::Release);
+        let last = self.grown[0].swap(0, Ordering::AcqRel);
+        self.grown[1].store(last, Ordering::Release);
     }
 
     /// Samples resident memory until the process ends. Over the high-water mark,
@@ -84,9 +119,9 @@ impl MemoryGuard {
                 every.tick().await;
                 let Some(guard) = guard.upgrade() else { return };
                 let rss = crate::stats::rss_bytes();
-                guard.rss.store(rss, Ordering::Release);
+                guard.sampled(rss);
                 metrics.memory_rss.set(rss as i64);
-                if rss >= guard.high_water() && trimmed.elapsed() >= Duration::from_secs(1) {
+                if rss >= guard.high_water() && trimmed.elapsed() >= Duration::from_millis(200) {
                     trimmed = tokio::time::Instant::now();
                     crate::allocator::give_back_free_memory();
                     guard

@@ -24,3 +24,27 @@ fn reservations_stop_at_the_high_water_mark_and_come_back() {
     assert!(guard.admits());
     assert!(default_budget() > 64 << 20);
 }
+
+#[test]
+fn growth_counts_until_two_samples_include_it() {
+    let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
+    let room = guard.high_water() - guard.rss();
+    // A burst between two samples: each patch is judged with those before it.
+    assert!(guard.admit_growth(room / 2));
+    assert!(guard.admit_growth(room / 4));
+    assert!(
+        !guard.admit_growth(room / 2),
+        "past the mark with the burst counted"
+    );
+    let rss = guard.rss();
+    guard.sampled(rss);
+    assert!(
+        !guard.admit_growth(room / 2),
+        "still counted one sample later"
+    );
+    guard.sampled(rss);
+    assert!(
+        guard.admit_growth(room / 2),
+        "two samples later it is theirs to show"
+    );
+}

@@ -151,7 +151,7 @@ impl RoomCore {
                 let _ = reply.send(result);
             }
             RoomCmd::Leave(conn) => self.leave(conn, now),
-            RoomCmd::Patch(conn, patch, _ticket) => self.patch(conn, patch, now),
+            RoomCmd::Patch(conn, patch, ticket) => self.patch(conn, patch, ticket, now),
             RoomCmd::Presence(conn, update) => self.board.update(conn, update, now),
             RoomCmd::Appended(a) => return self.appended(a, now),
             RoomCmd::SnapshotDone(result) => return self.snapshot_done(result, now),

@@ -30,6 +30,7 @@ impl RoomCore {
                 from,
                 ack,
                 relay,
+                ..
             } => {
                 let mut relayed = 0;
                 for (conn, m) in &self.participants {

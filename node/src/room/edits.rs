@@ -7,16 +7,17 @@ use super::access::{self, Role};
 use super::core::RoomCore;
 use super::pending::Pending;
 use super::recent::RecentOp;
+use super::registry::Ticket;
 use crate::outbox::{shared, ConnId};
 use crate::protocol::{self, Patch, Refusal};
 use crate::store::LoggedPatch;
 
 /// At the memory budget, patches larger than this are refused (`too-large`) so
 /// documents stop growing; everyday edits (a move, a color) are far smaller.
-const GROWTH_UNDER_PRESSURE: usize = 4096;
+pub(super) const GROWTH_UNDER_PRESSURE: usize = 4096;
 
 impl RoomCore {
-    pub(super) fn patch(&mut self, conn: ConnId, patch: Patch, now: Instant) {
+    pub(super) fn patch(&mut self, conn: ConnId, patch: Patch, inbound: Ticket, now: Instant) {
         let Some(member) = self.participants.get(&conn) else {
             return;
         };
@@ -68,7 +69,8 @@ impl RoomCore {
             });
             return;
         }
-        if patch.ops_json.len() > GROWTH_UNDER_PRESSURE && !self.rules.memory.admits() {
+        let growth = patch.ops_json.len() as u64 * crate::memory::PATCH_BYTES_PER_JSON_BYTE;
+        if patch.ops_json.len() > GROWTH_UNDER_PRESSURE && !self.rules.memory.admit_growth(growth) {
             self.rules.metrics.memory_refusals.inc();
             refuse(
                 "too-large",
@@ -112,6 +114,7 @@ impl RoomCore {
             from: conn,
             ack,
             relay,
+            _inbound: inbound,
         });
         match new_editor {
             Some(name) => self.edited(&name, now),

@@ -15,6 +15,12 @@ pub(super) enum Pending {
         from: ConnId,
         ack: Msg,
         relay: Msg,
+        /// Its place in the room's inbound bytes, held until it is durable and sent: what
+        /// a room holds of patches not yet durable (their text for the journal, their
+        /// relay, their parsed ops) is bounded by the same
+        /// [`INBOUND_BYTES`](super::registry::INBOUND_BYTES) as its queue, and sockets
+        /// sending more wait, reading nothing.
+        _inbound: super::registry::Ticket,
     },
     /// A frame for one socket (the ack of a resent patch).
     Direct { v: u64, to: ConnId, frame: Msg },

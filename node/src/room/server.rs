@@ -42,7 +42,10 @@ impl RoomCore {
             });
             return;
         }
-        if req.ops_json.len() > 4096 && !self.rules.memory.admits() {
+        let growth = req.ops_json.len() as u64 * crate::memory::PATCH_BYTES_PER_JSON_BYTE;
+        if req.ops_json.len() > super::edits::GROWTH_UNDER_PRESSURE
+            && !self.rules.memory.admit_growth(growth)
+        {
             self.rules.metrics.memory_refusals.inc();
             let _ = req.reply.send(Err(ServerPatchError::Refused(
                 "too-large",

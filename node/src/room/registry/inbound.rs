@@ -11,7 +11,8 @@ pub struct Inbound {
     drained: tokio::sync::Notify,
 }
 
-/// Most bytes of patches (as text) waiting in one room's queue.
+/// Most bytes of patches (as text) in one room's hands at once: waiting in its queue, or
+/// taken and not yet durable and sent.
 pub const INBOUND_BYTES: usize = 1024 * 1024;
 
 impl Inbound {
@@ -40,7 +41,8 @@ impl Inbound {
     }
 }
 
-/// A patch's place in its room's queue; given back when the command is done with.
+/// A patch's place in its room's inbound bytes; given back once it is refused, or durable
+/// and sent.
 pub struct Ticket {
     inbound: Arc<Inbound>,
     bytes: usize,
