@@ -18,6 +18,7 @@ use postgres::OwnPostgres;
 
 mod clock;
 mod delay;
+mod filter;
 mod links;
 pub use clock::JUMP as CLOCK_JUMP;
 pub use links::place_in;

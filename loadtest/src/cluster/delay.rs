@@ -153,7 +153,7 @@ fn tracing_free_warn(msg: &str) {
 }
 
 fn iptables(args: &[&str]) -> Result<()> {
-    super::links::run_tool("iptables", args)
+    super::filter::run("iptables", args)
 }
 
 /// Takes a run's chain out of OUTPUT and removes it.

@@ -151,23 +151,7 @@ pub fn place_in(cmd: &mut Command, group: &Path) {
 }
 
 fn nft(args: &[&str]) -> Result<()> {
-    run_tool("nft", args)
-}
-
-/// Runs a packet-filter command (`nft`, `iptables`); its stderr becomes the error.
-pub(super) fn run_tool(tool: &str, args: &[&str]) -> Result<()> {
-    let out = Command::new(tool)
-        .args(args)
-        .output()
-        .with_context(|| format!("cannot run {tool}"))?;
-    if !out.status.success() {
-        bail!(
-            "{tool} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
+    super::filter::run("nft", args)
 }
 
 fn cgroup2_mount() -> Option<PathBuf> {

@@ -42,6 +42,18 @@ fn data(m: &WebhookMessage) -> Value {
     serde_json::from_str::<Value>(&m.body).expect("JSON body")["data"].clone()
 }
 
+/// An endpoint stored, and a new file taken and edited to version 3 (its `file.updated`
+/// waiting for the endpoint if it wants them): the file and the taker's epoch.
+async fn edited_file(store: &dyn Store, endpoint: WebhookEndpoint) -> (FileId, u64) {
+    store.create_webhook(&endpoint, 10).await.unwrap();
+    let (_, file) = new_file(store).await;
+    let epoch = take(store, &file).await;
+    append_one(store, &file, epoch, patches(1, 3, 1))
+        .await
+        .unwrap();
+    (file, epoch)
+}
+
 fn person(file: &FileId, kind: &'static str, n: u64) -> crate::store::WebhookEvent {
     event(file, kind, crate::clock::unix_ms(), json!({"n": n}))
 }
@@ -187,15 +199,7 @@ pub async fn webhook_outbox_in_order(store: &dyn Store) {
 /// (updated in place with the newest version), due only after the debounce; a
 /// delivery of an older reading deletes nothing; a fenced append records nothing.
 pub async fn file_updated_rides_on_the_append(store: &dyn Store) {
-    store
-        .create_webhook(&endpoint("ep_files", &["file.updated"]), 10)
-        .await
-        .unwrap();
-    let (_, file) = new_file(store).await;
-    let epoch = take(store, &file).await;
-    append_one(store, &file, epoch, patches(1, 3, 1))
-        .await
-        .unwrap();
+    let (file, epoch) = edited_file(store, endpoint("ep_files", &["file.updated"])).await;
     assert!(due_with(store, 3_600_000).await.is_empty(), "debounced");
     let first = due(store).await;
     assert_eq!(first.len(), 1);
@@ -279,15 +283,7 @@ pub async fn webhook_retries_failures_and_bounds(store: &dyn Store) {
 /// those before file updates: a guest churning through a public link cannot push the
 /// file's latest `file.updated` out of the outbox.
 pub async fn webhook_trim_drops_people_first(store: &dyn Store) {
-    store
-        .create_webhook(&endpoint("ep_t", EVENT_TYPES), 10)
-        .await
-        .unwrap();
-    let (_, file) = new_file(store).await;
-    let epoch = take(store, &file).await;
-    append_one(store, &file, epoch, patches(1, 3, 1))
-        .await
-        .unwrap();
+    let (file, _) = edited_file(store, endpoint("ep_t", EVENT_TYPES)).await;
     store
         .record_webhooks(&[person(&file, "room.opened", 0)])
         .await
