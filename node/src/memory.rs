@@ -4,9 +4,10 @@
 //! Two measures meet here. The process's resident memory, sampled a few times a
 //! second, catches everything; reservations, taken before a large allocation is
 //! made (a room's document being loaded, a file's initial document being read),
-//! catch what a sample would see too late. Work is admitted while the sample plus
-//! what is reserved stays under the high-water mark (the budget less a tenth of
-//! it, and less at least 16 MiB), so the rest is headroom for what is already
+//! and the growth of large patches taken into rooms (counted until two samples have
+//! passed), catch what a sample would see too late. Work is admitted while the sample
+//! plus what is reserved and grown stays under the high-water mark (the budget less a
+//! tenth of it, and less at least 16 MiB), so the rest is headroom for what is already
 //! running: sockets' queues, the patches of rooms that are open, requests in flight.
 //!
 //! Refusing is all it does: nothing already accepted is dropped. Sockets get 1013
