@@ -46,7 +46,11 @@ pub struct MemoryGuard {
 /// Memory a patch admitted into a room may come to, per byte of its ops' JSON: the
 /// document's growth, its relay frame (kept in the recent-ops ring too), its text
 /// waiting for the journal, and the parsed ops while it is applied.
-pub const PATCH_BYTES_PER_JSON_BYTE: u64 = 6;
+const PATCH_BYTES_PER_JSON_BYTE: u64 = 6;
+
+/// Patches whose ops are at most this large are always taken, even at the budget: everyday
+/// edits (a move, a color) are far smaller, and documents grow only by larger ones.
+const SMALL_PATCH: usize = 4096;
 
 impl MemoryGuard {
     pub fn new(budget: u64) -> Arc<Self> {
@@ -90,9 +94,16 @@ impl MemoryGuard {
         self.expected() + bytes <= self.high_water()
     }
 
+    /// Whether a patch whose ops' JSON is `ops_json` bytes long may be taken into a room: a
+    /// small one always; a larger one if its growth fits under the high-water mark, and that
+    /// growth then counts until samples include it.
+    pub fn admits_patch(&self, ops_json: usize) -> bool {
+        ops_json <= SMALL_PATCH || self.admit_growth(ops_json as u64 * PATCH_BYTES_PER_JSON_BYTE)
+    }
+
     /// Admits growth of about `bytes` that stays (a patch that makes a document larger) if
     /// it fits under the high-water mark, and counts it until samples include it.
-    pub fn admit_growth(&self, bytes: u64) -> bool {
+    fn admit_growth(&self, bytes: u64) -> bool {
         if !self.fits(bytes) {
             return false;
         }

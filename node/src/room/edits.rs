@@ -12,10 +12,6 @@ use crate::outbox::{shared, ConnId};
 use crate::protocol::{self, Patch, Refusal};
 use crate::store::LoggedPatch;
 
-/// At the memory budget, patches larger than this are refused (`too-large`) so
-/// documents stop growing; everyday edits (a move, a color) are far smaller.
-pub(super) const GROWTH_UNDER_PRESSURE: usize = 4096;
-
 impl RoomCore {
     pub(super) fn patch(&mut self, conn: ConnId, patch: Patch, inbound: Ticket, now: Instant) {
         let Some(member) = self.participants.get(&conn) else {
@@ -69,8 +65,8 @@ impl RoomCore {
             });
             return;
         }
-        let growth = patch.ops_json.len() as u64 * crate::memory::PATCH_BYTES_PER_JSON_BYTE;
-        if patch.ops_json.len() > GROWTH_UNDER_PRESSURE && !self.rules.memory.admit_growth(growth) {
+        // At the memory budget, large patches are refused so documents stop growing.
+        if !self.rules.memory.admits_patch(patch.ops_json.len()) {
             self.rules.metrics.memory_refusals.inc();
             refuse(
                 "too-large",

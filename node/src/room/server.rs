@@ -42,10 +42,7 @@ impl RoomCore {
             });
             return;
         }
-        let growth = req.ops_json.len() as u64 * crate::memory::PATCH_BYTES_PER_JSON_BYTE;
-        if req.ops_json.len() > super::edits::GROWTH_UNDER_PRESSURE
-            && !self.rules.memory.admit_growth(growth)
-        {
+        if !self.rules.memory.admits_patch(req.ops_json.len()) {
             self.rules.metrics.memory_refusals.inc();
             let _ = req.reply.send(Err(ServerPatchError::Refused(
                 "too-large",
