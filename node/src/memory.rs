@@ -76,12 +76,15 @@ impl MemoryGuard {
         self.rss.load(Ordering::Acquire)
     }
 
+    /// Resident memory as last sampled, plus growth admitted since (what reservations
+    /// come on top of).
+    fn sampled_and_grown(&self) -> u64 {
+        self.rss() + self.grown[0].load(Ordering::Acquire) + self.grown[1].load(Ordering::Acquire)
+    }
+
     /// Resident memory as last sampled, plus what is promised or admitted since.
     fn expected(&self) -> u64 {
-        self.rss()
-            + self.reserved.load(Ordering::Acquire)
-            + self.grown[0].load(Ordering::Acquire)
-            + self.grown[1].load(Ordering::Acquire)
+        self.sampled_and_grown() + self.reserved.load(Ordering::Acquire)
     }
 
     /// Whether new work may start now.

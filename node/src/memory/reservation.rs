@@ -32,10 +32,10 @@ impl MemoryGuard {
     /// Promises `bytes` to a piece of work if the budget has room for them.
     pub fn reserve(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
         let high = self.high_water();
-        let rss = self.rss();
+        let base = self.sampled_and_grown();
         self.reserved
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
-                (rss + r + bytes <= high).then_some(r + bytes)
+                (base + r + bytes <= high).then_some(r + bytes)
             })
             .ok()
             .map(|_| Reservation {

@@ -48,3 +48,15 @@ fn growth_counts_until_two_samples_include_it() {
         "two samples later it is theirs to show"
     );
 }
+
+#[test]
+fn reservations_count_growth_admitted_since_the_sample() {
+    let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
+    let room = guard.high_water() - guard.rss();
+    assert!(guard.admit_growth(room / 2));
+    assert!(
+        guard.reserve(room).is_none(),
+        "a room's load may not count on memory a burst of patches was given"
+    );
+    assert!(guard.reserve(room / 4).is_some());
+}
