@@ -2,9 +2,10 @@
 //! writing a snapshot) takes milliseconds per megabyte. On one of the runtime's few
 //! workers it would hold up every socket that shares the worker, so pieces above
 //! [`INLINE_BYTES`] run on the lane instead: a few threads of their own (half the
-//! cores, at least one), at a lower scheduling priority than the runtime. However
-//! many large uploads or loads arrive together, they queue for the lane, and when
-//! the machine is busy the kernel serves relaying first.
+//! cores, at least one), scheduled only when nothing else wants the core
+//! (`priority::bulk_thread`). However many large uploads or loads arrive together,
+//! they queue for the lane, and when the machine is busy the kernel serves relaying
+//! first.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -14,9 +15,6 @@ use tokio::sync::oneshot;
 /// Work on documents up to this size (in JSON bytes) runs where it is called: handing
 /// it to another thread would cost more than doing it.
 pub const INLINE_BYTES: usize = 64 * 1024;
-
-/// How much lower than the rest of the node the lane's threads run (a nice value).
-const LANE_NICENESS: i32 = 10;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -30,7 +28,7 @@ fn lane() -> &'static mpsc::Sender<Job> {
             std::thread::Builder::new()
                 .name(format!("atrium-lane-{n}"))
                 .spawn(move || {
-                    lower_priority();
+                    crate::priority::bulk_thread();
                     loop {
                         let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                         match job {
@@ -79,24 +77,6 @@ pub fn run<T: Send + 'static>(
         }
     }
 }
-
-/// Raises the calling thread's nice value, so the kernel prefers the runtime's threads.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn lower_priority() {
-    // SAFETY: gettid and setpriority take plain integers and touch only this thread's
-    // scheduling priority; raising one's own nice value needs no privilege.
-    let done = unsafe {
-        let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, LANE_NICENESS)
-    };
-    if done != 0 {
-        tracing::debug!("the lane runs at normal priority (setpriority failed)");
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn lower_priority() {}
 
 #[cfg(test)]
 mod tests;

@@ -37,6 +37,7 @@ pub mod limits;
 pub mod memory;
 pub mod metrics;
 pub mod outbox;
+pub mod priority;
 pub mod protocol;
 pub mod room;
 pub mod server;

@@ -21,6 +21,7 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .on_thread_start(atrium_node::priority::relay_thread)
         .enable_all()
         .build()
         .context("starting the runtime")?;

@@ -71,5 +71,5 @@ async fn the_lane_runs_at_a_lower_priority() {
     }
     let here = nice();
     let there = run(INLINE_BYTES + 1, &crate::metrics::Metrics::unshared(), nice).await;
-    assert_eq!(there, (here + LANE_NICENESS).min(19));
+    assert_eq!(there, (here + crate::priority::LANE_NICENESS).min(19));
 }

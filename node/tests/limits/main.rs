@@ -31,6 +31,7 @@ mod backpressure;
 mod health;
 mod pings;
 mod rates;
+mod scheduling;
 mod seats;
 mod sign_in;
 mod sockets;
