@@ -13,8 +13,9 @@ mod spawned;
 #[cfg(test)]
 mod tests;
 
+pub use atrium_testkit::cpu::{cpu_seconds_from_stat, process_cpu_seconds};
 pub use health::{health, is_loopback, sample, Sample};
-pub use procfs::{cpu_seconds_from_stat, process_cpu_seconds, raise_nofile, rss_from_status};
+pub use procfs::{raise_nofile, rss_from_status};
 pub use spawned::Spawned;
 
 /// The settings a spawned node gets unless `--env` or the config file says otherwise: statistics

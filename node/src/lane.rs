@@ -2,7 +2,7 @@
 //! writing a snapshot) takes milliseconds per megabyte. On one of the runtime's few
 //! workers it would hold up every socket that shares the worker, so pieces above
 //! [`INLINE_BYTES`] run on the lane instead: a few threads of their own (half the
-//! cores, at least one), scheduled only when nothing else wants the core
+//! cores, at least one), at a lower scheduling priority than the runtime
 //! (`priority::bulk_thread`). However many large uploads or loads arrive together,
 //! they queue for the lane, and when the machine is busy the kernel serves relaying
 //! first.

@@ -22,10 +22,10 @@ pub const SHORT_SLICE_NANOS: u64 = 100_000;
 /// How much lower than the rest of the node the lane runs (a nice value).
 pub(crate) const LANE_NICENESS: i32 = 10;
 
-/// For a thread that relays: normal priority, short slice.
+/// For a thread that relays: its own priority, a short slice.
 pub fn relay_thread() {
     #[cfg(target_os = "linux")]
-    if let Err(e) = set_fair(libc::SCHED_OTHER as u32, SHORT_SLICE_NANOS) {
+    if let Err(e) = ask_for_slice(SHORT_SLICE_NANOS) {
         tracing::debug!(error = %e, "the runtime's threads keep the default slice");
     }
 }
@@ -33,22 +33,22 @@ pub fn relay_thread() {
 /// For a thread of bulk work: a tenth of the weight of the node's other threads.
 pub fn bulk_thread() {
     #[cfg(target_os = "linux")]
-    renice(LANE_NICENESS);
+    set_nice(LANE_NICENESS);
 }
 
-/// Sets the calling thread's policy and slice, keeping its nice value.
+/// Asks for a slice of `slice_nanos` for the calling thread, which stays in the normal
+/// policy at its nice value.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn set_fair(policy: u32, slice_nanos: u64) -> std::io::Result<()> {
+fn ask_for_slice(slice_nanos: u64) -> std::io::Result<()> {
     // SAFETY: getpriority and gettid take plain integers. sched_setattr reads the
     // `sched_attr` we own for the length of the call and changes only the calling
     // thread's (pid 0) scheduling.
-    unsafe {
-        *libc::__errno_location() = 0;
+    let rc = unsafe {
         let nice = libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t);
         let attr = libc::sched_attr {
             size: std::mem::size_of::<libc::sched_attr>() as u32,
-            sched_policy: policy,
+            sched_policy: libc::SCHED_OTHER as u32,
             sched_flags: 0,
             sched_nice: nice,
             sched_priority: 0,
@@ -56,29 +56,29 @@ fn set_fair(policy: u32, slice_nanos: u64) -> std::io::Result<()> {
             sched_deadline: 0,
             sched_period: 0,
         };
-        let rc = libc::syscall(
+        libc::syscall(
             libc::SYS_sched_setattr,
             0,
             &attr as *const libc::sched_attr,
             0,
-        );
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
+        )
+    };
+    match rc {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
     }
 }
 
-/// Raises the calling thread's nice value by `by`.
+/// Sets the calling thread's nice value to `nice` (only ever raised: lowering needs
+/// privilege, and then the thread keeps its value).
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn renice(by: i32) {
+fn set_nice(nice: i32) {
     // SAFETY: gettid and setpriority take plain integers and touch only this thread's
     // scheduling priority; raising one's own nice value needs no privilege.
-    let done = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, by) };
+    let done = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) };
     if done != 0 {
-        tracing::debug!("the lane runs at normal priority (setpriority failed)");
+        tracing::debug!(nice, "a thread keeps its priority (setpriority failed)");
     }
 }
 

@@ -26,19 +26,7 @@ pub(super) fn rss_kib(pid: i32) -> u64 {
 
 /// CPU time (user and system) the process `pid` has used, in seconds.
 pub(super) fn cpu_seconds(pid: i32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("proc stat");
-    // Fields after the command name, which may hold spaces: state is the first,
-    // utime and stime the 12th and 13th.
-    let fields: Vec<&str> = stat
-        .rsplit_once(") ")
-        .expect("proc stat")
-        .1
-        .split(' ')
-        .collect();
-    // SAFETY: sysconf takes an integer and reads a constant of the system.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let tick = |i: usize| fields[i].parse::<f64>().expect("proc stat times");
-    (tick(11) + tick(12)) / ticks
+    atrium_testkit::cpu::process_cpu_seconds(pid as u32).expect("the node's CPU clock")
 }
 
 /// Prints one figure line and checks the relay-latency criterion: the median

@@ -1,6 +1,7 @@
 //! How a running node's threads are scheduled (`priority.rs`).
 
 use super::*;
+use atrium_node::priority::SHORT_SLICE_NANOS;
 
 /// Each thread of the process `pid`: its name and its `/proc/.../sched` text.
 fn threads(pid: i32) -> Vec<(String, String)> {
@@ -47,12 +48,16 @@ async fn the_runtime_threads_ask_for_a_short_slice() {
         return;
     }
     for (name, sched) in runtime {
-        assert_eq!(slice_nanos(sched), Some(100_000), "{name}: {sched}");
+        assert_eq!(
+            slice_nanos(sched),
+            Some(SHORT_SLICE_NANOS),
+            "{name}: {sched}"
+        );
     }
     // Threads outside the runtime (the main thread, SQLite's checkpoints) keep the default.
     let main = all
         .iter()
         .find(|(name, _)| name == "atrium-node")
         .expect("the main thread");
-    assert_ne!(slice_nanos(&main.1), Some(100_000));
+    assert_ne!(slice_nanos(&main.1), Some(SHORT_SLICE_NANOS));
 }
