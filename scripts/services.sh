@@ -7,7 +7,9 @@
 #
 # Everything lives under .services/ in the checkout (data, logs, pids). Ports are
 # fixed per checkout (override with ATRIUM_SERVICES_PORT_BASE) and tests make their
-# own databases, buckets and key prefixes, so parallel tests never collide.
+# own databases, buckets and key prefixes, so parallel tests never collide. The ports lie
+# below Linux's ephemeral range (32768-60999 by default): there, any outgoing connection
+# of the tests could hold one for a moment and make a service's start fail.
 #
 # Where the binaries come from, on a fresh Debian machine:
 # - Postgres: Debian's postgresql (the machine may already have 15's binaries).
@@ -17,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD/.services"
-BASE="${ATRIUM_SERVICES_PORT_BASE:-55400}"
+BASE="${ATRIUM_SERVICES_PORT_BASE:-25400}"
 PG_PORT=$((BASE + 32))
 NATS_PORT=$((BASE + 22))
 REDIS_PORT=$((BASE + 79))
