@@ -141,3 +141,6 @@ async fn finish(session: &Session) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -91,7 +91,9 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
         .messages_received
         .with_label_values(&["hello"])
         .inc();
-    if let Err((code, reason)) = join(session, hello).await {
+    // Boxed: the join's future is large (token checks, the coordinator) and runs once; in
+    // place it would size every socket's task for its whole life (socket/tests.rs).
+    if let Err((code, reason)) = Box::pin(join(session, hello)).await {
         Outcome::of_close(code).count(&session.state.metrics);
         if code == CloseCode::TryAgainLater {
             session.outbox.close(code, &come_back_later(reason));

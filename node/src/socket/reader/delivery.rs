@@ -90,7 +90,8 @@ pub(super) async fn to_room(
                     .close(CloseCode::ServiceRestart, "the room closed");
             }
         }
-        Ok(ClientMessage::Refresh(token)) => refresh(session, room, &token).await,
+        // Boxed, as the join is: a rare step whose large future every socket would carry.
+        Ok(ClientMessage::Refresh(token)) => Box::pin(refresh(session, room, &token)).await,
         Ok(_) => {}
         Err(r) => refuse(session, r),
     }
