@@ -40,7 +40,6 @@ pub const SERVER_MESSAGES: &[&str] = &[
     "join",
     "leave",
     "role",
-    "page",
     "notice",
     "presence-rate",
     "version",

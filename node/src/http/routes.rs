@@ -24,6 +24,7 @@ pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiR
     match (&method, segments.as_slice()) {
         (&Method::GET, [""]) => Ok(assets::index(&req)),
         (&Method::GET, ["assets", rest @ ..]) => assets::serve(&req, rest),
+        (_, ["assets", ..]) => Err(method_not_allowed()),
         (&Method::GET, ["health"]) => ops::health(state, req).await,
         (&Method::GET, ["ready"]) => ops::ready(state).await,
         (&Method::GET, ["metrics"]) if state.config.admin_bind.is_none() => {
@@ -130,9 +131,12 @@ pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiR
         (&Method::GET, ["api", "server", "files"]) => server::list_files(state, req).await,
         (&Method::DELETE, ["api", "server", "files"]) => server::delete_files(state, req).await,
         (&Method::GET, ["api", "server", "rooms"]) => server::rooms(state, req).await,
-        (&Method::GET, ["files", id, "ws"]) => {
+        (_, ["files", id, "ws"]) => {
             let id = file_id(id)?;
-            upgrade(state, req, id).await
+            match method {
+                Method::GET => upgrade(state, req, id).await,
+                _ => Err(method_not_allowed()),
+            }
         }
         (&Method::GET, ["api", "webhooks"]) => webhooks::list(state, req).await,
         (&Method::POST, ["api", "webhooks"]) => webhooks::create(state, req).await,

@@ -30,3 +30,27 @@ async fn health_ready_metrics_and_unknown_routes() {
         get(&node, path, None).await.assert_error(404, "not-found");
     }
 }
+
+/// A path that is a route for some method answers any other method with 405, the paths
+/// with ids and the assets included (a bad id is still a 400 first, as on every route).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_methods_on_a_route_are_405() {
+    let node = Node::start(&[]).await;
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        for path in [
+            "/files/abc/ws",
+            "/assets/app.js",
+            "/assets/nope.css",
+            "/api/files/abc/doc",
+            "/health",
+            "/api/me",
+        ] {
+            send_empty(&node, method, path, None)
+                .await
+                .assert_error(405, "method-not-allowed");
+        }
+        send_empty(&node, method, "/files/bad$/ws", None)
+            .await
+            .assert_error(400, "bad-request");
+    }
+}
