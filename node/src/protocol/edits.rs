@@ -34,10 +34,24 @@ pub(super) fn parse_patch(fields: &Fields<'_>, limits: &DocLimits) -> Result<Pat
             PatchError::Invalid(m) | PatchError::TooLarge(m) => m,
         },
     })?;
+    let ops_json = value.to_string();
+    // Everyone else gets the ops as the node writes them, which can be longer than
+    // what came (`1e15` is written `1000000000000000.0`): a relay may not be larger
+    // than what its sender sent, give or take a little.
+    let sent = raw_ops.get().len();
+    if ops_json.len() > sent + sent / 8 + 64 {
+        return Err(Refusal {
+            id: Some(id),
+            code: "too-large",
+            message: "`ops` written out is much longer than sent: write numbers without \
+                      exponents"
+                .into(),
+        });
+    }
     Ok(Patch {
         id,
         ops,
-        ops_json: value.to_string(),
+        ops_json,
         t,
     })
 }

@@ -61,6 +61,30 @@ fn relayed_numbers_are_bounded() {
     assert!(parse(ok, &limits()).is_ok());
 }
 
+/// A patch's ops are relayed as the node writes them; numbers in exponent form would
+/// come out longer than they went in (4 bytes to 18 each), so such a patch is refused.
+#[test]
+fn a_relayed_patch_is_no_larger_than_what_was_sent() {
+    let op = |x: &str| format!(r#"{{"op":"set","id":"a","props":{{"x":[{x}]}}}}"#);
+    let numbers = |x: &str| vec![x; 500].join(",");
+    let grown = format!(
+        r#"{{"type":"patch","id":4,"ops":[{}]}}"#,
+        op(&numbers("1e15"))
+    );
+    let r = parse(&grown, &limits()).unwrap_err();
+    assert_eq!((r.id, r.code), (Some(4), "too-large"));
+    // Everyday numbers, whitespace and an exponent here and there pass.
+    let everyday = ["12.5", "1000000000000000", "-0.001", " 7 ", "2.5e-3"].map(numbers);
+    let one_exponent = format!("1e3,{}", numbers("2"));
+    for x in everyday.iter().chain([&one_exponent]) {
+        let text = format!(r#"{{"type":"patch","id":5,"ops":[{}]}}"#, op(x));
+        let ClientMessage::Patch(p) = parse(&text, &limits()).unwrap() else {
+            panic!("not a patch")
+        };
+        assert!(p.ops_json.len() <= text.len() + text.len() / 8, "{x}");
+    }
+}
+
 #[test]
 fn a_patch_is_known_by_its_type_before_its_ops_are_read() {
     let text = r#"{"type":"patch","id":9,"ops":[{"op":"zap"}]}"#;

@@ -162,3 +162,44 @@ async fn patches_and_joins_never_amplify_what_their_sender_sent() {
         "the owner was disconnected"
     );
 }
+
+/// Numbers in exponent form are written out longer (`1e15` becomes
+/// `1000000000000000.0`, 4 bytes to 18): such a patch is refused, so the relay
+/// everyone else would get is never larger than what its sender sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_cannot_grow_when_written_out() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[]).await;
+    let mut probe = Probe::join(&r).await;
+    let base = probe.sample(30).await;
+    let (mut editor, _) = Client::join(&r.node, &r.id, &Hello::key(&r.edit_key)).await;
+    let numbers = vec!["1e15"; 20_000].join(",");
+    let text = format!(
+        r#"{{"type":"patch","id":1,"ops":[{{"op":"put","id":"n","props":{{"x":[{numbers}]}}}}]}}"#
+    );
+    editor.send_text(text.clone()).await;
+    let reject = editor.await_reject(json!(1)).await;
+    let during = probe.sample(30).await;
+    report(
+        "a patch of numbers in exponent form",
+        &base,
+        &during,
+        json!({"sent_bytes": text.len(), "would_relay_bytes": text.len() + 20_000 * 14,
+               "answer": reject["code"]}),
+    );
+    assert_eq!(reject["code"], "too-large", "{reject}");
+    // The same numbers written plainly pass, and are relayed at their own size.
+    let plain = vec!["1000000000000000"; 2_000].join(",");
+    let x: Value = serde_json::from_str(&format!("[{plain}]")).unwrap();
+    editor
+        .patch_acked(2, vec![put("n", json!({ "x": x }))])
+        .await;
+    editor.close().await;
+    assert_untouched(
+        &r,
+        &probe,
+        1,
+        json!({"n": {"x": vec![1_000_000_000_000_000u64; 2_000]}}),
+    )
+    .await;
+}
