@@ -46,7 +46,10 @@ pub async fn load(
         lease,
         config.coordinator_settings(),
     );
-    let taken = match ctx.store.take_file(file, config.room_ops as u64).await {
+    // The patches before the snapshot are only for resume: no more of them than the recent
+    // operations hold, by count and by bytes, however large the ones the log kept.
+    let (behind, behind_bytes) = (config.room_ops as u64, config.room_ops_bytes as u64);
+    let taken = match ctx.store.take_file_within(file, behind, behind_bytes).await {
         Ok(taken) => taken,
         Err(e) => {
             let _ = keeper.release().await;

@@ -118,7 +118,20 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
 
     /// Raises the file's epoch, then reads its snapshot and the log after it, with
     /// `behind` patches before the snapshot kept for resume.
-    async fn take_file(&self, id: &FileId, behind: u64) -> StoreResult<TakenFile>;
+    async fn take_file(&self, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
+        self.take_file_within(id, behind, u64::MAX).await
+    }
+
+    /// [`take_file`](Store::take_file), with the patches before the snapshot also bounded
+    /// by their ops' bytes: the newest of them whose ops come to at most `behind_bytes`.
+    /// They are only for resume, so a room's load reads no more of them than its recent
+    /// operations can hold, however large the patches the log kept.
+    async fn take_file_within(
+        &self,
+        id: &FileId,
+        behind: u64,
+        behind_bytes: u64,
+    ) -> StoreResult<TakenFile>;
     /// Appends every file's patches in one transaction and one sync. Each file is
     /// fenced on its own: the result per file says whether its append landed.
     async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>>;

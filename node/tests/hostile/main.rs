@@ -47,6 +47,7 @@ mod figures;
 mod frames;
 mod huge;
 mod ids;
+mod large_log;
 mod malformed;
 mod memory_budget;
 mod nesting;

@@ -40,7 +40,8 @@ pub use snapshots::{
 };
 pub(crate) use support::new_file;
 pub use takes::{
-    fencing_after_a_second_take, take_file_keeps_behind, take_file_reads_snapshot_and_log,
+    fencing_after_a_second_take, take_file_keeps_behind, take_file_keeps_behind_within_bytes,
+    take_file_reads_snapshot_and_log,
 };
 pub use webhooks::{
     file_updated_rides_on_the_append, version_created_rides_on_the_version, webhook_endpoints_crud,
@@ -60,6 +61,7 @@ macro_rules! conformance_suite {
             file_cap_per_owner,
             take_file_reads_snapshot_and_log,
             take_file_keeps_behind,
+            take_file_keeps_behind_within_bytes,
             fencing_after_a_second_take,
             gapless_appends,
             one_fenced_file_does_not_fail_the_batch,

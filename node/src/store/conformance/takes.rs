@@ -64,6 +64,36 @@ pub async fn take_file_keeps_behind(store: &dyn Store) {
     }
 }
 
+/// The patches before the snapshot are bounded by their ops' bytes too: the newest whose
+/// ops come to at most `behind_bytes`, so a load never reads more of them than a room keeps.
+pub async fn take_file_keeps_behind_within_bytes(store: &dyn Store) {
+    let (file, epoch) = file_with_log(store, 10).await;
+    write_doc(store, &file, epoch, 6, 100).await;
+    let all = store.take_file(&file, 100).await.expect("take");
+    let len = |v: u64| all.log[v as usize - 1].ops.len() as u64;
+    let within = |bytes: u64| {
+        let file = file.clone();
+        async move {
+            let t = store
+                .take_file_within(&file, 100, bytes)
+                .await
+                .expect("take");
+            versions(&t.log)
+        }
+    };
+    assert_eq!(within(0).await, vec![7, 8, 9, 10]);
+    assert_eq!(within(len(6)).await, vec![6, 7, 8, 9, 10]);
+    assert_eq!(within(len(6) + len(5) - 1).await, vec![6, 7, 8, 9, 10]);
+    assert_eq!(within(len(6) + len(5)).await, vec![5, 6, 7, 8, 9, 10]);
+    assert_eq!(within(u64::MAX).await, (1..=10).collect::<Vec<_>>());
+    // The count still bounds it as well.
+    let t = store
+        .take_file_within(&file, 2, u64::MAX)
+        .await
+        .expect("take");
+    assert_eq!(versions(&t.log), vec![5, 6, 7, 8, 9, 10]);
+}
+
 /// After a second take, every write under the first epoch is fenced; the second
 /// taker's writes land.
 pub async fn fencing_after_a_second_take(store: &dyn Store) {

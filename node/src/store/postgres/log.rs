@@ -30,7 +30,12 @@ fn snapshot_and_log(
 
 impl PgStore {
     /// [`crate::store::Store::take_file`].
-    pub(super) async fn take(&self, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
+    pub(super) async fn take(
+        &self,
+        id: &FileId,
+        behind: u64,
+        behind_bytes: u64,
+    ) -> StoreResult<TakenFile> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(unavailable)?;
         let raise = prepare(
@@ -41,12 +46,24 @@ impl PgStore {
         )
         .await?;
         let snapshot = prepare(&tx, SNAPSHOT_SQL).await?;
+        // The patches behind the snapshot, newest first, while their ops come to at most
+        // $3 bytes (their lengths only: `octet_length` reads no stored text), then
+        // everything after the snapshot.
         let log = prepare(
             &tx,
             &format!(
-                "SELECT {LOG_COLUMNS} FROM ops
-                 WHERE file_id = $1 AND version > GREATEST(
-                     COALESCE((SELECT version FROM snapshots WHERE file_id = $1), 0) - $2, 0)
+                "WITH base AS (
+                     SELECT COALESCE((SELECT version FROM snapshots WHERE file_id = $1), 0) AS v
+                 ), behind AS (
+                     SELECT version, sum(octet_length(ops)) OVER (ORDER BY version DESC) AS upto
+                     FROM ops, base
+                     WHERE file_id = $1 AND version > GREATEST(base.v - $2, 0) AND version <= base.v
+                 ), first AS (
+                     SELECT COALESCE(min(version), (SELECT v FROM base) + 1) AS v
+                     FROM behind WHERE upto <= $3
+                 )
+                 SELECT {LOG_COLUMNS} FROM ops, first
+                 WHERE file_id = $1 AND version >= first.v
                  ORDER BY version"
             ),
         )
@@ -62,7 +79,7 @@ impl PgStore {
         let record = file_from(&row, 1)?;
         let (snapshot, log) = join(
             tx.query(&snapshot, &[&id.as_str()]),
-            tx.query(&log, &[&id.as_str(), &big(behind)]),
+            tx.query(&log, &[&id.as_str(), &big(behind), &big(behind_bytes)]),
         )
         .await;
         let (snapshot, log) = snapshot_and_log(snapshot, log)?;

@@ -135,8 +135,13 @@ impl Store for PgStore {
         }
     }
 
-    async fn take_file(&self, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
-        self.take(id, behind).await
+    async fn take_file_within(
+        &self,
+        id: &FileId,
+        behind: u64,
+        behind_bytes: u64,
+    ) -> StoreResult<TakenFile> {
+        self.take(id, behind, behind_bytes).await
     }
 
     async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>> {

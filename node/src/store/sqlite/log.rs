@@ -12,7 +12,12 @@ fn immediate(c: &mut Connection) -> StoreResult<Transaction<'_>> {
 }
 
 /// [`crate::store::Store::take_file`].
-pub(super) fn take(c: &mut Connection, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
+pub(super) fn take(
+    c: &mut Connection,
+    id: &FileId,
+    behind: u64,
+    behind_bytes: u64,
+) -> StoreResult<TakenFile> {
     let tx = immediate(c)?;
     // The fence first: nothing is read before the epoch is ours.
     let epoch: i64 = tx
@@ -27,7 +32,8 @@ pub(super) fn take(c: &mut Connection, id: &FileId, behind: u64) -> StoreResult<
     let record = read_file(&tx, id)?;
     let snapshot = read_snapshot(&tx, id)?;
     let base = snapshot.as_ref().map_or(0, |s| s.0);
-    let log = read_log_from(&tx, id, base.saturating_sub(behind) + 1)?;
+    let from = first_behind(&tx, id, base, behind, behind_bytes)?;
+    let log = read_log_from(&tx, id, from)?;
     tx.commit().map_err(unavailable)?;
     Ok(TakenFile {
         record,
@@ -35,6 +41,41 @@ pub(super) fn take(c: &mut Connection, id: &FileId, behind: u64) -> StoreResult<
         snapshot,
         log,
     })
+}
+
+/// The first version to read: the newest of the `behind` patches at or before the
+/// snapshot's version `base` whose ops come to at most `bytes`, then everything after.
+/// Only their lengths are read (newest first, stopping at the bound).
+fn first_behind(
+    c: &Connection,
+    id: &FileId,
+    base: u64,
+    behind: u64,
+    bytes: u64,
+) -> StoreResult<u64> {
+    let oldest = base.saturating_sub(behind) + 1;
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT version, length(CAST(ops AS BLOB)) FROM ops
+             WHERE file_id = ?1 AND version >= ?2 AND version <= ?3 ORDER BY version DESC",
+        )
+        .map_err(unavailable)?;
+    let mut rows = stmt
+        .query(params![id.as_str(), oldest as i64, base as i64])
+        .map_err(unavailable)?;
+    let (mut from, mut total) = (base + 1, 0u64);
+    while let Some(row) = rows.next().map_err(unavailable)? {
+        let (version, len): (i64, i64) = (
+            row.get(0).map_err(unavailable)?,
+            row.get(1).map_err(unavailable)?,
+        );
+        total = total.saturating_add(len as u64);
+        if total > bytes {
+            break;
+        }
+        from = version as u64;
+    }
+    Ok(from)
 }
 
 /// [`crate::store::Store::put_snapshot`].

@@ -142,9 +142,15 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn take_file(&self, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
+    async fn take_file_within(
+        &self,
+        id: &FileId,
+        behind: u64,
+        behind_bytes: u64,
+    ) -> StoreResult<TakenFile> {
         let id = id.clone();
-        self.run(move |c| super::log::take(c, &id, behind)).await
+        self.run(move |c| super::log::take(c, &id, behind, behind_bytes))
+            .await
     }
 
     async fn append(&self, batch: Arc<[FileAppend]>) -> StoreResult<Vec<StoreResult<()>>> {
