@@ -48,9 +48,28 @@ pub struct MemoryGuard {
 /// waiting for the journal, and the parsed ops while it is applied.
 const PATCH_BYTES_PER_JSON_BYTE: u64 = 6;
 
+/// What a large patch refused at the budget is told (`too-large`).
+pub const AT_BUDGET: &str = "the server is at its memory budget: only small changes are taken now";
+
+/// What parsing JSON may take per value in it: a parsed value is 32 bytes however short its
+/// text (`0,` is two), its array's spare room from growing by doubling, and the copy while
+/// that array moves (measured: a 1 MiB patch of `[0,0,…]` took about 30 MiB).
+const PARSED_BYTES_PER_VALUE: u64 = 96;
+
 /// Patches whose ops are at most this large are always taken, even at the budget: everyday
 /// edits (a move, a color) are far smaller, and documents grow only by larger ones.
 const SMALL_PATCH: usize = 4096;
+
+/// An upper estimate of the memory parsing `json` takes: its text, and
+/// [`PARSED_BYTES_PER_VALUE`] for every value it may hold (a value starts the text, or
+/// follows a `[`, `,` or `:`; those inside strings only make the estimate higher).
+pub fn parse_cost(json: &[u8]) -> u64 {
+    let values = 1 + json
+        .iter()
+        .filter(|b| matches!(b, b'[' | b',' | b':'))
+        .count() as u64;
+    json.len() as u64 + values * PARSED_BYTES_PER_VALUE
+}
 
 impl MemoryGuard {
     pub fn new(budget: u64) -> Arc<Self> {
@@ -104,6 +123,14 @@ impl MemoryGuard {
         ops_json <= SMALL_PATCH || self.admit_growth(ops_json as u64 * PATCH_BYTES_PER_JSON_BYTE)
     }
 
+    /// Whether a patch's text may be parsed: parsed JSON can cost 30 times its text (an
+    /// array of small numbers), and a parsed patch may wait for its room. A small one always;
+    /// a larger one if what its parse may cost ([`parse_cost`]) fits, and that then counts
+    /// until samples include it.
+    pub fn admits_parse(&self, text: &str) -> bool {
+        text.len() <= SMALL_PATCH || self.admit_growth(parse_cost(text.as_bytes()))
+    }
+
     /// Admits growth of about `bytes` that stays (a patch that makes a document larger) if
     /// it fits under the high-water mark, and counts it until samples include it.
     fn admit_growth(&self, bytes: u64) -> bool {
@@ -145,6 +172,13 @@ impl MemoryGuard {
                 }
             }
         });
+    }
+}
+
+/// A large frame's bytes are read once they fit, and count until samples include them.
+impl crate::ws::Allowance for MemoryGuard {
+    fn admits(&self, bytes: usize) -> bool {
+        self.admit_growth(bytes as u64)
     }
 }
 

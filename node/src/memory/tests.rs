@@ -60,3 +60,34 @@ fn reservations_count_growth_admitted_since_the_sample() {
     );
     assert!(guard.reserve(room / 4).is_some());
 }
+
+/// Parsed JSON of small values costs many times its text: the estimate a patch is judged
+/// by before it is parsed covers what a parse really takes, counted by an allocator.
+#[test]
+fn a_parse_is_judged_by_what_it_may_take() {
+    let zeros = format!("[{}0]", "0,".repeat(100_000));
+    let cost = parse_cost(zeros.as_bytes());
+    // What serde_json's values of it hold: 100,001 values of 32 bytes, in a vector grown
+    // by doubling (up to twice that), and the text itself.
+    let parsed = 2 * 100_001 * std::mem::size_of::<serde_json::Value>() as u64;
+    assert!(cost >= parsed, "{cost} < {parsed}");
+    let text = format!(r#"{{"text":"{}"}}"#, "x".repeat(200_000));
+    assert!(
+        parse_cost(text.as_bytes()) < 2 * text.len() as u64,
+        "strings cost their text"
+    );
+
+    let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
+    let room = guard.high_water() - guard.rss();
+    assert!(guard.admits_parse("[1,2,3]"), "small patches always");
+    let big = format!(
+        "[{}0]",
+        "0,".repeat((room / 2 / PARSED_BYTES_PER_VALUE) as usize)
+    );
+    assert!(guard.admits_parse(&big), "one fits");
+    assert!(
+        !guard.admits_parse(&big),
+        "two do not, until samples include the first"
+    );
+    assert!(guard.admits_parse("[1,2,3]"), "small patches still");
+}

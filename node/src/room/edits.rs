@@ -68,10 +68,7 @@ impl RoomCore {
         // At the memory budget, large patches are refused so documents stop growing.
         if !self.rules.memory.admits_patch(patch.ops_json.len()) {
             self.rules.metrics.memory_refusals.inc();
-            refuse(
-                "too-large",
-                "the server is at its memory budget: only small changes are taken now",
-            );
+            refuse("too-large", crate::memory::AT_BUDGET);
             return;
         }
         if let Err(e) = self.doc.apply(&patch.ops, &self.rules.limits) {

@@ -46,7 +46,7 @@ impl RoomCore {
             self.rules.metrics.memory_refusals.inc();
             let _ = req.reply.send(Err(ServerPatchError::Refused(
                 "too-large",
-                "the server is at its memory budget: only small changes are taken now".into(),
+                crate::memory::AT_BUDGET.into(),
             )));
             return;
         }

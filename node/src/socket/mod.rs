@@ -76,6 +76,7 @@ pub async fn serve(
         inflate_ratio: config.ws_inflate_ratio,
     };
     let mut frames = Reader::new(read_io, limits, deflate);
+    frames.set_allowance(state.memory.clone());
     let mut session = Session {
         state,
         file,

@@ -23,4 +23,4 @@ mod test_bytes;
 
 pub use frame::{Outgoing, COMPRESS_THRESHOLD};
 pub use handshake::{accept, Accepted, HandshakeError};
-pub use reader::{Incoming, ReadError, Reader, ReaderLimits};
+pub use reader::{Allowance, Incoming, ReadError, Reader, ReaderLimits};

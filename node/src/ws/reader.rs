@@ -4,6 +4,9 @@
 //! which is cancel-safe, so `next()` may be dropped at any await (inside
 //! `tokio::select!`) and called again without losing or corrupting data.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::{timeout_at, Instant};
 
@@ -22,6 +25,20 @@ use wire::parse_header;
 /// shrunk back.
 const BUF_START: usize = 4 * 1024;
 
+/// Frames larger than this are read only once the [`Allowance`] admits their bytes.
+pub const LARGE_FRAME: usize = 64 * 1024;
+
+/// How often a large frame the allowance refused asks again.
+const ALLOWANCE_RETRY: Duration = Duration::from_millis(50);
+
+/// Memory that large frames are read into, asked for before their bytes are: the node's
+/// memory budget, so that many sockets sending large messages at once wait their turn
+/// (their senders see their socket stop reading) instead of taking the node past it.
+pub trait Allowance: Send + Sync {
+    /// Whether a frame of `bytes` may be read now; once true, its bytes count as taken.
+    fn admits(&self, bytes: usize) -> bool;
+}
+
 /// Reads client frames from `R` and reassembles messages.
 pub struct Reader<R> {
     io: R,
@@ -34,6 +51,10 @@ pub struct Reader<R> {
     received: usize,
     /// Bytes of text those frames became.
     inflated: usize,
+    /// Asked before a large frame is read; none: every frame is read at once.
+    allowance: Option<Arc<dyn Allowance>>,
+    /// The allowance admitted the frame now being read.
+    admitted: bool,
 }
 
 impl<R: AsyncRead + Unpin> Reader<R> {
@@ -48,7 +69,15 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             finished: false,
             received: 0,
             inflated: 0,
+            allowance: None,
+            admitted: false,
         }
+    }
+
+    /// Large frames are read only once `allowance` admits them; until then the socket
+    /// is not read (backpressure).
+    pub fn set_allowance(&mut self, allowance: Arc<dyn Allowance>) {
+        self.allowance = Some(allowance);
     }
 
     /// Changes the largest message accepted from now on (small before the hello).
@@ -84,15 +113,30 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             self.check(&header)?;
             let total = header.size + header.len;
             if self.buf.len() < total {
+                if total > LARGE_FRAME && !self.admitted {
+                    self.wait_for_allowance(total).await;
+                }
                 self.fill(total).await?;
                 continue;
             }
+            self.admitted = false;
             let message = self.take_frame(&header, total)?;
             self.consume(total);
             if let Some(message) = message {
                 return Ok(message);
             }
         }
+    }
+
+    /// Waits until the allowance, if any, admits a frame of `total` bytes. Cancel-safe:
+    /// nothing changes until it does.
+    async fn wait_for_allowance(&mut self, total: usize) {
+        if let Some(allowance) = &self.allowance {
+            while !allowance.admits(total) {
+                tokio::time::sleep(ALLOWANCE_RETRY).await;
+            }
+        }
+        self.admitted = true;
     }
 
     /// Reads more bytes, enough room for a frame of `total` bytes if known.

@@ -52,6 +52,7 @@ mod malformed;
 mod memory_budget;
 mod nesting;
 mod never_reads;
+mod parsed_patches;
 mod presence_flood;
 mod raw_ws;
 mod reconnects;

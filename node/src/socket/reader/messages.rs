@@ -51,6 +51,11 @@ pub(super) async fn serve_messages(
         }
         while let Some(waiting) = intake.pop(std::time::Instant::now()) {
             match waiting {
+                Waiting::Text(text) if !session.state.memory.admits_parse(&text) => {
+                    if let Ok(message) = protocol::read(&text) {
+                        refuse(session, at_budget(session, &message));
+                    }
+                }
                 Waiting::Text(text) => handle_text(session, room, text).await,
                 Waiting::Refused(r) => refuse(session, r),
             }
@@ -100,6 +105,9 @@ async fn take_in(
                 return intake.push(Waiting::Refused(message.refuse(code, why)));
             }
             if intake.backlog.is_empty() && intake.messages.take(std::time::Instant::now()) {
+                if !session.state.memory.admits_parse(&text) {
+                    return refuse(session, at_budget(session, &message));
+                }
                 // Nothing waits before it and the rate allows it: no queueing, one parse.
                 if text.len() <= crate::lane::INLINE_BYTES {
                     let parsed = message.parse(&session.state.limits);
@@ -117,6 +125,14 @@ async fn take_in(
             message: "hello was already said on this socket".into(),
         })),
     }
+}
+
+/// A large patch met at the memory budget, before it is parsed: parsed JSON can cost many
+/// times its text, and parsed patches wait for their room (the room refuses the same way
+/// once they are parsed, as their ops would make the document grow).
+fn at_budget(session: &Session, message: &Message<'_>) -> Refusal {
+    session.state.metrics.memory_refusals.inc();
+    message.refuse("too-large", crate::memory::AT_BUDGET)
 }
 
 /// A broadcast event: to everyone else in the file at once, or dropped over the socket's

@@ -9,6 +9,7 @@ use tokio::io::{duplex, AsyncWriteExt, DuplexStream};
 use super::*;
 use crate::ws::frame::opcode;
 
+mod allowance;
 mod buffer;
 mod cancel;
 mod deflate;

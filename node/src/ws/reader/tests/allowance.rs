@@ -1,0 +1,55 @@
+//! Reader tests: large frames wait for the allowance; small ones never ask.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+
+/// Refuses until `open`, counting what it was asked.
+#[derive(Default)]
+struct Gate {
+    open: std::sync::atomic::AtomicBool,
+    asked: AtomicUsize,
+}
+
+impl Allowance for Gate {
+    fn admits(&self, _bytes: usize) -> bool {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        self.open.load(Ordering::SeqCst)
+    }
+}
+
+#[tokio::test]
+async fn a_large_frame_is_read_once_the_allowance_admits_it() {
+    let large = "x".repeat(LARGE_FRAME + 1);
+    let wire = [text("small"), text(&large), text("after")].concat();
+    let (mut client, server) = duplex(1 << 20);
+    client.write_all(&wire).await.unwrap();
+    let mut r = Reader::new(server, limits(1 << 20), false);
+    let gate = Arc::new(Gate::default());
+    r.set_allowance(gate.clone());
+
+    assert!(matches!(r.next().await, Ok(Incoming::Text(t)) if t == "small"));
+    assert_eq!(
+        gate.asked.load(Ordering::SeqCst),
+        0,
+        "small frames never ask"
+    );
+    // Refused: the reader waits (and may be dropped meanwhile, as in a select!).
+    assert!(tokio::time::timeout(Duration::from_millis(200), r.next())
+        .await
+        .is_err());
+    assert!(gate.asked.load(Ordering::SeqCst) >= 2, "it asks again");
+    assert!(
+        r.buf.len() < LARGE_FRAME,
+        "nothing past the header was read"
+    );
+    gate.open.store(true, Ordering::SeqCst);
+    assert!(matches!(r.next().await, Ok(Incoming::Text(t)) if t == large));
+    let asked = gate.asked.load(Ordering::SeqCst);
+    assert!(matches!(r.next().await, Ok(Incoming::Text(t)) if t == "after"));
+    assert_eq!(
+        gate.asked.load(Ordering::SeqCst),
+        asked,
+        "asked once per frame"
+    );
+}
