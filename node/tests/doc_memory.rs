@@ -91,6 +91,7 @@ struct Load {
 fn load(json: &str) -> (Document, Load) {
     let limits = DocLimits {
         max_doc_bytes: usize::MAX,
+        max_node_bytes: usize::MAX,
         ..DocLimits::default()
     };
     let (asked0, real0) = (ASKED.load(Ordering::SeqCst), REAL.load(Ordering::SeqCst));
@@ -236,6 +237,19 @@ fn document_memory_per_json_byte() {
     figure("tiny", &tiny);
     drop(doc);
 
+    // The worst shape for parsing: nodes of small numbers, each at the node limit. A node
+    // is parsed alone (about 30 times its text while it is), so the peak is the document
+    // plus one node's parse, however large the document.
+    let max_node = DocLimits::default().max_node_bytes;
+    let numbers = |n: usize| format!(r#""n{n}":{{"a":[{}0]}}"#, "0,".repeat(max_node / 2 - 16));
+    let json = format!("{{{}}}", (0..16).map(numbers).collect::<Vec<_>>().join(","));
+    let (doc, arrays) = load(&json);
+    figure(
+        "arrays of small numbers, 16 nodes at the node limit",
+        &arrays,
+    );
+    drop(doc);
+
     let (node, peak) = sets_on_a_large_node();
     eprintln!(
         "FIGURE {}",
@@ -257,6 +271,12 @@ fn document_memory_per_json_byte() {
         "tiny nodes take {} bytes for {} counted bytes",
         tiny.real,
         tiny.charged
+    );
+    assert!(
+        arrays.peak <= 2 * arrays.json + 40 * max_node,
+        "building {} bytes of number arrays peaked at {} bytes",
+        arrays.json,
+        arrays.peak
     );
     // The old node (kept for undo), a buffer and the new one: a few times the
     // node, never once per op.

@@ -140,6 +140,7 @@ impl NodeConfig {
         crate::doc::DocLimits {
             max_ops: self.max_patch_ops,
             max_doc_bytes: self.max_doc_bytes,
+            max_node_bytes: self.max_message_bytes,
             ..Default::default()
         }
     }

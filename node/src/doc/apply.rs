@@ -1,9 +1,12 @@
 //! Applying a patch to a document: all its ops or none.
 
 use super::entry::Entry;
-use super::op::{check_count, invalid_at, too_large, Op, Props};
+use super::op::{check_count, invalid_at, node_too_large, too_large, Op, Props};
 use super::write::{merged, props_iter, write_set};
 use super::{DocLimits, Document, PatchError, MIN_NODE_BYTES};
+
+/// How much a node already over [`DocLimits::max_node_bytes`] may grow in one patch.
+const OVER_LIMIT_GROWTH: usize = 4096;
 
 /// How to revert one applied op.
 enum Undo<'o> {
@@ -48,8 +51,26 @@ impl Document {
         let mut order: Vec<usize> = (0..ops.len()).collect();
         order.sort_by_key(|&i| ops[i].id());
         let mut undo = Vec::new();
+        let mut grown_past_node_limit = None;
         for group in order.chunk_by(|&a, &b| ops[a].id() == ops[b].id()) {
+            let id = ops[group[0]].id();
+            let before = self.nodes.get(id).map_or(0, |e| e.0.len());
             undo.extend(self.apply_group(group.iter().map(|&i| &ops[i])));
+            let after = self.nodes.get(id).map_or(0, |e| e.0.len());
+            // Crossing the limit is refused. A node already over it (from before the limit,
+            // or brought back by a restore) stays editable: it may shrink, or grow by a
+            // little (a coordinate's new digits), never by much.
+            let allowed = match before > limits.max_node_bytes {
+                true => before + OVER_LIMIT_GROWTH,
+                false => limits.max_node_bytes,
+            };
+            if after > allowed {
+                grown_past_node_limit.get_or_insert(id);
+            }
+        }
+        if let Some(id) = grown_past_node_limit {
+            self.rollback(undo);
+            return Err(node_too_large(id, limits.max_node_bytes));
         }
         let end_len = self.charged_len();
         if end_len > limits.max_doc_bytes && end_len > start_len {

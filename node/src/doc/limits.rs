@@ -24,6 +24,10 @@ pub struct DocLimits {
     /// each node's `"id":{...}` counted as at least [`MIN_NODE_BYTES`] (see
     /// [`Document::charged_len`]), so memory stays within a few times the limit.
     pub max_doc_bytes: usize,
+    /// Largest one node may be, as its stored `"id":{...}` JSON: at most what one message
+    /// can carry, so that a node is never more than a client could send, and a document is
+    /// built from its JSON one bounded node at a time.
+    pub max_node_bytes: usize,
 }
 
 impl Default for DocLimits {
@@ -33,6 +37,7 @@ impl Default for DocLimits {
             max_prop_name: 64,
             max_depth: 32,
             max_doc_bytes: 64 * 1024 * 1024,
+            max_node_bytes: 1024 * 1024,
         }
     }
 }

@@ -97,6 +97,14 @@ pub(super) fn too_large(what: String, limit: usize) -> PatchError {
     PatchError::TooLarge(format!("{what}, limit is {limit}"))
 }
 
+/// A node larger than [`DocLimits::max_node_bytes`].
+pub(super) fn node_too_large(id: &str, limit: usize) -> PatchError {
+    too_large(
+        format!("node {id} is larger than one message can carry"),
+        limit,
+    )
+}
+
 pub(super) fn check_count(n: usize, limits: &DocLimits) -> Result<(), PatchError> {
     match n > limits.max_ops {
         true => Err(too_large(format!("patch has {n} ops"), limits.max_ops)),

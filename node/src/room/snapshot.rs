@@ -44,6 +44,7 @@ pub fn replay_limits() -> DocLimits {
     DocLimits {
         max_ops: usize::MAX,
         max_doc_bytes: usize::MAX,
+        max_node_bytes: usize::MAX,
         ..DocLimits::default()
     }
 }

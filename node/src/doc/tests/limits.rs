@@ -122,3 +122,55 @@ fn size_limit_rejects_and_leaves_document_unchanged() {
         .unwrap();
     assert_eq!(d.to_json(), r#"{"a":{"x":1},"b":{}}"#);
 }
+
+/// A node is at most `max_node_bytes` of stored JSON: a patch that would make one larger
+/// is refused whole, one already larger may shrink, and a document whose JSON holds a
+/// larger node is refused before that node is parsed.
+#[test]
+fn node_limit_holds_for_patches_and_documents() {
+    let small = DocLimits {
+        max_node_bytes: 64,
+        ..lim()
+    };
+    let mut d = Document::new();
+    d.apply(&ops(json!([put("a", json!({"x": 1}))])), &small)
+        .unwrap();
+    let before = d.to_json();
+    let long = "y".repeat(60);
+    for p in [
+        json!([put("b", json!({"t": long})), put("c", json!({"n": 1}))]),
+        json!([set("a", json!({"t": long}))]),
+        json!([
+            set("a", json!({"t": "y".repeat(30)})),
+            set("a", json!({"u": "y".repeat(30)}))
+        ]),
+    ] {
+        let err = d.apply(&ops(p), &small).unwrap_err();
+        assert_eq!(err.code(), "too-large");
+        assert!(err.to_string().contains("node"), "{err}");
+        assert_eq!(d.to_json(), before, "refused whole");
+    }
+    // Over a lowered limit, a node may still shrink, and grow by a little.
+    d.apply(&ops(json!([set("a", json!({"t": long}))])), &lim())
+        .unwrap();
+    d.apply(&ops(json!([set("a", json!({"x": null}))])), &small)
+        .unwrap();
+    d.apply(&ops(json!([set("a", json!({"x": 12345}))])), &small)
+        .unwrap();
+    let err = d
+        .apply(
+            &ops(json!([set("a", json!({"u": "y".repeat(5000)}))])),
+            &small,
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), "too-large");
+
+    let text = format!(r#"{{"a":{{"x":1}},"b":{{"t":"{long}"}}}}"#);
+    let err = Document::from_json(text.as_bytes(), &small).unwrap_err();
+    assert_eq!(err.code(), "too-large");
+    assert!(Document::from_json(text.as_bytes(), &lim()).is_ok());
+    // The worst shape for parsed memory: one node of small numbers, refused unparsed.
+    let numbers = format!(r#"{{"n":{{"a":[{}0]}}}}"#, "0,".repeat(600_000));
+    let err = Document::from_json(numbers.as_bytes(), &lim()).unwrap_err();
+    assert_eq!(err.code(), "too-large");
+}

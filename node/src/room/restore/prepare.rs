@@ -47,8 +47,10 @@ impl PrepareJob {
     }
 
     pub fn run(self) -> Prepared {
+        // A version may hold nodes from before the node limit: a restore brings them back.
         let limits = DocLimits {
             max_ops: usize::MAX,
+            max_node_bytes: usize::MAX,
             ..self.limits
         };
         let outcome = Document::from_json(self.target.as_bytes(), &limits)
