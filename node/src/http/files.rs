@@ -6,6 +6,8 @@ pub mod versions;
 
 pub use create::create;
 
+use std::io::Write;
+
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL, ETAG, IF_NONE_MATCH};
 use hyper::{Request, StatusCode};
@@ -15,8 +17,8 @@ use serde_json::{json, Value};
 pub(super) use self::access::served_here;
 use self::access::{owned, readable};
 use super::{
-    bearer_token, empty, json_response, plain_name, read_json, signed_in, strong_etag, ApiError,
-    ApiResult, SMALL_BODY,
+    bearer_token, busy, empty, json_response, plain_name, read_json, signed_in, strong_etag,
+    ApiError, ApiResult, SMALL_BODY,
 };
 use crate::ids::{new_secret, FileId};
 use crate::room::JoinError;
@@ -102,13 +104,38 @@ pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
     readable(state, &req, &id).await?;
     match state.rooms.document(&id).await {
         Ok((version, doc)) => {
-            let body = format!("{{\"version\":{version},\"doc\":{doc}}}");
+            // The answer is held until the client has read it all: its bytes stay promised
+            // from the memory budget until then, so many clients that ask and never read
+            // make the node answer 503 instead of growing past its budget.
+            let held = state
+                .memory
+                .reserve(doc.len() as u64 + 64)
+                .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
+            let mut body = Vec::with_capacity(doc.len() + 40);
+            write!(body, "{{\"version\":{version},\"doc\":").expect("writes to a Vec");
+            body.extend_from_slice(doc.as_bytes());
+            body.push(b'}');
+            drop(doc);
             let mut resp = json_response(StatusCode::OK, &Value::Null);
-            *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from(body));
+            *resp.body_mut() =
+                http_body_util::Full::new(bytes::Bytes::from_owner(Held { body, _held: held }));
             Ok(resp)
         }
         Err(JoinError::NotFound) => Err(ApiError::not_found()),
         Err(_) => Err(ApiError::unavailable("the file cannot be loaded right now")),
+    }
+}
+
+/// An answer's bytes with the memory promised for them, given back when hyper lets go of
+/// them (sent, or the connection closed).
+struct Held {
+    body: Vec<u8>,
+    _held: crate::memory::Reservation,
+}
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        &self.body
     }
 }
 

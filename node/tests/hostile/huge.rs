@@ -161,3 +161,80 @@ async fn a_document_of_one_huge_node_is_refused_before_it_is_parsed() {
         body.len()
     );
 }
+
+/// Requests for a large document from clients that never read the answer: each answer
+/// stays in memory until it is read. Its bytes are promised from the memory budget until
+/// then, so past the budget the node answers 503 with `Retry-After` instead of growing
+/// (the review: 40 such requests for a 16 MB document, 117 → 751 MiB against 512 MiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_document_answers_stay_within_the_budget() {
+    let _serial = SERIAL.lock().await;
+    const BUDGET_MIB: u64 = 256;
+    let budget = format!("{BUDGET_MIB}M");
+    let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
+    let doc: serde_json::Map<String, Value> = (0..60_000)
+        .map(|k| (format!("n{k}"), json!({"name": "x".repeat(100), "x": k})))
+        .collect();
+    let file = create_file(&r.node, &r.owner, "Large", Some(Value::Object(doc))).await;
+    let id = s(&file["id"]).to_string();
+    let pid = r.node.pid();
+    let rss0 = rss_kib(pid);
+    let request = format!(
+        "GET /api/files/{id}/doc HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {}\r\n\r\n",
+        r.owner
+    );
+    let mut held = Vec::new();
+    let mut peak = rss0;
+    for _ in 0..40 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut stream = socket
+            .connect(([127, 0, 0, 1], r.node.port).into())
+            .await
+            .unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        held.push(stream);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        peak = peak.max(rss_kib(pid));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    peak = peak.max(rss_kib(pid));
+    // Each held answer's first bytes: 200 while the budget had room, then 503.
+    let mut statuses = HashMap::<String, u64>::new();
+    for stream in &mut held {
+        let mut head = [0u8; 64];
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut head))
+            .await
+            .expect("an answer")
+            .unwrap();
+        let status = String::from_utf8_lossy(&head[..n.min(12)]).to_string();
+        *statuses.entry(status).or_insert(0) += 1;
+    }
+    figure(
+        json!({"case": "40 unread answers of an 8 MB document", "budget_mib": BUDGET_MIB,
+                  "rss_start_mib": rss0 / 1024, "peak_rss_mib": peak / 1024,
+                  "answers": statuses}),
+    );
+    assert!(
+        peak / 1024 < BUDGET_MIB,
+        "resident memory reached {} MiB",
+        peak / 1024
+    );
+    assert!(statuses.contains_key("HTTP/1.1 503"), "{statuses:?}");
+    assert!(statuses.contains_key("HTTP/1.1 200"), "{statuses:?}");
+    // Once the readers go, their memory comes back and the document is served again.
+    drop(held);
+    let mut served = false;
+    for _ in 0..50 {
+        if get(&r.node, &format!("/api/files/{id}/doc"), Some(&r.owner))
+            .await
+            .status
+            == 200
+        {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(served, "the document was never served again");
+}
