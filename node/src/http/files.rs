@@ -6,8 +6,6 @@ pub mod versions;
 
 pub use create::create;
 
-use std::io::Write;
-
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL, ETAG, IF_NONE_MATCH};
 use hyper::{Request, StatusCode};
@@ -103,27 +101,36 @@ pub async fn get(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
 pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
     readable(state, &req, &id).await?;
     match state.rooms.document(&id).await {
-        Ok((version, doc)) => {
-            // The answer is held until the client has read it all: its bytes stay promised
-            // from the memory budget until then, so many clients that ask and never read
-            // make the node answer 503 instead of growing past its budget.
-            let held = state
-                .memory
-                .reserve(doc.len() as u64 + 64)
-                .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
-            let mut body = Vec::with_capacity(doc.len() + 40);
-            write!(body, "{{\"version\":{version},\"doc\":").expect("writes to a Vec");
-            body.extend_from_slice(doc.as_bytes());
-            body.push(b'}');
-            drop(doc);
-            let mut resp = json_response(StatusCode::OK, &Value::Null);
-            *resp.body_mut() =
-                http_body_util::Full::new(bytes::Bytes::from_owner(Held { body, _held: held }));
-            Ok(resp)
-        }
+        Ok((version, doc)) => held_answer(
+            state,
+            &format!("{{\"version\":{version},\"doc\":"),
+            doc,
+            "}",
+        ),
         Err(JoinError::NotFound) => Err(ApiError::not_found()),
         Err(_) => Err(ApiError::unavailable("the file cannot be loaded right now")),
     }
+}
+
+/// A 200 answer of JSON made of `head`, a document's text and `tail`, built once. It is
+/// held until the client has read it all: its bytes stay promised from the memory budget
+/// until then, so many clients that ask and never read make the node answer 503 instead
+/// of growing past its budget.
+pub(super) fn held_answer(state: &AppState, head: &str, doc: String, tail: &str) -> ApiResult {
+    let len = head.len() + doc.len() + tail.len();
+    let held = state
+        .memory
+        .reserve(len as u64)
+        .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
+    let mut body = Vec::with_capacity(len);
+    body.extend_from_slice(head.as_bytes());
+    body.extend_from_slice(doc.as_bytes());
+    drop(doc);
+    body.extend_from_slice(tail.as_bytes());
+    let mut resp = json_response(StatusCode::OK, &Value::Null);
+    *resp.body_mut() =
+        http_body_util::Full::new(bytes::Bytes::from_owner(Held { body, _held: held }));
+    Ok(resp)
 }
 
 /// An answer's bytes with the memory promised for them, given back when hyper lets go of

@@ -8,7 +8,7 @@
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::access::{granted, Granted};
 use crate::history::{self, VersionInfo, VersionKind};
@@ -120,13 +120,8 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     may_read(&g)?;
     let rules = state.config.history_rules();
     let (info, doc) = history::read(&*state.store, &id, vid, &rules).await?;
-    let body = format!(
-        "{{\"version\":{},\"doc\":{doc}}}",
-        serde_json::to_string(&info).expect("a version serializes")
-    );
-    let mut resp = json_response(StatusCode::OK, &Value::Null);
-    *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from(body));
-    Ok(resp)
+    let info = serde_json::to_string(&info).expect("a version serializes");
+    super::held_answer(state, &format!("{{\"version\":{info},\"doc\":"), doc, "}")
 }
 
 /// A side of a comparison: a version's document, or the current one.
