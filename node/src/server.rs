@@ -174,6 +174,7 @@ pub async fn start(
             AUTH_KEYS,
         ),
         file_creates: KeyedLimiter::per_minute(config.file_creates_per_minute, AUTH_KEYS),
+        versions_named: KeyedLimiter::per_minute(config.versions_named_per_minute, AUTH_KEYS),
         server_api: KeyedLimiter::with_burst(
             config.server_api_per_second.saturating_mul(60),
             config.server_api_per_second,

@@ -42,6 +42,8 @@ pub struct AppState {
     pub signin_failures_by_email: KeyedLimiter<String>,
     /// File creations per account (`ATRIUM_FILE_CREATES_PER_MINUTE`).
     pub file_creates: KeyedLimiter<crate::ids::AccountId>,
+    /// Versions named per file (`ATRIUM_VERSIONS_NAMED_PER_MINUTE`).
+    pub versions_named: KeyedLimiter<crate::ids::FileId>,
     /// Server API requests per API key (by key id).
     pub server_api: KeyedLimiter<String>,
     /// Open TCP connections on the main address (`ATRIUM_MAX_CONNECTIONS`).

@@ -287,3 +287,42 @@ async fn a_deleted_files_history_is_gone() {
     .await
     .assert_error(404, "not-found");
 }
+
+/// Named versions are kept until the owner deletes them, and anyone with the edit key
+/// may name one: their rate is bounded per file, everyone together (the review: a guest
+/// named 200 versions of a 4 MB document in 19 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn naming_versions_is_rate_limited_per_file() {
+    let node = Node::start(&[("ATRIUM_VERSIONS_NAMED_PER_MINUTE", "3")]).await;
+    let file = shared_file(&node, "edit").await;
+    let (id, owner) = (file.id.clone(), file.owner.clone());
+    let edit = [("x-atrium-key", file.edit_key.as_str())];
+    let list = format!("/api/files/{id}/versions");
+    let naming = || Some(json!({"title": "spam"}).to_string().into_bytes());
+    for _ in 0..3 {
+        http(&node, "POST", &list, &edit, naming())
+            .await
+            .assert_status(201);
+    }
+    let r = http(&node, "POST", &list, &edit, naming()).await;
+    r.assert_error(429, "rate-limited");
+    assert!(r.header("retry-after").is_some(), "{}", r.text);
+    // The owner shares the file's allowance; another file has its own.
+    let r = send_json(
+        &node,
+        "POST",
+        &list,
+        Some(&owner),
+        &json!({"title": "mine"}),
+    )
+    .await;
+    r.assert_error(429, "rate-limited");
+    let other = shared_file(&node, "edit").await;
+    name(&node, &other.id, &other.owner, "elsewhere").await;
+    let versions = get(&node, &list, Some(&owner)).await;
+    versions.assert_status(200);
+    assert_eq!(
+        versions.body()["versions"].as_array().map(Vec::len),
+        Some(3)
+    );
+}

@@ -12,7 +12,9 @@ use serde_json::json;
 
 use super::access::{granted, Granted};
 use crate::history::{self, VersionInfo, VersionKind};
-use crate::http::{empty, json_response, plain_name, read_json, ApiError, ApiResult, SMALL_BODY};
+use crate::http::{
+    empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY,
+};
 use crate::ids::FileId;
 use crate::room::access::Role;
 use crate::room::history::NameRequest;
@@ -179,6 +181,14 @@ fn description(d: Option<String>) -> Result<Option<String>, ApiError> {
 pub async fn name(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
     let g = granted(state, &req, &id).await?;
     may_edit(&g)?;
+    // Named versions are kept until the owner deletes them: a guest with the edit key
+    // must not be able to fill the store with them.
+    if let Err(wait) = state.versions_named.check(&id) {
+        return Err(rate_limited(
+            "too many versions named for this file in a short time; wait a little and try again",
+            wait,
+        ));
+    }
     let body: Naming = read_json(req, SMALL_BODY).await?;
     let t = title(
         body.title
