@@ -92,6 +92,8 @@ fuzz_target!(|data: &[u8]| {
         max_depth: if settings & 0x10 != 0 { 3 } else { 32 },
         // Small documents, so the size limit is met by short inputs.
         max_doc_bytes: 16 << ((settings >> 5) & 0x03) * 2,
+        // No node limit: the reference model does not know it.
+        max_node_bytes: usize::MAX,
     };
     let mut doc = Document::new();
     let mut model = Model::new();

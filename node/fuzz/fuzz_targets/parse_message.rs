@@ -45,6 +45,7 @@ fuzz_target!(|data: &[u8]| {
         max_prop_name: 4,
         max_depth: 2,
         max_doc_bytes: 256,
+        max_node_bytes: 64,
     };
     for limits in [DocLimits::default(), small] {
         match parse(text, &limits) {
