@@ -153,9 +153,10 @@ async fn a_document_of_one_huge_node_is_refused_before_it_is_parsed() {
     );
     assert_eq!(resp.status, 413, "{}", resp.text);
     assert!(resp.text.contains("too-large"), "{}", resp.text);
-    // The body itself is held while it is read (16 MiB), not its parse (about 500 MiB).
+    // The body itself is held while it is read (16 MiB, in buffers that grow by doubling),
+    // not its parse (about 500 MiB: the old code rose by 550 MiB here).
     assert!(
-        peak - rss0 < 3 * body.len() as u64 / 1024,
+        peak - rss0 < 6 * body.len() as u64 / 1024,
         "resident memory rose by {} KiB for {} bytes uploaded",
         peak - rss0,
         body.len()
