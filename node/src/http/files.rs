@@ -118,23 +118,22 @@ pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
 /// of growing past its budget.
 pub(super) fn held_answer(state: &AppState, head: &str, doc: String, tail: &str) -> ApiResult {
     let len = head.len() + doc.len() + tail.len();
-    if len <= SMALL_ANSWER {
-        let mut resp = json_response(StatusCode::OK, &Value::Null);
-        *resp.body_mut() = http_body_util::Full::new(format!("{head}{doc}{tail}").into());
-        return Ok(resp);
-    }
-    let held = state
-        .memory
-        .reserve(len as u64)
-        .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
-    let mut body = Vec::with_capacity(len);
-    body.extend_from_slice(head.as_bytes());
-    body.extend_from_slice(doc.as_bytes());
+    let held = match len <= SMALL_ANSWER {
+        true => None,
+        false => Some(
+            state
+                .memory
+                .reserve(len as u64)
+                .ok_or_else(|| busy("the server is at its memory budget; try again"))?,
+        ),
+    };
+    let body = [head, &doc, tail].concat().into_bytes();
     drop(doc);
-    body.extend_from_slice(tail.as_bytes());
     let mut resp = json_response(StatusCode::OK, &Value::Null);
-    *resp.body_mut() =
-        http_body_util::Full::new(bytes::Bytes::from_owner(Held { body, _held: held }));
+    *resp.body_mut() = http_body_util::Full::new(match held {
+        None => body.into(),
+        Some(held) => bytes::Bytes::from_owner(Held { body, _held: held }),
+    });
     Ok(resp)
 }
 

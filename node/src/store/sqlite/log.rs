@@ -45,7 +45,8 @@ pub(super) fn take(
 
 /// The first version to read: the newest of the `behind` patches at or before the
 /// snapshot's version `base` whose ops come to at most `bytes`, then everything after.
-/// Only their lengths are read (newest first, stopping at the bound).
+/// Read row by row, newest first, stopping at the bound (SQLite reads each text for its
+/// length, one row at a time).
 fn first_behind(
     c: &Connection,
     id: &FileId,
