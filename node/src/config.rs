@@ -212,6 +212,18 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
 
+    /// Most TCP connections open at once from one client address (an IPv6 client
+    /// by its /64); more are answered 429 and closed. Trusted proxies
+    /// (`ATRIUM_TRUST_PROXY`) are not counted. Default: `ATRIUM_WS_PER_IP` plus 64
+    /// for HTTP; `0` turns the cap off.
+    #[arg(long, env = "ATRIUM_CONNECTIONS_PER_IP")]
+    pub connections_per_ip: Option<usize>,
+
+    /// An HTTP answer whose client takes none of its bytes for this long has its
+    /// connection closed, so asking and never reading holds nothing for good.
+    #[arg(long, env = "ATRIUM_WRITE_TIMEOUT_MS", default_value_t = 30_000)]
+    pub write_timeout_ms: u64,
+
     /// Interval between pings on a socket (each jittered by ±25%).
     #[arg(long, env = "ATRIUM_PING_MS", default_value_t = 20_000)]
     pub ping_ms: u64,

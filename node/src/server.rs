@@ -4,6 +4,9 @@ mod listeners;
 mod membership;
 mod refusal;
 mod shutdown;
+mod write_deadline;
+
+pub(crate) use write_deadline::WriteDeadline;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -181,6 +184,9 @@ pub async fn start(
             AUTH_KEYS,
         ),
         connections: crate::limits::ConnectionCap::new(config.max_connections()),
+        connections_by_address: config
+            .connections_per_ip()
+            .map(|cap| Arc::new(AddressCounts::new(cap))),
         memory,
         admission: crate::admission::Admission::new(
             config.joins_in_flight,

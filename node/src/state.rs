@@ -48,6 +48,9 @@ pub struct AppState {
     pub server_api: KeyedLimiter<String>,
     /// Open TCP connections on the main address (`ATRIUM_MAX_CONNECTIONS`).
     pub connections: Arc<crate::limits::ConnectionCap>,
+    /// Open TCP connections per client address (`ATRIUM_CONNECTIONS_PER_IP`; `None`:
+    /// no cap).
+    pub connections_by_address: Option<Arc<AddressCounts>>,
     /// The node's memory budget: new work is refused before it is exceeded.
     pub memory: Arc<crate::memory::MemoryGuard>,
     /// Turns for joins, so a storm is taken at the pace the node carries.

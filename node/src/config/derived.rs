@@ -122,6 +122,20 @@ impl NodeConfig {
         })
     }
 
+    /// `ATRIUM_CONNECTIONS_PER_IP`, or `ATRIUM_WS_PER_IP` plus 64 for HTTP;
+    /// `None` when it is 0 (no cap).
+    pub fn connections_per_ip(&self) -> Option<usize> {
+        match self.connections_per_ip {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => Some(self.ws_per_ip.saturating_add(64)),
+        }
+    }
+
+    pub fn write_timeout(&self) -> Duration {
+        Duration::from_millis(self.write_timeout_ms)
+    }
+
     pub fn ping_interval(&self) -> Duration {
         Duration::from_millis(self.ping_ms)
     }

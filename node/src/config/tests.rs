@@ -90,6 +90,14 @@ fn connections_default_to_the_open_file_limit_less_a_reserve() {
     let set = NodeConfig::parse_from(["atrium-node", "--max-connections", "7"]);
     assert_eq!(set.max_connections(), 7);
     assert_eq!(c.body_timeout(), Duration::from_secs(10));
+    assert_eq!(
+        c.connections_per_ip(),
+        Some(164),
+        "sockets per address and 64"
+    );
+    let off = NodeConfig::parse_from(["atrium-node", "--connections-per-ip", "0"]);
+    assert_eq!(off.connections_per_ip(), None);
+    assert_eq!(c.write_timeout(), Duration::from_secs(30));
 }
 
 #[test]

@@ -30,7 +30,10 @@ impl ConnectionCap {
                 (n < self.cap).then_some(n + 1)
             })
             .ok()
-            .map(|_| ConnectionSlot(self.clone()))
+            .map(|_| ConnectionSlot {
+                cap: self.clone(),
+                address: None,
+            })
     }
 
     /// Connections open now.
@@ -43,18 +46,30 @@ impl ConnectionCap {
     }
 }
 
-/// One connection's slot, given back when dropped.
-pub struct ConnectionSlot(Arc<ConnectionCap>);
+/// One connection's slot, given back when dropped, with its place among its
+/// address's connections when those are capped.
+pub struct ConnectionSlot {
+    cap: Arc<ConnectionCap>,
+    address: Option<AddressSlot>,
+}
+
+impl ConnectionSlot {
+    /// Holds `address` (the connection's place under its address's cap) as long as this.
+    pub fn with_address(mut self, address: AddressSlot) -> Self {
+        self.address = Some(address);
+        self
+    }
+}
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        self.0
+        self.cap
             .open
             .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
-/// Open sockets per client address, capped.
+/// Open sockets (or connections) per client address, capped.
 pub struct AddressCounts {
     cap: usize,
     counts: Mutex<HashMap<IpAddr, usize>>,

@@ -10,7 +10,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::refusal::refuse;
+use super::refusal::{refuse, Refusal};
+use super::write_deadline::WriteDeadline;
 use super::StartError;
 use crate::config::NodeConfig;
 use crate::state::AppState;
@@ -80,14 +81,20 @@ pub(super) async fn accept_loop(
                 }
             },
         };
-        let Some(slot) = state.connections.take() else {
-            state.metrics.connections_refused.inc();
-            refuse(stream, &refusing);
-            continue;
+        let slot = match place(&state, peer.ip()) {
+            Ok(slot) => Arc::new(slot),
+            Err(why) => {
+                state.metrics.connections_refused.inc();
+                if matches!(why, Refusal::AddressFull) {
+                    state.metrics.rate_limited.inc();
+                }
+                refuse(stream, why, &refusing);
+                continue;
+            }
         };
-        let slot = Arc::new(slot);
         let _ = stream.set_nodelay(true);
         let state = state.clone();
+        let state_write_timeout = state.config.write_timeout();
         tokio::spawn(async move {
             let metrics = state.metrics.clone();
             metrics.tcp_connections.inc();
@@ -101,7 +108,10 @@ pub(super) async fn accept_loop(
                 }
             });
             let conn = http1_builder()
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(
+                    TokioIo::new(WriteDeadline::new(stream, state_write_timeout)),
+                    service,
+                )
                 .with_upgrades();
             let _ = conn.await;
             // An upgraded socket keeps its own clone of the slot.
@@ -109,6 +119,24 @@ pub(super) async fn accept_loop(
             metrics.tcp_connections.dec();
         });
     }
+}
+
+/// A new connection's place: one of the node's `ATRIUM_MAX_CONNECTIONS`, and one of its
+/// address's `ATRIUM_CONNECTIONS_PER_IP` unless it comes from a trusted proxy (a router
+/// carries many clients on its connections; they are counted by the router).
+fn place(
+    state: &AppState,
+    peer: std::net::IpAddr,
+) -> Result<crate::limits::ConnectionSlot, Refusal> {
+    let slot = state.connections.take().ok_or(Refusal::NodeFull)?;
+    let Some(by_address) = &state.connections_by_address else {
+        return Ok(slot);
+    };
+    if state.trusted.iter().any(|n| n.contains(&peer)) {
+        return Ok(slot);
+    }
+    let address = by_address.take(peer).ok_or(Refusal::AddressFull)?;
+    Ok(slot.with_address(address))
 }
 
 /// Serves /metrics (and /health) on the admin address.

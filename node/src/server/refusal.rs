@@ -1,4 +1,5 @@
-//! Connections over `ATRIUM_MAX_CONNECTIONS`: a short 503, then closed.
+//! Connections the node will not serve: over `ATRIUM_MAX_CONNECTIONS` (503) or over
+//! their address's `ATRIUM_CONNECTIONS_PER_IP` (429). A short answer, then closed.
 
 use std::sync::Arc;
 
@@ -6,10 +7,42 @@ use std::sync::Arc;
 /// without an answer (an answer costs a task and a descriptor for up to a second).
 pub(super) const REFUSALS_IN_FLIGHT: usize = 64;
 
-/// Answers a connection over `ATRIUM_MAX_CONNECTIONS` with 503 `unavailable`
-/// (`Retry-After: 2`, `Connection: close`) and closes it; when too many refusals
-/// are already under way, closes it at once.
-pub(super) fn refuse(stream: tokio::net::TcpStream, refusing: &Arc<tokio::sync::Semaphore>) {
+/// Why a connection is refused, and what it is told.
+#[derive(Clone, Copy)]
+pub(super) enum Refusal {
+    /// The node is at `ATRIUM_MAX_CONNECTIONS`.
+    NodeFull,
+    /// The client's address is at `ATRIUM_CONNECTIONS_PER_IP`.
+    AddressFull,
+}
+
+impl Refusal {
+    fn status_line(self) -> &'static str {
+        match self {
+            Self::NodeFull => "503 Service Unavailable",
+            Self::AddressFull => "429 Too Many Requests",
+        }
+    }
+
+    fn body(self) -> &'static str {
+        match self {
+            Self::NodeFull => {
+                r#"{"error":{"code":"unavailable","message":"the node has as many connections as it may take; try again shortly"}}"#
+            }
+            Self::AddressFull => {
+                r#"{"error":{"code":"rate-limited","message":"this address has as many connections open as it may; close one or try again shortly"}}"#
+            }
+        }
+    }
+}
+
+/// Answers a refused connection (`Retry-After: 2`, `Connection: close`) and closes
+/// it; when too many refusals are already under way, closes it at once.
+pub(super) fn refuse(
+    stream: tokio::net::TcpStream,
+    why: Refusal,
+    refusing: &Arc<tokio::sync::Semaphore>,
+) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let Ok(permit) = refusing.clone().try_acquire_owned() else {
         return;
@@ -17,10 +50,11 @@ pub(super) fn refuse(stream: tokio::net::TcpStream, refusing: &Arc<tokio::sync::
     tokio::spawn(async move {
         let _permit = permit;
         let mut stream = stream;
-        let body = r#"{"error":{"code":"unavailable","message":"the node has as many connections as it may take; try again shortly"}}"#;
+        let body = why.body();
         let answer = format!(
-            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+            "HTTP/1.1 {}\r\ncontent-type: application/json\r\n\
              retry-after: 2\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            why.status_line(),
             body.len()
         );
         let second = std::time::Duration::from_secs(1);

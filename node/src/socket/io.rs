@@ -11,6 +11,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 
+use crate::server::WriteDeadline;
+
 pub(super) type ReadIo = Box<dyn AsyncRead + Send + Unpin>;
 pub(super) type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;
 
@@ -19,9 +21,9 @@ pub(super) type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;
 /// plain TCP socket splits without a lock; bytes hyper read past the handshake
 /// are put back in front.
 pub(super) fn split(upgraded: Upgraded) -> (ReadIo, WriteIo, Option<Arc<OwnedWriteHalf>>) {
-    match upgraded.downcast::<TokioIo<TcpStream>>() {
+    match upgraded.downcast::<TokioIo<WriteDeadline>>() {
         Ok(parts) => {
-            let (read, write) = parts.io.into_inner().into_split();
+            let (read, write) = parts.io.into_inner().into_inner().into_split();
             let read: ReadIo = match early_bytes(parts.read_buf) {
                 None => Box::new(read),
                 Some(early) => Box::new(std::io::Cursor::new(early).chain(read)),

@@ -41,6 +41,7 @@ const FAST_HASH: [(&str, &str); 2] = [
 mod amplification;
 mod before_hello;
 mod bystanders;
+mod connections;
 mod counting;
 mod deflate;
 mod figures;

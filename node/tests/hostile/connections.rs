@@ -1,0 +1,146 @@
+//! Connections held open by one address: idle ones, and answers never read.
+
+use super::*;
+
+/// Opens a TCP connection to the node from `source` (any 127/8 address is this host).
+async fn connect_from(source: [u8; 4], port: u16) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(std::net::SocketAddr::from((source, 0)))
+        .unwrap();
+    socket.connect(([127, 0, 0, 1], port).into()).await.unwrap()
+}
+
+/// The first bytes of what the node says on `stream` within a second (empty if nothing).
+async fn first_words(stream: &mut TcpStream) -> String {
+    let mut head = [0u8; 256];
+    match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut head)).await {
+        Ok(Ok(n)) => String::from_utf8_lossy(&head[..n]).to_string(),
+        _ => String::new(),
+    }
+}
+
+/// One address opens every connection the node may hold and sends nothing. Past its own
+/// cap each gets 429 `rate-limited`, and someone at another address is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_take_every_connection() {
+    let _serial = SERIAL.lock().await;
+    const NODE_CAP: usize = 64;
+    const ADDRESS_CAP: usize = 16;
+    let node = Node::start(&[
+        ("ATRIUM_MAX_CONNECTIONS", "64"),
+        ("ATRIUM_CONNECTIONS_PER_IP", "16"),
+    ])
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..NODE_CAP {
+        held.push(connect_from([127, 0, 0, 1], node.port).await);
+    }
+    // Someone else, at another address, while the first one holds all it may.
+    let mut other = connect_from([127, 0, 0, 2], node.port).await;
+    other
+        .write_all(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let served = first_words(&mut other).await;
+    let mut answers = HashMap::<String, u64>::new();
+    for stream in &mut held[ADDRESS_CAP..] {
+        let words = first_words(stream).await;
+        let status = words.get(..12).unwrap_or("nothing").to_string();
+        if status == "HTTP/1.1 429" {
+            assert!(words.contains(r#""code":"rate-limited""#), "{words}");
+            assert!(
+                words.to_ascii_lowercase().contains("retry-after: 2"),
+                "{words}"
+            );
+        }
+        *answers.entry(status).or_insert(0) += 1;
+    }
+    figure(
+        json!({"case": "one address opens 64 idle connections (node cap 64, address cap 16)",
+                  "answers past the address cap": answers,
+                  "another address": served.get(..12).unwrap_or("nothing")}),
+    );
+    assert_eq!(
+        answers.get("HTTP/1.1 429").copied(),
+        Some((NODE_CAP - ADDRESS_CAP) as u64),
+        "{answers:?}"
+    );
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    // Its places come back when it closes them.
+    drop(held);
+    let mut again = None;
+    for _ in 0..50 {
+        let mut stream = connect_from([127, 0, 0, 1], node.port).await;
+        stream
+            .write_all(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let words = first_words(&mut stream).await;
+        if words.starts_with("HTTP/1.1 200") {
+            again = Some(words);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(again.is_some(), "the first address was never served again");
+}
+
+/// A client asks for an 8 MB document and never reads the answer. Once the socket has
+/// taken none of it for `ATRIUM_WRITE_TIMEOUT_MS`, the node closes the connection, so
+/// the answer's memory and the connection's place come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_nobody_reads_is_given_up() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[("ATRIUM_WRITE_TIMEOUT_MS", "1000")]).await;
+    let doc: serde_json::Map<String, Value> = (0..60_000)
+        .map(|k| (format!("n{k}"), json!({"name": "x".repeat(100), "x": k})))
+        .collect();
+    let file = create_file(&r.node, &r.owner, "Large", Some(Value::Object(doc))).await;
+    let id = s(&file["id"]).to_string();
+    let full = get(&r.node, &format!("/api/files/{id}/doc"), Some(&r.owner)).await;
+    full.assert_status(200);
+    let length = serde_json::to_vec(full.body()).unwrap().len();
+    assert!(length > 7_000_000, "a document of {length} bytes");
+
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket
+        .connect(([127, 0, 0, 1], r.node.port).into())
+        .await
+        .unwrap();
+    let request = format!(
+        "GET /api/files/{id}/doc HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {}\r\n\r\n",
+        r.owner
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // Well past the deadline: the node has given up by now.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    let ended = loop {
+        match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
+            Ok(Ok(0)) => break "closed",
+            Ok(Ok(n)) => got += n,
+            Ok(Err(_)) => break "reset",
+            Err(_) => break "still open",
+        }
+    };
+    figure(
+        json!({"case": "an 8 MB answer never read (write timeout 1 s)",
+                  "document_bytes": length, "bytes_the_client_got_after_4_s": got,
+                  "connection": ended}),
+    );
+    assert_ne!(
+        ended, "still open",
+        "the node kept the connection ({got} bytes read)"
+    );
+    assert!(
+        got < length,
+        "the whole answer arrived ({got} of {length} bytes)"
+    );
+    // The node goes on serving.
+    get(&r.node, &format!("/api/files/{id}/doc"), Some(&r.owner))
+        .await
+        .assert_status(200);
+}
