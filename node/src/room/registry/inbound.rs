@@ -11,9 +11,18 @@ pub struct Inbound {
     drained: tokio::sync::Notify,
 }
 
-/// Most bytes of patches (as text) in one room's hands at once: waiting in its queue, or
-/// taken and not yet durable and sent.
+/// Most bytes of large patches (as text) in one room's hands at once: waiting in its
+/// queue, or taken and not yet durable and sent.
 pub const INBOUND_BYTES: usize = 1024 * 1024;
+
+/// Patches up to this size (everyday edits: a move, a color, a rename) are small.
+pub const SMALL_PATCH: usize = 4096;
+
+/// Room kept for small patches above [`INBOUND_BYTES`]: large patches never take it, so
+/// editors pasting megabytes (a guest with the edit link, say) keep everyday edits
+/// waiting for the room to apply what is ahead of them, never for whole cycles of
+/// large patches to become durable.
+pub const SMALL_LANE_BYTES: usize = 64 * 1024;
 
 impl Inbound {
     pub(super) fn new() -> Arc<Self> {
@@ -24,12 +33,18 @@ impl Inbound {
     }
 
     /// Waits until the room has room for `bytes` more (one patch always fits
-    /// into an empty queue), then counts them until the ticket is dropped.
+    /// into an empty queue; a small one also into the small lane), then counts them
+    /// until the ticket is dropped.
     pub async fn admit(self: &Arc<Self>, bytes: usize) -> Ticket {
+        let limit = if bytes <= SMALL_PATCH {
+            INBOUND_BYTES + SMALL_LANE_BYTES
+        } else {
+            INBOUND_BYTES
+        };
         loop {
             let drained = self.drained.notified();
             let now = self.bytes.load(Ordering::Acquire);
-            if now == 0 || now + bytes <= INBOUND_BYTES {
+            if now == 0 || now + bytes <= limit {
                 self.bytes.fetch_add(bytes, Ordering::AcqRel);
                 return Ticket {
                     inbound: self.clone(),
@@ -63,5 +78,46 @@ impl Drop for Ticket {
     fn drop(&mut self) {
         self.inbound.bytes.fetch_sub(self.bytes, Ordering::AcqRel);
         self.inbound.drained.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::FutureExt;
+
+    #[test]
+    fn large_patches_wait_for_room_and_small_ones_pass_them() {
+        let inbound = Inbound::new();
+        let big = inbound
+            .admit(INBOUND_BYTES - 1000)
+            .now_or_never()
+            .expect("fits");
+        assert!(
+            inbound.admit(SMALL_PATCH + 1).now_or_never().is_none(),
+            "a large patch waits while the room is full"
+        );
+        // Everyday edits are not held behind the large ones' cycle.
+        let small: Vec<Ticket> = (0..SMALL_LANE_BYTES / SMALL_PATCH)
+            .map(|_| {
+                inbound
+                    .admit(SMALL_PATCH)
+                    .now_or_never()
+                    .expect("the small lane")
+            })
+            .collect();
+        assert!(
+            inbound.admit(SMALL_PATCH).now_or_never().is_none(),
+            "the small lane is bounded too"
+        );
+        drop(small);
+        drop(big);
+        assert!(inbound.admit(INBOUND_BYTES).now_or_never().is_some());
+    }
+
+    #[test]
+    fn one_patch_always_fits_an_empty_room() {
+        let inbound = Inbound::new();
+        assert!(inbound.admit(10 * INBOUND_BYTES).now_or_never().is_some());
     }
 }

@@ -12,7 +12,7 @@ use crate::ids::FileId;
 mod asking;
 mod inbound;
 
-pub use inbound::{Inbound, Ticket, INBOUND_BYTES};
+pub use inbound::{Inbound, Ticket, INBOUND_BYTES, SMALL_LANE_BYTES, SMALL_PATCH};
 
 #[derive(Clone)]
 pub struct RoomHandle {
