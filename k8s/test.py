@@ -265,7 +265,7 @@ def semantic_checks(rendered):
         rnames = setting_names(helpers, "atrium.router.settingNames")
         derived = {"ATRIUM_ROUTER_BIND", "ATRIUM_ROUTER_ADMIN_BIND", "ATRIUM_COORDINATOR", "ATRIUM_LEASE_MS"}
         bad = default_mismatches(router_documented, rnames, values["router"]["settings"], derived,
-                                 lambda _var, default: default)
+                                 documented_default)
         check("values.yaml router.settings cover the documented router settings, with their defaults",
               not bad, "\n".join(bad))
     else:
@@ -312,13 +312,16 @@ def semantic_checks(rendered):
           and router_env["ATRIUM_LEASE_MS"]["value"] == env["ATRIUM_LEASE_MS"]["value"])
     # Against the sources, too: every variable each binary reads is set by the chart (the
     # optional empty ones aside), and nothing the chart sets is unknown to the binary.
+    router_names = setting_names(helpers, "atrium.router.settingNames")
+    router_optional = {var for var, key in router_names.items()
+                       if values["router"]["settings"].get(key) == ""}
     for binary, container_env, path in (("node", env, ROOT / "node/src/config.rs"),
                                         ("router", router_env, ROOT / "router/src/config.rs")):
         if not path.exists():
             skip(f"{binary} settings against {path.relative_to(ROOT)}", "no such file")
             continue
         read = set(re.findall(r'env\s*=\s*"(ATRIUM_[A-Z0-9_]+)"', path.read_text()))
-        unset = sorted(read - set(container_env) - (optional if binary == "node" else set()))
+        unset = sorted(read - set(container_env) - (optional if binary == "node" else router_optional))
         unknown = sorted(set(container_env) - read)
         check(f"the {binary} container sets every variable {path.relative_to(ROOT)} reads, and no other",
               read and not unset and not unknown, f"not set: {unset}; unknown to the binary: {unknown}")

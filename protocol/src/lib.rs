@@ -1,10 +1,12 @@
 //! The wire contract's fixed vocabulary (`docs/protocol.md`), shared by the node, the
 //! router, the load tool and the tests: close codes with their meanings, reject codes, and
 //! the message types each side sends. Metrics label by these words, so a fresh node can
-//! export every series at zero.
+//! export every series at zero. Also how a client address is counted by the limits.
 
+mod address;
 mod close;
 
+pub use address::address_key;
 pub use close::CloseCode;
 
 /// A close reason carrying the node's hint of when to come back: `why`, then

@@ -37,6 +37,9 @@ pub struct RouterConfig {
     #[command(flatten)]
     pub stop: StopSettings,
 
+    #[command(flatten)]
+    pub connections: ConnectionSettings,
+
     /// Worker threads of the proxy.
     #[arg(long, env = "ATRIUM_ROUTER_THREADS", default_value_t = 2)]
     pub threads: usize,
@@ -110,4 +113,18 @@ pub struct StopSettings {
     /// On SIGTERM: the longest the whole shutdown may take (in-flight HTTP included).
     #[arg(long, env = "ATRIUM_ROUTER_SHUTDOWN_MS", default_value_t = 30_000)]
     pub shutdown_ms: u64,
+}
+
+/// How many client connections the router holds, in all and per client address.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectionSettings {
+    /// Most client connections open at once (each may hold one to a node as well). Default:
+    /// half the open-file limit less 256; more are answered 503 and closed.
+    #[arg(long, env = "ATRIUM_ROUTER_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+
+    /// Most client connections open at once from one address (an IPv6 client by its /64);
+    /// more are answered 429 and closed. `0` turns the cap off.
+    #[arg(long, env = "ATRIUM_ROUTER_CONNECTIONS_PER_IP", default_value_t = 256)]
+    pub connections_per_ip: usize,
 }

@@ -10,6 +10,7 @@
 //! - `fleet`: [`Fleet`], live members, the ring and remembered lease holders;
 //! - `watcher`: the background service that feeds the fleet from the coordinator;
 //! - `proxy`: the pingora [`Router`](proxy::Router): routing, retries, `X-Forwarded-For`;
+//! - `connections`: client connections capped in all and per address;
 //! - `sockets`: proxied sockets and in-flight requests, frame boundaries, the 1012 close frame;
 //! - `tunnel`: an upgraded socket's bytes carried between client and node, and its drain;
 //! - `shutdown`: SIGTERM handling (stop accepting, drain, close sockets, exit);
@@ -20,6 +21,7 @@
 
 pub mod admin;
 pub mod config;
+pub mod connections;
 pub mod fleet;
 pub mod metrics;
 pub mod proxy;

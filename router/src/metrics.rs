@@ -26,7 +26,8 @@ pub struct Metrics {
     pub decisions: IntCounterVec,
     /// Failures talking to a node, by node and kind (connect, proxy).
     pub upstream_errors: IntCounterVec,
-    /// Requests answered by the router itself, by reason (bad-path, bad-id, blocked, unavailable).
+    /// Requests answered by the router itself, by reason (bad-path, bad-id, blocked,
+    /// unavailable), and connections refused at its caps (connections, address-connections).
     pub refused: IntCounterVec,
     /// Socket upgrades that did not become sockets, by reason.
     pub upgrade_failures: IntCounterVec,

@@ -13,6 +13,7 @@ use pingora::services::listening::Service;
 
 use crate::admin::Admin;
 use crate::config::RouterConfig;
+use crate::connections::{Capped, Caps};
 use crate::fleet::Fleet;
 use crate::metrics::Metrics;
 use crate::proxy::{Evictions, Router};
@@ -69,10 +70,15 @@ pub fn run(
         timeouts: config.timeouts.proxy(config.fleet.lease()),
         evictions: Evictions::new(config.fleet.evict_refused),
     };
-    let mut proxy = pingora::proxy::http_proxy_service_with_name(
-        &server.configuration,
-        router,
-        "atrium router",
+    let mut proxy = pingora::proxy::HttpProxy::new(router, server.configuration.clone());
+    proxy.handle_init_modules();
+    let caps = Caps::new(
+        config.connections.max_connections(),
+        config.connections.per_address(),
+    );
+    let mut proxy = Service::new(
+        "atrium router".into(),
+        Capped::new(proxy, caps, metrics.clone()),
     );
     proxy.add_tcp(&config.bind);
     server.add_service(proxy);

@@ -3,21 +3,9 @@
 
 use std::net::IpAddr;
 
-/// The key a client address is limited by: the address itself for IPv4, its
-/// /64 for IPv6 (one subscriber or host usually holds a whole /64, so counting
-/// single IPv6 addresses would let one client be 2^64 clients). An IPv4 address
-/// mapped into IPv6 counts as the IPv4 address.
-pub fn address_key(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(std::net::Ipv6Addr::from(
-                u128::from(v6) & !((1u128 << 64) - 1),
-            )),
-        },
-    }
-}
+/// The key a client address is limited by (IPv4 as is, IPv6 by its /64), shared with the
+/// router.
+pub use atrium_protocol::address_key;
 
 /// An address or a range of them (`10.244.0.0/16`, `fd00::/8`, `127.0.0.1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

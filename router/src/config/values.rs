@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{FleetSettings, RouterConfig, StopSettings, TimeoutSettings};
+use super::{ConnectionSettings, FleetSettings, RouterConfig, StopSettings, TimeoutSettings};
 use crate::proxy::Timeouts;
 
 impl RouterConfig {
@@ -66,5 +66,24 @@ impl StopSettings {
             ));
         }
         Ok(())
+    }
+}
+
+impl ConnectionSettings {
+    /// `ATRIUM_ROUTER_MAX_CONNECTIONS`, or half of the open-file limit less a reserve of 256
+    /// (a proxied connection holds a descriptor to its node too), at least 64.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections.unwrap_or_else(|| {
+            let files = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+                .map(|(soft, _)| soft)
+                .unwrap_or(1024);
+            let files = usize::try_from(files).unwrap_or(usize::MAX);
+            (files.saturating_sub(256) / 2).max(64)
+        })
+    }
+
+    /// `ATRIUM_ROUTER_CONNECTIONS_PER_IP`; `None` when it is 0 (no cap).
+    pub fn per_address(&self) -> Option<usize> {
+        (self.connections_per_ip > 0).then_some(self.connections_per_ip)
     }
 }

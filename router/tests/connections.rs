@@ -1,0 +1,108 @@
+//! One address cannot take every connection the router holds: past
+//! `ATRIUM_ROUTER_CONNECTIONS_PER_IP` its connections are answered 429 and closed, and
+//! other addresses are still served. A router run inside the test's process, no fleet.
+
+mod common;
+
+use std::time::Duration;
+
+use common::inside::InsideRouter;
+use common::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A TCP connection to the router from `source` (any 127/8 address is this host).
+async fn connect_from(source: [u8; 4], port: u16) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(std::net::SocketAddr::from((source, 0)))
+        .unwrap();
+    socket.connect(([127, 0, 0, 1], port).into()).await.unwrap()
+}
+
+/// What the router says on `stream` within a second (empty if nothing).
+async fn first_words(stream: &mut TcpStream) -> String {
+    let mut head = [0u8; 512];
+    match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut head)).await {
+        Ok(Ok(n)) => String::from_utf8_lossy(&head[..n]).to_string(),
+        _ => String::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_take_every_connection() {
+    let _serial = serial().await;
+    const PER_ADDRESS: usize = 8;
+    const OPENED: usize = 32;
+    let router = InsideRouter::start_with(
+        "memory://",
+        0,
+        &["--connections-per-ip=8", "--max-connections=64"],
+    )
+    .await;
+    let port = router.port;
+    let mut held = Vec::new();
+    for _ in 0..OPENED {
+        held.push(connect_from([127, 0, 0, 1], port).await);
+    }
+    // Another address is served while the first holds all it may.
+    let mut other = connect_from([127, 0, 0, 2], port).await;
+    other
+        .write_all(b"GET /api/health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let served = first_words(&mut other).await;
+    let mut refused = 0;
+    for stream in &mut held[PER_ADDRESS..] {
+        let words = first_words(stream).await;
+        if words.starts_with("HTTP/1.1 429") {
+            assert!(words.contains(r#""code":"rate-limited""#), "{words}");
+            assert!(
+                words.to_ascii_lowercase().contains("retry-after: 2"),
+                "{words}"
+            );
+            refused += 1;
+        }
+    }
+    eprintln!(
+        "past the cap: {refused} of {} answered 429; another address: {served:.40}",
+        OPENED - PER_ADDRESS
+    );
+    assert_eq!(refused, OPENED - PER_ADDRESS);
+    assert!(
+        served.starts_with("HTTP/1.1 ") && !served.starts_with("HTTP/1.1 429"),
+        "another address was not served: {served:?}"
+    );
+    // The first address's places come back as it closes its connections.
+    drop(held);
+    let mut again = String::new();
+    for _ in 0..50 {
+        let mut stream = connect_from([127, 0, 0, 1], port).await;
+        stream
+            .write_all(b"GET /api/health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        again = first_words(&mut stream).await;
+        if again.starts_with("HTTP/1.1 ") && !again.starts_with("HTTP/1.1 429") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !again.starts_with("HTTP/1.1 429") && !again.is_empty(),
+        "{again:?}"
+    );
+    let metrics = common::http::try_http(router.admin, "GET", "/metrics", &[], None)
+        .await
+        .expect("metrics");
+    let text = metrics.text;
+    assert!(
+        text.contains(r#"atrium_router_refused_total{reason="address-connections"} 24"#),
+        "{}",
+        text.lines()
+            .filter(|l| l.contains("refused"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    router.stop(Duration::from_secs(10)).await.unwrap();
+}
