@@ -210,7 +210,8 @@ fn given(var: &str, fault: Option<FaultKind>, needs_own: fn(FaultKind) -> bool) 
         .filter(|_| !fault.is_some_and(needs_own))
 }
 
-/// The router's settings: the fleet's coordinator and lease, quick drains, and the user's
+/// The router's settings: the fleet's coordinator and lease, quick drains, no cap on
+/// connections per address (every simulated person comes from this host), and the user's
 /// `ATRIUM_ROUTER_*` settings.
 fn router_env(o: &Options, coordinator: &str) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = vec![
@@ -218,6 +219,7 @@ fn router_env(o: &Options, coordinator: &str) -> Vec<(String, String)> {
         ("ATRIUM_LEASE_MS".into(), lease_ms(o).to_string()),
         ("ATRIUM_ROUTER_DRAIN_MS".into(), "200".into()),
         ("ATRIUM_ROUTER_SHUTDOWN_MS".into(), "3000".into()),
+        ("ATRIUM_ROUTER_CONNECTIONS_PER_IP".into(), "0".into()),
     ];
     env.extend(
         o.env
