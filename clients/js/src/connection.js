@@ -362,7 +362,8 @@ export class Connection {
       case 'refreshed':
         return this.emit('refreshed', msg);
       default:
-        // Messages this module has no part in (history's `version`, `restored`): the app's.
+        // Messages this module has no part in (history's `version`, `restored`, `event`s):
+        // the app's.
         return this.emit('message', msg);
     }
   }
@@ -466,6 +467,15 @@ export class Connection {
   /** Presence: any of page, cursor, sel, camera. Throttled, coalesced, sent when it can. */
   presence(partial) {
     this.presenceOut.update(partial);
+  }
+
+  /**
+   * Sends an event now when the socket is welcomed; events are never queued.
+   * @param {import('./messages.js').JsonValue} data
+   * @returns {boolean}
+   */
+  sendEvent(data) {
+    return this.send({ type: 'event', data });
   }
 
   /** The tab was hidden or shown (document.visibilityState). */

@@ -96,7 +96,13 @@
  * @property {'refresh'} type
  * @property {string} token a new app token with the same `sub`
  */
-/** @typedef {HelloMessage | PatchMessage | PresenceMessage | RefreshMessage} ClientMessage */
+/**
+ * An ephemeral message for everyone else in the file ("someone reacted"): never stored.
+ * @typedef {object} EventMessage
+ * @property {'event'} type
+ * @property {JsonValue} data at most 4,096 bytes as compact JSON (by default)
+ */
+/** @typedef {HelloMessage | PatchMessage | PresenceMessage | RefreshMessage | EventMessage} ClientMessage */
 
 // ---------------------------------------------------------------- server → client
 
@@ -187,9 +193,16 @@
  * @property {string} by
  */
 /**
+ * Someone else's event, or the app's server's (`by` is then its service person).
+ * @typedef {object} RemoteEventMessage
+ * @property {'event'} type
+ * @property {Id} by
+ * @property {JsonValue} data
+ */
+/**
  * @typedef {WelcomeMessage | AckMessage | RemotePatchMessage | RejectMessage | PresencesMessage |
  *   JoinMessage | LeaveMessage | PresenceRateMessage | RoleMessage | NoticeMessage |
- *   RefreshedMessage | VersionMessage | RestoredMessage} ServerMessage
+ *   RefreshedMessage | VersionMessage | RestoredMessage | RemoteEventMessage} ServerMessage
  */
 
 /** The close codes of the contract (docs/protocol.md, "Closes"). */

@@ -61,6 +61,7 @@ import { keys } from './tabstore.js';
  * @property {import('./messages.js').RefreshedMessage} refreshed an app token was refreshed
  * @property {import('./messages.js').VersionMessage} version a version was saved, renamed or deleted
  * @property {import('./messages.js').RestoredMessage} restored the file was restored to a version
+ * @property {import('./messages.js').RemoteEventMessage} event someone else sent an event (`sendEvent`)
  * @property {import('./messages.js').ServerMessage} message every message from the server
  */
 
@@ -204,7 +205,7 @@ export class Room {
     c.on('closed', (m) => this.emit('closed', m));
     c.on('refreshed', (m) => this.emit('refreshed', m));
     c.on('message', (m) => {
-      if (m.type === 'version' || m.type === 'restored') this.emit(m.type, m);
+      if (m.type === 'version' || m.type === 'restored' || m.type === 'event') this.emit(m.type, m);
     });
     c.on('receive', (m) => this.emit('message', m));
   }
@@ -318,6 +319,19 @@ export class Room {
     this.presence = { ...this.presence, ...p };
     this.conn.presence(p);
     if ('page' in p) this.emit('others', this.others);
+  }
+
+  /**
+   * Sends an event to everyone else in the file now (a reaction, "the AI is thinking"):
+   * never stored or resent, so one sent while offline is dropped (returns false). The
+   * node drops events past its rates silently and rejects data over its size limit
+   * (`reject` with `too-large`).
+   * @param {import('./messages.js').JsonValue} data
+   * @returns {boolean} whether it was sent
+   */
+  sendEvent(data) {
+    if (this.closed) return false;
+    return this.conn.sendEvent(data);
   }
 
   /** Connect now (after `needs-user`, or to skip a backoff wait). */

@@ -143,3 +143,20 @@ test('createClient: no WebSocket class is a clear error; tokenExp reads a JWT', 
   assert.equal(tokenExp(`a.${btoa(JSON.stringify({ exp: 123 })).replace(/=+$/, '')}.c`), 123);
   assert.equal(tokenExp('not-a-jwt'), null);
 });
+
+test('events: sent only while welcomed, never queued; others\' arrive as the event event', async () => {
+  const { client, sockets } = setup();
+  const room = client.open('f', { key: 'k' });
+  const got = [];
+  room.subscribe('event', (m) => got.push(m));
+  assert.equal(room.sendEvent({ reaction: 'wave' }), false, 'not connected: dropped');
+  await flush();
+  sockets[0].open();
+  sockets[0].deliver(welcome({}));
+  assert.equal(room.sendEvent({ reaction: 'wave' }), true);
+  assert.deepEqual(sockets[0].sent.filter((m) => m.type === 'event'), [{ type: 'event', data: { reaction: 'wave' } }]);
+  sockets[0].deliver({ type: 'event', by: 'p2', data: null });
+  assert.deepEqual(got, [{ type: 'event', by: 'p2', data: null }]);
+  room.close();
+  assert.equal(room.sendEvent(1), false, 'closed');
+});

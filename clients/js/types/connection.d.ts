@@ -136,6 +136,12 @@ export class Connection {
     pump(): void;
     /** Presence: any of page, cursor, sel, camera. Throttled, coalesced, sent when it can. */
     presence(partial: any): void;
+    /**
+     * Sends an event now when the socket is welcomed; events are never queued.
+     * @param {import('./messages.js').JsonValue} data
+     * @returns {boolean}
+     */
+    sendEvent(data: import("./messages.js").JsonValue): boolean;
     /** The tab was hidden or shown (document.visibilityState). */
     setHidden(hidden: any): void;
 }

@@ -83,7 +83,13 @@
  * @property {'refresh'} type
  * @property {string} token a new app token with the same `sub`
  */
-/** @typedef {HelloMessage | PatchMessage | PresenceMessage | RefreshMessage} ClientMessage */
+/**
+ * An ephemeral message for everyone else in the file ("someone reacted"): never stored.
+ * @typedef {object} EventMessage
+ * @property {'event'} type
+ * @property {JsonValue} data at most 4,096 bytes as compact JSON (by default)
+ */
+/** @typedef {HelloMessage | PatchMessage | PresenceMessage | RefreshMessage | EventMessage} ClientMessage */
 /**
  * @typedef {object} AckMessage
  * @property {'ack'} type
@@ -171,9 +177,16 @@
  * @property {string} by
  */
 /**
+ * Someone else's event, or the app's server's (`by` is then its service person).
+ * @typedef {object} RemoteEventMessage
+ * @property {'event'} type
+ * @property {Id} by
+ * @property {JsonValue} data
+ */
+/**
  * @typedef {WelcomeMessage | AckMessage | RemotePatchMessage | RejectMessage | PresencesMessage |
  *   JoinMessage | LeaveMessage | PresenceRateMessage | RoleMessage | NoticeMessage |
- *   RefreshedMessage | VersionMessage | RestoredMessage} ServerMessage
+ *   RefreshedMessage | VersionMessage | RestoredMessage | RemoteEventMessage} ServerMessage
  */
 /** The close codes of the contract (docs/protocol.md, "Closes"). */
 export const CloseCode: Readonly<{
@@ -362,7 +375,17 @@ export type RefreshMessage = {
      */
     token: string;
 };
-export type ClientMessage = HelloMessage | PatchMessage | PresenceMessage | RefreshMessage;
+/**
+ * An ephemeral message for everyone else in the file ("someone reacted"): never stored.
+ */
+export type EventMessage = {
+    type: "event";
+    /**
+     * at most 4,096 bytes as compact JSON (by default)
+     */
+    data: JsonValue;
+};
+export type ClientMessage = HelloMessage | PatchMessage | PresenceMessage | RefreshMessage | EventMessage;
 export type AckMessage = {
     type: "ack";
     id: number;
@@ -448,4 +471,12 @@ export type RestoredMessage = {
     from: Version;
     by: string;
 };
-export type ServerMessage = WelcomeMessage | AckMessage | RemotePatchMessage | RejectMessage | PresencesMessage | JoinMessage | LeaveMessage | PresenceRateMessage | RoleMessage | NoticeMessage | RefreshedMessage | VersionMessage | RestoredMessage;
+/**
+ * Someone else's event, or the app's server's (`by` is then its service person).
+ */
+export type RemoteEventMessage = {
+    type: "event";
+    by: Id;
+    data: JsonValue;
+};
+export type ServerMessage = WelcomeMessage | AckMessage | RemotePatchMessage | RejectMessage | PresencesMessage | JoinMessage | LeaveMessage | PresenceRateMessage | RoleMessage | NoticeMessage | RefreshedMessage | VersionMessage | RestoredMessage | RemoteEventMessage;

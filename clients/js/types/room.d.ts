@@ -44,6 +44,7 @@
  * @property {import('./messages.js').RefreshedMessage} refreshed an app token was refreshed
  * @property {import('./messages.js').VersionMessage} version a version was saved, renamed or deleted
  * @property {import('./messages.js').RestoredMessage} restored the file was restored to a version
+ * @property {import('./messages.js').RemoteEventMessage} event someone else sent an event (`sendEvent`)
  * @property {import('./messages.js').ServerMessage} message every message from the server
  */
 /**
@@ -145,6 +146,15 @@ export class Room {
      * @param {Presence} p
      */
     setPresence(p: Presence): void;
+    /**
+     * Sends an event to everyone else in the file now (a reaction, "the AI is thinking"):
+     * never stored or resent, so one sent while offline is dropped (returns false). The
+     * node drops events past its rates silently and rejects data over its size limit
+     * (`reject` with `too-large`).
+     * @param {import('./messages.js').JsonValue} data
+     * @returns {boolean} whether it was sent
+     */
+    sendEvent(data: import("./messages.js").JsonValue): boolean;
     /** Connect now (after `needs-user`, or to skip a backoff wait). */
     retry(): void;
     /** The page was hidden or shown: no presence while hidden, and the state is kept. */
@@ -251,6 +261,10 @@ export type RoomEvents = {
      * the file was restored to a version
      */
     restored: import("./messages.js").RestoredMessage;
+    /**
+     * someone else sent an event (`sendEvent`)
+     */
+    event: import("./messages.js").RemoteEventMessage;
     /**
      * every message from the server
      */

@@ -39,6 +39,7 @@ const SERVER_FIELDS = {
   refreshed: ['type', 'exp'],
   version: ['type', 'event', 'version'],
   restored: ['type', 'v', 'from', 'by'],
+  event: ['type', 'by', 'data'],
 };
 /** @type {Array<keyof Person>} */
 const PERSON_FIELDS = ['id', 'name', 'account', 'role', 'page', 'sub', 'color', 'avatar'];
@@ -47,7 +48,7 @@ const PRESENCE_FIELDS = ['id', 'page', 'cursor', 'sel', 'camera', 't'];
 /** @type {Array<keyof Version>} */
 const VERSION_FIELDS = ['id', 'version', 'created_at', 'kind', 'title', 'description', 'editors', 'restored_from', 'bytes'];
 /** @type {Array<ClientMessage['type']>} */
-const CLIENT_TYPES = ['hello', 'patch', 'presence', 'refresh'];
+const CLIENT_TYPES = ['hello', 'patch', 'presence', 'refresh', 'event'];
 
 /** @param {string} what @param {any} obj @param {readonly string[]} fields */
 function onlyFields(what, obj, fields) {
@@ -104,6 +105,9 @@ function checkServer(m) {
     case 'restored':
       assert.ok(num(m.v) && typeof m.by === 'string');
       onlyFields('version', m.from, VERSION_FIELDS);
+      break;
+    case 'event':
+      assert.ok(typeof m.by === 'string' && 'data' in m);
       break;
   }
 }
@@ -234,6 +238,11 @@ test('every message the contract documents goes through the package\'s types to 
   b.send({ type: 'presence', page: 'page1' });
   const pres = await b.next((m) => m.type === 'presences' && m.people.some((/** @type {any} */ p) => p.id === welcome.you && p.cursor), 'presences');
   assert.deepEqual(pres.people.find((/** @type {any} */ p) => p.id === welcome.you).sel, ['r1']);
+
+  // event → event (to everyone else, not back to its sender)
+  a.send({ type: 'event', data: { reaction: 'thumbs-up', at: [10, 20] } });
+  const event = await b.next((m) => m.type === 'event', 'event (B)');
+  assert.deepEqual([event.by, event.data], [welcome.you, { reaction: 'thumbs-up', at: [10, 20] }]);
 
   // an app token: a third person makes the room busy (presence-rate); its token is about
   // to expire (notice) and is refreshed (refresh → refreshed)
