@@ -2,7 +2,7 @@
 //! ([`env`]), a process's CPU time ([`cpu`]), a throwaway Postgres database per test ([`postgres`]), a one-shot
 //! HTTP client ([`http`]), raw WebSocket upgrades ([`ws`]), spawned binaries whose
 //! output is kept and printed when a test fails ([`process`]), a fleet of nodes and
-//! routers ([`fleet`]), and deadlines for what a test waits on ([`wait`]). Every crate
+//! routers ([`fleet`]), raw TCP connections from chosen addresses ([`tcp`]), and deadlines for what a test waits on ([`wait`]). Every crate
 //! takes it as a dev-dependency; the load tool uses the Postgres part (for its cluster
 //! harness) and the CPU part at run time.
 //!
@@ -16,5 +16,6 @@ pub mod http;
 pub mod jwt;
 pub mod postgres;
 pub mod process;
+pub mod tcp;
 pub mod wait;
 pub mod ws;
