@@ -12,6 +12,9 @@
 
 #![allow(unsafe_code)]
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 /// The allocator `main.rs` installs.
 pub type Allocator = mimalloc::MiMalloc;
 
@@ -28,8 +31,38 @@ pub fn init() {
 
 /// Gives freed memory back to the system now, rather than after mimalloc's
 /// purge delay: called when resident memory nears the budget (memory.rs).
+///
+/// mimalloc keeps memory freed on a thread in that thread's heap until the thread
+/// allocates again, and a collect only reaches the calling thread's heap. So this
+/// collects here and asks every other thread to collect its own when it next goes
+/// idle ([`on_idle`]): after a burst, the runtime's workers and the lane's threads
+/// are idle, and what they hold would otherwise stay resident, and keep the node
+/// refusing work, for minutes.
 pub fn give_back_free_memory() {
-    // SAFETY: mi_collect takes no pointers; it only returns free pages to the OS
-    // and is safe from any thread at any time.
+    COLLECTS_ASKED.fetch_add(1, Ordering::AcqRel);
+    collect();
+}
+
+/// Times a collect was asked for; each thread remembers the last it answered.
+static COLLECTS_ASKED: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static COLLECTS_DONE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Called by a thread about to go idle (the runtime's `on_thread_park`, the lane between
+/// jobs): collects its own heap if a collect was asked for since it last did. Otherwise
+/// it costs one atomic load.
+pub fn on_idle() {
+    let asked = COLLECTS_ASKED.load(Ordering::Acquire);
+    if COLLECTS_DONE.get() != asked {
+        COLLECTS_DONE.set(asked);
+        collect();
+    }
+}
+
+fn collect() {
+    // SAFETY: mi_collect takes no pointers; it only returns the calling thread's free
+    // pages (and free arenas) to the OS and is safe from any thread at any time.
     unsafe { libmimalloc_sys::mi_collect(true) }
 }

@@ -196,6 +196,12 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_VERSIONS_NAMED_PER_MINUTE", default_value_t = 10)]
     pub versions_named_per_minute: u32,
 
+    /// Restores a minute per file, with a burst of as many (429 beyond): each makes a
+    /// version that is kept for a day and sends the whole difference to everyone in the
+    /// file, and anyone with edit access may restore.
+    #[arg(long, env = "ATRIUM_RESTORES_PER_MINUTE", default_value_t = 4)]
+    pub restores_per_minute: u32,
+
     /// How long a session (a sign-in's token) works; past it the token answers
     /// 401 everywhere and its open sockets close with 4001. Default 30 days.
     #[arg(long, env = "ATRIUM_SESSION_TTL_MS", default_value_t = 30 * 24 * 3_600_000)]

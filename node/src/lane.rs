@@ -18,6 +18,10 @@ pub const INLINE_BYTES: usize = 64 * 1024;
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// How often an idle lane thread looks whether the node asked threads to give back
+/// freed memory (`allocator::on_idle`).
+const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 fn lane() -> &'static mpsc::Sender<Job> {
     static LANE: OnceLock<mpsc::Sender<Job>> = OnceLock::new();
     LANE.get_or_init(|| {
@@ -30,11 +34,17 @@ fn lane() -> &'static mpsc::Sender<Job> {
                 .spawn(move || {
                     crate::priority::bulk_thread();
                     loop {
-                        let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let job = rx
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .recv_timeout(IDLE_CHECK);
                         match job {
                             Ok(job) => job(),
-                            Err(_) => return,
+                            Err(mpsc::RecvTimeoutError::Timeout) => {}
+                            Err(mpsc::RecvTimeoutError::Disconnected) => return,
                         }
+                        // Memory freed here stays this thread's until it collects.
+                        crate::allocator::on_idle();
                     }
                 })
                 .expect("the lane's threads start");

@@ -22,6 +22,7 @@ fn main() -> anyhow::Result<()> {
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .on_thread_start(atrium_node::priority::relay_thread)
+        .on_thread_park(atrium_node::allocator::on_idle)
         .enable_all()
         .build()
         .context("starting the runtime")?;

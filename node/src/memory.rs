@@ -28,6 +28,9 @@ use std::time::Duration;
 /// of it, and at least [`MIN_HEADROOM`], for what is already running.
 const HEADROOM: f64 = 0.1;
 const MIN_HEADROOM: u64 = 16 << 20;
+/// Empty tasks spawned to wake the runtime's idle workers when memory is to be given
+/// back (each collects its heap as it parks again).
+const WAKE_TASKS: usize = 4;
 /// How often resident memory is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
@@ -111,6 +114,11 @@ impl MemoryGuard {
         self.expected() < self.high_water()
     }
 
+    /// Bytes that could be promised now before the high-water mark.
+    pub fn room_left(&self) -> u64 {
+        self.high_water().saturating_sub(self.expected())
+    }
+
     /// Whether `bytes` could be promised now (nothing is promised).
     pub fn fits(&self, bytes: u64) -> bool {
         self.expected() + bytes <= self.high_water()
@@ -166,6 +174,10 @@ impl MemoryGuard {
                 if rss >= guard.high_water() && trimmed.elapsed() >= Duration::from_millis(200) {
                     trimmed = tokio::time::Instant::now();
                     crate::allocator::give_back_free_memory();
+                    // Idle workers collect as they park again: a few empty tasks wake them.
+                    for _ in 0..WAKE_TASKS {
+                        tokio::spawn(async {});
+                    }
                     guard
                         .rss
                         .store(crate::stats::rss_bytes(), Ordering::Release);

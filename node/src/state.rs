@@ -44,6 +44,10 @@ pub struct AppState {
     pub file_creates: KeyedLimiter<crate::ids::AccountId>,
     /// Versions named per file (`ATRIUM_VERSIONS_NAMED_PER_MINUTE`).
     pub versions_named: KeyedLimiter<crate::ids::FileId>,
+    /// Restores per file (`ATRIUM_RESTORES_PER_MINUTE`).
+    pub restores: KeyedLimiter<crate::ids::FileId>,
+    /// Turns and memory for work on stored versions (reads, comparisons, restores).
+    pub history_work: crate::http::HistoryWork,
     /// Server API requests per API key (by key id).
     pub server_api: KeyedLimiter<String>,
     /// Open TCP connections on the main address (`ATRIUM_MAX_CONNECTIONS`).

@@ -31,7 +31,7 @@ use serde::Serialize;
 pub use codec::{apply_delta, deflate, delta, inflate, materialize, merge_deltas};
 pub use compare::{compare, Changed, Comparison};
 pub use retention::{thinned, Retention};
-pub use work::{new_info, read, remove, save, thin, HistoryRules};
+pub use work::{new_info, read, read_within, remove, save, thin, HistoryRules};
 
 /// What made a version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

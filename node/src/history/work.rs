@@ -81,6 +81,28 @@ pub async fn read(
     Ok((info, doc))
 }
 
+/// [`read`], rebuilding at most `limit` bytes of document (over it, an error) on the bulk
+/// lane: a version of a large file takes milliseconds per megabyte to rebuild, which the
+/// runtime's workers must not spend.
+pub async fn read_within(
+    store: &dyn Store,
+    file: &FileId,
+    id: u64,
+    limit: usize,
+    metrics: &crate::metrics::Metrics,
+) -> StoreResult<(VersionInfo, String)> {
+    let chain = store.version_chain(file, id).await?;
+    let info = chain.last().ok_or(StoreError::NotFound)?.0.clone();
+    let rows: Vec<VersionData> = chain.into_iter().map(|(_, d)| d).collect();
+    // Stored versions are compressed: they rebuild to several times what they store.
+    let stored: usize = rows.iter().map(VersionData::len).sum();
+    let doc = crate::lane::run(stored.saturating_mul(8), metrics, move || {
+        materialize(&rows, limit)
+    })
+    .await;
+    Ok((info, doc.map_err(corrupt)?))
+}
+
 /// Drops a version, folding what it stores into the version after it: its delta merged
 /// into the next delta, or, when it was a base, the next version made a base. Fenced.
 pub async fn remove(

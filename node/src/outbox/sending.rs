@@ -62,6 +62,30 @@ impl Outbox {
         ok
     }
 
+    /// Queues a message that may be larger than the queue's byte cap (a restore's patch
+    /// of a large version): one over half the cap draws on the node-wide `budget`, as a
+    /// large welcome does, instead of overflowing the queue and closing the socket 4008.
+    /// When the budget is spent, or a welcome is still waiting ahead of it, the socket is
+    /// closed with 1013: its next join brings the whole document.
+    pub fn send_large(&self, msg: Msg, budget: &Arc<Budget>) -> bool {
+        let len = msg.payload_len();
+        if len <= self.shared.max_bytes / 2 {
+            return self.send(msg);
+        }
+        if self.shared.held.load(Ordering::Acquire) || !budget.take(len) {
+            self.close(
+                CloseCode::TryAgainLater,
+                "the file changed more than this socket can be sent now; join again",
+            );
+            return false;
+        }
+        let queued = Queued {
+            out: Out::Message(msg),
+            budget: Some(budget.clone()),
+        };
+        self.push(queued, len)
+    }
+
     /// Queues a welcome, which may be bigger than the queue's byte cap (a large
     /// document): such a one draws on the node-wide budget instead, and when that
     /// is spent the socket is closed with 1013 (try again later). It never waits

@@ -103,7 +103,9 @@ impl RoomCore {
         let mut relayed = 0;
         for m in self.participants.values() {
             if m.from_version < v {
-                m.outbox.send(relay.clone());
+                // A restore's patch may be larger than a socket's queue.
+                m.outbox
+                    .send_large(relay.clone(), &self.rules.welcome_budget);
                 relayed += 1;
             }
         }

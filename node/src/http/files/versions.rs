@@ -11,9 +11,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::access::{granted, Granted};
+use super::history_work::{Working, COMPARE_COST, READ_COST, RESTORE_COST};
 use crate::history::{self, VersionInfo, VersionKind};
 use crate::http::{
-    empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY,
+    busy, empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult,
+    SMALL_BODY,
 };
 use crate::ids::FileId;
 use crate::room::access::Role;
@@ -116,24 +118,53 @@ pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     ))
 }
 
+/// A version's document, rebuilt within what `work` reserved.
+async fn rebuilt(
+    state: &AppState,
+    id: &FileId,
+    vid: u64,
+    work: &Working,
+) -> Result<(history::VersionInfo, String), ApiError> {
+    history::read_within(&*state.store, id, vid, work.limit, &state.metrics)
+        .await
+        .map_err(|e| work.failed(e))
+}
+
 /// `GET /api/files/{id}/versions/{vid}`: the version and its document.
 pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64) -> ApiResult {
     let g = granted(state, &req, &id).await?;
     may_read(&g)?;
-    let rules = state.config.history_rules();
-    let (info, doc) = history::read(&*state.store, &id, vid, &rules).await?;
+    let work = state
+        .history_work
+        .start(&state.memory, READ_COST, max_doc(state))
+        .await?;
+    let (info, doc) = rebuilt(state, &id, vid, &work).await?;
+    // The answer reserves its own bytes for as long as it is held; the rebuilt document
+    // is in the next samples by now.
+    drop(work);
     let info = serde_json::to_string(&info).expect("a version serializes");
     super::held_answer(state, &format!("{{\"version\":{info},\"doc\":"), doc, "}")
 }
 
+fn max_doc(state: &AppState) -> usize {
+    state.config.history_rules().max_doc_bytes
+}
+
 /// A side of a comparison: a version's document, or the current one.
-async fn side(state: &AppState, id: &FileId, which: &str) -> Result<String, ApiError> {
+async fn side(
+    state: &AppState,
+    id: &FileId,
+    which: &str,
+    work: &Working,
+) -> Result<String, ApiError> {
     if which == "current" {
-        return Ok(state.rooms.document(id).await.map_err(unavailable)?.1);
+        let doc = state.rooms.document(id).await.map_err(unavailable)?.1;
+        if doc.len() > work.limit {
+            return Err(busy("the server is at its memory budget; try again"));
+        }
+        return Ok(doc);
     }
-    let rules = state.config.history_rules();
-    let vid = version_id(which)?;
-    Ok(history::read(&*state.store, id, vid, &rules).await?.1)
+    Ok(rebuilt(state, id, version_id(which)?, work).await?.1)
 }
 
 /// `GET /api/files/{id}/versions/compare?from&to` (`to` defaults to `current`).
@@ -143,8 +174,25 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     let q = query(&req);
     let from = param(&q, "from").ok_or_else(|| ApiError::bad_request("`from` is required"))?;
     let to = param(&q, "to").unwrap_or("current");
-    let (a, b) = (side(state, &id, from).await?, side(state, &id, to).await?);
-    let c = history::compare(&a, &b).map_err(ApiError::unavailable)?;
+    if from != "current" {
+        version_id(from)?;
+    }
+    if to != "current" {
+        version_id(to)?;
+    }
+    let work = state
+        .history_work
+        .start(&state.memory, COMPARE_COST, max_doc(state))
+        .await?;
+    let (a, b) = (
+        side(state, &id, from, &work).await?,
+        side(state, &id, to, &work).await?,
+    );
+    let size = a.len() + b.len();
+    let c = crate::lane::run(size, &state.metrics, move || history::compare(&a, &b))
+        .await
+        .map_err(ApiError::unavailable)?;
+    drop(work);
     Ok(json_response(
         StatusCode::OK,
         &json!({"from": from, "to": to, "added": c.added, "removed": c.removed, "changed": c.changed}),
@@ -279,8 +327,20 @@ pub async fn delete(state: &AppState, req: Request<Incoming>, id: FileId, vid: u
 pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64) -> ApiResult {
     let g = granted(state, &req, &id).await?;
     may_edit(&g)?;
-    let rules = state.config.history_rules();
-    let (from, doc) = history::read(&*state.store, &id, vid, &rules).await?;
+    // Each restore makes a version that is kept, and sends the whole difference to
+    // everyone in the file: a guest with the edit key must not be able to loop on it.
+    if let Err(wait) = state.restores.check(&id) {
+        return Err(rate_limited(
+            "too many restores of this file in a short time; wait a little and try again",
+            wait,
+        ));
+    }
+    // Held until the room has made the restore (or refused it).
+    let work = state
+        .history_work
+        .start(&state.memory, RESTORE_COST, max_doc(state))
+        .await?;
+    let (from, doc) = rebuilt(state, &id, vid, &work).await?;
     let (reply, answer) = tokio::sync::oneshot::channel();
     let restore = RestoreRequest {
         from,

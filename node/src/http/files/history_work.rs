@@ -1,0 +1,103 @@
+//! Work on stored versions: reading one, comparing two, restoring one. It is the costliest
+//! an editor can ask of a node from a link (a version is rebuilt from its chain; a comparison
+//! parses two whole documents; a restore diffs one against the file and sends the patch to
+//! everyone), so that requests one after another, or many at once, cannot take the node
+//! past its memory budget:
+//!
+//! - at most [`AT_ONCE`] such pieces of work run at a time on the node; others wait up to
+//!   [`WAIT`] for a turn, then get 503 `unavailable` with `Retry-After`;
+//! - each reserves from the memory budget, before it starts, what it may need: `cost` bytes
+//!   per byte of document, for the largest document it may rebuild, which is at most what
+//!   half the budget's room allows (so other work still gets the rest). A version larger
+//!   than that is answered 503 too, and served once the node has room again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::http::{busy, ApiError};
+use crate::memory::{MemoryGuard, Reservation};
+
+/// Pieces of history work that run at once on a node.
+pub const AT_ONCE: usize = 2;
+/// How long a piece waits for its turn before it is answered 503.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Memory per byte of a rebuilt document: reading one (the document, its answer),
+/// comparing two (per byte of each: both texts and both parsed node maps), restoring one
+/// (the document, the room's diff of it, the patch's text, its relay and its journal entry,
+/// and the restore version written from it).
+pub const READ_COST: u64 = 4;
+pub const COMPARE_COST: u64 = 8;
+pub const RESTORE_COST: u64 = 12;
+
+/// The node's turns for history work.
+pub struct HistoryWork {
+    turns: Arc<Semaphore>,
+}
+
+impl Default for HistoryWork {
+    fn default() -> Self {
+        Self {
+            turns: Arc::new(Semaphore::new(AT_ONCE)),
+        }
+    }
+}
+
+/// A piece of history work under way: its turn, its memory, and the most document bytes it
+/// may rebuild.
+pub struct Working {
+    _turn: OwnedSemaphorePermit,
+    _memory: Reservation,
+    /// The largest document this work may rebuild.
+    pub limit: usize,
+    /// Whether `limit` is below the document limit: a version over it is refused for want
+    /// of memory, not for being too large.
+    pub squeezed: bool,
+}
+
+impl HistoryWork {
+    /// Waits for a turn, then reserves memory for documents up to `max_doc` bytes at
+    /// `cost` bytes per byte, or as much as half the budget's room allows.
+    pub async fn start(
+        &self,
+        memory: &Arc<MemoryGuard>,
+        cost: u64,
+        max_doc: usize,
+    ) -> Result<Working, ApiError> {
+        let turn = tokio::time::timeout(WAIT, self.turns.clone().acquire_owned())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or_else(|| busy("the node is busy with version history; try again"))?;
+        let want = (max_doc as u64).saturating_mul(cost);
+        let bytes = want.min(memory.room_left() / 2);
+        let reservation = (bytes >= cost * MIN_DOC)
+            .then(|| memory.reserve(bytes))
+            .flatten()
+            .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
+        Ok(Working {
+            _turn: turn,
+            _memory: reservation,
+            limit: (bytes / cost) as usize,
+            squeezed: bytes < want,
+        })
+    }
+}
+
+/// Work that could not rebuild even this much of a document is not started.
+const MIN_DOC: u64 = 64 * 1024;
+
+impl Working {
+    /// What a failure to rebuild a version means: over a limit memory set, the node is busy
+    /// (503, try again); otherwise what the store said.
+    pub fn failed(&self, e: crate::store::StoreError) -> ApiError {
+        match e {
+            crate::store::StoreError::Unavailable(_) if self.squeezed => {
+                busy("the server is at its memory budget; try again")
+            }
+            other => other.into(),
+        }
+    }
+}
