@@ -84,6 +84,9 @@ struct Shared {
     gate: Mutex<Option<Vec<Out>>>,
     /// The socket, for senders that write to it themselves (see [`direct`]).
     line: Mutex<Line>,
+    /// The client's address (its limit key): what its sockets draw on the node-wide
+    /// [`Budget`] is counted against its share.
+    address: std::sync::OnceLock<std::net::IpAddr>,
 }
 
 /// One queued item; one drawn on the [`Budget`] gives its bytes back there.
@@ -97,7 +100,7 @@ impl Queued {
     /// budget, or the queue.
     fn give_back(&self, shared: &Shared, len: usize) {
         match &self.budget {
-            Some(budget) => budget.give(len),
+            Some(budget) => budget.give(shared.address.get().copied(), len),
             None => {
                 shared.bytes.fetch_sub(len, Ordering::AcqRel);
             }
@@ -118,6 +121,10 @@ pub struct OutboxReceiver {
     frames: mpsc::Receiver<Queued>,
     /// What one take drew from the channel, kept for the next take.
     taken: Vec<Queued>,
+    /// Large messages taken and being written: what they drew on the node-wide [`Budget`]
+    /// stays drawn until they are written ([`OutboxReceiver::done_writing`]), so a socket
+    /// that stops reading in the middle of one holds it against its address's share.
+    writing: Vec<(Arc<Budget>, usize)>,
     pub close: CloseWatch,
 }
 
@@ -138,6 +145,7 @@ pub fn outbox(frames: usize, bytes: usize, metrics: Arc<Metrics>) -> (Outbox, Ou
         held: AtomicBool::new(false),
         gate: Mutex::new(None),
         line: Mutex::new(Line::default()),
+        address: std::sync::OnceLock::new(),
     });
     (
         Outbox {
@@ -148,6 +156,7 @@ pub fn outbox(frames: usize, bytes: usize, metrics: Arc<Metrics>) -> (Outbox, Ou
         OutboxReceiver {
             frames: rx,
             taken: Vec::new(),
+            writing: Vec::new(),
             close: CloseWatch(shared),
         },
     )

@@ -106,6 +106,13 @@ pub struct AddressSlot {
     addr: IpAddr,
 }
 
+impl AddressSlot {
+    /// The address it counts for (its limit key).
+    pub fn address(&self) -> IpAddr {
+        self.addr
+    }
+}
+
 impl Drop for AddressSlot {
     fn drop(&mut self) {
         let mut counts = self.owner.counts.lock().unwrap_or_else(|p| p.into_inner());

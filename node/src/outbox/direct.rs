@@ -89,7 +89,8 @@ impl OutboxReceiver {
 
     /// The writer wrote all it had: once nothing is queued either, senders may
     /// write themselves again.
-    pub fn done_writing(&self) {
+    pub fn done_writing(&mut self) {
+        self.written();
         let shared = &self.close.0;
         let mut line = shared.line.lock().unwrap_or_else(|p| p.into_inner());
         if self.frames.is_empty() {

@@ -4,17 +4,35 @@ use std::sync::atomic::Ordering;
 
 use super::{CloseRequest, CloseWatch, Out, OutboxReceiver, Queued};
 
+impl Drop for OutboxReceiver {
+    fn drop(&mut self) {
+        self.written();
+    }
+}
+
 impl OutboxReceiver {
     /// Takes up to `max` queued items (waiting for the first); 0 once every
     /// sender is gone. Their bytes leave the queue's account here.
     pub async fn recv_many(&mut self, out: &mut Vec<Out>, max: usize) -> usize {
         let n = self.frames.recv_many(&mut self.taken, max).await;
         let shared = &self.close.0;
-        out.extend(self.taken.drain(..).map(|q| {
-            q.give_back(shared, q.out.len());
-            q.out
-        }));
+        for q in self.taken.drain(..) {
+            match q.budget {
+                // Given back once written.
+                Some(budget) => self.writing.push((budget, q.out.len())),
+                None => q.give_back(shared, q.out.len()),
+            }
+            out.push(q.out);
+        }
         n
+    }
+
+    /// Gives back what the large messages just written drew on the node-wide budget.
+    pub(super) fn written(&mut self) {
+        let address = self.close.0.address.get().copied();
+        for (budget, len) in self.writing.drain(..) {
+            budget.give(address, len);
+        }
     }
 
     /// Takes whatever is queued right now, without waiting.

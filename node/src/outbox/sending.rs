@@ -49,6 +49,12 @@ impl Outbox {
         self.shared.held.store(true, Ordering::Release);
     }
 
+    /// Counts what this socket draws on the node-wide [`Budget`] against `address`'s
+    /// share (its limit key: an IPv6 client by its /64).
+    pub fn set_address(&self, address: std::net::IpAddr) {
+        let _ = self.shared.address.set(crate::limits::address_key(address));
+    }
+
     /// Sends `first` (a welcome, possibly large), then everything held behind it.
     pub fn open_with(&self, first: Msg, budget: &Arc<Budget>) -> bool {
         let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
@@ -72,7 +78,9 @@ impl Outbox {
         if len <= self.shared.max_bytes / 2 {
             return self.send(msg);
         }
-        if self.shared.held.load(Ordering::Acquire) || !budget.take(len) {
+        if self.shared.held.load(Ordering::Acquire)
+            || !budget.take(self.shared.address.get().copied(), len)
+        {
             self.close(
                 CloseCode::TryAgainLater,
                 "the file changed more than this socket can be sent now; join again",
@@ -104,7 +112,7 @@ impl Outbox {
                 len,
             );
         }
-        if !budget.take(len) {
+        if !budget.take(self.shared.address.get().copied(), len) {
             self.close(
                 CloseCode::TryAgainLater,
                 "the node is busy sending large documents; try again later",

@@ -51,14 +51,53 @@ async fn large_messages_draw_on_the_budget() {
     let budget = Budget::new(100);
     let (out, mut rx) = outbox(10, 10, Metrics::new());
     assert!(out.open_with(shared(vec![b'x'; 80]), &budget));
-    assert!(!budget.take(30));
+    assert!(!budget.take(None, 30));
     rx.drain_now();
-    assert!(budget.take(100));
-    budget.give(100);
+    assert!(budget.take(None, 100));
+    budget.give(None, 100);
     let (out2, rx2) = outbox(10, 10, Metrics::new());
     assert!(!out2.open_with(shared(vec![b'x'; 200]), &budget));
     assert_eq!(
         rx2.close.requested().unwrap().code,
         CloseCode::TryAgainLater.code()
     );
+}
+
+/// Sockets of one address that never read their large welcomes hold at most an eighth of
+/// the node-wide budget (and always one welcome, however large), so others still join.
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_the_budget() {
+    let budget = Budget::new(800);
+    let attacker: std::net::IpAddr = "192.0.2.1".parse().unwrap();
+    let joined = |address| {
+        let (out, rx) = outbox(10, 10, Metrics::new());
+        out.set_address(address);
+        let welcomed = out.open_with(shared(vec![b'x'; 60]), &budget);
+        (welcomed, rx)
+    };
+    let mut held = Vec::new();
+    let (first, rx) = joined(attacker);
+    assert!(first, "one large welcome is let through");
+    held.push(rx);
+    let (second, rx) = joined(attacker);
+    assert!(!second, "a second would pass the address's share of 100");
+    assert_eq!(
+        rx.close.requested().unwrap().code,
+        CloseCode::TryAgainLater.code()
+    );
+    // Another address is welcomed, its /64 counted as one.
+    let (other, rx) = joined("2001:db8::1".parse().unwrap());
+    assert!(other);
+    held.push(rx);
+    assert!(!joined("2001:db8::2".parse().unwrap()).0, "the same /64");
+    // A welcome larger than the share still goes to an address that holds nothing.
+    let (big, _) = {
+        let (out, rx) = outbox(10, 10, Metrics::new());
+        out.set_address("198.51.100.7".parse().unwrap());
+        (out.open_with(shared(vec![b'x'; 500]), &budget), rx)
+    };
+    assert!(big);
+    // Once its welcome is sent, the first address may have another.
+    held.remove(0).drain_now();
+    assert!(joined(attacker).0);
 }

@@ -1,8 +1,10 @@
 //! The two halves of an upgraded connection, as the reader and the writer use them.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::upgrade::Upgraded;
@@ -10,6 +12,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
+use tokio::time::Sleep;
 
 use crate::server::WriteDeadline;
 
@@ -17,10 +20,13 @@ pub(super) type ReadIo = Box<dyn AsyncRead + Send + Unpin>;
 pub(super) type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// The two halves of an upgraded connection, and for a plain TCP socket its
-/// sending half to share with the outbox's senders (see `outbox/direct.rs`). A
-/// plain TCP socket splits without a lock; bytes hyper read past the handshake
-/// are put back in front.
-pub(super) fn split(upgraded: Upgraded) -> (ReadIo, WriteIo, Option<Arc<OwnedWriteHalf>>) {
+/// sending half to share with the outbox's senders. A plain TCP socket splits without
+/// a lock; bytes hyper read past the handshake are put back in front. A write that the
+/// socket takes nothing of for `patience` fails (see [`Shared`]).
+pub(super) fn split(
+    upgraded: Upgraded,
+    patience: Duration,
+) -> (ReadIo, WriteIo, Option<Arc<OwnedWriteHalf>>) {
     match upgraded.downcast::<TokioIo<WriteDeadline>>() {
         Ok(parts) => {
             let (read, write) = parts.io.into_inner().into_inner().into_split();
@@ -29,7 +35,12 @@ pub(super) fn split(upgraded: Upgraded) -> (ReadIo, WriteIo, Option<Arc<OwnedWri
                 Some(early) => Box::new(std::io::Cursor::new(early).chain(read)),
             };
             let write = Arc::new(write);
-            (read, Box::new(Shared(write.clone())), Some(write))
+            let shared = Shared {
+                half: write.clone(),
+                patience,
+                stalled: None,
+            };
+            (read, Box::new(shared), Some(write))
         }
         Err(upgraded) => {
             let (read, write) = tokio::io::split(TokioIo::new(upgraded));
@@ -39,21 +50,52 @@ pub(super) fn split(upgraded: Upgraded) -> (ReadIo, WriteIo, Option<Arc<OwnedWri
 }
 
 /// A sending half the writer shares with the outbox's senders. Who writes when is
-/// the outbox's business (its line); this only waits for the socket to take bytes.
-struct Shared(Arc<OwnedWriteHalf>);
+/// the outbox's business (its line); this only waits for the socket to take bytes, and
+/// gives up, with `TimedOut`, once the socket has taken nothing for `patience`: a peer
+/// that stops reading (holding a large welcome, say) holds its queue and the node's
+/// budget for large messages no longer than that.
+struct Shared {
+    half: Arc<OwnedWriteHalf>,
+    patience: Duration,
+    /// Set while the socket takes nothing; fires `patience` after that began.
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl Shared {
+    fn stall(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
+        let patience = self.patience;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(patience)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the peer took nothing of what it was sent",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
 
 impl AsyncWrite for Shared {
     fn poll_write(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        let stream: &TcpStream = self.0.as_ref().as_ref();
         loop {
-            ready!(stream.poll_write_ready(cx))?;
+            let stream: &TcpStream = self.half.as_ref().as_ref();
+            match stream.poll_write_ready(cx) {
+                Poll::Pending => return self.stall(cx),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) => {}
+            }
             match stream.try_write(buf) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                done => return Poll::Ready(done),
+                done => {
+                    self.stalled = None;
+                    return Poll::Ready(done);
+                }
             }
         }
     }

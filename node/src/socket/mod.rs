@@ -60,13 +60,18 @@ pub async fn serve(
     metrics.connections.inc();
     let config = state.config.clone();
     let (out, mut rx) = outbox(config.send_queue, config.send_queue_bytes, metrics.clone());
+    if let Some(slot) = &address_slot {
+        out.set_address(slot.address());
+    }
     if address_slot.is_none() {
         out.close(
             CloseCode::TooManySockets,
             "too many sockets from this address",
         );
     }
-    let (read_io, mut write_io, socket) = split(upgraded);
+    // A socket that takes nothing of what it is sent for as long as one that says nothing
+    // may stay (`ATRIUM_PING_TIMEOUT_MS`) is given up.
+    let (read_io, mut write_io, socket) = split(upgraded, config.ping_timeout());
     if let Some(socket) = socket {
         out.attach(socket, deflate);
     }

@@ -107,7 +107,17 @@ pub async fn write(
                 frames.clear();
                 match written {
                     Ok(bytes) => metrics.bytes_sent.inc_by(bytes as u64),
-                    Err(_) => return,
+                    Err(e) => {
+                        if e.kind() == std::io::ErrorKind::TimedOut {
+                            // It took nothing for the ping timeout: too slow, as an
+                            // overflow is, though no close frame can reach it.
+                            metrics
+                                .closes
+                                .with_label_values(&[&CloseCode::TooSlow.to_string()])
+                                .inc();
+                        }
+                        return;
+                    }
                 }
                 rx.done_writing();
             }

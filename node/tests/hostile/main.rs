@@ -46,6 +46,7 @@ mod counting;
 mod deflate;
 mod figures;
 mod frames;
+mod held_welcomes;
 mod history_work;
 mod huge;
 mod ids;

@@ -52,7 +52,20 @@ impl Raw {
         extra: &str,
         rcvbuf: Option<u32>,
     ) -> Result<Raw, String> {
+        Raw::try_connect_from([127, 0, 0, 1], port, file, extra, rcvbuf).await
+    }
+
+    /// [`Raw::try_connect`] from another loopback address (any 127/8 one is this host).
+    pub(super) async fn try_connect_from(
+        source: [u8; 4],
+        port: u16,
+        file: &str,
+        extra: &str,
+        rcvbuf: Option<u32>,
+    ) -> Result<Raw, String> {
         let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+        sock.bind(std::net::SocketAddr::from((source, 0)))
+            .expect("bind a loopback address");
         if let Some(size) = rcvbuf {
             sock.set_recv_buffer_size(size).expect("SO_RCVBUF");
         }

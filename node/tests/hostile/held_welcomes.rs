@@ -1,0 +1,115 @@
+//! Sockets that ask for a large file and never read its welcome (the third review: 14
+//! view-key sockets with small receive buffers held 10.8 MB welcomes, pinging to stay
+//! alive, and every join to any large file on the node was closed 1013 while they held).
+
+use super::*;
+
+/// A file of about 7.8 MB, its link set to `view`: its id and view key.
+async fn large_file(r: &Room) -> (String, String) {
+    let doc: serde_json::Map<String, Value> = (0..60_000)
+        .map(|k| (format!("n{k}"), json!({"name": "x".repeat(100), "x": k})))
+        .collect();
+    let file = create_file(&r.node, &r.owner, "Large", Some(Value::Object(doc))).await;
+    let id = s(&file["id"]).to_string();
+    set_link(&r.node, &r.owner, &id, "view").await;
+    (id, s(&file["view_key"]).to_string())
+}
+
+/// Ten view-key sockets of one address say hello to a large file and never read: they hold
+/// only their address's share of the node's budget for large messages (counted until each
+/// message is written, not just taken), so the node's memory stays clear of its mark and
+/// the owner, at another address, still opens the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_welcomes_of_one_address_keep_nobody_else_out() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[
+        ("ATRIUM_WELCOME_BUDGET_BYTES", "67108864"),
+        ("ATRIUM_MEMORY_BUDGET", "160M"),
+    ])
+    .await;
+    let (id, view_key) = large_file(&r).await;
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        let upgraded =
+            Raw::try_connect_from([127, 0, 0, 2], r.node.port, &id, "", Some(4096)).await;
+        let mut raw = upgraded.expect("an upgrade");
+        // Each its own client (a client's second socket replaces its first).
+        raw.text(&Hello::key(&view_key).to_json().to_string()).await;
+        held.push(raw);
+        // One after another, as a patient attacker joins (a welcome's reservation is held
+        // until the node's memory samples include it).
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    // The owner tries as a client does, coming back after a 1013 (try again later).
+    let started = Instant::now();
+    let rss_before = rss_kib(r.node.pid()) / 1024;
+    let mut refusals = 0;
+    let (mut owner, welcome) = loop {
+        match Client::try_join(&r.node, &id, &Hello::token(&r.owner)).await {
+            Ok(joined) => break joined,
+            Err(refused) => {
+                refusals += 1;
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "the owner was kept out ({refused:?}, {refusals} tries; RSS {} MiB)",
+                    rss_kib(r.node.pid()) / 1024
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    };
+    figure(json!({
+        "case": "10 sockets of one address never read a 7.8 MB welcome (large-message budget 64 MiB, memory budget 160 MiB)",
+        "owner_welcomed_in_ms": started.elapsed().as_millis(),
+        "owner_refused_first": refusals,
+        "rss_mib": rss_before,
+    }));
+    assert!(welcome["doc"]
+        .as_object()
+        .is_some_and(|d| d.len() == 60_000));
+    owner
+        .patch_acked(1, vec![json!({"op": "put", "id": "a", "props": {"x": 1}})])
+        .await;
+    drop(held);
+}
+
+/// A socket that keeps pinging but never reads its large welcome is given up once it has
+/// taken nothing for `ATRIUM_PING_TIMEOUT_MS`, as a silent one is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_that_takes_nothing_is_given_up() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[
+        ("ATRIUM_PING_TIMEOUT_MS", "2000"),
+        ("ATRIUM_PING_MS", "500"),
+    ])
+    .await;
+    let (id, view_key) = large_file(&r).await;
+    let mut raw = Raw::try_connect(r.node.port, &id, "", Some(4096))
+        .await
+        .expect("an upgrade");
+    raw.text(&Hello::key(&view_key).to_json().to_string()).await;
+    // Alive by its pings for four seconds, reading nothing.
+    for _ in 0..16 {
+        raw.send(&client_frame(PING, b"")).await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    let ended = loop {
+        match tokio::time::timeout(Duration::from_secs(5), raw.stream.read(&mut buf)).await {
+            Ok(Ok(0)) => break "closed",
+            Ok(Ok(n)) => got += n,
+            Ok(Err(_)) => break "reset",
+            Err(_) => break "still open",
+        }
+    };
+    figure(
+        json!({"case": "a socket pings but never reads a 7.8 MB welcome (ping timeout 2 s)",
+                  "bytes_it_got_after_4_s": got, "connection": ended}),
+    );
+    assert_ne!(
+        ended, "still open",
+        "the node kept the socket ({got} bytes read)"
+    );
+    assert!(got < 7_000_000, "the whole welcome arrived ({got} bytes)");
+}
