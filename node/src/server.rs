@@ -6,7 +6,7 @@ mod refusal;
 mod shutdown;
 mod write_deadline;
 
-pub(crate) use write_deadline::WriteDeadline;
+pub(crate) use write_deadline::{Stall, WriteDeadline};
 
 use std::future::Future;
 use std::net::SocketAddr;

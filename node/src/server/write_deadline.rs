@@ -5,8 +5,8 @@
 //!
 //! Only writes that wait are timed: the timer is made when the socket first refuses
 //! bytes and dropped at the next progress, so a connection that keeps up costs nothing.
-//! An upgraded socket leaves this behind (`socket/io.rs` takes the stream out): its
-//! outbox has its own answer to a reader that falls behind.
+//! An upgraded socket leaves this behind (`socket/io.rs` takes the stream out) and
+//! times its writes by `ATRIUM_PING_TIMEOUT_MS` instead, with the same [`Stall`].
 
 use std::future::Future;
 use std::io;
@@ -20,17 +20,49 @@ use tokio::time::Sleep;
 
 pub struct WriteDeadline {
     stream: TcpStream,
-    timeout: Duration,
-    /// Set while a write waits for the client; fires `timeout` after it began waiting.
-    stalled: Option<Pin<Box<Sleep>>>,
+    stall: Stall,
+}
+
+/// How long a writer has waited for its peer to take bytes, and the end of its patience:
+/// the timer is made when a write first waits and dropped at the next progress, so a peer
+/// that keeps up costs nothing.
+pub struct Stall {
+    patience: Duration,
+    /// Set while a write waits; fires `patience` after it began waiting.
+    since: Option<Pin<Box<Sleep>>>,
+}
+
+impl Stall {
+    pub fn new(patience: Duration) -> Self {
+        Self {
+            patience,
+            since: None,
+        }
+    }
+
+    /// The peer took bytes.
+    pub fn progressed(&mut self) {
+        self.since = None;
+    }
+
+    /// A write must wait: pending while patience lasts, then `TimedOut` (`what` says why).
+    pub fn wait<T>(&mut self, cx: &mut Context<'_>, what: &'static str) -> Poll<io::Result<T>> {
+        let patience = self.patience;
+        let since = self
+            .since
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(patience)));
+        match since.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, what))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 impl WriteDeadline {
     pub fn new(stream: TcpStream, timeout: Duration) -> Self {
         Self {
             stream,
-            timeout,
-            stalled: None,
+            stall: Stall::new(timeout),
         }
     }
 
@@ -39,7 +71,7 @@ impl WriteDeadline {
     }
 
     /// What a write's poll came to: progress clears the stall; waiting starts it, or
-    /// fails once it has lasted `timeout`.
+    /// fails once it has lasted the timeout.
     fn judge<T>(
         &mut self,
         cx: &mut Context<'_>,
@@ -47,22 +79,12 @@ impl WriteDeadline {
     ) -> Poll<io::Result<T>> {
         match polled {
             Poll::Ready(done) => {
-                self.stalled = None;
+                self.stall.progressed();
                 Poll::Ready(done)
             }
-            Poll::Pending => {
-                let timeout = self.timeout;
-                let stalled = self
-                    .stalled
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
-                match stalled.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the client took none of the answer in time",
-                    ))),
-                    Poll::Pending => Poll::Pending,
-                }
-            }
+            Poll::Pending => self
+                .stall
+                .wait(cx, "the client took none of the answer in time"),
         }
     }
 }

@@ -1,6 +1,5 @@
 //! The two halves of an upgraded connection, as the reader and the writer use them.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -12,9 +11,8 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
-use tokio::time::Sleep;
 
-use crate::server::WriteDeadline;
+use crate::server::{Stall, WriteDeadline};
 
 pub(super) type ReadIo = Box<dyn AsyncRead + Send + Unpin>;
 pub(super) type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;
@@ -37,8 +35,7 @@ pub(super) fn split(
             let write = Arc::new(write);
             let shared = Shared {
                 half: write.clone(),
-                patience,
-                stalled: None,
+                stall: Stall::new(patience),
             };
             (read, Box::new(shared), Some(write))
         }
@@ -56,25 +53,7 @@ pub(super) fn split(
 /// budget for large messages no longer than that.
 struct Shared {
     half: Arc<OwnedWriteHalf>,
-    patience: Duration,
-    /// Set while the socket takes nothing; fires `patience` after that began.
-    stalled: Option<Pin<Box<Sleep>>>,
-}
-
-impl Shared {
-    fn stall(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
-        let patience = self.patience;
-        let stalled = self
-            .stalled
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(patience)));
-        match stalled.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the peer took nothing of what it was sent",
-            ))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
+    stall: Stall,
 }
 
 impl AsyncWrite for Shared {
@@ -86,14 +65,18 @@ impl AsyncWrite for Shared {
         loop {
             let stream: &TcpStream = self.half.as_ref().as_ref();
             match stream.poll_write_ready(cx) {
-                Poll::Pending => return self.stall(cx),
+                Poll::Pending => {
+                    return self
+                        .stall
+                        .wait(cx, "the peer took nothing of what it was sent")
+                }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Ready(Ok(())) => {}
             }
             match stream.try_write(buf) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                 done => {
-                    self.stalled = None;
+                    self.stall.progressed();
                     return Poll::Ready(done);
                 }
             }

@@ -78,27 +78,18 @@ async fn one_address_cannot_take_every_connection() {
 async fn an_answer_nobody_reads_is_given_up() {
     let _serial = SERIAL.lock().await;
     let r = room(&[("ATRIUM_WRITE_TIMEOUT_MS", "1000")]).await;
-    let doc: serde_json::Map<String, Value> = (0..60_000)
-        .map(|k| (format!("n{k}"), json!({"name": "x".repeat(100), "x": k})))
-        .collect();
-    let file = create_file(&r.node, &r.owner, "Large", Some(Value::Object(doc))).await;
+    let file = create_file(&r.node, &r.owner, "Large", Some(huge::large_document())).await;
     let id = s(&file["id"]).to_string();
     let full = get(&r.node, &format!("/api/files/{id}/doc"), Some(&r.owner)).await;
     full.assert_status(200);
     let length = serde_json::to_vec(full.body()).unwrap().len();
     assert!(length > 7_000_000, "a document of {length} bytes");
 
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stream = socket
-        .connect(([127, 0, 0, 1], r.node.port).into())
-        .await
-        .unwrap();
     let request = format!(
         "GET /api/files/{id}/doc HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {}\r\n\r\n",
         r.owner
     );
-    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut stream = huge::unread_request(r.node.port, &request).await;
     // Well past the deadline: the node has given up by now.
     tokio::time::sleep(Duration::from_secs(4)).await;
     let mut got = 0usize;

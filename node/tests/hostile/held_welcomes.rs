@@ -6,10 +6,7 @@ use super::*;
 
 /// A file of about 7.8 MB, its link set to `view`: its id and view key.
 async fn large_file(r: &Room) -> (String, String) {
-    let doc: serde_json::Map<String, Value> = (0..60_000)
-        .map(|k| (format!("n{k}"), json!({"name": "x".repeat(100), "x": k})))
-        .collect();
-    let file = create_file(&r.node, &r.owner, "Large", Some(Value::Object(doc))).await;
+    let file = create_file(&r.node, &r.owner, "Large", Some(huge::large_document())).await;
     let id = s(&file["id"]).to_string();
     set_link(&r.node, &r.owner, &id, "view").await;
     (id, s(&file["view_key"]).to_string())

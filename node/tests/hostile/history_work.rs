@@ -14,10 +14,7 @@ async fn many_reads_and_comparisons_of_versions_stay_within_the_budget() {
     const BUDGET_MIB: u64 = 256;
     let budget = format!("{BUDGET_MIB}M");
     let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
-    let doc: serde_json::Map<String, Value> = (0..60_000)
-        .map(|k| (format!("n{k}"), json!({"name": "x".repeat(100), "x": k})))
-        .collect();
-    let file = create_file(&r.node, &r.owner, "Large", Some(Value::Object(doc))).await;
+    let file = create_file(&r.node, &r.owner, "Large", Some(huge::large_document())).await;
     let id = s(&file["id"]).to_string();
     set_link(&r.node, &r.owner, &id, "edit").await;
     let key = s(&file["edit_key"]).to_string();

@@ -173,10 +173,7 @@ async fn unread_document_answers_stay_within_the_budget() {
     const BUDGET_MIB: u64 = 256;
     let budget = format!("{BUDGET_MIB}M");
     let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
-    let doc: serde_json::Map<String, Value> = (0..60_000)
-        .map(|k| (format!("n{k}"), json!({"name": "x".repeat(100), "x": k})))
-        .collect();
-    let file = create_file(&r.node, &r.owner, "Large", Some(Value::Object(doc))).await;
+    let file = create_file(&r.node, &r.owner, "Large", Some(large_document())).await;
     let id = s(&file["id"]).to_string();
     let pid = r.node.pid();
     let rss0 = rss_kib(pid);
@@ -187,14 +184,7 @@ async fn unread_document_answers_stay_within_the_budget() {
     let mut held = Vec::new();
     let mut peak = rss0;
     for _ in 0..40 {
-        let socket = tokio::net::TcpSocket::new_v4().unwrap();
-        socket.set_recv_buffer_size(4096).unwrap();
-        let mut stream = socket
-            .connect(([127, 0, 0, 1], r.node.port).into())
-            .await
-            .unwrap();
-        stream.write_all(request.as_bytes()).await.unwrap();
-        held.push(stream);
+        held.push(unread_request(r.node.port, &request).await);
         tokio::time::sleep(Duration::from_millis(100)).await;
         peak = peak.max(rss_kib(pid));
     }
@@ -238,4 +228,21 @@ async fn unread_document_answers_stay_within_the_budget() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(served, "the document was never served again");
+}
+
+/// A document of about 7.8 MB: 60,000 nodes of a 100-character name and a number.
+pub(super) fn large_document() -> Value {
+    let doc: serde_json::Map<String, Value> = (0..60_000)
+        .map(|k| (format!("n{k}"), json!({"name": "x".repeat(100), "x": k})))
+        .collect();
+    Value::Object(doc)
+}
+
+/// A connection with a 4 KiB receive buffer that sends `request` and reads nothing.
+pub(super) async fn unread_request(port: u16, request: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(([127, 0, 0, 1], port).into()).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream
 }
