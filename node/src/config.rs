@@ -202,6 +202,11 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_RESTORES_PER_MINUTE", default_value_t = 4)]
     pub restores_per_minute: u32,
 
+    /// Changes of a file's settings (`PATCH /api/files/{id}`, new keys) a minute per file,
+    /// with a burst of as many (429 beyond): each reaches everyone in the file.
+    #[arg(long, env = "ATRIUM_FILE_CHANGES_PER_MINUTE", default_value_t = 30)]
+    pub file_changes_per_minute: u32,
+
     /// How long a session (a sign-in's token) works; past it the token answers
     /// 401 everywhere and its open sockets close with 4001. Default 30 days.
     #[arg(long, env = "ATRIUM_SESSION_TTL_MS", default_value_t = 30 * 24 * 3_600_000)]

@@ -179,6 +179,7 @@ pub async fn start(
         file_creates: KeyedLimiter::per_minute(config.file_creates_per_minute, AUTH_KEYS),
         versions_named: KeyedLimiter::per_minute(config.versions_named_per_minute, AUTH_KEYS),
         restores: KeyedLimiter::per_minute(config.restores_per_minute, AUTH_KEYS),
+        file_changes: KeyedLimiter::per_minute(config.file_changes_per_minute, AUTH_KEYS),
         history_work: crate::http::HistoryWork::default(),
         server_api: KeyedLimiter::with_burst(
             config.server_api_per_second.saturating_mul(60),

@@ -46,6 +46,8 @@ pub struct AppState {
     pub versions_named: KeyedLimiter<crate::ids::FileId>,
     /// Restores per file (`ATRIUM_RESTORES_PER_MINUTE`).
     pub restores: KeyedLimiter<crate::ids::FileId>,
+    /// Changes of a file's settings per file (`ATRIUM_FILE_CHANGES_PER_MINUTE`).
+    pub file_changes: KeyedLimiter<crate::ids::FileId>,
     /// Turns and memory for work on stored versions (reads, comparisons, restores).
     pub history_work: crate::http::HistoryWork,
     /// Server API requests per API key (by key id).

@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 pub(super) use self::access::served_here;
 use self::access::{owned, readable};
 use super::{
-    bearer_token, busy, empty, json_response, plain_name, read_json, signed_in, strong_etag,
-    ApiError, ApiResult, SMALL_BODY,
+    bearer_token, busy, empty, json_response, plain_name, rate_limited, read_json, signed_in,
+    strong_etag, ApiError, ApiResult, SMALL_BODY,
 };
 use crate::ids::{new_secret, FileId};
 use crate::room::JoinError;
@@ -156,8 +156,22 @@ impl AsRef<[u8]> for Held {
     }
 }
 
+/// A file's settings change at most `ATRIUM_FILE_CHANGES_PER_MINUTE` times a minute: each
+/// change reaches everyone in the file (a link narrowed to view tells every guest their new
+/// role), so an owner toggling it in a loop would make the node send to the whole room per
+/// request.
+fn check_change_rate(state: &AppState, id: &FileId) -> Result<(), ApiError> {
+    state.file_changes.check(id).map_err(|wait| {
+        rate_limited(
+            "this file's settings changed too often in a short time; wait a little and try again",
+            wait,
+        )
+    })
+}
+
 pub async fn update(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
     owned(state, &req, &id).await?;
+    check_change_rate(state, &id)?;
     let body: FileChanges = read_json(req, SMALL_BODY).await?;
     let update = FileUpdate {
         name: body.name.as_deref().map(file_name).transpose()?,
@@ -179,6 +193,7 @@ pub async fn update(state: &AppState, req: Request<Incoming>, id: FileId) -> Api
 
 pub async fn rotate_keys(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
     owned(state, &req, &id).await?;
+    check_change_rate(state, &id)?;
     let update = FileUpdate {
         keys: Some((new_secret(), new_secret())),
         ..FileUpdate::default()

@@ -98,3 +98,30 @@ async fn key_rotation_retires_old_keys() {
         .await
         .assert_status(200);
 }
+
+/// Every change of a file's link reaches everyone in it (a narrowed link sends each guest
+/// their new role): an owner toggling it in a loop made the node send 116 bytes for each one
+/// received, to 99 sockets, a whole core busy (the fourth review). Changes are limited per
+/// file, settings and new keys together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_changes_are_rate_limited_per_file() {
+    let node = Node::start(&[("ATRIUM_FILE_CHANGES_PER_MINUTE", "3")]).await;
+    let f = file_of(&node, new_account(&node, "owner").await, "First", "none").await;
+    let (owner, id) = (f.owner.clone(), f.id.clone());
+    for link in ["view", "edit"] {
+        patch_file(&node, Some(&owner), &id, &json!({"link": link}))
+            .await
+            .assert_status(200);
+    }
+    rotate_keys(&node, &owner, &id).await.assert_status(200);
+    let r = patch_file(&node, Some(&owner), &id, &json!({"link": "view"})).await;
+    r.assert_error(429, "rate-limited");
+    assert!(r.header("retry-after").is_some(), "{}", r.text);
+    rotate_keys(&node, &owner, &id)
+        .await
+        .assert_error(429, "rate-limited");
+    let other = file_of(&node, owner.clone(), "Other", "none").await;
+    patch_file(&node, Some(&owner), &other.id, &json!({"link": "edit"}))
+        .await
+        .assert_status(200);
+}
