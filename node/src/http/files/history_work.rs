@@ -11,12 +11,14 @@
 //!   half the budget's room allows (so other work still gets the rest). A version larger
 //!   than that is answered 503 too, and served once the node has room again.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::http::{busy, ApiError};
+use crate::ids::FileId;
 use crate::memory::{MemoryGuard, Reservation};
 
 /// Pieces of history work that run at once on a node.
@@ -32,15 +34,24 @@ pub const READ_COST: u64 = 4;
 pub const COMPARE_COST: u64 = 8;
 pub const RESTORE_COST: u64 = 12;
 
-/// The node's turns for history work.
+/// The node's turns for history work, and the versions found too large for the memory
+/// there was.
 pub struct HistoryWork {
     turns: Arc<Semaphore>,
+    /// Versions (file, id) that did not fit, with the most document bytes they were given:
+    /// asked again with no more room, they are refused at once instead of rebuilt in vain
+    /// (50 connections asking for a version too large cost a core of refused work).
+    too_large: Mutex<HashMap<(FileId, u64), usize>>,
 }
+
+/// Versions remembered as too large; the list is forgotten when it would grow past this.
+const REMEMBERED: usize = 1024;
 
 impl Default for HistoryWork {
     fn default() -> Self {
         Self {
             turns: Arc::new(Semaphore::new(AT_ONCE)),
+            too_large: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -58,6 +69,22 @@ pub struct Working {
 }
 
 impl HistoryWork {
+    /// Whether version `vid` of `file` is known not to fit in `limit` bytes.
+    pub fn known_too_large(&self, file: &FileId, vid: u64, limit: usize) -> bool {
+        let known = self.too_large.lock().unwrap_or_else(|p| p.into_inner());
+        known.get(&(file.clone(), vid)).is_some_and(|&l| limit <= l)
+    }
+
+    /// Remembers that version `vid` of `file` did not fit in `limit` bytes.
+    pub fn found_too_large(&self, file: &FileId, vid: u64, limit: usize) {
+        let mut known = self.too_large.lock().unwrap_or_else(|p| p.into_inner());
+        if known.len() >= REMEMBERED {
+            known.clear();
+        }
+        let l = known.entry((file.clone(), vid)).or_insert(0);
+        *l = (*l).max(limit);
+    }
+
     /// Waits for a turn, then reserves memory for documents up to `max_doc` bytes at
     /// `cost` bytes per byte, or as much as half the budget's room allows.
     pub async fn start(
@@ -99,5 +126,22 @@ impl Working {
             }
             other => other.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_too_large_is_refused_until_there_is_more_room() {
+        let work = HistoryWork::default();
+        let file = FileId::parse("file_1").unwrap();
+        assert!(!work.known_too_large(&file, 3, 1000));
+        work.found_too_large(&file, 3, 1000);
+        assert!(work.known_too_large(&file, 3, 1000));
+        assert!(work.known_too_large(&file, 3, 10), "less room: still too large");
+        assert!(!work.known_too_large(&file, 3, 2000), "more room: tried again");
+        assert!(!work.known_too_large(&file, 4, 10), "another version");
     }
 }

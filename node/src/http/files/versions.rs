@@ -125,9 +125,17 @@ async fn rebuilt(
     vid: u64,
     work: &Working,
 ) -> Result<(history::VersionInfo, String), ApiError> {
-    history::read_within(&*state.store, id, vid, work.limit, &state.metrics)
-        .await
-        .map_err(|e| work.failed(e))
+    let known = &state.history_work;
+    if work.squeezed && known.known_too_large(id, vid, work.limit) {
+        return Err(busy("the server is at its memory budget; try again"));
+    }
+    let rebuilt = history::read_within(&*state.store, id, vid, work.limit, &state.metrics).await;
+    rebuilt.map_err(|e| {
+        if work.squeezed && matches!(e, crate::store::StoreError::Unavailable(_)) {
+            known.found_too_large(id, vid, work.limit);
+        }
+        work.failed(e)
+    })
 }
 
 /// `GET /api/files/{id}/versions/{vid}`: the version and its document.
