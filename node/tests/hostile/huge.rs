@@ -246,3 +246,20 @@ pub(super) async fn unread_request(port: u16, request: &str) -> TcpStream {
     stream.write_all(request.as_bytes()).await.unwrap();
     stream
 }
+
+/// A document declared larger than the limit is refused as too large (413) before any of
+/// it is read, whatever the node's memory: it was answered 503 (the memory budget) when
+/// the largest document's cost did not fit (the fourth review).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_declared_over_the_limit_is_too_large_not_busy() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[("ATRIUM_MEMORY_BUDGET", "256M")]).await;
+    let request = format!(
+        "POST /api/files HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {}\r\n\
+         content-type: application/json\r\ncontent-length: 200000000\r\n\r\n",
+        r.owner
+    );
+    let answer = raw_http(r.node.port, request.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains(r#""code":"too-large""#), "{answer}");
+}

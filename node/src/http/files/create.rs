@@ -114,12 +114,19 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let limit = state.config.max_doc_bytes.saturating_add(SMALL_BODY);
     // A document sent with the file is read and checked whole, at several times
     // its size in memory: promised from the memory budget first.
-    let declared = req
+    let length = req
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        .unwrap_or(limit)
-        .min(limit);
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    // A body declared over the limit is refused as too large whatever the memory.
+    if length.is_some_and(|n| n > limit) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            "the body is too large",
+        ));
+    }
+    let declared = length.unwrap_or(limit);
     let _memory = match state.memory.reserve((declared * BODY_MEMORY_FACTOR) as u64) {
         Some(r) => r,
         None => {

@@ -140,8 +140,14 @@ mod tests {
         assert!(!work.known_too_large(&file, 3, 1000));
         work.found_too_large(&file, 3, 1000);
         assert!(work.known_too_large(&file, 3, 1000));
-        assert!(work.known_too_large(&file, 3, 10), "less room: still too large");
-        assert!(!work.known_too_large(&file, 3, 2000), "more room: tried again");
+        assert!(
+            work.known_too_large(&file, 3, 10),
+            "less room: still too large"
+        );
+        assert!(
+            !work.known_too_large(&file, 3, 2000),
+            "more room: tried again"
+        );
         assert!(!work.known_too_large(&file, 4, 10), "another version");
     }
 }
