@@ -74,11 +74,20 @@ pub async fn read(
     id: u64,
     rules: &HistoryRules,
 ) -> StoreResult<(VersionInfo, String)> {
-    let chain = store.version_chain(file, id).await?;
-    let info = chain.last().ok_or(StoreError::NotFound)?.0.clone();
-    let rows: Vec<VersionData> = chain.into_iter().map(|(_, d)| d).collect();
+    let (info, rows) = chain_of(store, file, id).await?;
     let doc = materialize(&rows, rules.max_doc_bytes).map_err(corrupt)?;
     Ok((info, doc))
+}
+
+/// A version's description and the stored rows it is rebuilt from, base first.
+async fn chain_of(
+    store: &dyn Store,
+    file: &FileId,
+    id: u64,
+) -> StoreResult<(VersionInfo, Vec<VersionData>)> {
+    let chain = store.version_chain(file, id).await?;
+    let info = chain.last().ok_or(StoreError::NotFound)?.0.clone();
+    Ok((info, chain.into_iter().map(|(_, d)| d).collect()))
 }
 
 /// [`read`], rebuilding at most `limit` bytes of document (over it, an error) on the bulk
@@ -91,9 +100,7 @@ pub async fn read_within(
     limit: usize,
     metrics: &crate::metrics::Metrics,
 ) -> StoreResult<(VersionInfo, String)> {
-    let chain = store.version_chain(file, id).await?;
-    let info = chain.last().ok_or(StoreError::NotFound)?.0.clone();
-    let rows: Vec<VersionData> = chain.into_iter().map(|(_, d)| d).collect();
+    let (info, rows) = chain_of(store, file, id).await?;
     // Stored versions are compressed: they rebuild to several times what they store.
     let stored: usize = rows.iter().map(VersionData::len).sum();
     let doc = crate::lane::run(stored.saturating_mul(8), metrics, move || {

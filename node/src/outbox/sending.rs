@@ -10,6 +10,9 @@ use tokio::sync::mpsc;
 
 use super::{shared, Budget, Line, Msg, Out, Outbox, Queued};
 
+/// Why a socket is closed when a large patch cannot be queued for it.
+const CHANGED_TOO_MUCH: &str = "the file changed more than this socket can be sent now; join again";
+
 impl Outbox {
     /// Queues one message. A full queue (in items or bytes) closes the socket
     /// with 4008; the room never waits for a socket.
@@ -78,20 +81,11 @@ impl Outbox {
         if len <= self.shared.max_bytes / 2 {
             return self.send(msg);
         }
-        if self.shared.held.load(Ordering::Acquire)
-            || !budget.take(self.shared.address.get().copied(), len)
-        {
-            self.close(
-                CloseCode::TryAgainLater,
-                "the file changed more than this socket can be sent now; join again",
-            );
+        if self.shared.held.load(Ordering::Acquire) {
+            self.close(CloseCode::TryAgainLater, CHANGED_TOO_MUCH);
             return false;
         }
-        let queued = Queued {
-            out: Out::Message(msg),
-            budget: Some(budget.clone()),
-        };
-        self.push(queued, len)
+        self.push_drawn(msg, len, budget, CHANGED_TOO_MUCH)
     }
 
     /// Queues a welcome, which may be bigger than the queue's byte cap (a large
@@ -112,11 +106,19 @@ impl Outbox {
                 len,
             );
         }
+        self.push_drawn(
+            msg,
+            len,
+            budget,
+            "the node is busy sending large documents; try again later",
+        )
+    }
+
+    /// Queues a large message drawn on the node-wide `budget` (against this socket's
+    /// address's share); when it has no room, closes the socket with 1013 and `why`.
+    fn push_drawn(&self, msg: Msg, len: usize, budget: &Arc<Budget>, why: &str) -> bool {
         if !budget.take(self.shared.address.get().copied(), len) {
-            self.close(
-                CloseCode::TryAgainLater,
-                "the node is busy sending large documents; try again later",
-            );
+            self.close(CloseCode::TryAgainLater, why);
             return false;
         }
         let queued = Queued {

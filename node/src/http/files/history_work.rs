@@ -17,9 +17,12 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::history::{self, VersionInfo};
 use crate::http::{busy, ApiError};
 use crate::ids::FileId;
 use crate::memory::{MemoryGuard, Reservation};
+use crate::metrics::Metrics;
+use crate::store::{Store, StoreError};
 
 /// Pieces of history work that run at once on a node.
 pub const AT_ONCE: usize = 2;
@@ -69,14 +72,38 @@ pub struct Working {
 }
 
 impl HistoryWork {
+    /// Version `vid` of `file` rebuilt within what `work` reserved. One found too large
+    /// for the room there was is remembered, and refused at once until there is more;
+    /// failing within a limit memory set is 503 (try again), else what the store said.
+    pub async fn rebuild(
+        &self,
+        store: &dyn Store,
+        file: &FileId,
+        vid: u64,
+        work: &Working,
+        metrics: &Metrics,
+    ) -> Result<(VersionInfo, String), ApiError> {
+        if work.squeezed && self.known_too_large(file, vid, work.limit) {
+            return Err(no_room());
+        }
+        match history::read_within(store, file, vid, work.limit, metrics).await {
+            Ok(rebuilt) => Ok(rebuilt),
+            Err(StoreError::Unavailable(_)) if work.squeezed => {
+                self.found_too_large(file, vid, work.limit);
+                Err(no_room())
+            }
+            Err(other) => Err(other.into()),
+        }
+    }
+
     /// Whether version `vid` of `file` is known not to fit in `limit` bytes.
-    pub fn known_too_large(&self, file: &FileId, vid: u64, limit: usize) -> bool {
+    fn known_too_large(&self, file: &FileId, vid: u64, limit: usize) -> bool {
         let known = self.too_large.lock().unwrap_or_else(|p| p.into_inner());
         known.get(&(file.clone(), vid)).is_some_and(|&l| limit <= l)
     }
 
     /// Remembers that version `vid` of `file` did not fit in `limit` bytes.
-    pub fn found_too_large(&self, file: &FileId, vid: u64, limit: usize) {
+    fn found_too_large(&self, file: &FileId, vid: u64, limit: usize) {
         let mut known = self.too_large.lock().unwrap_or_else(|p| p.into_inner());
         if known.len() >= REMEMBERED {
             known.clear();
@@ -103,7 +130,7 @@ impl HistoryWork {
         let reservation = (bytes >= cost * MIN_DOC)
             .then(|| memory.reserve(bytes))
             .flatten()
-            .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
+            .ok_or_else(no_room)?;
         Ok(Working {
             _turn: turn,
             _memory: reservation,
@@ -116,17 +143,9 @@ impl HistoryWork {
 /// Work that could not rebuild even this much of a document is not started.
 const MIN_DOC: u64 = 64 * 1024;
 
-impl Working {
-    /// What a failure to rebuild a version means: over a limit memory set, the node is busy
-    /// (503, try again); otherwise what the store said.
-    pub fn failed(&self, e: crate::store::StoreError) -> ApiError {
-        match e {
-            crate::store::StoreError::Unavailable(_) if self.squeezed => {
-                busy("the server is at its memory budget; try again")
-            }
-            other => other.into(),
-        }
-    }
+/// The answer when the memory budget has no room for the work: 503, try again.
+pub fn no_room() -> ApiError {
+    busy("the server is at its memory budget; try again")
 }
 
 #[cfg(test)]

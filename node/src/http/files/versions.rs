@@ -11,11 +11,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::access::{granted, Granted};
-use super::history_work::{Working, COMPARE_COST, READ_COST, RESTORE_COST};
+use super::history_work::{no_room, Working, COMPARE_COST, READ_COST, RESTORE_COST};
 use crate::history::{self, VersionInfo, VersionKind};
 use crate::http::{
-    busy, empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult,
-    SMALL_BODY,
+    empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY,
 };
 use crate::ids::FileId;
 use crate::room::access::Role;
@@ -125,17 +124,11 @@ async fn rebuilt(
     vid: u64,
     work: &Working,
 ) -> Result<(history::VersionInfo, String), ApiError> {
-    let known = &state.history_work;
-    if work.squeezed && known.known_too_large(id, vid, work.limit) {
-        return Err(busy("the server is at its memory budget; try again"));
-    }
-    let rebuilt = history::read_within(&*state.store, id, vid, work.limit, &state.metrics).await;
-    rebuilt.map_err(|e| {
-        if work.squeezed && matches!(e, crate::store::StoreError::Unavailable(_)) {
-            known.found_too_large(id, vid, work.limit);
-        }
-        work.failed(e)
-    })
+    let store = &*state.store;
+    state
+        .history_work
+        .rebuild(store, id, vid, work, &state.metrics)
+        .await
 }
 
 /// `GET /api/files/{id}/versions/{vid}`: the version and its document.
@@ -155,7 +148,7 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
 }
 
 fn max_doc(state: &AppState) -> usize {
-    state.config.history_rules().max_doc_bytes
+    state.config.max_doc_bytes
 }
 
 /// A side of a comparison: a version's document, or the current one.
@@ -168,7 +161,7 @@ async fn side(
     if which == "current" {
         let doc = state.rooms.document(id).await.map_err(unavailable)?.1;
         if doc.len() > work.limit {
-            return Err(busy("the server is at its memory budget; try again"));
+            return Err(no_room());
         }
         return Ok(doc);
     }
