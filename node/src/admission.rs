@@ -83,6 +83,14 @@ pub fn come_back_later(why: &str) -> String {
     atrium_protocol::with_retry_hint(why, hint.as_millis() as u64)
 }
 
+/// The reason of a 1013 close that knows how long the wait is: `why`, then `; retry-ms=N`
+/// with N that long plus up to a quarter more, so refused clients do not all come back at
+/// once.
+pub fn come_back_after(why: &str, wait: Duration) -> String {
+    let hint = wait.mul_f64(1.0 + 0.25 * rand::random::<f64>());
+    atrium_protocol::with_retry_hint(why, hint.as_millis().max(1) as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

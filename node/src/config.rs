@@ -207,6 +207,26 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_FILE_CHANGES_PER_MINUTE", default_value_t = 30)]
     pub file_changes_per_minute: u32,
 
+    /// Bytes of documents sent a second to one client address (an IPv6 client by its
+    /// /64): welcomes that carry the document, `GET /api/files/{id}/doc` and version
+    /// reads. One document of any size goes while the address owes nothing; past its
+    /// share a hello closes 1013 with `retry-ms`, a download is 429. `0` turns it off.
+    #[arg(
+        long,
+        env = "ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND",
+        default_value_t = 8 * 1024 * 1024
+    )]
+    pub document_bytes_per_ip_per_second: u64,
+
+    /// Bytes of documents one client address may be sent at once before the rate above
+    /// paces it.
+    #[arg(
+        long,
+        env = "ATRIUM_DOCUMENT_BURST_BYTES_PER_IP",
+        default_value_t = 256 * 1024 * 1024
+    )]
+    pub document_burst_bytes_per_ip: u64,
+
     /// How long a session (a sign-in's token) works; past it the token answers
     /// 401 everywhere and its open sockets close with 4001. Default 30 days.
     #[arg(long, env = "ATRIUM_SESSION_TTL_MS", default_value_t = 30 * 24 * 3_600_000)]

@@ -38,6 +38,7 @@ pub struct Metrics {
     pub journal_commit_seconds: Histogram,
     pub snapshots: IntCounter,
     pub rate_limited: IntCounter,
+    pub documents_paced: IntCounterVec,
     pub presence_dropped: IntCounter,
     pub welcomes_waited: IntCounter,
     pub joins: IntCounterVec,

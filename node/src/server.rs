@@ -117,8 +117,14 @@ pub async fn start(
     if let Some(endpoint) = crate::webhook::static_endpoint(&config).map_err(StartError::Setting)? {
         store.put_webhook(&endpoint).await?;
     }
+    let documents_sent = Arc::new(KeyedLimiter::bytes(
+        config.document_bytes_per_ip_per_second,
+        config.document_burst_bytes_per_ip,
+        AUTH_KEYS,
+    ));
     let ctx = Arc::new(RoomContext {
         rules: Rules {
+            documents_sent: documents_sent.clone(),
             metrics: metrics.clone(),
             memory: memory.clone(),
             config: config.clone(),
@@ -181,6 +187,7 @@ pub async fn start(
         restores: KeyedLimiter::per_minute(config.restores_per_minute, AUTH_KEYS),
         file_changes: KeyedLimiter::per_minute(config.file_changes_per_minute, AUTH_KEYS),
         history_work: crate::http::HistoryWork::default(),
+        documents_sent,
         server_api: KeyedLimiter::with_burst(
             config.server_api_per_second.saturating_mul(60),
             config.server_api_per_second,

@@ -50,6 +50,9 @@ pub struct AppState {
     pub file_changes: KeyedLimiter<crate::ids::FileId>,
     /// Turns and memory for work on stored versions (reads, comparisons, restores).
     pub history_work: crate::http::HistoryWork,
+    /// Bytes of documents sent to each client address (`ATRIUM_DOCUMENT_BYTES_PER_IP_*`),
+    /// shared with the rooms, which charge welcomes to it.
+    pub documents_sent: Arc<KeyedLimiter<std::net::IpAddr>>,
     /// Server API requests per API key (by key id).
     pub server_api: KeyedLimiter<String>,
     /// Open TCP connections on the main address (`ATRIUM_MAX_CONNECTIONS`).

@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 pub(super) use self::access::served_here;
 use self::access::{owned, readable};
 use super::{
-    bearer_token, busy, empty, json_response, plain_name, rate_limited, read_json, signed_in,
-    strong_etag, ApiError, ApiResult, SMALL_BODY,
+    bearer_token, busy, client_addr, empty, json_response, plain_name, rate_limited, read_json,
+    signed_in, strong_etag, ApiError, ApiResult, SMALL_BODY,
 };
 use crate::ids::{new_secret, FileId};
 use crate::room::JoinError;
@@ -101,9 +101,11 @@ pub async fn get(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
 }
 
 pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
+    // The address's share first: a refusal then costs no lookup.
+    let to = DocumentsTo::ready(state, &req)?;
     readable(state, &req, &id).await?;
     match state.rooms.document(&id).await {
-        Ok((version, doc)) => held_answer(
+        Ok((version, doc)) => to.held_answer(
             state,
             &format!("{{\"version\":{version},\"doc\":"),
             doc,
@@ -114,11 +116,47 @@ pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
     }
 }
 
+/// The client address a document is about to be sent to, out of debt with its share of
+/// document bytes (`ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND`): checked before the document
+/// is read, charged once its size is known, so downloading a large file in a loop gets
+/// 429 instead of making the node send it as fast as the client reads.
+pub(super) struct DocumentsTo(std::net::IpAddr);
+
+impl DocumentsTo {
+    pub(super) fn ready(state: &AppState, req: &Request<Incoming>) -> Result<Self, ApiError> {
+        let address = crate::limits::address_key(client_addr(req));
+        state.documents_sent.ready(&address).map_err(|wait| {
+            state
+                .metrics
+                .documents_paced
+                .with_label_values(&["download"])
+                .inc();
+            rate_limited(
+                "this address was sent its share of documents for now; try again later",
+                wait,
+            )
+        })?;
+        Ok(Self(address))
+    }
+
+    /// [`held_answer`], charged to the address.
+    pub(super) fn held_answer(
+        self,
+        state: &AppState,
+        head: &str,
+        doc: String,
+        tail: &str,
+    ) -> ApiResult {
+        state.documents_sent.charge(&self.0, doc.len() as u64);
+        held_answer(state, head, doc, tail)
+    }
+}
+
 /// A 200 answer of JSON made of `head`, a document's text and `tail`, built once. It is
 /// held until the client has read it all: its bytes stay promised from the memory budget
 /// until then, so many clients that ask and never read make the node answer 503 instead
 /// of growing past its budget.
-pub(super) fn held_answer(state: &AppState, head: &str, doc: String, tail: &str) -> ApiResult {
+fn held_answer(state: &AppState, head: &str, doc: String, tail: &str) -> ApiResult {
     let len = head.len() + doc.len() + tail.len();
     let held = match len <= SMALL_ANSWER {
         true => None,

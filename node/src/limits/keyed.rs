@@ -12,8 +12,9 @@ use super::Bucket;
 /// gives it a fresh bucket next time: a client can only win that back by
 /// keeping `max_keys` other keys busier than its own.)
 pub struct KeyedLimiter<K> {
-    per_minute: u32,
-    burst: u32,
+    /// Tokens a second, and the most a bucket holds.
+    rate: f64,
+    burst: f64,
     max_keys: usize,
     table: Mutex<Lru<K>>,
 }
@@ -33,8 +34,18 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
 
     /// `per_minute` a minute, with at most `burst` at once.
     pub fn with_burst(per_minute: u32, burst: u32, max_keys: usize) -> Self {
+        Self::new(f64::from(per_minute) / 60.0, f64::from(burst), max_keys)
+    }
+
+    /// `per_second` bytes a second, at most `burst` at once: spent with [`Self::charge`]
+    /// once a size is known, after [`Self::ready`] said the key is not in debt.
+    pub fn bytes(per_second: u64, burst: u64, max_keys: usize) -> Self {
+        Self::new(per_second as f64, burst as f64, max_keys)
+    }
+
+    fn new(rate: f64, burst: f64, max_keys: usize) -> Self {
         Self {
-            per_minute,
+            rate,
             burst,
             max_keys: max_keys.max(1),
             table: Mutex::new(Lru {
@@ -89,6 +100,22 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
         })
     }
 
+    /// Whether `key` is out of debt: `Err(wait)` says how long until it is.
+    pub fn ready(&self, key: &K) -> Result<(), Duration> {
+        let now = Instant::now();
+        match self.with_bucket(key, now, |bucket| bucket.debt(now)) {
+            Duration::ZERO => Ok(()),
+            wait => Err(wait.max(Duration::from_millis(1))),
+        }
+    }
+
+    /// Takes `amount` from `key`'s bucket, into debt if need be: one message of any
+    /// size goes when the key is out of debt, and the next waits until it is paid off.
+    pub fn charge(&self, key: &K, amount: u64) {
+        let now = Instant::now();
+        self.with_bucket(key, now, |bucket| bucket.charge(now, amount as f64));
+    }
+
     /// Runs `f` on `key`'s bucket (made full if the key is new), marking the key
     /// as the most recently used.
     fn with_bucket<T>(&self, key: &K, now: Instant, f: impl FnOnce(&mut Bucket) -> T) -> T {
@@ -108,8 +135,7 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
             }
         }
         t.by_use.insert(stamp, key.clone());
-        let rate = f64::from(self.per_minute) / 60.0;
-        let burst = f64::from(self.burst);
+        let (rate, burst) = (self.rate, self.burst);
         let (bucket, used) = t
             .buckets
             .entry(key.clone())

@@ -30,6 +30,22 @@ fn a_charged_bucket_waits_out_its_debt() {
 }
 
 #[test]
+fn a_byte_share_lets_one_message_of_any_size_go_then_waits_out_the_debt() {
+    let l = KeyedLimiter::bytes(1000, 2000, 10);
+    assert_eq!(l.ready(&"a"), Ok(()));
+    l.charge(&"a", 1500);
+    assert_eq!(l.ready(&"a"), Ok(()), "500 bytes of the burst are left");
+    l.charge(&"a", 5000);
+    let wait = l.ready(&"a").expect_err("4500 bytes owed");
+    assert!(wait > Duration::from_millis(4400) && wait <= Duration::from_millis(4500));
+    assert_eq!(l.ready(&"b"), Ok(()), "another key owes nothing");
+    // Off: a rate of 0 never makes anyone wait.
+    let off = KeyedLimiter::bytes(0, 0, 10);
+    off.charge(&"a", u64::MAX / 2);
+    assert_eq!(off.ready(&"a"), Ok(()));
+}
+
+#[test]
 fn keyed_limiter_stays_bounded() {
     let l = KeyedLimiter::per_minute(2, 3);
     assert!(l.allow(&"a"));

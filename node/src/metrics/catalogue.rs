@@ -87,6 +87,12 @@ impl Metrics {
                 "atrium_rate_limited_total",
                 "Times a socket went over its message rate (each answered with a 429 notice).",
             ),
+            documents_paced: counter_vec(
+                &r,
+                "atrium_documents_paced_total",
+                "Welcomes (1013) and document reads (429) refused while their address was over its share of document bytes (ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND), by way.",
+                &["via"],
+            ),
             memory_rss: gauge(
                 &r,
                 "atrium_memory_resident_bytes",

@@ -58,6 +58,11 @@ impl Outbox {
         let _ = self.shared.address.set(crate::limits::address_key(address));
     }
 
+    /// The socket's client address (its limit key), once set.
+    pub fn address(&self) -> Option<std::net::IpAddr> {
+        self.shared.address.get().copied()
+    }
+
     /// Sends `first` (a welcome, possibly large), then everything held behind it.
     pub fn open_with(&self, first: Msg, budget: &Arc<Budget>) -> bool {
         let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());

@@ -48,6 +48,9 @@ pub struct Rules {
     pub memory: Arc<MemoryGuard>,
     /// Node-wide allowance for welcomes bigger than a send queue.
     pub welcome_budget: Arc<Budget>,
+    /// Bytes of documents sent to each client address: welcomes that carry one are
+    /// charged to it, and wait while it is in debt.
+    pub documents_sent: Arc<crate::limits::KeyedLimiter<std::net::IpAddr>>,
 }
 
 /// One open file's state: its document, its people, and what waits for the disk.

@@ -52,6 +52,9 @@ pub enum JoinError {
     Retry,
     /// The node is shutting down or cannot load the file.
     Unavailable(CloseCode),
+    /// The joiner's address has been sent its share of documents; it may come back
+    /// after this long (1013 with `retry-ms`).
+    Paced(std::time::Duration),
 }
 
 impl JoinError {
@@ -64,6 +67,9 @@ impl JoinError {
             JoinError::Retry | JoinError::Unavailable(CloseCode::TryAgainLater) => {
                 "try again later"
             }
+            JoinError::Paced(_) => {
+                "this address was sent its share of documents for now; try again later"
+            }
             JoinError::Unavailable(CloseCode::Moved) => "moved: another node serves this file",
             JoinError::Unavailable(_) => "server restarting",
         }
@@ -74,7 +80,7 @@ impl JoinError {
             JoinError::Denied(d) => d.close_code(),
             JoinError::NotFound => CloseCode::NotFound,
             JoinError::Full => CloseCode::FileFull,
-            JoinError::Retry => CloseCode::TryAgainLater,
+            JoinError::Retry | JoinError::Paced(_) => CloseCode::TryAgainLater,
             JoinError::Unavailable(code) => code,
         }
     }

@@ -52,6 +52,7 @@ impl RoomCore {
         if replaced.is_empty() && self.participants.len() >= self.rules.config.room_people {
             return Err(JoinError::Full);
         }
+        self.charge_welcome(&req)?;
         let mut page = None;
         for conn in &replaced {
             if let Some(old) = self.participants.remove(conn) {

@@ -65,6 +65,16 @@ impl RecentOps {
             .map(|e| e.v)
     }
 
+    /// Whether [`Self::resume`] has what brings a client from `since` to `version`.
+    pub fn can_resume(&self, since: u64, version: u64) -> bool {
+        match (self.entries.front(), self.entries.back()) {
+            _ if since == version => true,
+            _ if since > version => false,
+            (Some(first), Some(last)) => first.v <= since + 1 && last.v >= version,
+            _ => false,
+        }
+    }
+
     /// The messages that bring a client from `since` to `version`, or `None` when
     /// it no longer holds all of them. Its own patches come back as acks.
     pub fn resume(&self, since: u64, version: u64, client: ClientKey) -> Option<Vec<Bytes>> {
@@ -130,6 +140,26 @@ mod tests {
         assert!(recent.resume(6, 5, ClientKey([1; 16])).is_none());
         assert_eq!(recent.version_of(ClientKey([0; 16]), 40), Some(4));
         assert_eq!(recent.version_of(ClientKey([0; 16]), 20), None);
+    }
+
+    #[test]
+    fn can_resume_says_what_resume_does() {
+        let mut recent = RecentOps::new(3, 1 << 20);
+        let any = ClientKey([1; 16]);
+        assert!(recent.can_resume(0, 0));
+        assert!(!recent.can_resume(0, 1));
+        for v in 1..=5 {
+            recent.push(entry(v, 0));
+        }
+        for since in 0..=7 {
+            for version in 0..=7 {
+                assert_eq!(
+                    recent.can_resume(since, version),
+                    recent.resume(since, version, any).is_some(),
+                    "since {since}, version {version}"
+                );
+            }
+        }
     }
 
     #[test]

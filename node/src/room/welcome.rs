@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::access::Role;
 use super::core::RoomCore;
-use super::JoinError;
+use super::{JoinError, JoinRequest};
 use crate::ids::ClientKey;
 use crate::outbox::ConnId;
 
@@ -27,6 +27,30 @@ impl RoomCore {
             return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         };
         reservation.hold_until_sampled();
+        Ok(())
+    }
+
+    /// A welcome that carries the document is charged to the joiner's address
+    /// (`ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND`): while the address is in debt the
+    /// hello is refused with how long to wait, so joining again and again cannot make
+    /// the node send a large document faster than the address's share.
+    pub(super) fn charge_welcome(&self, req: &JoinRequest) -> Result<(), JoinError> {
+        let resumes = req
+            .since
+            .is_some_and(|since| self.recent.can_resume(since, self.version));
+        let Some(address) = req.outbox.address().filter(|_| !resumes) else {
+            return Ok(());
+        };
+        let sent = &self.rules.documents_sent;
+        if let Err(wait) = sent.ready(&address) {
+            self.rules
+                .metrics
+                .documents_paced
+                .with_label_values(&["welcome"])
+                .inc();
+            return Err(JoinError::Paced(wait));
+        }
+        sent.charge(&address, self.doc.serialized_len() as u64);
         Ok(())
     }
 

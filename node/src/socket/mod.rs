@@ -46,6 +46,8 @@ struct Session {
     account_slot: Option<String>,
     /// Its role, as the room last told it.
     seat: Seat,
+    /// When a refused join knows how long the client must wait (its `retry-ms`).
+    retry_after: Option<Duration>,
 }
 
 /// Serves one upgraded socket until it closes.
@@ -91,6 +93,7 @@ pub async fn serve(
         app_sub: None,
         account_slot: None,
         seat: Seat::default(),
+        retry_after: None,
     };
     let liveness = Liveness::new();
     {

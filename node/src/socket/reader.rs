@@ -14,7 +14,7 @@ use self::frames::{drain, drain_if_closing, next_frame, stopped, Next};
 use self::join::join;
 use self::messages::serve_messages;
 use super::{Liveness, ReadIo, Session};
-use crate::admission::{come_back_later, Outcome};
+use crate::admission::{come_back_after, come_back_later, Outcome};
 use crate::protocol::{self, ClientMessage, Refusal};
 use crate::ws::Reader;
 
@@ -95,7 +95,9 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
     // place it would size every socket's task for its whole life (socket/tests.rs).
     if let Err((code, reason)) = Box::pin(join(session, hello)).await {
         Outcome::of_close(code).count(&session.state.metrics);
-        if code == CloseCode::TryAgainLater {
+        if let Some(wait) = session.retry_after {
+            session.outbox.close(code, &come_back_after(reason, wait));
+        } else if code == CloseCode::TryAgainLater {
             session.outbox.close(code, &come_back_later(reason));
         } else {
             session.outbox.close(code, reason);

@@ -41,6 +41,20 @@ impl Room {
         let file = file_of(&node, owner, "Under fire", "edit").await;
         Room { node, file }
     }
+
+    /// A room of a new file of `owner`'s holding `doc`, its link set to `edit`.
+    pub(super) async fn holding(node: Node, owner: String, doc: Value) -> Room {
+        let created = create_file(&node, &owner, "Large", Some(doc)).await;
+        let id = s(&created["id"]).to_string();
+        set_link(&node, &owner, &id, "edit").await;
+        let file = SharedFile {
+            owner,
+            id,
+            edit_key: s(&created["edit_key"]).to_string(),
+            view_key: s(&created["view_key"]).to_string(),
+        };
+        Room { node, file }
+    }
 }
 
 /// The room's file: its id, its owner's token and its keys, as `r.id` and so on.

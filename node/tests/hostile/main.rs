@@ -44,6 +44,7 @@ mod bystanders;
 mod connections;
 mod counting;
 mod deflate;
+mod downloads;
 mod figures;
 mod frames;
 mod held_welcomes;

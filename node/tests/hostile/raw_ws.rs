@@ -22,6 +22,8 @@ pub(super) enum Got {
 pub(super) struct Raw {
     pub(super) stream: TcpStream,
     pub(super) buf: Vec<u8>,
+    /// The reason of the close frame received, once one was.
+    pub(super) close_reason: String,
 }
 
 impl Raw {
@@ -78,7 +80,11 @@ impl Raw {
         if !head.starts_with("HTTP/1.1 101") {
             return Err(head);
         }
-        Ok(Raw { stream, buf })
+        Ok(Raw {
+            stream,
+            buf,
+            close_reason: String::new(),
+        })
     }
 
     /// Connects and says hello; waits for the welcome.
@@ -126,10 +132,12 @@ impl Raw {
                         return Got::Text(serde_json::from_slice(&payload).expect("JSON text"));
                     }
                     0x8 => {
+                        self.close_reason =
+                            String::from_utf8_lossy(payload.get(2..).unwrap_or(&[])).into_owned();
                         return Got::Close(
                             (payload.len() >= 2)
                                 .then(|| u16::from_be_bytes([payload[0], payload[1]])),
-                        )
+                        );
                     }
                     _ => continue,
                 }

@@ -133,6 +133,7 @@ async fn rebuilt(
 
 /// `GET /api/files/{id}/versions/{vid}`: the version and its document.
 pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64) -> ApiResult {
+    let to = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_read(&g)?;
     let work = state
@@ -144,7 +145,7 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     // is in the next samples by now.
     drop(work);
     let info = serde_json::to_string(&info).expect("a version serializes");
-    super::held_answer(state, &format!("{{\"version\":{info},\"doc\":"), doc, "}")
+    to.held_answer(state, &format!("{{\"version\":{info},\"doc\":"), doc, "}")
 }
 
 fn max_doc(state: &AppState) -> usize {

@@ -39,10 +39,15 @@ impl Harness {
         let recent = RecentOps::new(config.room_ops, config.room_ops_bytes);
         let rules = Rules {
             metrics: crate::metrics::Metrics::new(),
-            config,
+            config: config.clone(),
             limits: DocLimits::default(),
             memory: MemoryGuard::new(memory),
             welcome_budget: Budget::new(64 << 20),
+            documents_sent: Arc::new(crate::limits::KeyedLimiter::bytes(
+                config.document_bytes_per_ip_per_second,
+                config.document_burst_bytes_per_ip,
+                1000,
+            )),
         };
         let now = Instant::now();
         let opened = Opened {

@@ -183,6 +183,11 @@ pub(super) async fn join(
             session.room = Some(room);
             Ok(())
         }
-        Err(e) => Err((e.close_code(), e.reason())),
+        Err(e) => {
+            if let JoinError::Paced(wait) = e {
+                session.retry_after = Some(wait);
+            }
+            Err((e.close_code(), e.reason()))
+        }
     }
 }

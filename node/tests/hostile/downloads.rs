@@ -1,0 +1,192 @@
+//! A guest who has a large file sent to them again and again, by `GET .../doc` or by
+//! joining again and again: each asks in a few hundred bytes for megabytes. Each client
+//! address is sent at most its share of document bytes (a burst, then a rate), past which
+//! downloads are 429 and hellos close 1013 with how long to wait.
+
+use super::*;
+
+/// A share small enough to be spent in a few seconds: 4 MB a second after 16 MB.
+const SHARE: [(&str, &str); 2] = [
+    ("ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND", "4000000"),
+    ("ATRIUM_DOCUMENT_BURST_BYTES_PER_IP", "16000000"),
+];
+const RATE: f64 = 4e6;
+const BURST: f64 = 16e6;
+
+/// How long the attack runs.
+const ATTACK: Duration = Duration::from_secs(6);
+
+/// A room of a file holding the 7.8 MB document, on a node with the small share, its
+/// probe and baseline; and the document's length as the node writes it.
+async fn large_room() -> (Case, usize) {
+    let serial = SERIAL.lock().await;
+    let mut envs: Vec<(&str, &str)> = FAST_HASH.to_vec();
+    envs.extend_from_slice(&SHARE);
+    let node = Node::start(&envs).await;
+    let owner = new_account(&node, "owner").await;
+    let doc = huge::large_document();
+    let len = doc.to_string().len();
+    let r = Room::holding(node, owner, doc).await;
+    let mut probe = Probe::join(&r).await;
+    let base = probe.sample(100).await;
+    ((serial, r, probe, base), len)
+}
+
+/// One `GET /api/files/{id}/doc` with a key from `source`, read to its end: the status, a
+/// `Retry-After` header if there was one, and the length of the answer.
+async fn download(source: [u8; 4], port: u16, id: &str, key: &str) -> (u16, bool, usize) {
+    let mut stream = atrium_testkit::tcp::connect_from(source, port).await;
+    let request = format!(
+        "GET /api/files/{id}/doc HTTP/1.1\r\nhost: x\r\nx-atrium-key: {key}\r\n\
+         connection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(WAIT, stream.read_to_end(&mut out)).await;
+    let head = String::from_utf8_lossy(&out[..out.len().min(1024)]).to_lowercase();
+    let status = head
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {head:?}"));
+    (status, head.contains("\r\nretry-after: "), out.len())
+}
+
+/// Runs `attacker` on `n` tasks until [`ATTACK`] is over while the probe samples; what
+/// each returned, the probe's samples and the time it took.
+async fn attack<F, T>(probe: &mut Probe, n: usize, attacker: F) -> (Vec<T>, Vec<Duration>, f64)
+where
+    F: Fn(Arc<AtomicBool>) -> tokio::task::JoinHandle<T>,
+{
+    let done = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..n).map(|_| attacker(done.clone())).collect();
+    let stop = {
+        let done = done.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(ATTACK).await;
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    let during = probe.sample_while(&done, 20, 100_000).await;
+    stop.await.expect("timer");
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.expect("attacker"));
+    }
+    (out, during, started.elapsed().as_secs_f64())
+}
+
+/// Four connections of one address download a 7.8 MB file in a loop for six seconds with
+/// its view key: they are sent the burst and the rate's worth (plus the four answers that
+/// were under way when the share ran out), then 429 with `Retry-After`; another address
+/// still downloads it at once, and the people editing the file are not slowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downloading_a_large_file_in_a_loop_is_paced_per_address() {
+    let ((_serial, r, mut probe, base), len) = large_room().await;
+    let (port, id, key) = (r.node.port, r.id.clone(), r.view_key.clone());
+    let (results, during, secs) = attack(&mut probe, 4, |done| {
+        let id = id.clone();
+        let key = key.clone();
+        tokio::spawn(async move {
+            let (mut whole, mut refused, mut bytes) = (0usize, 0usize, 0usize);
+            while !done.load(Ordering::SeqCst) {
+                match download([127, 0, 0, 10], port, &id, &key).await {
+                    (200, _, n) => {
+                        whole += 1;
+                        bytes += n;
+                    }
+                    (429, true, _) => refused += 1,
+                    other => panic!("a download answered {other:?}"),
+                }
+            }
+            (whole, refused, bytes)
+        })
+    })
+    .await;
+    let whole: usize = results.iter().map(|r| r.0).sum();
+    let refused: usize = results.iter().map(|r| r.1).sum();
+    let bytes: usize = results.iter().map(|r| r.2).sum();
+    let share = BURST + RATE * secs + 4.0 * len as f64;
+    let (other, _, n) = download([127, 0, 0, 20], port, &r.id, &r.view_key).await;
+    report(
+        "a large file downloaded in a loop by four connections of one address",
+        &base,
+        &during,
+        json!({"document_bytes": len, "downloads": whole, "refused_429": refused,
+               "mb_sent": (bytes as f64 / 1e6).round(), "mb_share": (share / 1e6).round(),
+               "seconds": secs}),
+    );
+    assert!(
+        (whole * len) as f64 <= share,
+        "{whole} downloads of {len} bytes in {secs:.1} s: past the address's share ({share} bytes)"
+    );
+    assert!(refused > 0, "no download was refused");
+    assert_eq!(
+        (other, n > len),
+        (200, true),
+        "another address was refused its download"
+    );
+    probe.settle().await;
+}
+
+/// One address joins a 7.8 MB file again and again with its view key, never resuming:
+/// it is welcomed with the document until its share is spent, then each hello closes
+/// 1013 with a `retry-ms` of about the wait; another address is welcomed at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joining_a_large_file_in_a_loop_is_paced_per_address() {
+    let ((_serial, r, mut probe, base), len) = large_room().await;
+    let (port, id, key) = (r.node.port, r.id.clone(), r.view_key.clone());
+    let hello = Hello::key(&key).to_json().to_string();
+    let (results, during, secs) = attack(&mut probe, 1, |done| {
+        let (id, hello) = (id.clone(), hello.clone());
+        tokio::spawn(async move {
+            let (mut welcomed, mut hints) = (0usize, Vec::new());
+            while !done.load(Ordering::SeqCst) {
+                let Ok(mut raw) = Raw::try_connect_from([127, 0, 0, 11], port, &id, "", None).await
+                else {
+                    continue;
+                };
+                raw.text(&hello).await;
+                match raw.next(WAIT).await {
+                    Got::Text(w) if w["type"] == "welcome" => {
+                        assert!(w["doc"].is_object(), "a welcome without the document");
+                        welcomed += 1;
+                    }
+                    Got::Close(Some(1013)) => hints.push(
+                        atrium_protocol::retry_hint_ms(&raw.close_reason)
+                            .unwrap_or_else(|| panic!("1013 without a hint: {}", raw.close_reason)),
+                    ),
+                    other => panic!("a hello got {other:?}"),
+                }
+            }
+            (welcomed, hints)
+        })
+    })
+    .await;
+    let (welcomed, hints) = &results[0];
+    let share = BURST + RATE * secs + len as f64;
+    let (_other, welcome) = Client::join(&r.node, &r.id, &Hello::key(&r.view_key)).await;
+    report(
+        "a large file joined in a loop by one address",
+        &base,
+        &during,
+        json!({"document_bytes": len, "welcomes": welcomed, "refused_1013": hints.len(),
+               "retry_ms": hints.iter().max(), "seconds": secs}),
+    );
+    assert!(
+        (welcomed * len) as f64 <= share,
+        "{welcomed} welcomes of {len} bytes in {secs:.1} s: past the address's share ({share})"
+    );
+    assert!(!hints.is_empty(), "no hello was refused");
+    // A wait is what the address owes at the rate, at most one document's worth more.
+    let longest = (len as f64 + BURST) / RATE * 1250.0;
+    assert!(
+        hints.iter().all(|&ms| ms >= 1 && (ms as f64) <= longest),
+        "retry hints out of range: {hints:?}"
+    );
+    assert!(
+        welcome["doc"].is_object(),
+        "another address was not welcomed"
+    );
+    probe.settle().await;
+}
