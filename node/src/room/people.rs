@@ -29,6 +29,7 @@ impl RoomCore {
             .map_err(JoinError::Denied)?;
         let (allowed, mut reason) =
             access::role(&self.record, access).map_err(JoinError::Denied)?;
+        self.pace_welcome(&req)?;
         self.reserve_welcome()?;
 
         let state = self
@@ -52,7 +53,7 @@ impl RoomCore {
         if replaced.is_empty() && self.participants.len() >= self.rules.config.room_people {
             return Err(JoinError::Full);
         }
-        self.charge_welcome(&req)?;
+        self.charge_welcome(&req);
         let mut page = None;
         for conn in &replaced {
             if let Some(old) = self.participants.remove(conn) {

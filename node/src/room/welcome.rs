@@ -14,6 +14,11 @@ use crate::outbox::ConnId;
 /// welcome carries them.
 const LARGE_WELCOME: usize = 1 << 20;
 
+/// Welcomes with documents up to this size are sent even to an address that owes (they
+/// are still charged): a person opening a small file is not kept out because someone at
+/// their address downloaded large ones, and joins are paced per address anyway.
+const ALWAYS_WELCOMED: usize = 64 * 1024;
+
 impl RoomCore {
     /// A welcome carrying a large document is built in memory (twice, while it is
     /// spliced): promised from the node's memory budget first, or refused with 1013.
@@ -30,28 +35,39 @@ impl RoomCore {
         Ok(())
     }
 
-    /// A welcome that carries the document is charged to the joiner's address
-    /// (`ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND`): while the address is in debt the
-    /// hello is refused with how long to wait, so joining again and again cannot make
-    /// the node send a large document faster than the address's share.
-    pub(super) fn charge_welcome(&self, req: &JoinRequest) -> Result<(), JoinError> {
+    /// The address a welcome with the document is charged to (`None` when the
+    /// welcome resumes, or the socket has no address), and the document's length.
+    fn welcome_charge(&self, req: &JoinRequest) -> Option<(std::net::IpAddr, usize)> {
         let resumes = req
             .since
             .is_some_and(|since| self.recent.can_resume(since, self.version));
-        let Some(address) = req.outbox.address().filter(|_| !resumes) else {
-            return Ok(());
-        };
-        let sent = &self.rules.documents_sent;
-        if let Err(wait) = sent.ready(&address) {
-            self.rules
-                .metrics
-                .documents_paced
-                .with_label_values(&["welcome"])
-                .inc();
-            return Err(JoinError::Paced(wait));
+        let address = req.outbox.address().filter(|_| !resumes)?;
+        Some((address, self.doc.serialized_len()))
+    }
+
+    /// A welcome that carries the document is charged to the joiner's address
+    /// (`ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND`): while the address is in debt a hello
+    /// for a document over [`ALWAYS_WELCOMED`] is refused with how long to wait, before
+    /// anything is reserved for it, so joining again and again cannot make the node send
+    /// a large document faster than the address's share.
+    pub(super) fn pace_welcome(&self, req: &JoinRequest) -> Result<(), JoinError> {
+        match self.welcome_charge(req) {
+            Some((address, len)) if len > ALWAYS_WELCOMED => {
+                self.rules.documents_sent.ready(&address).map_err(|wait| {
+                    let paced = &self.rules.metrics.documents_paced;
+                    paced.with_label_values(&["welcome"]).inc();
+                    JoinError::Paced(wait)
+                })
+            }
+            _ => Ok(()),
         }
-        sent.charge(&address, self.doc.serialized_len() as u64);
-        Ok(())
+    }
+
+    /// Charges a welcome let in by [`Self::pace_welcome`], once nothing else refuses it.
+    pub(super) fn charge_welcome(&self, req: &JoinRequest) {
+        if let Some((address, len)) = self.welcome_charge(req) {
+            self.rules.documents_sent.charge(&address, len as u64);
+        }
     }
 
     pub(super) fn welcome(

@@ -32,6 +32,50 @@ fn what_the_room_sends_a_joiner_waits_behind_its_welcome() {
     assert!(types.contains(&json!("join")), "{types:?}");
 }
 
+/// An address's share of document bytes: 1,000 bytes, then 1,000 a second.
+fn small_share() -> Harness {
+    Harness::with(
+        &[
+            ("document-bytes-per-ip-per-second", "1000"),
+            ("document-burst-bytes-per-ip", "1000"),
+        ],
+        u64::MAX / 4,
+    )
+}
+
+#[test]
+fn welcomes_with_a_large_document_wait_out_their_address_share() {
+    let mut h = small_share();
+    let a = h.join(As::Owner);
+    h.patch(&a, 1, put("big", json!({"s": "x".repeat(100_000)})));
+    h.end_turn();
+    h.durable(1);
+    let _first = h
+        .try_join(As::Viewer, None)
+        .expect("one document goes while nothing is owed");
+    match h.try_join(As::Viewer, None) {
+        Err(JoinError::Paced(wait)) => assert!(wait > Duration::from_secs(90), "{wait:?}"),
+        other => panic!(
+            "a second 100 KB welcome within the share's second: {:?}",
+            other.map(|p| p.joined)
+        ),
+    }
+    // Resuming sends no document: never refused for the share.
+    h.try_join(As::Viewer, Some(1)).expect("a resume");
+}
+
+#[test]
+fn welcomes_with_a_small_document_are_never_refused_for_the_share() {
+    let mut h = small_share();
+    let owner = h.join(As::Owner);
+    h.patch(&owner, 1, put("small", json!({"s": "x".repeat(10_000)})));
+    h.end_turn();
+    h.durable(1);
+    for _ in 0..5 {
+        h.try_join(As::Viewer, None).expect("a 10 KB welcome");
+    }
+}
+
 #[test]
 fn everyone_else_hears_a_join() {
     let mut h = Harness::new();

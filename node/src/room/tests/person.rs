@@ -66,6 +66,8 @@ impl Harness {
         since: Option<u64>,
     ) -> Result<Person, JoinError> {
         let (out, rx) = outbox(1024, 64 << 20, self.core.rules.metrics.clone());
+        // Every test socket comes from one address (documentation's 192.0.2.0/24).
+        out.set_address([192, 0, 2, 1].into());
         let conn = out.id;
         let seat = Seat::default();
         let (account, key, grant) = match who {
