@@ -165,6 +165,17 @@ pub struct NodeConfig {
     )]
     pub ws_upgrades_per_ip_per_second: u32,
 
+    /// HTTP requests a second per client address (an IPv6 client by its /64), with a
+    /// burst of `ATRIUM_REQUEST_BURST_PER_IP`; beyond it 429. Socket upgrades are paced
+    /// by their own limit, and the server API per key (only its refused keys count
+    /// here). `0` turns it off.
+    #[arg(long, env = "ATRIUM_REQUESTS_PER_IP_PER_SECOND", default_value_t = 200)]
+    pub requests_per_ip_per_second: u32,
+
+    /// HTTP requests one client address may send at once before the rate above paces it.
+    #[arg(long, env = "ATRIUM_REQUEST_BURST_PER_IP", default_value_t = 2000)]
+    pub request_burst_per_ip: u32,
+
     /// Socket upgrades one client address may make at once before they are paced.
     #[arg(long, env = "ATRIUM_WS_UPGRADE_BURST", default_value_t = 200)]
     pub ws_upgrade_burst: u32,

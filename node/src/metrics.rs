@@ -39,6 +39,7 @@ pub struct Metrics {
     pub snapshots: IntCounter,
     pub rate_limited: IntCounter,
     pub documents_paced: IntCounterVec,
+    pub requests_paced: IntCounter,
     pub presence_dropped: IntCounter,
     pub welcomes_waited: IntCounter,
     pub joins: IntCounterVec,

@@ -172,6 +172,11 @@ pub async fn start(
             config.ws_upgrade_burst.max(1),
             AUTH_KEYS,
         ),
+        requests_by_address: KeyedLimiter::per_second(
+            config.requests_per_ip_per_second,
+            config.request_burst_per_ip,
+            AUTH_KEYS,
+        ),
         auth_by_address: KeyedLimiter::per_minute(config.auth_per_ip_per_minute, AUTH_KEYS),
         auth_by_email: KeyedLimiter::per_minute(config.auth_per_email_per_minute, AUTH_KEYS),
         signin_by_address_email: KeyedLimiter::per_minute(

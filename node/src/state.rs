@@ -34,6 +34,9 @@ pub struct AppState {
     pub sockets_by_address: Arc<AddressCounts>,
     /// Socket upgrades per client address, paced (`ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND`).
     pub upgrades_by_address: KeyedLimiter<std::net::IpAddr>,
+    /// Requests a second per client address, socket upgrades and accepted server API
+    /// keys aside (`http::pacing`).
+    pub requests_by_address: KeyedLimiter<std::net::IpAddr>,
     pub auth_by_address: KeyedLimiter<std::net::IpAddr>,
     pub auth_by_email: KeyedLimiter<String>,
     /// Sign-ins per (client address, email), before hashing.

@@ -10,6 +10,7 @@ mod caller;
 mod error;
 mod files;
 mod ops;
+mod pacing;
 mod routes;
 mod server;
 mod upgrade;
@@ -84,7 +85,13 @@ pub async fn handle(
     req.extensions_mut().insert(BodyDeadline(
         tokio::time::Instant::now() + state.config.body_timeout(),
     ));
-    let mut resp = match routes::route(&state, req).await {
+    let counted = pacing::Counted::of(req.uri().path());
+    let key = crate::limits::address_key(addr);
+    let answer = match counted.admit(&state, key).await {
+        Ok(()) => routes::route(&state, req).await,
+        Err(e) => Err(e),
+    };
+    let mut resp = match answer {
         Ok(resp) => resp,
         Err(e) => {
             match e.code {
@@ -95,6 +102,7 @@ pub async fn handle(
             error::error_response(&e)
         }
     };
+    counted.answered(&state, key, resp.status());
     if resp.status() == StatusCode::REQUEST_TIMEOUT {
         // What is left of a body that came too slowly is not read: close.
         resp.headers_mut()

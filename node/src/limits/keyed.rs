@@ -37,6 +37,11 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
         Self::new(f64::from(per_minute) / 60.0, f64::from(burst), max_keys)
     }
 
+    /// `per_second` a second, with at most `burst` at once.
+    pub fn per_second(per_second: u32, burst: u32, max_keys: usize) -> Self {
+        Self::new(f64::from(per_second), f64::from(burst), max_keys)
+    }
+
     /// `per_second` bytes a second, at most `burst` at once: spent with [`Self::charge`]
     /// once a size is known, after [`Self::ready`] said the key is not in debt.
     pub fn bytes(per_second: u64, burst: u64, max_keys: usize) -> Self {

@@ -93,6 +93,11 @@ impl Metrics {
                 "Welcomes (1013) and document reads (429) refused while their address was over its share of document bytes (ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND), by way.",
                 &["via"],
             ),
+            requests_paced: counter(
+                &r,
+                "atrium_requests_paced_total",
+                "HTTP requests that waited their address's turn (ATRIUM_REQUESTS_PER_IP_PER_SECOND); those refused count in atrium_rate_limited_total.",
+            ),
             memory_rss: gauge(
                 &r,
                 "atrium_memory_resident_bytes",

@@ -60,6 +60,7 @@ mod parsed_patches;
 mod presence_flood;
 mod raw_ws;
 mod reconnects;
+mod request_flood;
 mod sign_in;
 mod silent;
 mod stale_ops;
