@@ -139,7 +139,7 @@ impl DocumentsTo {
         Ok(Self(address))
     }
 
-    /// [`held_answer`], charged to the address.
+    /// [`held_answer`], charged to the address when it is given.
     pub(super) fn held_answer(
         self,
         state: &AppState,
@@ -147,8 +147,10 @@ impl DocumentsTo {
         doc: String,
         tail: &str,
     ) -> ApiResult {
-        state.documents_sent.charge(&self.0, doc.len() as u64);
-        held_answer(state, head, doc, tail)
+        let len = doc.len() as u64;
+        let answer = held_answer(state, head, doc, tail)?;
+        state.documents_sent.charge(&self.0, len);
+        Ok(answer)
     }
 }
 

@@ -32,24 +32,25 @@ fn what_the_room_sends_a_joiner_waits_behind_its_welcome() {
     assert!(types.contains(&json!("join")), "{types:?}");
 }
 
-/// An address's share of document bytes: 1,000 bytes, then 1,000 a second.
-fn small_share() -> Harness {
-    Harness::with(
-        &[
-            ("document-bytes-per-ip-per-second", "1000"),
-            ("document-burst-bytes-per-ip", "1000"),
-        ],
-        u64::MAX / 4,
-    )
+/// A room whose document holds `bytes` of text, durable, on a node where an address's
+/// share of document bytes is 1,000 bytes, then 1,000 a second. Its owner joined while it
+/// was empty.
+fn document_of(bytes: usize) -> Harness {
+    let share = [
+        ("document-bytes-per-ip-per-second", "1000"),
+        ("document-burst-bytes-per-ip", "1000"),
+    ];
+    let mut h = Harness::with(&share, u64::MAX / 4);
+    let owner = h.join(As::Owner);
+    h.patch(&owner, 1, put("text", json!({"s": "x".repeat(bytes)})));
+    h.end_turn();
+    h.durable(1);
+    h
 }
 
 #[test]
 fn welcomes_with_a_large_document_wait_out_their_address_share() {
-    let mut h = small_share();
-    let a = h.join(As::Owner);
-    h.patch(&a, 1, put("big", json!({"s": "x".repeat(100_000)})));
-    h.end_turn();
-    h.durable(1);
+    let mut h = document_of(100_000);
     let _first = h
         .try_join(As::Viewer, None)
         .expect("one document goes while nothing is owed");
@@ -66,11 +67,7 @@ fn welcomes_with_a_large_document_wait_out_their_address_share() {
 
 #[test]
 fn welcomes_with_a_small_document_are_never_refused_for_the_share() {
-    let mut h = small_share();
-    let owner = h.join(As::Owner);
-    h.patch(&owner, 1, put("small", json!({"s": "x".repeat(10_000)})));
-    h.end_turn();
-    h.durable(1);
+    let mut h = document_of(10_000);
     for _ in 0..5 {
         h.try_join(As::Viewer, None).expect("a 10 KB welcome");
     }
