@@ -167,8 +167,8 @@ pub struct NodeConfig {
 
     /// HTTP requests a second per client address (an IPv6 client by its /64), with a
     /// burst of `ATRIUM_REQUEST_BURST_PER_IP`; beyond it 429. Socket upgrades are paced
-    /// by their own limit, and the server API per key (only its refused keys count
-    /// here). `0` turns it off.
+    /// by their own limit, and the server API per key (an upgrade that is not upgraded
+    /// and a key that is not accepted count here). `0` turns it off.
     #[arg(long, env = "ATRIUM_REQUESTS_PER_IP_PER_SECOND", default_value_t = 200)]
     pub requests_per_ip_per_second: u32,
 

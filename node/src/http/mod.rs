@@ -23,6 +23,7 @@ pub use caller::{
 pub use error::{busy, rate_limited, ApiError};
 pub use files::HistoryWork;
 pub use ops::metrics_text as metrics_response;
+pub use pacing::ServerKeyAccepted;
 
 use std::sync::Arc;
 
@@ -85,7 +86,7 @@ pub async fn handle(
     req.extensions_mut().insert(BodyDeadline(
         tokio::time::Instant::now() + state.config.body_timeout(),
     ));
-    let counted = pacing::Counted::of(req.uri().path());
+    let counted = pacing::Counted::of(&mut req);
     let key = crate::limits::address_key(addr);
     let answer = match counted.admit(&state, key).await {
         Ok(()) => routes::route(&state, req).await,

@@ -2,67 +2,93 @@
 //! request costs the node its parsing, a task and usually a store lookup, so one address
 //! sending them as fast as it can would take the node's cores from everyone else.
 //!
-//! Three kinds of request count differently:
-//! - socket upgrades have their own pace (`ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND`), which
-//!   makes them wait rather than refusing them, and are not counted here;
+//! Most requests take one turn of the address's rate. Two kinds have a limit of their own
+//! and take a turn only when they turn out not to be what they claim:
+//! - a socket upgrade is paced by `ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND`; one that is
+//!   not upgraded (a bad handshake, a refusal) takes a turn;
 //! - the server API is limited per API key (`ATRIUM_SERVER_API_PER_SECOND`), since an
-//!   app's backend sends many requests from one address: only its requests whose key is
-//!   refused (401, 403) count against the address, so guessing keys is paced like
-//!   anything else;
-//! - everything else takes one request of the address's rate: waiting for it up to two
-//!   seconds (the connection reads nothing meanwhile, so a flood is held to the rate
-//!   times the address's connections), or answered 429 when it is further away.
+//!   app's backend sends many requests from one address; a request whose key is not
+//!   accepted (none, a bad one, any unknown route under it) takes a turn.
+//!
+//! An address over its rate waits for its turn (its connection reads nothing meanwhile),
+//! so a flood is held to the rate whatever its connections send; a turn more than two
+//! seconds away is refused 429, but only after those two seconds, so refusals cannot be
+//! drawn faster than turns.
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::StatusCode;
+use hyper::body::Incoming;
+use hyper::{Request, StatusCode};
 
 use super::{rate_limited, ApiError};
 use crate::state::AppState;
 
-/// The longest a request waits for its address's turn before it is refused.
+/// The longest a request waits for its address's turn; further away, it is refused
+/// after waiting this long.
 const MAX_WAIT: Duration = Duration::from_secs(2);
 
+/// Set by the server API once a request's key is accepted.
+#[derive(Clone, Default)]
+pub struct ServerKeyAccepted(Arc<AtomicBool>);
+
+impl ServerKeyAccepted {
+    /// Marks the request's key accepted (a no-op for requests outside the server API).
+    pub fn mark(req: &Request<Incoming>) {
+        if let Some(accepted) = req.extensions().get::<ServerKeyAccepted>() {
+            accepted.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 /// How a request is counted against its address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub(super) enum Counted {
-    /// A socket upgrade: paced by its own limit.
+    /// A socket upgrade: paced by its own limit once it is one.
     Upgrade,
-    /// The server API: only its refused keys count.
-    ServerApi,
-    /// One request of the address's rate.
+    /// The server API: limited by its key once the key is accepted.
+    ServerApi(ServerKeyAccepted),
+    /// One turn of the address's rate.
     Request,
 }
 
 impl Counted {
-    pub(super) fn of(path: &str) -> Self {
+    /// How `req` is counted, by its path; a server API request is given the flag its
+    /// handler marks once the key is accepted.
+    pub(super) fn of(req: &mut Request<Incoming>) -> Self {
+        let counted = Self::of_path(req.uri().path());
+        if let Counted::ServerApi(accepted) = &counted {
+            req.extensions_mut().insert(accepted.clone());
+        }
+        counted
+    }
+
+    fn of_path(path: &str) -> Self {
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match segments.as_slice() {
             ["files", _, "ws"] => Counted::Upgrade,
-            ["api", "server", ..] => Counted::ServerApi,
+            ["api", "server", ..] => Counted::ServerApi(ServerKeyAccepted::default()),
             _ => Counted::Request,
         }
     }
 
-    /// Before the request is routed: waits the address's turn when it is at most
-    /// [`MAX_WAIT`] away, so a client that sends too fast is slowed (its connection does
-    /// nothing meanwhile) instead of being answered at once and sending again; further
-    /// away, `Err` (429 with how long until a turn is free).
-    pub(super) async fn admit(self, state: &AppState, address: IpAddr) -> Result<(), ApiError> {
-        let limiter = &state.requests_by_address;
-        if self == Counted::Upgrade || state.config.requests_per_ip_per_second == 0 {
+    /// Before the request is routed: waits for the address's turn, or refuses it (after
+    /// [`MAX_WAIT`]) when the turn is further away. Upgrades and the server API only wait
+    /// while their address owes turns; they take one once answered (see [`Self::answered`]).
+    pub(super) async fn admit(&self, state: &AppState, address: IpAddr) -> Result<(), ApiError> {
+        if state.config.requests_per_ip_per_second == 0 {
             return Ok(());
         }
+        let limiter = &state.requests_by_address;
         let turn = match self {
-            Counted::ServerApi => match limiter.ready(&address) {
-                Err(wait) if wait > MAX_WAIT => Err(wait),
-                Err(wait) => Ok(wait),
+            Counted::Request => limiter.reserve(&address, MAX_WAIT),
+            Counted::Upgrade | Counted::ServerApi(_) => match limiter.ready(&address) {
                 Ok(()) => Ok(Duration::ZERO),
+                Err(wait) if wait <= MAX_WAIT => Ok(wait),
+                Err(wait) => Err(wait),
             },
-            _ => limiter
-                .reserve(&address, MAX_WAIT)
-                .map_err(|wait| wait.saturating_sub(MAX_WAIT)),
         };
         match turn {
             Ok(wait) if wait.is_zero() => Ok(()),
@@ -71,17 +97,25 @@ impl Counted {
                 tokio::time::sleep(wait).await;
                 Ok(())
             }
-            Err(wait) => Err(rate_limited(
-                "too many requests from this address; wait a little and try again",
-                wait,
-            )),
+            Err(wait) => {
+                tokio::time::sleep(MAX_WAIT).await;
+                Err(rate_limited(
+                    "too many requests from this address; wait a little and try again",
+                    wait.saturating_sub(MAX_WAIT),
+                ))
+            }
         }
     }
 
-    /// After the answer: a server API request whose key was refused is charged.
-    pub(super) fn answered(self, state: &AppState, address: IpAddr, status: StatusCode) {
-        let refused = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
-        if self == Counted::ServerApi && refused {
+    /// After the answer: an upgrade that was not upgraded, or a server API request whose
+    /// key was not accepted, takes a turn.
+    pub(super) fn answered(&self, state: &AppState, address: IpAddr, status: StatusCode) {
+        let counts = match self {
+            Counted::Request => false,
+            Counted::Upgrade => status != StatusCode::SWITCHING_PROTOCOLS,
+            Counted::ServerApi(accepted) => !accepted.0.load(Ordering::Relaxed),
+        };
+        if counts && state.config.requests_per_ip_per_second > 0 {
             state.requests_by_address.charge(&address, 1);
         }
     }
@@ -91,14 +125,19 @@ impl Counted {
 mod tests {
     use super::Counted;
 
+    fn counted(path: &str) -> &'static str {
+        match Counted::of_path(path) {
+            Counted::Upgrade => "upgrade",
+            Counted::ServerApi(_) => "server",
+            Counted::Request => "request",
+        }
+    }
+
     #[test]
     fn requests_are_counted_by_their_path() {
-        assert_eq!(Counted::of("/files/abc/ws"), Counted::Upgrade);
-        assert_eq!(Counted::of("/api/server/files"), Counted::ServerApi);
-        assert_eq!(
-            Counted::of("/api/server/files/x/patches"),
-            Counted::ServerApi
-        );
+        assert_eq!(counted("/files/abc/ws"), "upgrade");
+        assert_eq!(counted("/api/server/files"), "server");
+        assert_eq!(counted("/api/server/files/x/patches"), "server");
         for path in [
             "/",
             "/health",
@@ -106,7 +145,7 @@ mod tests {
             "/files/abc/ws/x",
             "/api/serverx",
         ] {
-            assert_eq!(Counted::of(path), Counted::Request, "{path}");
+            assert_eq!(counted(path), "request", "{path}");
         }
     }
 }
