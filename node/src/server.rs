@@ -129,7 +129,7 @@ pub async fn start(
             memory: memory.clone(),
             config: config.clone(),
             limits: limits.clone(),
-            welcome_budget: Budget::new(config.welcome_budget_bytes),
+            welcome_budget: Budget::new(config.welcome_budget()),
         },
         store: store.clone(),
         journal,

@@ -91,6 +91,14 @@ impl NodeConfig {
         }
     }
 
+    /// The node-wide allowance for large messages held until written: the setting, but at
+    /// most a quarter of the memory budget, so that sockets which never read cannot hold
+    /// the whole budget in messages the node has promised them.
+    pub fn welcome_budget(&self) -> usize {
+        let quarter = usize::try_from(self.memory_budget() / 4).unwrap_or(usize::MAX);
+        self.welcome_budget_bytes.min(quarter)
+    }
+
     /// Whether a page of `origin` may open a socket.
     pub fn origin_allowed(&self, origin: &str) -> bool {
         let allowed: Vec<&str> = self

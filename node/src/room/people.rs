@@ -30,7 +30,7 @@ impl RoomCore {
         let (allowed, mut reason) =
             access::role(&self.record, access).map_err(JoinError::Denied)?;
         self.pace_welcome(&req)?;
-        self.reserve_welcome()?;
+        self.reserve_welcome(&req)?;
 
         let state = self
             .clients

@@ -65,14 +65,23 @@ impl RecentOps {
             .map(|e| e.v)
     }
 
-    /// Whether [`Self::resume`] has what brings a client from `since` to `version`.
-    pub fn can_resume(&self, since: u64, version: u64) -> bool {
-        match (self.entries.front(), self.entries.back()) {
-            _ if since == version => true,
-            _ if since > version => false,
-            (Some(first), Some(last)) => first.v <= since + 1 && last.v >= version,
-            _ => false,
+    /// About how many bytes [`Self::resume`] would give (every patch counted as its
+    /// relay, acks included), or `None` when it could not resume: in O(patches).
+    pub fn resume_len(&self, since: u64, version: u64) -> Option<usize> {
+        if since == version {
+            return Some(0);
         }
+        let (first, last) = (self.entries.front()?, self.entries.back()?);
+        if since > version || first.v > since + 1 || last.v < version {
+            return None;
+        }
+        let skip = (since + 1 - first.v) as usize;
+        let wanted = self
+            .entries
+            .iter()
+            .skip(skip)
+            .take_while(|e| e.v <= version);
+        Some(wanted.map(RecentOp::size).sum())
     }
 
     /// The messages that bring a client from `since` to `version`, or `None` when
@@ -143,19 +152,26 @@ mod tests {
     }
 
     #[test]
-    fn can_resume_says_what_resume_does() {
+    fn resume_len_says_what_resume_gives() {
         let mut recent = RecentOps::new(3, 1 << 20);
         let any = ClientKey([1; 16]);
-        assert!(recent.can_resume(0, 0));
-        assert!(!recent.can_resume(0, 1));
+        assert_eq!(recent.resume_len(0, 0), Some(0));
+        assert_eq!(recent.resume_len(0, 1), None);
         for v in 1..=5 {
             recent.push(entry(v, 0));
         }
         for since in 0..=7 {
             for version in 0..=7 {
+                let given = recent.resume(since, version, any);
+                let len = recent.resume_len(since, version);
                 assert_eq!(
-                    recent.can_resume(since, version),
-                    recent.resume(since, version, any).is_some(),
+                    len.is_some(),
+                    given.is_some(),
+                    "since {since}, version {version}"
+                );
+                let given: usize = given.iter().flatten().map(|f| f.len()).sum();
+                assert!(
+                    len.unwrap_or(0) >= given,
                     "since {since}, version {version}"
                 );
             }

@@ -14,16 +14,25 @@ use crate::outbox::ConnId;
 /// welcome carries them.
 const LARGE_WELCOME: usize = 1 << 20;
 
-/// Welcomes with documents up to this size are sent even to an address that owes (they
-/// are still charged): a person opening a small file is not kept out because someone at
-/// their address downloaded large ones, and joins are paced per address anyway.
+/// Welcomes up to this size are sent even to an address that owes (they are still
+/// charged): a person opening a small file is not kept out because someone at their
+/// address downloaded large ones, and joins are paced per address anyway.
 const ALWAYS_WELCOMED: usize = 64 * 1024;
 
 impl RoomCore {
-    /// A welcome carrying a large document is built in memory (twice, while it is
-    /// spliced): promised from the node's memory budget first, or refused with 1013.
-    pub(super) fn reserve_welcome(&self) -> Result<(), JoinError> {
-        let size = self.doc.serialized_len();
+    /// The bytes a welcome will carry: the patches that resume the client from `since`
+    /// when the room still holds them, else the whole document.
+    fn welcome_len(&self, since: Option<u64>) -> usize {
+        since
+            .and_then(|since| self.recent.resume_len(since, self.version))
+            .unwrap_or_else(|| self.doc.serialized_len())
+    }
+
+    /// A large welcome (a document, or the patches that resume a client) is built in
+    /// memory (twice, while it is spliced): promised from the node's memory budget first,
+    /// or refused with 1013.
+    pub(super) fn reserve_welcome(&self, req: &JoinRequest) -> Result<(), JoinError> {
+        let size = self.welcome_len(req.since);
         if size < LARGE_WELCOME {
             return Ok(());
         }
@@ -35,37 +44,30 @@ impl RoomCore {
         Ok(())
     }
 
-    /// The address a welcome with the document is charged to (`None` when the
-    /// welcome resumes, or the socket has no address), and the document's length.
-    fn welcome_charge(&self, req: &JoinRequest) -> Option<(std::net::IpAddr, usize)> {
-        let resumes = req
-            .since
-            .is_some_and(|since| self.recent.can_resume(since, self.version));
-        let address = req.outbox.address().filter(|_| !resumes)?;
-        Some((address, self.doc.serialized_len()))
-    }
-
-    /// A welcome that carries the document is charged to the joiner's address
-    /// (`ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND`): while the address is in debt a hello
-    /// for a document over [`ALWAYS_WELCOMED`] is refused with how long to wait, before
-    /// anything is reserved for it, so joining again and again cannot make the node send
-    /// a large document faster than the address's share.
+    /// A welcome is charged to the joiner's address by what it carries, a document or
+    /// the patches that resume it (`ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND`): while the
+    /// address is in debt a hello for a welcome over [`ALWAYS_WELCOMED`] is refused with
+    /// how long to wait, before anything is reserved for it, so joining again and again
+    /// cannot make the node send a large document, or a long resume, faster than the
+    /// address's share.
     pub(super) fn pace_welcome(&self, req: &JoinRequest) -> Result<(), JoinError> {
-        match self.welcome_charge(req) {
-            Some((address, len)) if len > ALWAYS_WELCOMED => {
-                self.rules.documents_sent.ready(&address).map_err(|wait| {
-                    let paced = &self.rules.metrics.documents_paced;
-                    paced.with_label_values(&["welcome"]).inc();
-                    JoinError::Paced(wait)
-                })
-            }
-            _ => Ok(()),
+        let Some(address) = req.outbox.address() else {
+            return Ok(());
+        };
+        if self.welcome_len(req.since) <= ALWAYS_WELCOMED {
+            return Ok(());
         }
+        self.rules.documents_sent.ready(&address).map_err(|wait| {
+            let paced = &self.rules.metrics.documents_paced;
+            paced.with_label_values(&["welcome"]).inc();
+            JoinError::Paced(wait)
+        })
     }
 
     /// Charges a welcome let in by [`Self::pace_welcome`], once nothing else refuses it.
     pub(super) fn charge_welcome(&self, req: &JoinRequest) {
-        if let Some((address, len)) = self.welcome_charge(req) {
+        if let Some(address) = req.outbox.address() {
+            let len = self.welcome_len(req.since);
             self.rules.documents_sent.charge(&address, len as u64);
         }
     }

@@ -61,6 +61,7 @@ mod presence_flood;
 mod raw_ws;
 mod reconnects;
 mod request_flood;
+mod resumes;
 mod sign_in;
 mod silent;
 mod stale_ops;
