@@ -201,9 +201,9 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_FILE_CREATES_PER_MINUTE", default_value_t = 30)]
     pub file_creates_per_minute: u32,
 
-    /// Versions named a minute per file, with a burst of as many (429 beyond): named
-    /// versions are kept until the owner deletes them, and anyone with edit access may
-    /// name one.
+    /// Versions named or renamed a minute per file, with a burst of as many (429
+    /// beyond): named versions are kept until the owner deletes them, a rename reaches
+    /// everyone in the file, and anyone with edit access may do either.
     #[arg(long, env = "ATRIUM_VERSIONS_NAMED_PER_MINUTE", default_value_t = 10)]
     pub versions_named_per_minute: u32,
 
