@@ -261,6 +261,12 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_CONNECTIONS_PER_IP")]
     pub connections_per_ip: Option<usize>,
 
+    /// The kernel's send buffer of each connection on the main address, in bytes (Linux
+    /// doubles it), so a peer that reads nothing holds at most that much of the
+    /// machine's memory; `0` leaves the kernel's own sizing (up to `tcp_wmem`, 4 MiB).
+    #[arg(long, env = "ATRIUM_SEND_BUFFER_BYTES", default_value_t = 128 * 1024)]
+    pub send_buffer_bytes: usize,
+
     /// An HTTP answer whose client takes none of its bytes for this long has its
     /// connection closed, so asking and never reading holds nothing for good.
     #[arg(long, env = "ATRIUM_WRITE_TIMEOUT_MS", default_value_t = 30_000)]

@@ -3,6 +3,7 @@
 mod listeners;
 mod membership;
 mod refusal;
+mod send_buffer;
 mod shutdown;
 mod write_deadline;
 
