@@ -31,6 +31,7 @@ impl Board {
             page_changed: 0,
             watermark: self.counter,
             catch_up: Vec::new(),
+            catch_up_credit: Credit::for_catch_up(now),
             full: String::new(),
             short: String::new(),
             credit: Credit::new(now),

@@ -56,7 +56,7 @@ impl Board {
             let Some(conn) = self.round.pop_front() else {
                 break;
             };
-            if let Some(frame) = self.message_for(conn) {
+            if let Some(frame) = self.message_for(conn, now) {
                 if let Some(seat) = self.seats.get(&conn) {
                     seat.outbox.send(frame);
                     sent += 1;
@@ -77,11 +77,12 @@ impl Board {
     }
 
     /// One receiver's message for this tick, advancing its watermark.
-    fn message_for(&mut self, conn: ConnId) -> Option<Msg> {
+    fn message_for(&mut self, conn: ConnId, now: Instant) -> Option<Msg> {
         let mut catch_up = std::mem::take(&mut self.seats.get_mut(&conn)?.catch_up);
         let seats = &self.seats;
         let me = seats.get(&conn)?;
         let (page, watermark) = (&me.page, me.watermark);
+        let mut credit = me.catch_up_credit;
         // Who goes in, and whether in full: decided first, so the frame is written once.
         let mut included: Vec<(ConnId, bool)> = Vec::new();
         let mut len = 0;
@@ -89,6 +90,11 @@ impl Board {
             let Some(other) = catch_up.pop() else { break };
             match seats.get(&other) {
                 Some(s) if s.page == *page && s.changed > 0 => {
+                    // Paid by the mover; what it cannot pay for yet comes at a later tick.
+                    if !credit.pay(s.full.len(), now) {
+                        catch_up.push(other);
+                        break;
+                    }
                     len += s.full.len() + 1;
                     included.push((other, true));
                 }
@@ -132,6 +138,7 @@ impl Board {
         let seat = self.seats.get_mut(&conn)?;
         seat.watermark = new_watermark;
         seat.catch_up = catch_up;
+        seat.catch_up_credit = credit;
         if !seat.catch_up.is_empty() || new_watermark < self.counter {
             self.dirty = true;
         }

@@ -8,27 +8,44 @@ use serde::Serialize;
 use crate::ids::PersonId;
 use crate::outbox::{ConnId, Outbox};
 
-use super::{RELAY_BURST, RELAY_PER_BYTE, RELAY_PER_SECOND};
+use super::{CATCH_UP_BURST, CATCH_UP_PER_SECOND, RELAY_BURST, RELAY_PER_BYTE, RELAY_PER_SECOND};
 
 /// A person's relay credit, in bytes of entry.
+#[derive(Clone, Copy)]
 pub(super) struct Credit {
     bytes: f64,
     at: Instant,
+    /// Bytes earned a second, and the most it holds.
+    per_second: f64,
+    burst: f64,
 }
 
 impl Credit {
+    /// The credit that pays for announcing a person's own entry to everyone else.
     pub(super) fn new(now: Instant) -> Self {
+        Self::of(RELAY_PER_SECOND, RELAY_BURST, now)
+    }
+
+    /// The credit that pays for what a person is sent when they move to a page: the
+    /// entries of everyone on it.
+    pub(super) fn for_catch_up(now: Instant) -> Self {
+        Self::of(CATCH_UP_PER_SECOND, CATCH_UP_BURST, now)
+    }
+
+    fn of(per_second: f64, burst: f64, now: Instant) -> Self {
         Self {
-            bytes: RELAY_BURST,
+            bytes: burst,
             at: now,
+            per_second,
+            burst,
         }
     }
 
     pub(super) fn earn(&mut self, wire_bytes: usize, now: Instant) {
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
         self.at = self.at.max(now);
-        self.bytes = (self.bytes + elapsed * RELAY_PER_SECOND + wire_bytes as f64 * RELAY_PER_BYTE)
-            .min(RELAY_BURST);
+        self.bytes = (self.bytes + elapsed * self.per_second + wire_bytes as f64 * RELAY_PER_BYTE)
+            .min(self.burst);
     }
 
     pub(super) fn pay(&mut self, bytes: usize, now: Instant) -> bool {
@@ -56,6 +73,9 @@ pub(super) struct Seat {
     pub(super) watermark: u64,
     /// People on this person's page it must get in full, whatever the watermark.
     pub(super) catch_up: Vec<ConnId>,
+    /// Pays for those entries: moving page after page cannot draw everyone's state
+    /// faster than this earns.
+    pub(super) catch_up_credit: Credit,
     pub(super) full: String,
     pub(super) short: String,
     pub(super) credit: Credit,
@@ -123,6 +143,7 @@ mod tests {
             page_changed: 0,
             watermark: 0,
             catch_up: Vec::new(),
+            catch_up_credit: Credit::for_catch_up(now),
             full: String::new(),
             short: String::new(),
             credit: Credit::new(now),
