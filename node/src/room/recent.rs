@@ -114,6 +114,15 @@ impl RecentOps {
         )
     }
 
+    /// Patches held: the most recent, within `ATRIUM_ROOM_OPS` and `ATRIUM_ROOM_OPS_BYTES`.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     pub fn bytes(&self) -> usize {
         self.bytes
     }

@@ -39,6 +39,28 @@ fn a_snapshot_starts_once_the_log_passes_snapshot_bytes() {
 }
 
 #[test]
+fn the_log_kept_behind_a_snapshot_is_what_the_room_holds_within_its_bytes() {
+    let settings = [("snapshot-bytes", "1000"), ("room-ops-bytes", "5000")];
+    let (mut h, a) = editor_room(&settings, u64::MAX / 4);
+    for id in 1..=20 {
+        h.patch(&a, id, put("x", json!({"t": "y".repeat(1500)})));
+        h.commit();
+    }
+    // The first snapshot is done; the next starts with the room holding all it may.
+    let v = h.version();
+    h.send(RoomCmd::SnapshotDone(Ok(v)));
+    h.patch(&a, 21, put("x", json!({"t": "y".repeat(1500)})));
+    h.commit();
+    assert_eq!(h.snapshots.len(), 2);
+    let kept = h.snapshots[1].keep;
+    // About 1.6 KB a patch as held: three of them fit in 5,000 bytes, not a thousand.
+    assert!(
+        (2..=3).contains(&kept),
+        "{kept} patches kept behind the snapshot"
+    );
+}
+
+#[test]
 fn a_large_document_waits_for_a_quarter_of_its_size_in_log() {
     let (mut h, a) = editor_room(&[("snapshot-bytes", "100")], u64::MAX / 4);
     // A document of about 8 KB: its snapshot is due after about 2 KB of log.
