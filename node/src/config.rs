@@ -167,8 +167,8 @@ pub struct NodeConfig {
 
     /// HTTP requests a second per client address (an IPv6 client by its /64), with a
     /// burst of `ATRIUM_REQUEST_BURST_PER_IP`; beyond it 429. Socket upgrades are paced
-    /// by their own limit, and the server API per key (an upgrade that is not upgraded
-    /// and a key that is not accepted count here). `0` turns it off.
+    /// by their own limit, and requests with an API key per key (an upgrade that is not
+    /// upgraded and a key that is not accepted count here). `0` turns it off.
     #[arg(long, env = "ATRIUM_REQUESTS_PER_IP_PER_SECOND", default_value_t = 200)]
     pub requests_per_ip_per_second: u32,
 
@@ -347,7 +347,9 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_SEND_QUEUE_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub send_queue_bytes: usize,
 
-    /// Node-wide bytes for welcomes larger than a send queue; over it, 1013.
+    /// Node-wide bytes for messages larger than half a send queue, held until written
+    /// (over it, 1013); at most a quarter of the memory budget, but never less than the
+    /// largest document's welcome.
     #[arg(long, env = "ATRIUM_WELCOME_BUDGET_BYTES", default_value_t = 256 * 1024 * 1024)]
     pub welcome_budget_bytes: usize,
 

@@ -93,10 +93,13 @@ impl NodeConfig {
 
     /// The node-wide allowance for large messages held until written: the setting, but at
     /// most a quarter of the memory budget, so that sockets which never read cannot hold
-    /// the whole budget in messages the node has promised them.
+    /// the whole budget in messages the node has promised them; never less than the
+    /// largest document's welcome, or such a file could never be opened.
     pub fn welcome_budget(&self) -> usize {
         let quarter = usize::try_from(self.memory_budget() / 4).unwrap_or(usize::MAX);
-        self.welcome_budget_bytes.min(quarter)
+        let largest_welcome = self.max_doc_bytes.saturating_add(1 << 20);
+        self.welcome_budget_bytes
+            .min(quarter.max(largest_welcome))
     }
 
     /// Whether a page of `origin` may open a socket.

@@ -107,3 +107,24 @@ fn admins_are_matched_case_insensitively() {
     assert!(c.is_admin("b@x.io"));
     assert!(!c.is_admin("c@x.io"));
 }
+
+#[test]
+fn the_large_message_allowance_is_a_quarter_of_the_budget_but_fits_the_largest_document() {
+    let mib = |n: usize| n << 20;
+    let big = NodeConfig::parse_from(["atrium-node", "--memory-budget", "4G"]);
+    assert_eq!(big.welcome_budget(), mib(256), "the setting, under a quarter of 4 GiB");
+    let small = NodeConfig::parse_from([
+        "atrium-node",
+        "--memory-budget",
+        "256M",
+        "--max-doc-bytes",
+        "8388608",
+    ]);
+    assert_eq!(small.welcome_budget(), mib(64), "a quarter of 256 MiB");
+    let tight = NodeConfig::parse_from(["atrium-node", "--memory-budget", "256M"]);
+    assert_eq!(
+        tight.welcome_budget(),
+        mib(65),
+        "a 64 MiB document's welcome still fits"
+    );
+}

@@ -120,6 +120,8 @@ pub async fn api_key(
             format!("this API key lacks the `{scope}` scope"),
         ));
     }
+    // Accepted: the key's own limits apply, not its address's (`http::pacing`).
+    super::ServerKeyAccepted::mark(req);
     Ok(key)
 }
 

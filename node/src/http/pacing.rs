@@ -7,8 +7,9 @@
 //! - a socket upgrade is paced by `ATRIUM_WS_UPGRADES_PER_IP_PER_SECOND`; one that is
 //!   not upgraded (a bad handshake, a refusal) takes a turn;
 //! - the server API is limited per API key (`ATRIUM_SERVER_API_PER_SECOND`), since an
-//!   app's backend sends many requests from one address; a request whose key is not
-//!   accepted (none, a bad one, any unknown route under it) takes a turn.
+//!   app's backend sends many requests from one address: a request under `/api/server/`,
+//!   or carrying an API key anywhere, takes a turn only when its key is not accepted
+//!   (none, a bad one, one without the route's scope, any unknown route).
 //!
 //! An address over its rate waits for its turn (its connection reads nothing meanwhile),
 //! so a flood is held to the rate whatever its connections send; a turn more than two
@@ -23,14 +24,15 @@ use std::time::Duration;
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 
-use super::{rate_limited, ApiError};
+use super::app::KEY_PREFIX;
+use super::{bearer_token, rate_limited, ApiError};
 use crate::state::AppState;
 
 /// The longest a request waits for its address's turn; further away, it is refused
 /// after waiting this long.
 const MAX_WAIT: Duration = Duration::from_secs(2);
 
-/// Set by the server API once a request's key is accepted.
+/// Set once a request's API key is accepted (`http::app::api_key`).
 #[derive(Clone, Default)]
 pub struct ServerKeyAccepted(Arc<AtomicBool>);
 
@@ -55,10 +57,16 @@ pub(super) enum Counted {
 }
 
 impl Counted {
-    /// How `req` is counted, by its path; a server API request is given the flag its
-    /// handler marks once the key is accepted.
+    /// How `req` is counted: by its path, and by whether it carries an API key (the
+    /// server API's routes under `/api/files/{id}/...`, webhooks and revocations take one
+    /// too). A request that may be keyed is given the flag its handler marks once the key
+    /// is accepted.
     pub(super) fn of(req: &mut Request<Incoming>) -> Self {
-        let counted = Self::of_path(req.uri().path());
+        let keyed = bearer_token(req).is_some_and(|t| t.starts_with(KEY_PREFIX));
+        let counted = match Self::of_path(req.uri().path()) {
+            Counted::Request if keyed => Counted::ServerApi(ServerKeyAccepted::default()),
+            other => other,
+        };
         if let Counted::ServerApi(accepted) = &counted {
             req.extensions_mut().insert(accepted.clone());
         }

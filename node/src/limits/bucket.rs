@@ -52,6 +52,13 @@ impl Bucket {
         self.tokens -= amount;
     }
 
+    /// Gives back `amount` taken by [`Bucket::charge`] for something that did not happen
+    /// after all, up to the bucket's size.
+    pub fn give(&mut self, now: Instant, amount: f64) {
+        self.refill(now);
+        self.tokens = (self.tokens + amount).min(self.burst);
+    }
+
     /// How long until the bucket is out of debt.
     pub fn debt(&self, now: Instant) -> Duration {
         self.wait_for(now, 0.0)

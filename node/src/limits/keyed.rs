@@ -121,6 +121,12 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
         self.with_bucket(key, now, |bucket| bucket.charge(now, amount as f64));
     }
 
+    /// Gives `key` back `amount` it was charged for something never sent.
+    pub fn refund(&self, key: &K, amount: u64) {
+        let now = Instant::now();
+        self.with_bucket(key, now, |bucket| bucket.give(now, amount as f64));
+    }
+
     /// Runs `f` on `key`'s bucket (made full if the key is new), marking the key
     /// as the most recently used.
     fn with_bucket<T>(&self, key: &K, now: Instant, f: impl FnOnce(&mut Bucket) -> T) -> T {

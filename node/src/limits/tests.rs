@@ -39,6 +39,8 @@ fn a_byte_share_lets_one_message_of_any_size_go_then_waits_out_the_debt() {
     let wait = l.ready(&"a").expect_err("4500 bytes owed");
     assert!(wait > Duration::from_millis(4400) && wait <= Duration::from_millis(4500));
     assert_eq!(l.ready(&"b"), Ok(()), "another key owes nothing");
+    l.refund(&"a", 5000);
+    assert_eq!(l.ready(&"a"), Ok(()), "what was never sent is given back");
     // Off: a rate of 0 never makes anyone wait.
     let off = KeyedLimiter::bytes(0, 0, 10);
     off.charge(&"a", u64::MAX / 2);

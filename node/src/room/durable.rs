@@ -58,14 +58,21 @@ impl RoomCore {
                     m.outbox.send(frame);
                 }
             }
-            Pending::Welcome { to, frame, .. } => {
-                if let Some(m) = self.participants.get(&to) {
-                    m.outbox.open_with(frame, &self.rules.welcome_budget);
+            Pending::Welcome {
+                to, frame, charged, ..
+            } => {
+                let sent = self.participants.get(&to).is_some_and(|m| {
                     self.rules
                         .metrics
                         .messages_sent
                         .with_label_values(&["welcome"])
                         .inc();
+                    m.outbox.open_with(frame, &self.rules.welcome_budget)
+                });
+                // Left before it, or refused 1013 for the large-message allowance: what
+                // its address was charged is given back.
+                if let (false, Some((address, bytes))) = (sent, charged) {
+                    self.rules.documents_sent.refund(&address, bytes);
                 }
             }
             Pending::Doc { v, doc, reply } => {

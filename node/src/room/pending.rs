@@ -24,8 +24,14 @@ pub(super) enum Pending {
     },
     /// A frame for one socket (the ack of a resent patch).
     Direct { v: u64, to: ConnId, frame: Msg },
-    /// A welcome: it may be larger than a send queue (see [`Budget`]).
-    Welcome { v: u64, to: ConnId, frame: Msg },
+    /// A welcome: it may be larger than a send queue (see [`Budget`]). `charged` is what
+    /// its joiner's address was charged for it, given back if it is never sent.
+    Welcome {
+        v: u64,
+        to: ConnId,
+        frame: Msg,
+        charged: Option<(std::net::IpAddr, u64)>,
+    },
     Doc {
         v: u64,
         doc: String,

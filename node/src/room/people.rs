@@ -53,7 +53,7 @@ impl RoomCore {
         if replaced.is_empty() && self.participants.len() >= self.rules.config.room_people {
             return Err(JoinError::Full);
         }
-        self.charge_welcome(&req);
+        let charged = self.charge_welcome(&req);
         let mut page = None;
         for conn in &replaced {
             if let Some(old) = self.participants.remove(conn) {
@@ -114,6 +114,7 @@ impl RoomCore {
             v: self.version,
             to: conn,
             frame: shared(welcome),
+            charged,
         });
         Ok(Joined { person, role })
     }

@@ -25,6 +25,10 @@ impl RecentOp {
     }
 }
 
+/// At least the length of an ack without its `t`
+/// (`{"type":"ack","id":N,"v":N}` with two 20-digit numbers).
+const ACK_BYTES: usize = 80;
+
 pub struct RecentOps {
     entries: VecDeque<RecentOp>,
     bytes: usize,
@@ -65,9 +69,10 @@ impl RecentOps {
             .map(|e| e.v)
     }
 
-    /// About how many bytes [`Self::resume`] would give (every patch counted as its
-    /// relay, acks included), or `None` when it could not resume: in O(patches).
-    pub fn resume_len(&self, since: u64, version: u64) -> Option<usize> {
+    /// About how many bytes [`Self::resume`] would give `client` (at least as many: each
+    /// patch of others as its relay, each of its own as an ack), or `None` when it could
+    /// not resume: in O(patches).
+    pub fn resume_len(&self, since: u64, version: u64, client: ClientKey) -> Option<usize> {
         if since == version {
             return Some(0);
         }
@@ -81,7 +86,12 @@ impl RecentOps {
             .iter()
             .skip(skip)
             .take_while(|e| e.v <= version);
-        Some(wanted.map(RecentOp::size).sum())
+        let size = |e: &RecentOp| match e.client == client {
+            // An ack: its type, ids and `t`.
+            true => ACK_BYTES + e.t.as_ref().map_or(0, String::len),
+            false => e.size(),
+        };
+        Some(wanted.map(size).sum())
     }
 
     /// The messages that bring a client from `since` to `version`, or `None` when
@@ -164,15 +174,16 @@ mod tests {
     fn resume_len_says_what_resume_gives() {
         let mut recent = RecentOps::new(3, 1 << 20);
         let any = ClientKey([1; 16]);
-        assert_eq!(recent.resume_len(0, 0), Some(0));
-        assert_eq!(recent.resume_len(0, 1), None);
+        assert_eq!(recent.resume_len(0, 0, any), Some(0));
+        assert_eq!(recent.resume_len(0, 1, any), None);
+        // Every other patch is the client's own: it comes back as an ack.
         for v in 1..=5 {
-            recent.push(entry(v, 0));
+            recent.push(entry(v, (v % 2) as u8));
         }
         for since in 0..=7 {
             for version in 0..=7 {
                 let given = recent.resume(since, version, any);
-                let len = recent.resume_len(since, version);
+                let len = recent.resume_len(since, version, any);
                 assert_eq!(
                     len.is_some(),
                     given.is_some(),

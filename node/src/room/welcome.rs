@@ -22,9 +22,9 @@ const ALWAYS_WELCOMED: usize = 64 * 1024;
 impl RoomCore {
     /// The bytes a welcome will carry: the patches that resume the client from `since`
     /// when the room still holds them, else the whole document.
-    fn welcome_len(&self, since: Option<u64>) -> usize {
+    fn welcome_len(&self, since: Option<u64>, client: ClientKey) -> usize {
         since
-            .and_then(|since| self.recent.resume_len(since, self.version))
+            .and_then(|since| self.recent.resume_len(since, self.version, client))
             .unwrap_or_else(|| self.doc.serialized_len())
     }
 
@@ -32,7 +32,7 @@ impl RoomCore {
     /// memory (twice, while it is spliced): promised from the node's memory budget first,
     /// or refused with 1013.
     pub(super) fn reserve_welcome(&self, req: &JoinRequest) -> Result<(), JoinError> {
-        let size = self.welcome_len(req.since);
+        let size = self.welcome_len(req.since, req.client);
         if size < LARGE_WELCOME {
             return Ok(());
         }
@@ -54,7 +54,7 @@ impl RoomCore {
         let Some(address) = req.outbox.address() else {
             return Ok(());
         };
-        if self.welcome_len(req.since) <= ALWAYS_WELCOMED {
+        if self.welcome_len(req.since, req.client) <= ALWAYS_WELCOMED {
             return Ok(());
         }
         self.rules.documents_sent.ready(&address).map_err(|wait| {
@@ -64,12 +64,13 @@ impl RoomCore {
         })
     }
 
-    /// Charges a welcome let in by [`Self::pace_welcome`], once nothing else refuses it.
-    pub(super) fn charge_welcome(&self, req: &JoinRequest) {
-        if let Some(address) = req.outbox.address() {
-            let len = self.welcome_len(req.since);
-            self.rules.documents_sent.charge(&address, len as u64);
-        }
+    /// Charges a welcome let in by [`Self::pace_welcome`], once nothing else refuses it:
+    /// the address and what it was charged, to give back if the welcome is never sent.
+    pub(super) fn charge_welcome(&self, req: &JoinRequest) -> Option<(std::net::IpAddr, u64)> {
+        let address = req.outbox.address()?;
+        let len = self.welcome_len(req.since, req.client) as u64;
+        self.rules.documents_sent.charge(&address, len);
+        Some((address, len))
     }
 
     pub(super) fn welcome(

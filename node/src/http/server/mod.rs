@@ -28,8 +28,6 @@ use crate::store::{ApiKey, FileRecord};
 /// The request's API key, with scope `server`, within its rate (429 beyond it).
 async fn server_key(state: &AppState, req: &Request<Incoming>) -> Result<ApiKey, ApiError> {
     let key = api_key(state, req, "server").await?;
-    // Accepted: the key's own rate applies, not its address's (`http::pacing`).
-    super::ServerKeyAccepted::mark(req);
     if let Err(wait) = state.server_api.check(&key.id) {
         return Err(rate_limited(
             "this API key sends more requests a second than ATRIUM_SERVER_API_PER_SECOND allows",
