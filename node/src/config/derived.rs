@@ -98,8 +98,7 @@ impl NodeConfig {
     pub fn welcome_budget(&self) -> usize {
         let quarter = usize::try_from(self.memory_budget() / 4).unwrap_or(usize::MAX);
         let largest_welcome = self.max_doc_bytes.saturating_add(1 << 20);
-        self.welcome_budget_bytes
-            .min(quarter.max(largest_welcome))
+        self.welcome_budget_bytes.min(quarter.max(largest_welcome))
     }
 
     /// Whether a page of `origin` may open a socket.

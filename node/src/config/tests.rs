@@ -112,7 +112,11 @@ fn admins_are_matched_case_insensitively() {
 fn the_large_message_allowance_is_a_quarter_of_the_budget_but_fits_the_largest_document() {
     let mib = |n: usize| n << 20;
     let big = NodeConfig::parse_from(["atrium-node", "--memory-budget", "4G"]);
-    assert_eq!(big.welcome_budget(), mib(256), "the setting, under a quarter of 4 GiB");
+    assert_eq!(
+        big.welcome_budget(),
+        mib(256),
+        "the setting, under a quarter of 4 GiB"
+    );
     let small = NodeConfig::parse_from([
         "atrium-node",
         "--memory-budget",

@@ -19,6 +19,7 @@ impl Board {
         page: Option<String>,
         now: Instant,
     ) {
+        let address = outbox.address();
         let mut seat = Seat {
             outbox,
             person,
@@ -31,7 +32,7 @@ impl Board {
             page_changed: 0,
             watermark: self.counter,
             catch_up: Vec::new(),
-            catch_up_credit: Credit::for_catch_up(now),
+            address,
             full: String::new(),
             short: String::new(),
             credit: Credit::new(now),

@@ -41,9 +41,9 @@ pub const RELAY_PER_BYTE: f64 = 16.0;
 pub const RELAY_PER_SECOND: f64 = 2048.0;
 pub const RELAY_BURST: f64 = 16.0 * 1024.0;
 
-/// What moving to a page may draw: the entries of everyone on it, in full, paid from a
-/// credit of the mover's that earns this much a second and holds at most the burst (room
-/// for 60 of the largest states at once). A person flipping pages as fast as it may would
+/// What moving to a page (or joining) may draw: the entries of everyone on it, in full,
+/// paid from a credit of the mover's address that earns this much a second and holds at
+/// most the burst (room for 60 of the largest states at once). A person flipping pages as fast as it may would
 /// otherwise be sent the whole page's state on every flip, paid for by nobody.
 pub const CATCH_UP_PER_SECOND: f64 = 32.0 * 1024.0;
 pub const CATCH_UP_BURST: f64 = 512.0 * 1024.0;
@@ -65,6 +65,10 @@ pub struct Board {
     dirty: bool,
     /// When the current round started (for the tick duration metric).
     round_started: Option<Instant>,
+    /// What each client address may still draw by moving page (see [`CATCH_UP_BURST`]),
+    /// shared by its sockets in this room, so neither more sockets nor joining again and
+    /// again earns more; those back to full are forgotten at the next tick.
+    catch_up_credits: HashMap<Option<std::net::IpAddr>, seat::Credit>,
 }
 
 impl Board {

@@ -9,6 +9,7 @@ use crate::metrics::Metrics;
 use crate::outbox::{shared, ConnId, Msg};
 use crate::ws::Outgoing;
 
+use super::seat::Credit;
 use super::{Board, MAX_PEOPLE, SLICE};
 
 impl Board {
@@ -47,6 +48,7 @@ impl Board {
         }
         self.round.extend(self.seats.keys().copied());
         self.round_started = Some(now);
+        self.catch_up_credits.retain(|_, c| !c.is_full(now));
     }
 
     /// Serves the next slice of the round.
@@ -82,7 +84,9 @@ impl Board {
         let seats = &self.seats;
         let me = seats.get(&conn)?;
         let (page, watermark) = (&me.page, me.watermark);
-        let mut credit = me.catch_up_credit;
+        let address = me.address;
+        let mut credit = (self.catch_up_credits.get(&address).copied())
+            .unwrap_or_else(|| Credit::for_catch_up(now));
         // Who goes in, and whether in full: decided first, so the frame is written once.
         let mut included: Vec<(ConnId, bool)> = Vec::new();
         let mut len = 0;
@@ -138,7 +142,7 @@ impl Board {
         let seat = self.seats.get_mut(&conn)?;
         seat.watermark = new_watermark;
         seat.catch_up = catch_up;
-        seat.catch_up_credit = credit;
+        self.catch_up_credits.insert(address, credit);
         if !seat.catch_up.is_empty() || new_watermark < self.counter {
             self.dirty = true;
         }

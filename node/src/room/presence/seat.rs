@@ -48,6 +48,12 @@ impl Credit {
             .min(self.burst);
     }
 
+    /// Whether it holds all it may: no different from a new one.
+    pub(super) fn is_full(&self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.bytes + elapsed * self.per_second >= self.burst
+    }
+
     pub(super) fn pay(&mut self, bytes: usize, now: Instant) -> bool {
         self.earn(0, now);
         let ok = self.bytes >= bytes as f64;
@@ -73,9 +79,9 @@ pub(super) struct Seat {
     pub(super) watermark: u64,
     /// People on this person's page it must get in full, whatever the watermark.
     pub(super) catch_up: Vec<ConnId>,
-    /// Pays for those entries: moving page after page cannot draw everyone's state
-    /// faster than this earns.
-    pub(super) catch_up_credit: Credit,
+    /// The client address of the socket: what it is sent when it moves page is paid from
+    /// that address's catch-up credit in this room (`Board::catch_up_credits`).
+    pub(super) address: Option<std::net::IpAddr>,
     pub(super) full: String,
     pub(super) short: String,
     pub(super) credit: Credit,
@@ -143,7 +149,7 @@ mod tests {
             page_changed: 0,
             watermark: 0,
             catch_up: Vec::new(),
-            catch_up_credit: Credit::for_catch_up(now),
+            address: None,
             full: String::new(),
             short: String::new(),
             credit: Credit::new(now),

@@ -65,9 +65,27 @@ impl Harness {
         client: ClientKey,
         since: Option<u64>,
     ) -> Result<Person, JoinError> {
-        let (out, rx) = outbox(1024, 64 << 20, self.core.rules.metrics.clone());
         // Every test socket comes from one address (documentation's 192.0.2.0/24).
-        out.set_address([192, 0, 2, 1].into());
+        self.try_join_from(who, client, since, [192, 0, 2, 1])
+    }
+
+    /// A new client joining from `address`.
+    pub fn join_from(&mut self, who: As, address: [u8; 4]) -> Person {
+        self.next_client += 1;
+        let client = ClientKey([self.next_client; 16]);
+        self.try_join_from(who, client, None, address)
+            .unwrap_or_else(|e| panic!("join refused: {e:?}"))
+    }
+
+    fn try_join_from(
+        &mut self,
+        who: As,
+        client: ClientKey,
+        since: Option<u64>,
+        address: [u8; 4],
+    ) -> Result<Person, JoinError> {
+        let (out, rx) = outbox(1024, 64 << 20, self.core.rules.metrics.clone());
+        out.set_address(address.into());
         let conn = out.id;
         let seat = Seat::default();
         let (account, key, grant) = match who {
