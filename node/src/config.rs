@@ -263,8 +263,10 @@ pub struct NodeConfig {
 
     /// The kernel's send buffer of each connection on the main address, in bytes (Linux
     /// doubles it), so a peer that reads nothing holds at most that much of the
-    /// machine's memory; `0` leaves the kernel's own sizing (up to `tcp_wmem`, 4 MiB).
-    #[arg(long, env = "ATRIUM_SEND_BUFFER_BYTES", default_value_t = 128 * 1024)]
+    /// machine's memory; what it has not taken then waits in the node's send queues,
+    /// counted against the memory budget. `0` (the default) leaves the kernel's own
+    /// sizing (up to `tcp_wmem`, 4 MiB).
+    #[arg(long, env = "ATRIUM_SEND_BUFFER_BYTES", default_value_t = 0)]
     pub send_buffer_bytes: usize,
 
     /// An HTTP answer whose client takes none of its bytes for this long has its
