@@ -266,3 +266,35 @@ pub(super) async fn health_ok(node: &Node) -> Duration {
     r.assert_status(200);
     start.elapsed()
 }
+
+/// How long an attack run by [`attack`] lasts.
+pub(super) const ATTACK: Duration = Duration::from_secs(6);
+
+/// Runs `attacker` (given its number) on `n` tasks until [`ATTACK`] is over while the
+/// probe samples; what each returned, the probe's samples and the time it took.
+pub(super) async fn attack<F, T>(
+    probe: &mut Probe,
+    n: usize,
+    attacker: F,
+) -> (Vec<T>, Vec<Duration>, f64)
+where
+    F: Fn(usize, Arc<AtomicBool>) -> tokio::task::JoinHandle<T>,
+{
+    let done = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..n).map(|k| attacker(k, done.clone())).collect();
+    let stop = {
+        let done = done.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(ATTACK).await;
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    let during = probe.sample_while(&done, 20, 100_000).await;
+    stop.await.expect("timer");
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.expect("attacker"));
+    }
+    (out, during, started.elapsed().as_secs_f64())
+}

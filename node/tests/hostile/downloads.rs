@@ -13,9 +13,6 @@ const SHARE: [(&str, &str); 2] = [
 const RATE: f64 = 4e6;
 const BURST: f64 = 16e6;
 
-/// How long the attack runs.
-const ATTACK: Duration = Duration::from_secs(6);
-
 /// A room of a file holding the 7.8 MB document, on a node with the small share, its
 /// probe and baseline; and the document's length as the node writes it.
 async fn large_room() -> (Case, usize) {
@@ -51,31 +48,6 @@ async fn download(source: [u8; 4], port: u16, id: &str, key: &str) -> (u16, bool
     (status, head.contains("\r\nretry-after: "), out.len())
 }
 
-/// Runs `attacker` on `n` tasks until [`ATTACK`] is over while the probe samples; what
-/// each returned, the probe's samples and the time it took.
-async fn attack<F, T>(probe: &mut Probe, n: usize, attacker: F) -> (Vec<T>, Vec<Duration>, f64)
-where
-    F: Fn(Arc<AtomicBool>) -> tokio::task::JoinHandle<T>,
-{
-    let done = Arc::new(AtomicBool::new(false));
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..n).map(|_| attacker(done.clone())).collect();
-    let stop = {
-        let done = done.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(ATTACK).await;
-            done.store(true, Ordering::SeqCst);
-        })
-    };
-    let during = probe.sample_while(&done, 20, 100_000).await;
-    stop.await.expect("timer");
-    let mut out = Vec::new();
-    for t in tasks {
-        out.push(t.await.expect("attacker"));
-    }
-    (out, during, started.elapsed().as_secs_f64())
-}
-
 /// Four connections of one address download a 7.8 MB file in a loop for six seconds with
 /// its view key: they are sent the burst and the rate's worth (plus the four answers that
 /// were under way when the share ran out), then 429 with `Retry-After`; another address
@@ -84,7 +56,7 @@ where
 async fn downloading_a_large_file_in_a_loop_is_paced_per_address() {
     let ((_serial, r, mut probe, base), len) = large_room().await;
     let (port, id, key) = (r.node.port, r.id.clone(), r.view_key.clone());
-    let (results, during, secs) = attack(&mut probe, 4, |done| {
+    let (results, during, secs) = attack(&mut probe, 4, |_, done| {
         let id = id.clone();
         let key = key.clone();
         tokio::spawn(async move {
@@ -137,7 +109,7 @@ async fn joining_a_large_file_in_a_loop_is_paced_per_address() {
     let ((_serial, r, mut probe, base), len) = large_room().await;
     let (port, id, key) = (r.node.port, r.id.clone(), r.view_key.clone());
     let hello = Hello::key(&key).to_json().to_string();
-    let (results, during, secs) = attack(&mut probe, 1, |done| {
+    let (results, during, secs) = attack(&mut probe, 1, |_, done| {
         let (id, hello) = (id.clone(), hello.clone());
         tokio::spawn(async move {
             let (mut welcomed, mut hints) = (0usize, Vec::new());

@@ -76,10 +76,7 @@ async fn a_request_flood_from_one_address_is_held_to_its_rate() {
     let other_id = s(&other["id"]).to_string();
     set_link(&r.node, &r.owner, &other_id, "view").await;
     let key = s(&other["view_key"]).to_string();
-    let done = Arc::new(AtomicBool::new(false));
     let cpu0 = cpu_seconds(r.node.pid());
-    let started = Instant::now();
-    let mut tasks = Vec::new();
     // Besides a route every guest may use, two that have limits of their own once they
     // are what they claim (the fifth review): a socket route asked without an upgrade,
     // and the server API without a key.
@@ -88,31 +85,16 @@ async fn a_request_flood_from_one_address_is_held_to_its_rate() {
         format!("/files/{other_id}/ws"),
         "/api/server/nope".to_string(),
     ];
-    for n in 0..8 {
+    let port = r.node.port;
+    let (tasks, during, secs) = attack(&mut probe, 8, |n, done| {
         let path = paths[n % paths.len()].clone();
-        let flooding = flood(
-            [127, 0, 0, 12],
-            r.node.port,
-            path,
-            key.clone(),
-            done.clone(),
-        );
-        tasks.push(tokio::spawn(flooding));
-    }
-    let stop = {
-        let done = done.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(6)).await;
-            done.store(true, Ordering::SeqCst);
-        })
-    };
-    let during = probe.sample_while(&done, 20, 100_000).await;
-    stop.await.expect("timer");
+        tokio::spawn(flood([127, 0, 0, 12], port, path, key.clone(), done))
+    })
+    .await;
     let cpu = cpu_seconds(r.node.pid()) - cpu0;
-    let secs = started.elapsed().as_secs_f64();
     let mut seen: HashMap<String, u64> = HashMap::new();
-    for t in tasks {
-        for (k, v) in t.await.expect("a flooding connection") {
+    for answers in tasks {
+        for (k, v) in answers {
             *seen.entry(k).or_insert(0) += v;
         }
     }

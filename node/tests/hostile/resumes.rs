@@ -52,10 +52,8 @@ async fn resuming_in_a_loop_is_charged_to_the_address_share() {
     .await;
     let (id, key) = long_history(&r).await;
     let port = r.node.port;
-    let done = Arc::new(AtomicBool::new(false));
-    let started = Instant::now();
-    let looping = {
-        let (done, id, key) = (done.clone(), id.clone(), key.clone());
+    let (results, during, secs) = attack(&mut probe, 1, |_, done| {
+        let (id, key) = (id.clone(), key.clone());
         tokio::spawn(async move {
             let (mut welcomed, mut bytes, mut refused) = (0usize, 0usize, 0usize);
             while !done.load(Ordering::SeqCst) {
@@ -74,18 +72,9 @@ async fn resuming_in_a_loop_is_charged_to_the_address_share() {
             }
             (welcomed, bytes, refused)
         })
-    };
-    let stop = {
-        let done = done.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(6)).await;
-            done.store(true, Ordering::SeqCst);
-        })
-    };
-    let during = probe.sample_while(&done, 20, 100_000).await;
-    stop.await.expect("timer");
-    let (welcomed, bytes, refused) = looping.await.expect("the resuming loop");
-    let secs = started.elapsed().as_secs_f64();
+    })
+    .await;
+    let (welcomed, bytes, refused) = results[0];
     // The burst, the rate, and one welcome past them (the last let in while owing nothing).
     let one = bytes as f64 / welcomed.max(1) as f64;
     let share = BURST + RATE * secs + one;
