@@ -121,7 +121,7 @@ pub async fn api_key(
         ));
     }
     // Accepted: the key's own limits apply, not its address's (`http::pacing`).
-    super::ServerKeyAccepted::mark(req);
+    super::KeyAccepted::mark(req);
     Ok(key)
 }
 

@@ -23,7 +23,7 @@ pub use caller::{
 pub use error::{busy, rate_limited, ApiError};
 pub use files::HistoryWork;
 pub use ops::metrics_text as metrics_response;
-pub use pacing::ServerKeyAccepted;
+pub use pacing::KeyAccepted;
 
 use std::sync::Arc;
 

@@ -34,12 +34,13 @@ const MAX_WAIT: Duration = Duration::from_secs(2);
 
 /// Set once a request's API key is accepted (`http::app::api_key`).
 #[derive(Clone, Default)]
-pub struct ServerKeyAccepted(Arc<AtomicBool>);
+pub struct KeyAccepted(Arc<AtomicBool>);
 
-impl ServerKeyAccepted {
-    /// Marks the request's key accepted (a no-op for requests outside the server API).
+impl KeyAccepted {
+    /// Marks the request's key accepted (a no-op for a request that was not counted as
+    /// keyed).
     pub fn mark(req: &Request<Incoming>) {
-        if let Some(accepted) = req.extensions().get::<ServerKeyAccepted>() {
+        if let Some(accepted) = req.extensions().get::<KeyAccepted>() {
             accepted.0.store(true, Ordering::Relaxed);
         }
     }
@@ -50,8 +51,9 @@ impl ServerKeyAccepted {
 pub(super) enum Counted {
     /// A socket upgrade: paced by its own limit once it is one.
     Upgrade,
-    /// The server API: limited by its key once the key is accepted.
-    ServerApi(ServerKeyAccepted),
+    /// The server API, or any request with an API key: limited by its key once the key
+    /// is accepted.
+    Keyed(KeyAccepted),
     /// One turn of the address's rate.
     Request,
 }
@@ -64,10 +66,10 @@ impl Counted {
     pub(super) fn of(req: &mut Request<Incoming>) -> Self {
         let keyed = bearer_token(req).is_some_and(|t| t.starts_with(KEY_PREFIX));
         let counted = match Self::of_path(req.uri().path()) {
-            Counted::Request if keyed => Counted::ServerApi(ServerKeyAccepted::default()),
+            Counted::Request if keyed => Counted::Keyed(KeyAccepted::default()),
             other => other,
         };
-        if let Counted::ServerApi(accepted) = &counted {
+        if let Counted::Keyed(accepted) = &counted {
             req.extensions_mut().insert(accepted.clone());
         }
         counted
@@ -77,7 +79,7 @@ impl Counted {
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match segments.as_slice() {
             ["files", _, "ws"] => Counted::Upgrade,
-            ["api", "server", ..] => Counted::ServerApi(ServerKeyAccepted::default()),
+            ["api", "server", ..] => Counted::Keyed(KeyAccepted::default()),
             _ => Counted::Request,
         }
     }
@@ -92,7 +94,7 @@ impl Counted {
         let limiter = &state.requests_by_address;
         let turn = match self {
             Counted::Request => limiter.reserve(&address, MAX_WAIT),
-            Counted::Upgrade | Counted::ServerApi(_) => match limiter.ready(&address) {
+            Counted::Upgrade | Counted::Keyed(_) => match limiter.ready(&address) {
                 Ok(()) => Ok(Duration::ZERO),
                 Err(wait) if wait <= MAX_WAIT => Ok(wait),
                 Err(wait) => Err(wait),
@@ -115,13 +117,13 @@ impl Counted {
         }
     }
 
-    /// After the answer: an upgrade that was not upgraded, or a server API request whose
-    /// key was not accepted, takes a turn.
+    /// After the answer: an upgrade that was not upgraded, or a keyed request whose key
+    /// was not accepted, takes a turn.
     pub(super) fn answered(&self, state: &AppState, address: IpAddr, status: StatusCode) {
         let counts = match self {
             Counted::Request => false,
             Counted::Upgrade => status != StatusCode::SWITCHING_PROTOCOLS,
-            Counted::ServerApi(accepted) => !accepted.0.load(Ordering::Relaxed),
+            Counted::Keyed(accepted) => !accepted.0.load(Ordering::Relaxed),
         };
         if counts && state.config.requests_per_ip_per_second > 0 {
             state.requests_by_address.charge(&address, 1);
@@ -136,7 +138,7 @@ mod tests {
     fn counted(path: &str) -> &'static str {
         match Counted::of_path(path) {
             Counted::Upgrade => "upgrade",
-            Counted::ServerApi(_) => "server",
+            Counted::Keyed(_) => "server",
             Counted::Request => "request",
         }
     }

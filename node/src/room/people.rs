@@ -29,8 +29,9 @@ impl RoomCore {
             .map_err(JoinError::Denied)?;
         let (allowed, mut reason) =
             access::role(&self.record, access).map_err(JoinError::Denied)?;
-        self.pace_welcome(&req)?;
-        self.reserve_welcome(&req)?;
+        let welcome_len = self.welcome_len(req.since, req.client);
+        self.pace_welcome(&req, welcome_len)?;
+        self.reserve_welcome(welcome_len)?;
 
         let state = self
             .clients
@@ -53,7 +54,7 @@ impl RoomCore {
         if replaced.is_empty() && self.participants.len() >= self.rules.config.room_people {
             return Err(JoinError::Full);
         }
-        let charged = self.charge_welcome(&req);
+        let charged = self.charge_welcome(&req, welcome_len);
         let mut page = None;
         for conn in &replaced {
             if let Some(old) = self.participants.remove(conn) {

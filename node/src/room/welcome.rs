@@ -21,8 +21,9 @@ const ALWAYS_WELCOMED: usize = 64 * 1024;
 
 impl RoomCore {
     /// The bytes a welcome will carry: the patches that resume the client from `since`
-    /// when the room still holds them, else the whole document.
-    fn welcome_len(&self, since: Option<u64>, client: ClientKey) -> usize {
+    /// when the room still holds them, else the whole document. Worked out once a join
+    /// (it walks the recent patches) and given to the checks below.
+    pub(super) fn welcome_len(&self, since: Option<u64>, client: ClientKey) -> usize {
         since
             .and_then(|since| self.recent.resume_len(since, self.version, client))
             .unwrap_or_else(|| self.doc.serialized_len())
@@ -31,8 +32,7 @@ impl RoomCore {
     /// A large welcome (a document, or the patches that resume a client) is built in
     /// memory (twice, while it is spliced): promised from the node's memory budget first,
     /// or refused with 1013.
-    pub(super) fn reserve_welcome(&self, req: &JoinRequest) -> Result<(), JoinError> {
-        let size = self.welcome_len(req.since, req.client);
+    pub(super) fn reserve_welcome(&self, size: usize) -> Result<(), JoinError> {
         if size < LARGE_WELCOME {
             return Ok(());
         }
@@ -50,11 +50,11 @@ impl RoomCore {
     /// how long to wait, before anything is reserved for it, so joining again and again
     /// cannot make the node send a large document, or a long resume, faster than the
     /// address's share.
-    pub(super) fn pace_welcome(&self, req: &JoinRequest) -> Result<(), JoinError> {
+    pub(super) fn pace_welcome(&self, req: &JoinRequest, len: usize) -> Result<(), JoinError> {
         let Some(address) = req.outbox.address() else {
             return Ok(());
         };
-        if self.welcome_len(req.since, req.client) <= ALWAYS_WELCOMED {
+        if len <= ALWAYS_WELCOMED {
             return Ok(());
         }
         self.rules.documents_sent.ready(&address).map_err(|wait| {
@@ -66,11 +66,14 @@ impl RoomCore {
 
     /// Charges a welcome let in by [`Self::pace_welcome`], once nothing else refuses it:
     /// the address and what it was charged, to give back if the welcome is never sent.
-    pub(super) fn charge_welcome(&self, req: &JoinRequest) -> Option<(std::net::IpAddr, u64)> {
+    pub(super) fn charge_welcome(
+        &self,
+        req: &JoinRequest,
+        len: usize,
+    ) -> Option<(std::net::IpAddr, u64)> {
         let address = req.outbox.address()?;
-        let len = self.welcome_len(req.since, req.client) as u64;
-        self.rules.documents_sent.charge(&address, len);
-        Some((address, len))
+        self.rules.documents_sent.charge(&address, len as u64);
+        Some((address, len as u64))
     }
 
     pub(super) fn welcome(
