@@ -120,6 +120,15 @@ pub fn key_pair(alg: Algorithm, kid: &str) -> KeyPair {
     }
 }
 
+impl Drop for KeyPair {
+    /// The key's folder goes with it, so test runs leave nothing in the temp dir.
+    fn drop(&mut self) {
+        if let Some(dir) = self.public_path.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
 /// Reads a private key of one kind from PEM.
 type KeyReader = fn(&[u8]) -> jsonwebtoken::errors::Result<EncodingKey>;
 
@@ -323,6 +332,12 @@ impl JwksServer {
 /// ([`TestCa::ca_file`]), as an operator's node trusts a private CA.
 pub struct TestCa {
     dir: PathBuf,
+}
+
+impl Drop for TestCa {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 impl TestCa {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use atrium_coordinator::{
-    Coordinator, CoordinatorError, CoordinatorSettings, Lease, NatsCoordinator,
+    Coordinator, CoordinatorError, CoordinatorSettings, Lease, NatsCoordinator, NodeId,
 };
 
 use crate::support::{member, node};
@@ -193,6 +193,26 @@ where
     }
 }
 
+/// Retries an acquire by `what` until it answers something other than `Unavailable`, or
+/// `Lost` while the asker's own membership has lapsed in the fault (its keeper joins again
+/// within a third of a lease, as a node's does).
+async fn acquired(
+    what: &str,
+    c: &Arc<dyn Coordinator>,
+    file: &str,
+    by: &NodeId,
+) -> Result<Lease, CoordinatorError> {
+    let start = Instant::now();
+    loop {
+        match answered(what, || c.acquire(file, by)).await {
+            Err(CoordinatorError::Lost) if start.elapsed() < BACK_WITHIN => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// After a fault: each of a's files is still a's with its epoch, or a has lost it and b can
 /// take it with a higher epoch; never both. Returns how many stayed with a.
 async fn one_holder_each(
@@ -220,7 +240,7 @@ async fn one_holder_each(
                 kept += 1;
             }
             Err(CoordinatorError::Lost) => {
-                let taken = answered("b takes", || b.acquire(&lease.file, &node_b))
+                let taken = acquired("b takes", b, &lease.file, &node_b)
                     .await
                     .unwrap_or_else(|e| {
                         panic!("a lost {} yet b cannot take it: {e:?}", lease.file)
@@ -242,7 +262,7 @@ async fn one_holder_each(
                 );
                 // Back to a, so the next fault starts from a holding everything.
                 answered("b releases", || b.release(&taken)).await.unwrap();
-                *lease = answered("a takes back", || a.acquire(&lease.file, &node_a))
+                *lease = acquired("a takes back", a, &lease.file, &node_a)
                     .await
                     .unwrap();
             }
