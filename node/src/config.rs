@@ -197,6 +197,12 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_FILES_PER_ACCOUNT", default_value_t = 1_000)]
     pub files_per_account: u64,
 
+    /// Most bytes one account's files may keep in the store (documents, their logs and
+    /// versions); `0` turns the limit off. At it: 403 `storage-full` for creations,
+    /// named versions and restores, `too-large` for patches that grow a document.
+    #[arg(long, env = "ATRIUM_STORAGE_PER_ACCOUNT", default_value = "1GiB", value_parser = crate::memory::parse_size)]
+    pub storage_per_account: u64,
+
     /// File creations a minute per account, with a burst of as many (429 beyond).
     #[arg(long, env = "ATRIUM_FILE_CREATES_PER_MINUTE", default_value_t = 30)]
     pub file_creates_per_minute: u32,

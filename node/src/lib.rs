@@ -11,7 +11,8 @@
 //! - [`journal`]: group commit of every room's patches, one sync per turn.
 //! - [`store`]: the document store trait and the embedded SQLite store.
 //! - [`auth`], [`sessions`]: passwords, tokens, and sockets by session.
-//! - [`limits`], [`memory`]: rate limits, address caps, the node's memory budget;
+//! - [`limits`], [`memory`], [`storage`]: rate limits, address caps, the node's memory
+//!   budget, each account's storage;
 //!   [`allocator`]: mimalloc, and giving memory back.
 //! - [`config`], [`metrics`], [`ids`], [`clock`]: settings, metrics, typed ids, time.
 //! - [`webhook`]: events to the app's endpoints, through a durable outbox in the store.
@@ -45,6 +46,7 @@ pub mod sessions;
 pub mod socket;
 pub mod state;
 pub mod stats;
+pub mod storage;
 pub mod store;
 pub mod webhook;
 pub mod ws;

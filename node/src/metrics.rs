@@ -54,6 +54,8 @@ pub struct Metrics {
     pub memory_rss: IntGauge,
     pub memory_budget: IntGauge,
     pub memory_refusals: IntCounter,
+    /// Refusals at an owner's storage limit (`storage::REFUSED_WHAT`).
+    pub storage_refusals: IntCounterVec,
     pub upgrades_paced: IntCounter,
     pub lane_runs: IntCounter,
     pub inbound_paused: IntCounter,

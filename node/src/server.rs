@@ -123,9 +123,15 @@ pub async fn start(
         config.document_burst_bytes_per_ip,
         AUTH_KEYS,
     ));
+    let storage = Arc::new(crate::storage::Storage::new(
+        config.storage_per_account,
+        store.clone(),
+        &metrics,
+    ));
     let ctx = Arc::new(RoomContext {
         rules: Rules {
             documents_sent: documents_sent.clone(),
+            storage: storage.clone(),
             metrics: metrics.clone(),
             memory: memory.clone(),
             config: config.clone(),
@@ -194,6 +200,7 @@ pub async fn start(
         file_changes: KeyedLimiter::per_minute(config.file_changes_per_minute, AUTH_KEYS),
         history_work: crate::http::HistoryWork::default(),
         documents_sent,
+        storage,
         server_api: KeyedLimiter::with_burst(
             config.server_api_per_second.saturating_mul(60),
             config.server_api_per_second,

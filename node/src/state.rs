@@ -56,6 +56,9 @@ pub struct AppState {
     /// Bytes of documents sent to each client address (`ATRIUM_DOCUMENT_BYTES_PER_IP_*`),
     /// shared with the rooms, which charge welcomes to it.
     pub documents_sent: Arc<KeyedLimiter<std::net::IpAddr>>,
+    /// What each account's files keep in the store (`ATRIUM_STORAGE_PER_ACCOUNT`),
+    /// shared with the rooms.
+    pub storage: Arc<crate::storage::Storage>,
     /// Server API requests per API key (by key id).
     pub server_api: KeyedLimiter<String>,
     /// Open TCP connections on the main address (`ATRIUM_MAX_CONNECTIONS`).

@@ -101,6 +101,17 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<crate::storage::StorageError> for ApiError {
+    fn from(e: crate::storage::StorageError) -> Self {
+        match e {
+            crate::storage::StorageError::Full => {
+                ApiError::new(StatusCode::FORBIDDEN, "storage-full", crate::storage::FULL)
+            }
+            crate::storage::StorageError::Store(e) => e.into(),
+        }
+    }
+}
+
 pub(super) fn error_response(e: &ApiError) -> Response<Body> {
     let mut error = json!({"code": e.code, "message": e.message});
     if let Some(node) = &e.node {

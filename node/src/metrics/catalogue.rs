@@ -123,6 +123,12 @@ impl Metrics {
                 "atrium_memory_refusals_total",
                 "Sockets, rooms and requests refused because the node was at its memory budget.",
             ),
+            storage_refusals: counter_vec(
+                &r,
+                "atrium_storage_refusals_total",
+                "Creations, named versions, restores and growing patches refused, and automatic versions put off, because the file's owner was at ATRIUM_STORAGE_PER_ACCOUNT, by what.",
+                &["what"],
+            ),
             inbound_paused: counter(
                 &r,
                 "atrium_inbound_paused_total",

@@ -41,7 +41,7 @@ impl Metrics {
         for code in CloseCode::ALL {
             self.closes.with_label_values(&[&code.to_string()]);
         }
-        let families: [(&IntCounterVec, &[&str]); 8] = [
+        let families: [(&IntCounterVec, &[&str]); 9] = [
             (&self.joins, &["admitted", "deferred", "refused"]),
             (&self.rejects, REJECT_CODES),
             (&self.messages_received, CLIENT_MESSAGES),
@@ -50,6 +50,7 @@ impl Metrics {
             (&self.coordinator_operations, COORDINATOR_OPERATIONS),
             (&self.http_requests, &["1xx", "2xx", "3xx", "4xx", "5xx"]),
             (&self.server_patches, &["applied", "replayed", "refused"]),
+            (&self.storage_refusals, crate::storage::REFUSED_WHAT),
         ];
         for (family, labels) in families {
             for label in labels {

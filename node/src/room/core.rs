@@ -51,6 +51,8 @@ pub struct Rules {
     /// Bytes of documents sent to each client address: welcomes that carry one are
     /// charged to it, and wait while it is in debt.
     pub documents_sent: Arc<crate::limits::KeyedLimiter<std::net::IpAddr>>,
+    /// What each owner's files keep in the store: a full owner's documents stop growing.
+    pub storage: Arc<crate::storage::Storage>,
 }
 
 /// One open file's state: its document, its people, and what waits for the disk.
@@ -115,6 +117,8 @@ impl RoomCore {
         let server_ops = super::server::requests::ServerOps::new(rules.config.server_ops_kept);
         let event_rate = rules.config.room_event_bytes_per_second as f64;
         let event_bytes = crate::limits::Bucket::new(event_rate, event_rate, now);
+        // The owner's storage is measured before the first patch asks about it.
+        rules.storage.may_grow(&opened.record.owner, 0);
         Self {
             file: opened.file,
             rules,

@@ -71,10 +71,32 @@ impl RoomCore {
             refuse("too-large", crate::memory::AT_BUDGET);
             return;
         }
-        if let Err(e) = self.doc.apply(&patch.ops, &self.rules.limits) {
-            refuse(e.code(), &e.to_string());
+        // An owner at their storage limit: the document may not grow (a patch that does
+        // not grow it still lands, so people can delete their way back under).
+        let owner = &self.record.owner;
+        let room_to_grow = self
+            .rules
+            .storage
+            .may_grow(owner, patch.ops_json.len() as u64);
+        let applied = if room_to_grow {
+            self.doc.apply(&patch.ops, &self.rules.limits)
+        } else {
+            let mut no_growth = self.rules.limits.clone();
+            no_growth.max_doc_bytes = no_growth.max_doc_bytes.min(self.doc.charged_len());
+            self.doc.apply(&patch.ops, &no_growth)
+        };
+        if let Err(e) = applied {
+            if !room_to_grow && matches!(e, crate::doc::PatchError::TooLarge(_)) {
+                self.rules.storage.refused("patch");
+                refuse("too-large", crate::storage::FULL);
+            } else {
+                refuse(e.code(), &e.to_string());
+            }
             return;
         }
+        self.rules
+            .storage
+            .logged(owner, patch.ops_json.len() as u64);
         self.restores.touched(&patch.ops);
         state.highest_op = patch.id;
         self.version += 1;

@@ -36,8 +36,15 @@ impl RoomCore {
         let due = self.history.dirty_since.is_some_and(|since| {
             now.saturating_duration_since(since) >= self.rules.config.checkpoint_interval()
         });
-        if due && self.finishing.is_none() {
+        if !due || self.finishing.is_some() {
+            return;
+        }
+        if self.rules.storage.may_grow(&self.record.owner, 0) {
             self.save_version(VersionKind::Auto, None, None, None, None);
+        } else {
+            // The owner is at their storage limit: tried again an interval later.
+            self.rules.storage.refused("checkpoint");
+            self.history.dirty_since = Some(now);
         }
     }
 
@@ -97,6 +104,10 @@ impl RoomCore {
     /// The version a room that ends after edits saves (its document is durable by then).
     pub fn closing_version(&mut self) -> Option<HistoryJob> {
         self.history.dirty_since?;
+        if !self.rules.storage.may_grow(&self.record.owner, 0) {
+            self.rules.storage.refused("checkpoint");
+            return None;
+        }
         let editors = std::mem::take(&mut self.history.editors);
         self.history.dirty_since = None;
         let info = new_info(

@@ -112,6 +112,10 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
         max_owned: u64,
     ) -> StoreResult<()>;
     async fn file(&self, id: &FileId) -> StoreResult<FileRecord>;
+    /// What an account's files keep in the store, in bytes: each file's snapshot, the
+    /// patches of its log, and its versions (compressed, as stored). Text and blobs
+    /// are counted by their length; rows' own overhead is not.
+    async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64>;
     async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>>;
     async fn update_file(&self, id: &FileId, update: FileUpdate) -> StoreResult<FileRecord>;
     async fn delete_file(&self, id: &FileId) -> StoreResult<()>;

@@ -135,3 +135,122 @@ async fn one_account_cannot_make_files_without_bound() {
         json!({"case": "files per account", "burst_created": 30, "burst_limited": 30, "cap": 40}),
     );
 }
+
+/// Text that does not compress much (hex of random bytes), `n` bytes long.
+fn noise(n: usize) -> String {
+    let mut s = String::new();
+    while s.len() < n {
+        s.push_str(&secret());
+    }
+    s.truncate(n);
+    s
+}
+
+/// Storage per account: one free account cannot fill the disk every file shares. At its
+/// limit, creations, named versions and restores answer 403 `storage-full` and patches
+/// that grow a document are refused; deleting makes room again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_account_cannot_fill_the_disk() {
+    let node = node(&[("ATRIUM_STORAGE_PER_ACCOUNT", "56K")]).await;
+    let token = new_account(&node, "filler").await;
+    let create = |doc: Value| {
+        let (node, token) = (&node, token.clone());
+        async move {
+            let body = json!({"name": "Big", "doc": doc});
+            send_json(node, "POST", "/api/files", Some(&token), &body).await
+        }
+    };
+    let first = create(json!({"a": {"blob": noise(40_000)}})).await;
+    first.assert_status(201);
+    let id = s(&first.body()["id"]).to_string();
+    // 40 KB kept: a 30 KB document does not fit in 56 KiB; a small one does.
+    let refused = create(json!({"b": {"blob": noise(30_000)}})).await;
+    refused.assert_error(403, "storage-full");
+    create(json!({"b": {"blob": noise(1_000)}}))
+        .await
+        .assert_status(201);
+
+    // In the room: a patch that would grow the document past the limit is refused with
+    // `too-large`; one that does not grow it lands.
+    let (mut c, _) = Client::join(&node, &id, &Hello::token(&token)).await;
+    c.send_patch(1, vec![put("c", json!({"blob": noise(30_000)}))])
+        .await;
+    let reject = c.await_reject(json!(1)).await;
+    assert_eq!(reject["code"], "too-large", "{reject}");
+    assert!(
+        reject["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("storage")),
+        "{reject}"
+    );
+    c.patch_acked(2, vec![set("a", json!({"x": 1}))]).await;
+
+    // A named version keeps the 40 KB document again (compressed, about half), which
+    // passes the limit: the next is refused, and so is a restore.
+    let versions = format!("/api/files/{id}/versions");
+    let named = send_json(
+        &node,
+        "POST",
+        &versions,
+        Some(&token),
+        &json!({"title": "One"}),
+    )
+    .await;
+    named.assert_status(201);
+    let vid = named.body()["id"].as_u64().expect("version id");
+    tokio::time::sleep(Duration::from_millis(1_100)).await; // past a measure's reuse
+    send_json(
+        &node,
+        "POST",
+        &versions,
+        Some(&token),
+        &json!({"title": "Two"}),
+    )
+    .await
+    .assert_error(403, "storage-full");
+    let restore = format!("/api/files/{id}/versions/{vid}/restore");
+    send_json(&node, "POST", &restore, Some(&token), &json!({}))
+        .await
+        .assert_error(403, "storage-full");
+    // Past the limit even a small growth waits for room.
+    c.send_patch(3, vec![put("d", json!({"x": 1}))]).await;
+    let reject = loop {
+        // The versions saved meanwhile are announced to the room first.
+        let m = c.recv_json().await;
+        if m["type"] != "version" {
+            break m;
+        }
+    };
+    assert_eq!(
+        (&reject["type"], &reject["code"]),
+        (&json!("reject"), &json!("too-large")),
+        "{reject}"
+    );
+    // Not a panic or a closed socket: the same socket still deletes.
+    c.patch_acked(4, vec![delete("b")]).await;
+    c.close().await;
+
+    // Another account is not affected.
+    let other = new_account(&node, "other").await;
+    let body = json!({"name": "Mine", "doc": {"a": {"blob": noise(30_000)}}});
+    send_json(&node, "POST", "/api/files", Some(&other), &body)
+        .await
+        .assert_status(201);
+
+    // Deleting the big file (its document, log and versions) makes room.
+    send_empty(&node, "DELETE", &format!("/api/files/{id}"), Some(&token))
+        .await
+        .assert_status(204);
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    create(json!({"b": {"blob": noise(30_000)}}))
+        .await
+        .assert_status(201);
+    let text = metrics_text(&node).await;
+    for what in ["create", "version", "restore", "patch"] {
+        let n = metric(&text, "atrium_storage_refusals_total", &[("what", what)]);
+        assert!(n >= 1.0, "{what}: {n}");
+    }
+    figure(
+        json!({"case": "storage per account", "limit": 57344, "refused": ["create", "patch", "version", "restore"]}),
+    );
+}

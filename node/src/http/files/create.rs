@@ -157,6 +157,9 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
         updated_at: crate::clock::unix_ms(),
         viewers_see_history: false,
     };
+    // The document is the file's first stored bytes (the app's own account is not limited).
+    let adding = doc.as_ref().map_or(0, |d| d.len() as u64);
+    state.storage.check(&account.id, adding, "create").await?;
     // The app's own files are the app's business; people's are capped as accounts' are.
     let cap = if account.id == owner_for(None) {
         u64::MAX

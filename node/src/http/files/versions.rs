@@ -234,6 +234,8 @@ pub async fn name(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     // Named versions are kept until the owner deletes them: a guest with the edit key
     // must not be able to fill the store with them.
     check_naming_rate(state, &id)?;
+    // A named version keeps up to a whole document: none while the owner is full.
+    state.storage.check(&g.file.owner, 0, "version").await?;
     let body: Naming = read_json(req, SMALL_BODY).await?;
     let t = title(
         body.title
@@ -347,6 +349,8 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
             wait,
         ));
     }
+    // A restore keeps a version and may grow the document: none while the owner is full.
+    state.storage.check(&g.file.owner, 0, "restore").await?;
     // Held until the room has made the restore (or refused it).
     let work = state
         .history_work

@@ -37,8 +37,9 @@ impl Harness {
         let owner = AccountId::generate();
         let record = record(&owner, LinkAccess::Edit);
         let recent = RecentOps::new(config.room_ops, config.room_ops_bytes);
+        let metrics = crate::metrics::Metrics::new();
         let rules = Rules {
-            metrics: crate::metrics::Metrics::new(),
+            metrics: metrics.clone(),
             config: config.clone(),
             limits: DocLimits::default(),
             memory: MemoryGuard::new(memory),
@@ -48,6 +49,7 @@ impl Harness {
                 config.document_burst_bytes_per_ip,
                 1000,
             )),
+            storage: Arc::new(crate::storage::Storage::unlimited(&metrics)),
         };
         let now = Instant::now();
         let opened = Opened {

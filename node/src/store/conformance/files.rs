@@ -142,3 +142,54 @@ pub async fn files_crud(store: &dyn Store) {
     assert_err!(store.delete_file(&older.id).await, StoreError::NotFound);
     assert_eq!(ids_of(store, &owner.id).await, vec![newer.id]);
 }
+
+/// What an owner's files keep: a document, the patches of its log and its versions all
+/// count, by their length; another owner's files do not; deleting a file takes its bytes.
+pub async fn stored_bytes_per_owner(store: &dyn Store) {
+    use super::support::{append_one, patches, take};
+    let a = account(store).await;
+    assert_eq!(store.stored_bytes(&a.id).await.expect("measure"), 0);
+    let doc = r#"{"n1":{"type":"rect","label":"a shape with a label"}}"#;
+    let with_doc = record(&a.id, 1);
+    store
+        .create_file(&with_doc, Some(doc.into()))
+        .await
+        .expect("create");
+    let bare = record(&a.id, 2);
+    store.create_file(&bare, None).await.expect("create");
+    assert_eq!(store.stored_bytes(&a.id).await.unwrap(), doc.len() as u64);
+
+    let epoch = take(store, &bare.id).await;
+    let log = patches(1, 5, 1);
+    let logged: usize = log.iter().map(|p| p.ops.len()).sum();
+    append_one(store, &bare.id, epoch, log)
+        .await
+        .expect("append");
+    let with_log = store.stored_bytes(&a.id).await.unwrap();
+    assert_eq!(with_log, (doc.len() + logged) as u64);
+
+    let info = crate::history::new_info(5, 1_000, crate::history::VersionKind::Auto, vec![]);
+    let rules = crate::history::HistoryRules::default();
+    crate::history::save(store, &bare.id, epoch, doc, info, &rules)
+        .await
+        .expect("save a version");
+    let with_version = store.stored_bytes(&a.id).await.unwrap();
+    assert!(
+        with_version > with_log && with_version <= with_log + doc.len() as u64 + 64,
+        "a version of {} bytes (compressed) took {} ",
+        doc.len(),
+        with_version - with_log
+    );
+
+    // Another owner's file counts for that owner alone.
+    let b = account(store).await;
+    store
+        .create_file(&record(&b.id, 1), Some(doc.into()))
+        .await
+        .expect("create");
+    assert_eq!(store.stored_bytes(&a.id).await.unwrap(), with_version);
+    assert_eq!(store.stored_bytes(&b.id).await.unwrap(), doc.len() as u64);
+
+    store.delete_file(&bare.id).await.expect("delete");
+    assert_eq!(store.stored_bytes(&a.id).await.unwrap(), doc.len() as u64);
+}

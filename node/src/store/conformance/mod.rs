@@ -27,7 +27,7 @@ pub use appends::{
     one_file_twice_in_a_batch,
 };
 pub use client_ops::client_op_keeps_the_highest;
-pub use files::{file_cap_per_owner, files_crud};
+pub use files::{file_cap_per_owner, files_crud, stored_bytes_per_owner};
 pub use history::{
     deleted_file_history_is_gone, retention_thins_with_age, versions_are_fenced,
     versions_named_and_dropped, versions_save_read_and_page,
@@ -59,6 +59,7 @@ macro_rules! conformance_suite {
             sessions_expire_and_end_by_account,
             files_crud,
             file_cap_per_owner,
+            stored_bytes_per_owner,
             take_file_reads_snapshot_and_log,
             take_file_keeps_behind,
             take_file_keeps_behind_within_bytes,

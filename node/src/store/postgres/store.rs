@@ -115,6 +115,22 @@ impl Store for PgStore {
         file_from(&self.query_found(&sql, &[&id.as_str()]).await?, 0)
     }
 
+    async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64> {
+        // `octet_length` of the text and the blobs, as the embedded store counts them.
+        let sql = "SELECT \
+            COALESCE((SELECT SUM(octet_length(s.doc)) FROM snapshots s \
+                      JOIN files f ON f.id = s.file_id WHERE f.owner = $1), 0) \
+          + COALESCE((SELECT SUM(octet_length(o.ops)) FROM ops o \
+                      JOIN files f ON f.id = o.file_id WHERE f.owner = $1), 0) \
+          + COALESCE((SELECT SUM(COALESCE(octet_length(v.base), 0) \
+                               + COALESCE(octet_length(v.delta), 0)) FROM versions v \
+                      JOIN files f ON f.id = v.file_id WHERE f.owner = $1), 0)";
+        let rows = self.query(sql, &[&owner.as_str()]).await?;
+        // SUM of integers is a bigint in Postgres.
+        let total: i64 = rows[0].get(0);
+        Ok(total.max(0) as u64)
+    }
+
     async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>> {
         let sql = format!(
             "SELECT {FILE_COLUMNS} FROM files WHERE owner = $1 ORDER BY updated_at DESC, id"

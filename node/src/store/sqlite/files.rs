@@ -70,6 +70,27 @@ pub(super) fn of_owner(c: &Connection, owner: &AccountId) -> StoreResult<Vec<Fil
     rows.collect::<Result<_, _>>().map_err(unavailable)
 }
 
+/// [`crate::store::Store::stored_bytes`]: `octet_length` reads a value's length from
+/// its record header, never the value itself, so the sum costs a walk of the rows.
+pub(super) fn stored_bytes(c: &Connection, owner: &AccountId) -> StoreResult<u64> {
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT \
+               COALESCE((SELECT SUM(octet_length(s.doc)) FROM snapshots s \
+                         JOIN files f ON f.id = s.file_id WHERE f.owner = ?1), 0) \
+             + COALESCE((SELECT SUM(octet_length(o.ops)) FROM ops o \
+                         JOIN files f ON f.id = o.file_id WHERE f.owner = ?1), 0) \
+             + COALESCE((SELECT SUM(COALESCE(octet_length(v.base), 0) \
+                                  + COALESCE(octet_length(v.delta), 0)) FROM versions v \
+                         JOIN files f ON f.id = v.file_id WHERE f.owner = ?1), 0)",
+        )
+        .map_err(unavailable)?;
+    let total: i64 = stmt
+        .query_row([owner.as_str()], |r| r.get(0))
+        .map_err(unavailable)?;
+    Ok(total.max(0) as u64)
+}
+
 /// [`crate::store::Store::update_file`]: each field given, then the record as it is now.
 pub(super) fn change(
     c: &mut Connection,

@@ -117,6 +117,12 @@ impl Store for SqliteStore {
         self.read(move |c| read_file(c, &id)).await
     }
 
+    async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64> {
+        let owner = owner.clone();
+        self.read(move |c| super::files::stored_bytes(c, &owner))
+            .await
+    }
+
     async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>> {
         let owner = owner.clone();
         self.read(move |c| super::files::of_owner(c, &owner)).await

@@ -1,0 +1,99 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Storage, StorageError};
+use crate::apptoken::owner_for;
+use crate::ids::{random_string, AccountId, FileId};
+use crate::store::sqlite::SqliteStore;
+use crate::store::{FileRecord, LinkAccess, Store};
+
+/// A store with one account owning one file whose document is `doc_bytes` long.
+async fn owner_with_doc(doc_bytes: usize) -> (Arc<dyn Store>, AccountId, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path()).expect("open"));
+    let email = format!("{}@example.com", random_string(10));
+    let owner = store
+        .create_account(&email, "Ada", "hash")
+        .await
+        .unwrap()
+        .id;
+    let record = FileRecord {
+        id: FileId::generate(),
+        owner: owner.clone(),
+        name: "Untitled".into(),
+        link: LinkAccess::None,
+        view_key: random_string(32),
+        edit_key: random_string(32),
+        key_generation: 0,
+        version: 0,
+        updated_at: 1,
+        viewers_see_history: false,
+    };
+    let doc = format!(r#"{{"n1":{{"t":"{}"}}}}"#, "x".repeat(doc_bytes - 15));
+    assert_eq!(doc.len(), doc_bytes);
+    store.create_file(&record, Some(doc)).await.unwrap();
+    (store, owner, dir)
+}
+
+#[tokio::test]
+async fn a_request_is_refused_once_it_would_pass_the_limit() {
+    let (store, owner, _dir) = owner_with_doc(600).await;
+    let metrics = crate::metrics::Metrics::new();
+    let storage = Storage::new(1_000, store, &metrics);
+    storage
+        .check(&owner, 400, "create")
+        .await
+        .expect("600 + 400 fits");
+    let over = storage.check(&owner, 401, "create").await;
+    assert!(matches!(over, Err(StorageError::Full)), "{over:?}");
+    let refused = metrics
+        .storage_refusals
+        .with_label_values(&["create"])
+        .get();
+    assert_eq!(refused, 1);
+    // Other accounts and the app's own are measured apart, or not at all.
+    let stranger = AccountId::generate();
+    storage.check(&stranger, 1_000, "create").await.unwrap();
+    storage
+        .check(&owner_for(None), u64::MAX / 2, "create")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn rooms_are_answered_from_the_last_measure_and_what_they_logged_since() {
+    let (store, owner, _dir) = owner_with_doc(600).await;
+    let metrics = crate::metrics::Metrics::new();
+    let storage = Arc::new(Storage::new(1_000, store, &metrics));
+    // Unknown yet: allowed, and a measure starts in the background.
+    assert!(storage.may_grow(&owner, 900));
+    let mut waited = Duration::ZERO;
+    while storage.may_grow(&owner, 401) {
+        assert!(waited < Duration::from_secs(5), "the measure never landed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        waited += Duration::from_millis(10);
+    }
+    assert!(storage.may_grow(&owner, 400));
+    // What the room logs counts until the next measure.
+    storage.logged(&owner, 300);
+    assert!(storage.may_grow(&owner, 100));
+    assert!(!storage.may_grow(&owner, 101));
+    // A request within a second of the measure uses it, with what was logged since.
+    storage.check(&owner, 100, "version").await.unwrap();
+    assert!(
+        !storage.may_grow(&owner, 1),
+        "what the request adds counts too"
+    );
+    let over = storage.check(&owner, 1, "version").await;
+    assert!(matches!(over, Err(StorageError::Full)), "{over:?}");
+}
+
+#[tokio::test]
+async fn without_a_limit_everything_grows() {
+    let metrics = crate::metrics::Metrics::new();
+    let storage = Arc::new(Storage::unlimited(&metrics));
+    let owner = AccountId::generate();
+    storage.logged(&owner, u64::MAX / 2);
+    assert!(storage.may_grow(&owner, u64::MAX / 2));
+    storage.check(&owner, u64::MAX, "create").await.unwrap();
+}
