@@ -31,6 +31,13 @@ pub const LARGE_FRAME: usize = 64 * 1024;
 /// How often a large frame the allowance refused asks again.
 const ALLOWANCE_RETRY: Duration = Duration::from_millis(50);
 
+/// Control frames (pings, pongs) a client may send a second once [`CONTROL_BURST`] is
+/// spent; past it the socket is not read until the pace allows (backpressure). A client
+/// needs one ping now and then; each costs a read and, for a ping, a pong written back
+/// (the sixth review's ping flood took both cores from 8 sockets with no credentials).
+pub const CONTROL_PER_SECOND: f64 = 10.0;
+pub const CONTROL_BURST: f64 = 20.0;
+
 /// Memory that large frames are read into, asked for before their bytes are: the node's
 /// memory budget, so that many sockets sending large messages at once wait their turn
 /// (their senders see their socket stop reading) instead of taking the node past it.
@@ -55,6 +62,8 @@ pub struct Reader<R> {
     allowance: Option<Arc<dyn Allowance>>,
     /// The allowance admitted the frame now being read.
     admitted: bool,
+    /// Control frames the client may still send at once, and when that was worked out.
+    controls: (f64, Instant),
 }
 
 impl<R: AsyncRead + Unpin> Reader<R> {
@@ -71,6 +80,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             inflated: 0,
             allowance: None,
             admitted: false,
+            controls: (CONTROL_BURST, Instant::now()),
         }
     }
 
@@ -106,6 +116,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
 
     async fn read_message(&mut self) -> Result<Incoming, ReadError> {
         loop {
+            self.pace_controls().await;
             let Some(header) = parse_header(&self.buf)? else {
                 self.fill(0).await?;
                 continue;
@@ -113,7 +124,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             self.check(&header)?;
             let total = header.size + header.len;
             if self.buf.len() < total {
-                if total > LARGE_FRAME && !self.admitted {
+                if self.is_large(&header, total) && !self.admitted {
                     self.wait_for_allowance(total).await;
                 }
                 self.fill(total).await?;
@@ -125,6 +136,34 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             if let Some(message) = message {
                 return Ok(message);
             }
+        }
+    }
+
+    /// Whether a frame must wait for the allowance: a large one, or any piece of a
+    /// fragmented message that is large by now (the sixth review held a megabyte per socket
+    /// in unfinished messages of 60 KB fragments, which never asked).
+    fn is_large(&self, header: &wire::Header, total: usize) -> bool {
+        let before = match (&self.partial, header.opcode) {
+            (Some(p), crate::ws::frame::opcode::CONTINUATION) => p.len(),
+            _ => 0,
+        };
+        before + total > LARGE_FRAME
+    }
+
+    /// Waits while the client is past its pace of control frames. Cancel-safe: the
+    /// pace is worked out again on the next call.
+    async fn pace_controls(&mut self) {
+        let (tokens, at) = &mut self.controls;
+        let now = Instant::now();
+        *tokens = (*tokens + now.saturating_duration_since(*at).as_secs_f64() * CONTROL_PER_SECOND)
+            .min(CONTROL_BURST);
+        *at = now;
+        if *tokens < 0.0 {
+            let wait = Duration::from_secs_f64(-*tokens / CONTROL_PER_SECOND);
+            tokio::time::sleep(wait).await;
+            let (tokens, at) = &mut self.controls;
+            *tokens = 0.0;
+            *at = Instant::now();
         }
     }
 

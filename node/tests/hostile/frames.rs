@@ -179,3 +179,142 @@ async fn fragments_that_never_end_close_1008_within_the_deadline() {
                "slowest_close_ms": ms(slowest).round(), "answer": "close 1008"}),
     );
 }
+
+/// Eight sockets of one address, with no hello and no key, send empty pings as fast as
+/// they can (the sixth review: 24 million pings in 13 s took both cores and answered
+/// 42 MB of pongs): each socket's control frames are read at their pace, 10 a second
+/// after 20, so the node answers a few pongs a second and the editors elsewhere are not
+/// slowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_flood_is_read_at_its_pace() {
+    let (_serial, r, mut probe, base) = case(&[]).await;
+    let port = r.node.port;
+    let cpu0 = cpu_seconds(r.node.pid());
+    let (pongs, during, secs) = attack(&mut probe, 8, |_, done| {
+        tokio::spawn(async move {
+            let mut raw = Raw::try_connect_from([127, 0, 0, 14], port, "nosuchfile", "", None)
+                .await
+                .expect("upgraded");
+            let pings = client_frame(PING, b"").repeat(8_192);
+            let (mut sent, mut pongs) = (0u64, 0u64);
+            let mut buf = vec![0u8; 1 << 16];
+            while !done.load(Ordering::SeqCst) {
+                let write = tokio::time::timeout(Duration::from_millis(50), async {
+                    raw.stream.write_all(&pings).await
+                });
+                if let Ok(Ok(())) = write.await {
+                    sent += 8_192;
+                }
+                // Pongs to an empty ping are two bytes each; count what came.
+                while let Ok(Ok(n)) =
+                    tokio::time::timeout(Duration::from_millis(1), raw.stream.read(&mut buf)).await
+                {
+                    if n == 0 {
+                        break;
+                    }
+                    pongs += buf[..n].windows(2).filter(|w| w == &[0x8a, 0x00]).count() as u64;
+                }
+            }
+            (sent, pongs)
+        })
+    })
+    .await;
+    let cpu = cpu_seconds(r.node.pid()) - cpu0;
+    let most = pongs.iter().map(|(_, p)| *p).max().unwrap_or(0);
+    let sent: u64 = pongs.iter().map(|(s, _)| *s).sum();
+    report(
+        "a ping flood: 8 sockets of one address, no hello, empty pings as fast as they go",
+        &base,
+        &during,
+        json!({"pings_sent": sent, "most_pongs_one_socket": most, "seconds": secs,
+               "node_cores": cpu / secs}),
+    );
+    // The burst, the pace over the run and its hello deadline's slack.
+    let bound = 20.0 + 10.0 * (secs + 1.0);
+    assert!(
+        (most as f64) <= bound,
+        "a socket was answered {most} pongs in {secs:.1} s (its pace allows {bound})"
+    );
+    probe.settle().await;
+}
+
+/// Two addresses hold 100 view-key sockets each, every one sending a message in 60 KB
+/// fragments to about 1 MiB and never finishing it (the sixth review: 3 addresses took a
+/// node with a 256 MiB budget to 361 MiB, and honest creations got 503). A fragmented
+/// message's pieces past 64 KiB wait for the memory budget as one large frame does, so
+/// the node stays under its budget; the editors elsewhere keep editing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfinished_messages_stay_within_the_memory_budget() {
+    const BUDGET_MIB: u64 = 112;
+    let budget = format!("{BUDGET_MIB}M");
+    let (_serial, r, mut probe, base) = case(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
+    let port = r.node.port;
+    let rss0 = rss_kib(r.node.pid());
+    let piece = vec![b' '; 60_000];
+    let first = Arc::new(client_frame(
+        TEXT_FIRST,
+        &[
+            b"{\"type\":\"patch\",\"id\":1,\"ops\":[]".as_slice(),
+            &piece,
+        ]
+        .concat(),
+    ));
+    let more = Arc::new(client_frame(CONT, &piece));
+    let mut sockets = Vec::new();
+    for source in [[127, 0, 0, 15], [127, 0, 0, 16]] {
+        for _ in 0..100 {
+            let upgraded = Raw::try_connect_from(source, port, &r.id, "", None).await;
+            let mut raw = upgraded.expect("an upgrade");
+            raw.text(&Hello::key(&r.view_key).to_json().to_string())
+                .await;
+            raw.welcome().await;
+            sockets.push(Some(raw));
+        }
+    }
+    let count = sockets.len();
+    let sockets = Mutex::new(sockets);
+    let peak = Arc::new(AtomicU64::new(rss0));
+    let (sent, during, secs) = attack(&mut probe, count, |k, done| {
+        let (first, more, peak) = (first.clone(), more.clone(), peak.clone());
+        let mut raw = sockets.lock().unwrap()[k].take().expect("each socket once");
+        let pid = r.node.pid();
+        tokio::spawn(async move {
+            let mut sent = 0usize;
+            if write_for_a_while(&mut raw.stream, &first).await {
+                sent += 60_000;
+            }
+            while !done.load(Ordering::SeqCst) {
+                if sent < 1_000_000 && write_for_a_while(&mut raw.stream, &more).await {
+                    sent += 60_000;
+                } else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                if k == 0 {
+                    peak.fetch_max(rss_kib(pid), Ordering::SeqCst);
+                }
+            }
+            sent
+        })
+    })
+    .await;
+    let peak_mib = peak.load(Ordering::SeqCst) as f64 / 1024.0;
+    let held: usize = sent.iter().sum();
+    report(
+        "unfinished messages: 200 view-key sockets of two addresses, 60 KB fragments to 1 MiB, never finished",
+        &base,
+        &during,
+        json!({"sent_mb": held / 1_000_000, "seconds": secs, "rss_start_mib": rss0 / 1024,
+               "peak_rss_mib": (peak_mib * 10.0).round() / 10.0, "budget_mib": BUDGET_MIB}),
+    );
+    assert!(
+        peak_mib < BUDGET_MIB as f64,
+        "resident memory reached {peak_mib:.1} MiB with a budget of {BUDGET_MIB} MiB"
+    );
+    probe.settle().await;
+}
+
+/// Writes `bytes` unless the node stops reading for 200 ms; whether they went.
+async fn write_for_a_while(stream: &mut TcpStream, bytes: &[u8]) -> bool {
+    let write = tokio::time::timeout(Duration::from_millis(200), stream.write_all(bytes));
+    matches!(write.await, Ok(Ok(())))
+}

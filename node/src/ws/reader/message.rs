@@ -20,6 +20,13 @@ pub(super) struct Partial {
     pub(super) deadline: Instant,
 }
 
+impl Partial {
+    /// Payload bytes so far, as sent.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+}
+
 impl<R> Reader<R> {
     /// Checks a header against the message state, before its payload is read.
     pub(super) fn check(&self, h: &Header) -> Result<(), ReadError> {
@@ -53,8 +60,14 @@ impl<R> Reader<R> {
         unmask(payload, h.mask);
         let payload = &*payload;
         match h.opcode {
-            opcode::PING => Ok(Some(Incoming::Ping(Bytes::copy_from_slice(payload)))),
-            opcode::PONG => Ok(Some(Incoming::Pong)),
+            opcode::PING => {
+                self.controls.0 -= 1.0;
+                Ok(Some(Incoming::Ping(Bytes::copy_from_slice(payload))))
+            }
+            opcode::PONG => {
+                self.controls.0 -= 1.0;
+                Ok(Some(Incoming::Pong))
+            }
             opcode::CLOSE => parse_close(payload).map(Some),
             _ => {
                 self.received += payload.len();

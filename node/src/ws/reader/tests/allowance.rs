@@ -53,3 +53,30 @@ async fn a_large_frame_is_read_once_the_allowance_admits_it() {
         "asked once per frame"
     );
 }
+
+#[tokio::test]
+async fn a_fragmented_message_asks_once_it_is_large() {
+    let piece = "y".repeat(40_000);
+    let wire = [
+        frame(MORE, false, opcode::TEXT, piece.as_bytes()),
+        frame(FIN, false, opcode::CONTINUATION, piece.as_bytes()),
+    ]
+    .concat();
+    let (mut client, server) = duplex(1 << 20);
+    client.write_all(&wire).await.unwrap();
+    let mut r = Reader::new(server, limits(1 << 20), false);
+    let gate = Arc::new(Gate::default());
+    r.set_allowance(gate.clone());
+    // The first 40 KB are small on their own; the next 40 KB make the message large.
+    assert!(tokio::time::timeout(Duration::from_millis(200), r.next())
+        .await
+        .is_err());
+    assert!(
+        gate.asked.load(Ordering::SeqCst) >= 1,
+        "the second piece asks"
+    );
+    assert!(r.buf.len() < 50_000, "the second piece was not read");
+    gate.open.store(true, Ordering::SeqCst);
+    let whole = piece.repeat(2);
+    assert!(matches!(r.next().await, Ok(Incoming::Text(t)) if t == whole));
+}

@@ -70,3 +70,32 @@ async fn buffer_follows_the_bytes_not_the_header() {
     writer.await.unwrap().unwrap();
     assert_eq!(message, Incoming::Text("a".repeat(1 << 20)));
 }
+
+#[tokio::test(start_paused = true)]
+async fn control_frames_are_read_at_their_pace() {
+    let pings: Vec<u8> = (0..100)
+        .flat_map(|_| frame(FIN, false, opcode::PING, b"p"))
+        .chain(text("after"))
+        .collect();
+    let mut r = reader(pings, limits(1000), false);
+    let started = tokio::time::Instant::now();
+    for i in 0..100 {
+        let next = r.next().await;
+        assert!(matches!(next, Ok(Incoming::Ping(_))), "{i}: {next:?}");
+        if i < CONTROL_BURST as usize {
+            assert_eq!(
+                started.elapsed(),
+                Duration::ZERO,
+                "the burst is read at once"
+            );
+        }
+    }
+    assert!(matches!(r.next().await, Ok(Incoming::Text(t)) if t == "after"));
+    // 80 past the burst at 10 a second: the socket was not read meanwhile.
+    let took = started.elapsed();
+    let paced = (100.0 - CONTROL_BURST) / CONTROL_PER_SECOND;
+    assert!(
+        took >= Duration::from_secs_f64(paced - 0.2) && took < Duration::from_secs_f64(paced + 1.0),
+        "{took:?}"
+    );
+}
