@@ -114,6 +114,13 @@ impl MemoryGuard {
         self.expected() < self.high_water()
     }
 
+    /// Whether memory is within an eighth of the high-water mark: what can be let go
+    /// (rooms nobody is in) goes now rather than when it would anyway.
+    pub fn pressed(&self) -> bool {
+        let high = self.high_water();
+        self.expected() >= high - high / 8
+    }
+
     /// Bytes that could be promised now before the high-water mark.
     pub fn room_left(&self) -> u64 {
         self.high_water().saturating_sub(self.expected())

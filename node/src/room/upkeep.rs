@@ -5,10 +5,16 @@ use std::time::Instant;
 
 use atrium_protocol::CloseCode;
 
+use std::time::Duration;
+
 use super::core::{RoomCore, STALL_CLOSE, STALL_NOTICE};
 use super::exit::Exit;
 use crate::outbox::shared;
 use crate::protocol;
+
+/// How long a room nobody is in stays while the node's memory is pressed (instead of
+/// `ATRIUM_ROOM_IDLE_MS`): long enough for someone who reloads the page to find it open.
+pub const PRESSED_IDLE: Duration = Duration::from_secs(5);
 
 impl RoomCore {
     /// Once a second: snapshots due by time, store stalls, and idleness.
@@ -16,9 +22,16 @@ impl RoomCore {
         self.maybe_snapshot(now);
         self.maybe_checkpoint(now);
         self.check_store_stall(now);
-        let idle = self.idle_since.is_some_and(|since| {
-            now.saturating_duration_since(since) >= self.rules.config.room_idle()
-        });
+        // Near the memory mark, rooms nobody is in leave early, so rooms opened and left
+        // (the sixth review: a free account's 34 uploads, each opened once) do not keep
+        // people out of their own files until their idle time is up.
+        let idle_time = match self.rules.memory.pressed() {
+            true => PRESSED_IDLE.min(self.rules.config.room_idle()),
+            false => self.rules.config.room_idle(),
+        };
+        let idle = self
+            .idle_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= idle_time);
         (idle
             && self.saved()
             && self.participants.is_empty()

@@ -50,6 +50,7 @@ mod frames;
 mod held_welcomes;
 mod history_work;
 mod huge;
+mod idle_rooms;
 mod ids;
 mod large_log;
 mod malformed;

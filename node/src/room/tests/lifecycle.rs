@@ -142,3 +142,26 @@ fn a_room_ending_idle_closes_nobody() {
     h.core.close_everyone(Exit::Idle);
     assert_eq!(a.closed(), None);
 }
+
+#[test]
+fn an_empty_room_ends_early_while_memory_is_pressed() {
+    let budget = 1u64 << 30;
+    let mut h = Harness::with(&[("room-idle-ms", "600000")], budget);
+    let a = h.join(As::Owner);
+    h.leave(&a);
+    h.advance(crate::room::upkeep::PRESSED_IDLE);
+    h.housekeeping();
+    assert_eq!(
+        h.exit, None,
+        "memory is not pressed: the room keeps its idle time"
+    );
+    // Promised memory brings the node within an eighth of its mark.
+    let memory = h.core.rules.memory.clone();
+    let left = memory.room_left();
+    let _promised = memory
+        .reserve(left - left.min(8 << 20))
+        .expect("under the mark");
+    assert!(memory.pressed() && memory.admits());
+    h.housekeeping();
+    assert_eq!(h.exit, Some(Exit::Idle));
+}
