@@ -139,6 +139,16 @@ impl DocumentsTo {
         Ok(Self(address))
     }
 
+    /// The address the documents go to.
+    pub(super) fn address(&self) -> std::net::IpAddr {
+        self.0
+    }
+
+    /// Charges `bytes` of documents to the address (work done for it, not an answer).
+    pub(super) fn charge(self, state: &AppState, bytes: u64) {
+        state.documents_sent.charge(&self.0, bytes);
+    }
+
     /// [`held_answer`], charged to the address when it is given.
     pub(super) fn held_answer(
         self,

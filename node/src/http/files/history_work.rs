@@ -6,19 +6,24 @@
 //!
 //! - at most [`AT_ONCE`] such pieces of work run at a time on the node; others wait up to
 //!   [`WAIT`] for a turn, then get 503 `unavailable` with `Retry-After`;
+//! - one client address (an IPv6 one by its /64) has at most [`PER_ADDRESS`] pieces running
+//!   or waiting; more get 429 `rate-limited`, so one address cannot fill the queue everyone
+//!   waits in (the sixth review: 200 connections of a free account comparing a 1.9 MB
+//!   document made an owner's read of a one-node version wait 10 s);
 //! - each reserves from the memory budget, before it starts, what it may need: `cost` bytes
 //!   per byte of document, for the largest document it may rebuild, which is at most what
 //!   half the budget's room allows (so other work still gets the rest). A version larger
 //!   than that is answered 503 too, and served once the node has room again.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::history::{self, VersionInfo};
-use crate::http::{busy, ApiError};
+use crate::http::{busy, rate_limited, ApiError};
 use crate::ids::FileId;
 use crate::memory::{MemoryGuard, Reservation};
 use crate::metrics::Metrics;
@@ -28,6 +33,8 @@ use crate::store::{Store, StoreError};
 pub const AT_ONCE: usize = 2;
 /// How long a piece waits for its turn before it is answered 503.
 pub const WAIT: Duration = Duration::from_secs(10);
+/// Pieces one client address may have running or waiting.
+pub const PER_ADDRESS: usize = 2;
 
 /// Memory per byte of a rebuilt document: reading one (the document, its answer),
 /// comparing two (per byte of each: both texts and both parsed node maps), restoring one
@@ -41,6 +48,8 @@ pub const RESTORE_COST: u64 = 12;
 /// there was.
 pub struct HistoryWork {
     turns: Arc<Semaphore>,
+    /// Pieces running or waiting per client address (none at zero).
+    by_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
     /// Versions (file, id) that did not fit, with the most document bytes they were given:
     /// asked again with no more room, they are refused at once instead of rebuilt in vain
     /// (50 connections asking for a version too large cost a core of refused work).
@@ -54,6 +63,7 @@ impl Default for HistoryWork {
     fn default() -> Self {
         Self {
             turns: Arc::new(Semaphore::new(AT_ONCE)),
+            by_address: Arc::default(),
             too_large: Mutex::new(HashMap::new()),
         }
     }
@@ -63,6 +73,7 @@ impl Default for HistoryWork {
 /// may rebuild.
 pub struct Working {
     _turn: OwnedSemaphorePermit,
+    _address: AddressSlot,
     _memory: Reservation,
     /// The largest document this work may rebuild.
     pub limit: usize,
@@ -112,14 +123,22 @@ impl HistoryWork {
         *l = (*l).max(limit);
     }
 
-    /// Waits for a turn, then reserves memory for documents up to `max_doc` bytes at
-    /// `cost` bytes per byte, or as much as half the budget's room allows.
+    /// Takes one of `address`'s places, waits for a turn, then reserves memory for
+    /// documents up to `max_doc` bytes at `cost` bytes per byte, or as much as half the
+    /// budget's room allows.
     pub async fn start(
         &self,
         memory: &Arc<MemoryGuard>,
         cost: u64,
         max_doc: usize,
+        address: IpAddr,
     ) -> Result<Working, ApiError> {
+        let address = AddressSlot::take(&self.by_address, address).ok_or_else(|| {
+            rate_limited(
+                "version history work from this address is already under way; wait for it",
+                Duration::from_secs(1),
+            )
+        })?;
         let turn = tokio::time::timeout(WAIT, self.turns.clone().acquire_owned())
             .await
             .ok()
@@ -133,10 +152,44 @@ impl HistoryWork {
             .ok_or_else(no_room)?;
         Ok(Working {
             _turn: turn,
+            _address: address,
             _memory: reservation,
             limit: (bytes / cost) as usize,
             squeezed: bytes < want,
         })
+    }
+}
+
+/// One of an address's places for history work, given back when dropped.
+struct AddressSlot {
+    counts: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    address: IpAddr,
+}
+
+impl AddressSlot {
+    fn take(counts: &Arc<Mutex<HashMap<IpAddr, usize>>>, address: IpAddr) -> Option<Self> {
+        let mut all = counts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = all.entry(address).or_insert(0);
+        if *n >= PER_ADDRESS {
+            return None;
+        }
+        *n += 1;
+        Some(Self {
+            counts: counts.clone(),
+            address,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut all = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = all.get_mut(&self.address) {
+            *n -= 1;
+            if *n == 0 {
+                all.remove(&self.address);
+            }
+        }
     }
 }
 
@@ -168,5 +221,35 @@ mod tests {
             "more room: tried again"
         );
         assert!(!work.known_too_large(&file, 4, 10), "another version");
+    }
+
+    #[tokio::test]
+    async fn one_address_has_at_most_its_places() {
+        let work = HistoryWork::default();
+        let memory = MemoryGuard::new(1 << 34);
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let first = work
+            .start(&memory, READ_COST, 1 << 20, a)
+            .await
+            .expect("a first");
+        let second = work
+            .start(&memory, READ_COST, 1 << 20, a)
+            .await
+            .expect("a second");
+        let third = work.start(&memory, READ_COST, 1 << 20, a).await;
+        assert!(matches!(third, Err(ref e) if e.status == hyper::StatusCode::TOO_MANY_REQUESTS));
+        drop(first);
+        let again = work
+            .start(&memory, READ_COST, 1 << 20, a)
+            .await
+            .expect("a place came back");
+        // Another address waits for a node-wide turn, not for a's places.
+        drop(second);
+        let other = work.start(&memory, READ_COST, 1 << 20, b).await.expect("b");
+        drop((again, other));
+        assert!(
+            work.by_address.lock().unwrap().is_empty(),
+            "nothing kept at zero"
+        );
     }
 }

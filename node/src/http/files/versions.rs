@@ -138,7 +138,7 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     may_read(&g)?;
     let work = state
         .history_work
-        .start(&state.memory, READ_COST, max_doc(state))
+        .start(&state.memory, READ_COST, max_doc(state), to.address())
         .await?;
     let (info, doc) = rebuilt(state, &id, vid, &work).await?;
     // The answer reserves its own bytes for as long as it is held; the rebuilt document
@@ -171,6 +171,9 @@ async fn side(
 
 /// `GET /api/files/{id}/versions/compare?from&to` (`to` defaults to `current`).
 pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
+    // A comparison rebuilds two documents for its caller: its bytes come from the caller's
+    // address's share of documents, as a download's do.
+    let to_address = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_edit(&g)?;
     let q = query(&req);
@@ -184,7 +187,12 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     }
     let work = state
         .history_work
-        .start(&state.memory, COMPARE_COST, max_doc(state))
+        .start(
+            &state.memory,
+            COMPARE_COST,
+            max_doc(state),
+            to_address.address(),
+        )
         .await?;
     let (a, b) = (
         side(state, &id, from, &work).await?,
@@ -195,6 +203,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
         .await
         .map_err(ApiError::unavailable)?;
     drop(work);
+    to_address.charge(state, size as u64);
     Ok(json_response(
         StatusCode::OK,
         &json!({"from": from, "to": to, "added": c.added, "removed": c.removed, "changed": c.changed}),
@@ -351,10 +360,11 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
     }
     // A restore keeps a version and may grow the document: none while the owner is full.
     state.storage.check(&g.file.owner, 0, "restore").await?;
+    let address = crate::limits::address_key(crate::http::client_addr(&req));
     // Held until the room has made the restore (or refused it).
     let work = state
         .history_work
-        .start(&state.memory, RESTORE_COST, max_doc(state))
+        .start(&state.memory, RESTORE_COST, max_doc(state), address)
         .await?;
     let (from, doc) = rebuilt(state, &id, vid, &work).await?;
     let (reply, answer) = tokio::sync::oneshot::channel();
