@@ -140,10 +140,17 @@ impl MemoryGuard {
 
     /// Whether a patch's text may be parsed: parsed JSON can cost 30 times its text (an
     /// array of small numbers), and a parsed patch may wait for its room. A small one always;
-    /// a larger one if what its parse may cost ([`parse_cost`]) fits, and that then counts
-    /// until samples include it.
-    pub fn admits_parse(&self, text: &str) -> bool {
-        text.len() <= SMALL_PATCH || self.admit_growth(parse_cost(text.as_bytes()))
+    /// a larger one if what its parse may cost ([`parse_cost`]) fits. That cost is promised
+    /// for as long as the answer is held: until the patch is refused, or applied and
+    /// durable (then what stays is the document's growth, which the room counts). So a
+    /// patch parsed only to be refused holds nothing afterwards (the sixth review kept a
+    /// node "at its budget" at a third of it with refused patches' estimates alone).
+    pub fn admits_parse(self: &Arc<Self>, text: &str) -> Option<ParseCost> {
+        if text.len() <= SMALL_PATCH {
+            return Some(ParseCost::small());
+        }
+        self.reserve(parse_cost(text.as_bytes()))
+            .map(|r| ParseCost { promised: Some(r) })
     }
 
     /// Admits growth of about `bytes` that stays (a patch that makes a document larger) if
@@ -191,6 +198,31 @@ impl MemoryGuard {
                 }
             }
         });
+    }
+}
+
+/// What a patch's parse may cost, promised from the budget while the patch is held (none
+/// for a small one); given back when dropped.
+pub struct ParseCost {
+    promised: Option<Reservation>,
+}
+
+impl ParseCost {
+    /// Nothing promised (a message small enough to parse at any time).
+    pub fn small() -> Self {
+        Self { promised: None }
+    }
+}
+
+impl Drop for ParseCost {
+    /// The parsed patch is gone, but what it freed may stay resident for a while (the
+    /// allocator keeps it for the thread that allocated it): promised until samples show.
+    fn drop(&mut self) {
+        if let Some(promised) = self.promised.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                promised.hold_until_sampled();
+            }
+        }
     }
 }
 

@@ -79,15 +79,27 @@ fn a_parse_is_judged_by_what_it_may_take() {
 
     let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
     let room = guard.high_water() - guard.rss();
-    assert!(guard.admits_parse("[1,2,3]"), "small patches always");
+    assert!(
+        guard.admits_parse("[1,2,3]").is_some(),
+        "small patches always"
+    );
     let big = format!(
         "[{}0]",
         "0,".repeat((room / 2 / PARSED_BYTES_PER_VALUE) as usize)
     );
-    assert!(guard.admits_parse(&big), "one fits");
+    let first = guard.admits_parse(&big).expect("one fits");
     assert!(
-        !guard.admits_parse(&big),
-        "two do not, until samples include the first"
+        guard.admits_parse(&big).is_none(),
+        "two do not, while the first is held"
     );
-    assert!(guard.admits_parse("[1,2,3]"), "small patches still");
+    assert!(
+        guard.admits_parse("[1,2,3]").is_some(),
+        "small patches still"
+    );
+    // A patch refused after its parse holds nothing: the next fits at once.
+    drop(first);
+    assert!(
+        guard.admits_parse(&big).is_some(),
+        "given back when dropped"
+    );
 }

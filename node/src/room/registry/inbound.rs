@@ -49,6 +49,7 @@ impl Inbound {
                 return Ticket {
                     inbound: self.clone(),
                     bytes,
+                    parse: None,
                 };
             }
             drained.await;
@@ -61,6 +62,8 @@ impl Inbound {
 pub struct Ticket {
     inbound: Arc<Inbound>,
     bytes: usize,
+    /// What the patch's parse may cost, promised from the memory budget until then.
+    parse: Option<crate::memory::ParseCost>,
 }
 
 impl Ticket {
@@ -70,7 +73,13 @@ impl Ticket {
         Ticket {
             inbound: Inbound::new(),
             bytes: 0,
+            parse: None,
         }
+    }
+
+    /// Keeps the patch's parse cost promised for as long as the patch is held.
+    pub fn hold(&mut self, parse: crate::memory::ParseCost) {
+        self.parse = Some(parse);
     }
 }
 

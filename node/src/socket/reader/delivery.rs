@@ -4,20 +4,36 @@
 use atrium_protocol::CloseCode;
 
 use super::{refuse, Session};
+use crate::memory::ParseCost;
 use crate::protocol::{self, ClientMessage, Refusal};
 use crate::room::registry::RoomHandle;
 use crate::room::RoomCmd;
 
 /// Handles one message once the rate let it through (a large one parsed on the bulk
-/// lane, so it never holds up the sockets that share this worker).
+/// lane, so it never holds up the sockets that share this worker). What its parse may
+/// cost is asked of the memory budget when the parse starts, not while it waits for the
+/// lane: many sockets' patches waiting their turn would otherwise hold promises for
+/// memory that only one parse at a time uses (the sixth review kept a node at its mark
+/// with a third of its budget used).
 pub(super) async fn handle_text(session: &Session, room: &RoomHandle, text: String) {
     let limits = session.state.limits.clone();
-    let parsed = crate::lane::run(text.len(), &session.state.metrics, move || {
-        protocol::parse(&text, &limits)
-    })
-    .await;
-    // Its role may have changed while it waited: the room has the last word.
-    to_room(session, room, parsed).await;
+    let memory = session.state.memory.clone();
+    let work = crate::lane::run(text.len(), &session.state.metrics, move || {
+        match memory.admits_parse(&text) {
+            Some(cost) => Ok((protocol::parse(&text, &limits), cost)),
+            None => {
+                Err(protocol::read(&text).map(|m| m.refuse("too-large", crate::memory::AT_BUDGET)))
+            }
+        }
+    });
+    match work.await {
+        // Its role may have changed while it waited: the room has the last word.
+        Ok((parsed, cost)) => to_room(session, room, parsed, cost).await,
+        Err(refusal) => {
+            session.state.metrics.memory_refusals.inc();
+            refuse(session, refusal.unwrap_or_else(|r| r));
+        }
+    }
 }
 
 /// A fresh app token for the socket: same `sub`, verified like a hello's. The room
@@ -65,10 +81,13 @@ async fn refresh(session: &Session, room: &RoomHandle, token: &str) {
     });
 }
 
+/// A parsed message to its room; a patch takes its parse's cost along (given back once it
+/// is refused, or applied and durable), anything else drops it here.
 pub(super) async fn to_room(
     session: &Session,
     room: &RoomHandle,
     message: Result<ClientMessage, Refusal>,
+    cost: ParseCost,
 ) {
     match message {
         Ok(ClientMessage::Patch(patch)) => {
@@ -79,7 +98,8 @@ pub(super) async fn to_room(
                 .with_label_values(&["patch"])
                 .inc();
             // While the room is behind, this socket waits here and reads nothing.
-            let ticket = room.inbound.admit(patch.ops_json.len()).await;
+            let mut ticket = room.inbound.admit(patch.ops_json.len()).await;
+            ticket.hold(cost);
             if room
                 .tx
                 .send(RoomCmd::Patch(session.outbox.id, patch, ticket))

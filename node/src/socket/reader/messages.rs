@@ -51,11 +51,6 @@ pub(super) async fn serve_messages(
         }
         while let Some(waiting) = intake.pop(std::time::Instant::now()) {
             match waiting {
-                Waiting::Text(text) if !session.state.memory.admits_parse(&text) => {
-                    if let Ok(message) = protocol::read(&text) {
-                        refuse(session, at_budget(session, &message));
-                    }
-                }
                 Waiting::Text(text) => handle_text(session, room, text).await,
                 Waiting::Refused(r) => refuse(session, r),
             }
@@ -105,13 +100,13 @@ async fn take_in(
                 return intake.push(Waiting::Refused(message.refuse(code, why)));
             }
             if intake.backlog.is_empty() && intake.messages.take(std::time::Instant::now()) {
-                if !session.state.memory.admits_parse(&text) {
-                    return refuse(session, at_budget(session, &message));
-                }
                 // Nothing waits before it and the rate allows it: no queueing, one parse.
                 if text.len() <= crate::lane::INLINE_BYTES {
+                    let Some(cost) = session.state.memory.admits_parse(&text) else {
+                        return refuse(session, at_budget(session, &message));
+                    };
                     let parsed = message.parse(&session.state.limits);
-                    return to_room(session, room, parsed).await;
+                    return to_room(session, room, parsed, cost).await;
                 }
                 drop(message);
                 return handle_text(session, room, text).await;
