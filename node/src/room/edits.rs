@@ -44,9 +44,11 @@ impl RoomCore {
         }
         let client = member.client;
         let person = member.person.clone();
-        // A new editor since the last version is named in the next one.
-        let new_editor =
-            (!self.history.editors.contains(&member.name)).then(|| member.name.clone());
+        // A new editor since the last version is named in the next one (the first few are).
+        let editors = &self.history.editors;
+        let new_editor = (editors.len() < super::history::EDITORS_NAMED
+            && !editors.contains(&member.name))
+        .then(|| member.name.clone());
         let state = self
             .clients
             .get_mut(&client)

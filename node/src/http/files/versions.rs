@@ -98,6 +98,9 @@ fn unavailable(e: JoinError) -> ApiError {
 /// `GET /api/files/{id}/versions?limit&before`: newest first; `next` is the `before` of the
 /// next page, null on the last.
 pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
+    // A page of 200 versions with long titles and descriptions is megabytes: it comes from
+    // the address's share of document bytes, as a download does.
+    let to = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_read(&g)?;
     let q = query(&req);
@@ -111,10 +114,10 @@ pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     } else {
         None
     };
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({"versions": versions, "next": next}),
-    ))
+    // Held against the memory budget until the client has read it, as a document is.
+    let page = serde_json::to_string(&versions).expect("versions serialize");
+    let tail = format!(",\"next\":{}}}", json!(next));
+    to.held_answer(state, "{\"versions\":", page, &tail)
 }
 
 /// A version's document, rebuilt within what `work` reserved.

@@ -261,3 +261,20 @@ fn restores_are_prepared_one_at_a_time_and_a_few_wait_beyond_which_they_are_refu
         format!(r#"{{"r":{{"v":{RESTORES_WAITING}}}}}"#)
     );
 }
+
+#[test]
+fn a_version_names_at_most_its_first_editors() {
+    let mut h = Harness::with(&[("checkpoint-ms", "1000")], u64::MAX / 4);
+    let editors: Vec<_> = (0..30).map(|_| h.join(As::Editor)).collect();
+    for (k, e) in editors.iter().enumerate() {
+        h.patch(e, 1, put(&format!("n{k}"), json!({})));
+    }
+    h.commit();
+    h.advance(Duration::from_secs(1));
+    h.housekeeping();
+    let saved = saves(&mut h);
+    let names = &saved[0].info.editors;
+    assert_eq!(names.len(), crate::room::history::EDITORS_NAMED, "{names:?}");
+    let distinct: std::collections::HashSet<_> = names.iter().collect();
+    assert_eq!(distinct.len(), names.len(), "{names:?}");
+}
