@@ -110,6 +110,9 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
             wait,
         ));
     }
+    // An account already at its storage limit is refused before its body is read (the
+    // measure is reused by the check below, once the document's size is known).
+    state.storage.check(&account.id, 0, "create").await?;
     // Room for the largest document plus its JSON framing.
     let limit = state.config.max_doc_bytes.saturating_add(SMALL_BODY);
     // A document sent with the file is read and checked whole, at several times
