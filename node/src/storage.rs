@@ -221,7 +221,12 @@ impl Storage {
     /// Runs `f` on the owner's entry (made if new), under the lock.
     fn owner<T>(&self, owner: &AccountId, now: Instant, f: impl FnOnce(&mut Owner) -> T) -> T {
         let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-        if owners.len() >= REMEMBERED && !owners.contains_key(owner) {
+        // Every patch asks: a known owner costs a lookup, not a copy of its id.
+        if let Some(known) = owners.get_mut(owner) {
+            known.asked = Some(now);
+            return f(known);
+        }
+        if owners.len() >= REMEMBERED {
             owners.retain(|_, o| {
                 o.logged_at_start.is_some()
                     || o.asked
