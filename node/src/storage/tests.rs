@@ -3,9 +3,9 @@ use std::time::Duration;
 
 use super::{Storage, StorageError};
 use crate::apptoken::owner_for;
-use crate::ids::{random_string, AccountId, FileId};
+use crate::ids::{random_string, AccountId};
 use crate::store::sqlite::SqliteStore;
-use crate::store::{FileRecord, LinkAccess, Store};
+use crate::store::Store;
 
 /// A store with one account owning one file whose document is `doc_bytes` long.
 async fn owner_with_doc(doc_bytes: usize) -> (Arc<dyn Store>, AccountId, tempfile::TempDir) {
@@ -17,18 +17,7 @@ async fn owner_with_doc(doc_bytes: usize) -> (Arc<dyn Store>, AccountId, tempfil
         .await
         .unwrap()
         .id;
-    let record = FileRecord {
-        id: FileId::generate(),
-        owner: owner.clone(),
-        name: "Untitled".into(),
-        link: LinkAccess::None,
-        view_key: random_string(32),
-        edit_key: random_string(32),
-        key_generation: 0,
-        version: 0,
-        updated_at: 1,
-        viewers_see_history: false,
-    };
+    let record = crate::store::conformance::record(&owner, 1);
     let doc = format!(r#"{{"n1":{{"t":"{}"}}}}"#, "x".repeat(doc_bytes - 15));
     assert_eq!(doc.len(), doc_bytes);
     store.create_file(&record, Some(doc)).await.unwrap();

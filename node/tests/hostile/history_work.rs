@@ -126,29 +126,12 @@ async fn one_address_cannot_fill_the_queue_for_version_work() {
     let big_id = s(&big["id"]).to_string();
     set_link(&r.node, &r.owner, &big_id, "edit").await;
     let key = s(&big["edit_key"]).to_string();
-    let version = format!("/api/files/{big_id}/versions");
-    let named = send_json(
-        &r.node,
-        "POST",
-        &version,
-        Some(&r.owner),
-        &json!({"title": "v"}),
-    )
-    .await;
-    let vid = named.body()["id"].as_u64().expect("a version");
+    let vid = named_version(&r, &big_id).await;
     // The owner's own small file, with a version to read.
     let small = create_file(&r.node, &r.owner, "Small", Some(json!({"a": {"x": 1}}))).await;
     let small_id = s(&small["id"]).to_string();
+    let small_vid = named_version(&r, &small_id).await;
     let small_versions = format!("/api/files/{small_id}/versions");
-    let named = send_json(
-        &r.node,
-        "POST",
-        &small_versions,
-        Some(&r.owner),
-        &json!({"title": "s"}),
-    )
-    .await;
-    let small_vid = named.body()["id"].as_u64().expect("a version");
 
     let compare = format!("/api/files/{big_id}/versions/compare?from={vid}");
     let answers = Arc::new(Mutex::new(HashMap::<u16, u64>::new()));
@@ -205,4 +188,12 @@ async fn one_address_cannot_fill_the_queue_for_version_work() {
         "the owner waited {slowest:?} for a version"
     );
     probe.settle().await;
+}
+
+/// Names the current state of `file` as its owner; the version's id.
+async fn named_version(r: &Room, file: &str) -> u64 {
+    let path = format!("/api/files/{file}/versions");
+    let title = json!({"title": "named"});
+    let named = send_json(&r.node, "POST", &path, Some(&r.owner), &title).await;
+    named.body()["id"].as_u64().expect("a version")
 }

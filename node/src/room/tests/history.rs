@@ -274,7 +274,11 @@ fn a_version_names_at_most_its_first_editors() {
     h.housekeeping();
     let saved = saves(&mut h);
     let names = &saved[0].info.editors;
-    assert_eq!(names.len(), crate::room::history::EDITORS_NAMED, "{names:?}");
+    assert_eq!(
+        names.len(),
+        crate::room::history::EDITORS_NAMED,
+        "{names:?}"
+    );
     let distinct: std::collections::HashSet<_> = names.iter().collect();
     assert_eq!(distinct.len(), names.len(), "{names:?}");
 }

@@ -38,7 +38,7 @@ pub use server::{files_by_prefix, server_ops_expire};
 pub use snapshots::{
     deleted_file_is_gone_everywhere, ping_answers, snapshots_never_go_back_and_trim_the_log,
 };
-pub(crate) use support::new_file;
+pub(crate) use support::{new_file, record};
 pub use takes::{
     fencing_after_a_second_take, take_file_keeps_behind, take_file_keeps_behind_within_bytes,
     take_file_reads_snapshot_and_log,

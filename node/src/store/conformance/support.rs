@@ -27,7 +27,7 @@ pub(super) async fn session(store: &dyn Store, account: &AccountId, expires_at: 
     digest
 }
 
-pub(super) fn record(owner: &AccountId, updated_at: i64) -> FileRecord {
+pub(crate) fn record(owner: &AccountId, updated_at: i64) -> FileRecord {
     FileRecord {
         id: FileId::generate(),
         owner: owner.clone(),
