@@ -117,6 +117,25 @@ impl Document {
         self.serialized_len() + self.shortfall
     }
 
+    /// Bytes of stored nodes a patch's `set`s make the document rewrite (each node once):
+    /// a `set` writes its node anew, so what applying a patch costs follows the size of the
+    /// nodes it names, not its own.
+    pub fn rewrite_cost(&self, ops: &[op::Op]) -> usize {
+        let mut ids: Vec<&str> = ops
+            .iter()
+            .filter_map(|op| match op {
+                op::Op::Set { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.iter()
+            .filter_map(|id| self.nodes.get(*id))
+            .map(|e| e.0.len())
+            .sum()
+    }
+
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }

@@ -39,6 +39,17 @@ impl Bucket {
         }
     }
 
+    /// Takes `amount` tokens if they are all there.
+    pub fn take_amount(&mut self, now: Instant, amount: f64) -> bool {
+        self.refill(now);
+        if self.tokens >= amount {
+            self.tokens -= amount;
+            true
+        } else {
+            false
+        }
+    }
+
     /// How long until a token is there.
     pub fn wait(&self, now: Instant) -> Duration {
         self.wait_for(now, 1.0)

@@ -32,6 +32,13 @@ use crate::memory::MemoryGuard;
 use crate::outbox::{Budget, ConnId, Msg};
 use crate::store::{FileAppend, FileRecord, LoggedPatch};
 
+/// Bytes of stored nodes a room's patches may rewrite a second, after [`REWRITE_BURST`]: a
+/// `set` of one prop rewrites its whole node, which may be a megabyte, so a patch of a
+/// kilobyte can cost the node a thousand times its size (the sixth review: 3.65 MB of
+/// patches made a node rewrite 48 GB, and the worker held up every room's saving).
+pub const REWRITE_PER_SECOND: f64 = 32.0 * 1024.0 * 1024.0;
+pub const REWRITE_BURST: f64 = 64.0 * 1024.0 * 1024.0;
+
 /// A patch waiting this long for the store brings a 503 notice...
 pub const STALL_NOTICE: Duration = Duration::from_secs(1);
 /// ...and this long closes the room's sockets with 1013.
@@ -98,6 +105,8 @@ pub struct RoomCore {
     pub(super) server_ops: super::server::requests::ServerOps,
     /// Bytes of socket events the room may still relay (`ATRIUM_ROOM_EVENT_BYTES_PER_SECOND`).
     pub(super) event_bytes: crate::limits::Bucket,
+    /// Bytes of stored nodes the room's patches may still rewrite ([`REWRITE_PER_SECOND`]).
+    pub(super) rewrites: crate::limits::Bucket,
     effects: Vec<Effect>,
 }
 
@@ -146,6 +155,7 @@ impl RoomCore {
             restores: Default::default(),
             server_ops,
             event_bytes,
+            rewrites: crate::limits::Bucket::new(REWRITE_PER_SECOND, REWRITE_BURST, now),
             effects: Vec::new(),
         }
     }

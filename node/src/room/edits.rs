@@ -67,6 +67,16 @@ impl RoomCore {
             });
             return;
         }
+        // What its `set`s rewrite comes from the room's allowance a second.
+        let rewrite = self.doc.rewrite_cost(&patch.ops) as f64;
+        if !self.rewrites.take_amount(now, rewrite) {
+            refuse(
+                "too-large",
+                "the patch rewrites more of the document's large shapes than this file allows \
+                 just now; try again in a moment",
+            );
+            return;
+        }
         // At the memory budget, large patches are refused so documents stop growing.
         if !self.rules.memory.admits_patch(patch.ops_json.len()) {
             self.rules.metrics.memory_refusals.inc();

@@ -53,6 +53,7 @@ mod huge;
 mod idle_rooms;
 mod ids;
 mod large_log;
+mod large_nodes;
 mod malformed;
 mod memory_budget;
 mod nesting;

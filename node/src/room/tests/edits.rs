@@ -209,3 +209,44 @@ fn a_joiner_gets_relays_only_past_its_welcome() {
     assert_eq!(got[0]["version"], 1);
     assert!(got.iter().all(|m| m["type"] != "patch"), "{got:?}");
 }
+
+#[test]
+fn sets_on_large_nodes_draw_on_the_rooms_rewrite_allowance() {
+    use crate::room::core::{REWRITE_BURST, REWRITE_PER_SECOND};
+    let mut h = Harness::new();
+    let mut a = h.join(As::Owner);
+    // Four nodes of about 1 MB; a patch of one set on each rewrites 4 MB.
+    let big = "y".repeat(1_000_000);
+    let mut id = 1;
+    for k in 0..4 {
+        h.patch(&a, id, put(&format!("b{k}"), json!({"t": big})));
+        id += 1;
+    }
+    let sets = |x: u64| {
+        let ops: Vec<Value> = (0..4)
+            .map(|k| json!({"op": "set", "id": format!("b{k}"), "props": {"x": x}}))
+            .collect();
+        Value::Array(ops)
+    };
+    let per_patch = 4.0 * 1_000_000.0;
+    let fits = (REWRITE_BURST / per_patch) as u64;
+    let before = h.version();
+    for _ in 0..fits + 5 {
+        h.patch(&a, id, sets(id));
+        id += 1;
+    }
+    assert_eq!(h.version() - before, fits, "the burst's worth, no more");
+    let rejects = a.of_type("reject");
+    assert_eq!(rejects.len(), 5, "{rejects:?}");
+    assert!(rejects.iter().all(|r| r["code"] == "too-large"));
+    // A second later, a second's worth more; a small edit elsewhere was never in question.
+    h.advance(Duration::from_secs(1));
+    let again = (REWRITE_PER_SECOND / per_patch) as u64;
+    for _ in 0..again {
+        h.patch(&a, id, sets(id));
+        id += 1;
+    }
+    assert_eq!(h.version() - before, fits + again);
+    h.patch(&a, id, put("small", json!({"x": 1})));
+    assert_eq!(h.version() - before, fits + again + 1);
+}
