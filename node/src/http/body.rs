@@ -72,8 +72,26 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 /// characters and no control characters; `refusal` is the 400's sentence otherwise.
 pub fn plain_name<'a>(name: &'a str, max_chars: usize, refusal: &str) -> Result<&'a str, ApiError> {
     let name = name.trim();
-    if name.is_empty() || name.chars().count() > max_chars || name.chars().any(char::is_control) {
+    // Nothing that prints as nothing either (bidi overrides, zero-width characters): a name
+    // must not be able to look like another, as guest names cannot.
+    let hidden = |c: char| c.is_control() || crate::protocol::is_invisible(c);
+    if name.is_empty() || name.chars().count() > max_chars || name.chars().any(hidden) {
         return Err(ApiError::bad_request(refusal));
     }
     Ok(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_name;
+
+    #[test]
+    fn a_plain_name_holds_nothing_that_prints_as_nothing() {
+        let refusal = "a name has 1 to 64 plain characters";
+        assert_eq!(plain_name("  名前 é  ", 64, refusal).ok(), Some("名前 é"));
+        for hidden in ["\u{202E}renwO", "Ow\u{200B}ner", "\u{2066}x\u{2069}", "a\u{FEFF}", "a\nb"] {
+            let refused = plain_name(hidden, 64, refusal);
+            assert!(matches!(refused, Err(ref e) if e.status == 400), "{hidden:?}");
+        }
+    }
 }

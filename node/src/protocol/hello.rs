@@ -59,7 +59,7 @@ pub fn clean_name(name: &str) -> String {
 /// Format characters (Unicode category Cf) and other characters that print as
 /// nothing: bidi embeddings, overrides, isolates and marks, zero-width spaces and
 /// joiners, the soft hyphen, word joiners, tags, and the Hangul fillers.
-fn is_invisible(c: char) -> bool {
+pub fn is_invisible(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'

@@ -234,6 +234,10 @@ fn description(d: Option<String>) -> Result<Option<String>, ApiError> {
         Some(d) if d.chars().count() > MAX_DESCRIPTION_CHARS => Err(ApiError::bad_request(
             "a description has at most 2000 characters",
         )),
+        // Lines, but nothing that prints as nothing (bidi overrides, zero-width characters).
+        Some(d) if d.chars().any(crate::protocol::is_invisible) => Err(ApiError::bad_request(
+            "a description may not hold invisible or direction-changing characters",
+        )),
         Some(d) if d.trim().is_empty() => Ok(None),
         other => Ok(other),
     }
