@@ -200,6 +200,7 @@ pub async fn start(
         file_changes: KeyedLimiter::per_minute(config.file_changes_per_minute, AUTH_KEYS),
         history_work: crate::http::HistoryWork::default(),
         documents_sent,
+        incoming_by_address: Arc::default(),
         storage,
         server_api: KeyedLimiter::with_burst(
             config.server_api_per_second.saturating_mul(60),

@@ -89,9 +89,18 @@ mod tests {
     fn a_plain_name_holds_nothing_that_prints_as_nothing() {
         let refusal = "a name has 1 to 64 plain characters";
         assert_eq!(plain_name("  名前 é  ", 64, refusal).ok(), Some("名前 é"));
-        for hidden in ["\u{202E}renwO", "Ow\u{200B}ner", "\u{2066}x\u{2069}", "a\u{FEFF}", "a\nb"] {
+        for hidden in [
+            "\u{202E}renwO",
+            "Ow\u{200B}ner",
+            "\u{2066}x\u{2069}",
+            "a\u{FEFF}",
+            "a\nb",
+        ] {
             let refused = plain_name(hidden, 64, refusal);
-            assert!(matches!(refused, Err(ref e) if e.status == 400), "{hidden:?}");
+            assert!(
+                matches!(refused, Err(ref e) if e.status == 400),
+                "{hidden:?}"
+            );
         }
     }
 }

@@ -6,6 +6,7 @@
 //! closes a socket the client stopped answering. Sockets count against their
 //! address from the upgrade and against their account from the hello.
 
+pub mod allowance;
 mod io;
 mod liveness;
 mod reader;
@@ -83,7 +84,15 @@ pub async fn serve(
         inflate_ratio: config.ws_inflate_ratio,
     };
     let mut frames = Reader::new(read_io, limits, deflate);
-    frames.set_allowance(state.memory.clone());
+    match &address_slot {
+        Some(slot) => frames.set_allowance(Arc::new(allowance::SocketAllowance {
+            memory: state.memory.clone(),
+            shares: state.incoming_by_address.clone(),
+            address: slot.address(),
+            share: allowance::SocketAllowance::share_of(state.memory.budget()),
+        })),
+        None => frames.set_allowance(state.memory.clone()),
+    }
     let mut session = Session {
         state,
         file,

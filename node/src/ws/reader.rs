@@ -44,6 +44,9 @@ pub const CONTROL_BURST: f64 = 20.0;
 pub trait Allowance: Send + Sync {
     /// Whether a frame of `bytes` may be read now; once true, its bytes count as taken.
     fn admits(&self, bytes: usize) -> bool;
+    /// The message those bytes were for is complete (or never will be): what the reader
+    /// held for it is handed on or dropped.
+    fn release(&self, _bytes: usize) {}
 }
 
 /// Reads client frames from `R` and reassembles messages.
@@ -62,6 +65,8 @@ pub struct Reader<R> {
     allowance: Option<Arc<dyn Allowance>>,
     /// The allowance admitted the frame now being read.
     admitted: bool,
+    /// Bytes the allowance admitted for the message under way, released when it ends.
+    held: usize,
     /// Control frames the client may still send at once, and when that was worked out.
     controls: (f64, Instant),
 }
@@ -80,6 +85,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             inflated: 0,
             allowance: None,
             admitted: false,
+            held: 0,
             controls: (CONTROL_BURST, Instant::now()),
         }
     }
@@ -111,7 +117,21 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             self.buf = Vec::new();
             self.partial = None;
         }
+        if matches!(
+            result,
+            Err(_) | Ok(Incoming::Text(_) | Incoming::Binary | Incoming::Close(_))
+        ) {
+            self.release_held();
+        }
         result
+    }
+
+    /// Hands back what the allowance admitted for the message that just ended.
+    fn release_held(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        if let (Some(allowance), true) = (&self.allowance, held > 0) {
+            allowance.release(held);
+        }
     }
 
     async fn read_message(&mut self) -> Result<Incoming, ReadError> {
@@ -174,6 +194,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             while !allowance.admits(total) {
                 tokio::time::sleep(ALLOWANCE_RETRY).await;
             }
+            self.held += total;
         }
         self.admitted = true;
     }
@@ -209,6 +230,14 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             self.buf = Vec::new();
         } else if self.buf.capacity() > BUF_START && self.buf.len() <= BUF_START {
             self.buf.shrink_to(BUF_START);
+        }
+    }
+}
+
+impl<R> Drop for Reader<R> {
+    fn drop(&mut self) {
+        if let (Some(allowance), true) = (&self.allowance, self.held > 0) {
+            allowance.release(self.held);
         }
     }
 }

@@ -9,12 +9,22 @@ use super::*;
 struct Gate {
     open: std::sync::atomic::AtomicBool,
     asked: AtomicUsize,
+    /// Bytes admitted and not yet released.
+    held: AtomicUsize,
 }
 
 impl Allowance for Gate {
-    fn admits(&self, _bytes: usize) -> bool {
+    fn admits(&self, bytes: usize) -> bool {
         self.asked.fetch_add(1, Ordering::SeqCst);
-        self.open.load(Ordering::SeqCst)
+        let open = self.open.load(Ordering::SeqCst);
+        if open {
+            self.held.fetch_add(bytes, Ordering::SeqCst);
+        }
+        open
+    }
+
+    fn release(&self, bytes: usize) {
+        self.held.fetch_sub(bytes, Ordering::SeqCst);
     }
 }
 
@@ -79,4 +89,37 @@ async fn a_fragmented_message_asks_once_it_is_large() {
     gate.open.store(true, Ordering::SeqCst);
     let whole = piece.repeat(2);
     assert!(matches!(r.next().await, Ok(Incoming::Text(t)) if t == whole));
+}
+
+#[tokio::test]
+async fn what_a_message_held_is_released_when_it_ends_or_the_reader_goes() {
+    let piece = "z".repeat(40_000);
+    let whole = text(&"w".repeat(LARGE_FRAME + 1));
+    let unfinished = [
+        frame(MORE, false, opcode::TEXT, piece.as_bytes()),
+        frame(MORE, false, opcode::CONTINUATION, piece.as_bytes()),
+    ]
+    .concat();
+    let (mut client, server) = duplex(1 << 20);
+    client
+        .write_all(&[whole, unfinished].concat())
+        .await
+        .unwrap();
+    let mut r = Reader::new(server, limits(1 << 20), false);
+    let gate = Arc::new(Gate::default());
+    gate.open.store(true, Ordering::SeqCst);
+    r.set_allowance(gate.clone());
+    assert!(matches!(r.next().await, Ok(Incoming::Text(_))));
+    assert_eq!(
+        gate.held.load(Ordering::SeqCst),
+        0,
+        "released once the message was whole"
+    );
+    // The fragmented one never ends: held while the reader waits, released when it goes.
+    assert!(tokio::time::timeout(Duration::from_millis(100), r.next())
+        .await
+        .is_err());
+    assert!(gate.held.load(Ordering::SeqCst) > 0);
+    drop(r);
+    assert_eq!(gate.held.load(Ordering::SeqCst), 0);
 }
