@@ -162,3 +162,66 @@ async fn joining_a_large_file_in_a_loop_is_paced_per_address() {
     );
     probe.settle().await;
 }
+
+/// The list of one's files is most of a megabyte at 1,000 files, asked in a hundred bytes:
+/// it draws on the address's share too, and an answer the client has already (304) costs
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_of_files_draws_on_the_share() {
+    let _serial = SERIAL.lock().await;
+    let mut envs: Vec<(&str, &str)> = FAST_HASH.to_vec();
+    envs.extend_from_slice(&[
+        ("ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND", "1000"),
+        ("ATRIUM_DOCUMENT_BURST_BYTES_PER_IP", "20000"),
+        ("ATRIUM_FILE_CREATES_PER_MINUTE", "100"),
+    ]);
+    let node = Node::start(&envs).await;
+    let owner = new_account(&node, "lister").await;
+    for k in 0..60 {
+        create_file(
+            &node,
+            &owner,
+            &format!("A file with a long enough name, number {k}"),
+            None,
+        )
+        .await;
+    }
+    let auth = format!("Bearer {owner}");
+    let list = |etag: Option<String>| {
+        let auth = auth.clone();
+        let port = node.port;
+        async move {
+            let mut headers = vec![("authorization", auth.as_str())];
+            let etag = etag.unwrap_or_default();
+            if !etag.is_empty() {
+                headers.push(("if-none-match", etag.as_str()));
+            }
+            atrium_testkit::http::request(port, "GET", "/api/files", &headers, None).await
+        }
+    };
+    // About 6 KB a list: three fit the 20 KB burst, then 429 with how long to wait.
+    let first = list(None).await;
+    first.assert_status(200);
+    assert!(first.text.len() > 5_000, "{}", first.text.len());
+    let etag = first.header("etag");
+    let mut answers = vec![];
+    for _ in 0..5 {
+        answers.push(list(None).await.status);
+    }
+    assert_eq!(
+        answers.iter().filter(|s| **s == 429).count(),
+        3,
+        "{answers:?}"
+    );
+    let refused = list(None).await;
+    refused.assert_error(429, "rate-limited");
+    assert!(refused.header("retry-after").is_some());
+    // What the client has is not sent again, and not charged: but the share is spent, so
+    // even a 304 waits until the address is out of debt.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert_eq!(list(etag.clone()).await.status, 304);
+    assert_eq!(list(etag).await.status, 304, "a 304 charged nothing");
+    figure(
+        json!({"case": "the list of 60 files against a 20 KB share", "list_bytes": first.text.len(), "answers": answers}),
+    );
+}
