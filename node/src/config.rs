@@ -200,7 +200,7 @@ pub struct NodeConfig {
     /// Most bytes one account's files may keep in the store (documents, their logs and
     /// versions); `0` turns the limit off. At it: 403 `storage-full` for creations,
     /// named versions and restores, `too-large` for patches that grow a document.
-    #[arg(long, env = "ATRIUM_STORAGE_PER_ACCOUNT", default_value = "1GiB", value_parser = crate::memory::parse_size)]
+    #[arg(long, env = "ATRIUM_STORAGE_PER_ACCOUNT", default_value = "1GiB", value_parser = crate::storage::parse_limit)]
     pub storage_per_account: u64,
 
     /// File creations a minute per account, with a burst of as many (429 beyond).

@@ -233,13 +233,5 @@ impl crate::ws::Allowance for MemoryGuard {
     }
 }
 
-impl MemoryGuard {
-    /// [`Allowance::admits`](crate::ws::Allowance::admits) by name, for allowances that
-    /// ask the budget after something else.
-    pub fn admits_frame(&self, bytes: usize) -> bool {
-        self.admit_growth(bytes as u64)
-    }
-}
-
 #[cfg(test)]
 mod tests;

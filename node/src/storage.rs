@@ -6,7 +6,7 @@
 //! request that adds a whole document or a version (a creation, a named version, a
 //! restore) measures first and waits for the answer ([`Storage::check`]). A room cannot
 //! wait on every patch: it asks [`Storage::may_grow`], answered from the owner's last
-//! measure plus what this node's rooms logged for the owner since, and a new measure
+//! measure plus what this node added for the owner since, and a new measure
 //! starts in the background once the last is [`REMEASURE`] old. So a node stops an
 //! owner's growth within one patch of the limit, and what other nodes add is seen at the
 //! next measure, at most [`REMEASURE`] later.
@@ -47,21 +47,34 @@ pub enum StorageError {
 /// An owner as this node knows it.
 #[derive(Default)]
 struct Owner {
-    /// Bytes at the last measure (none yet: growth is allowed until one lands).
+    /// Bytes at the newest measure to land (none yet: growth is allowed until one does).
     measured: Option<u64>,
-    /// Bytes this node's rooms logged for the owner since that measure began.
-    logged: u64,
-    /// When the last measure began.
+    /// Bytes this node added for the owner since it knew it (rooms' patches, requests'
+    /// documents and versions): it only grows, so measures are placed against it.
+    added: u64,
+    /// `added` when the measure in `measured` began: what came after is not in it.
+    added_at_measure: u64,
+    /// When the newest measure began.
     began: Option<Instant>,
-    /// `logged` when the measure under way began (it is in that measure's answer).
-    logged_at_start: Option<u64>,
+    /// A background measure is under way.
+    measuring: bool,
     /// Last asked about.
     asked: Option<Instant>,
 }
 
 impl Owner {
     fn used(&self) -> Option<u64> {
-        self.measured.map(|m| m.saturating_add(self.logged))
+        let since = self.added.saturating_sub(self.added_at_measure);
+        self.measured.map(|m| m.saturating_add(since))
+    }
+
+    /// A measure that began when `added` was `from` found `bytes`: kept unless a measure
+    /// that began later has landed already (answers may land out of order).
+    fn landed(&mut self, from: u64, bytes: u64) {
+        if self.measured.is_none() || from >= self.added_at_measure {
+            self.measured = Some(bytes);
+            self.added_at_measure = from;
+        }
     }
 }
 
@@ -106,7 +119,8 @@ impl Storage {
         self.refusals.with_label_values(&[what]).inc();
     }
 
-    /// Measures the owner now; `Full` when `adding` more bytes would pass the limit.
+    /// Measures the owner now (or uses a measure under a second old); `Full` when
+    /// `adding` more bytes would pass the limit, else counts them as added.
     pub async fn check(
         &self,
         owner: &AccountId,
@@ -116,50 +130,38 @@ impl Storage {
         let Some((limit, store)) = self.limit_for(owner) else {
             return Ok(());
         };
-        let began = Instant::now();
+        let now = Instant::now();
         // A measure walks every row of the owner's files (85 ms for 1,000 files of 1,000
-        // patches and 300 versions each): requests within a second of one, or of one under
-        // way, use the last answer with what was logged since, so an owner costs at most
-        // one measure a second however many requests come at once.
-        let (logged_before, recent) = self.owner(owner, began, |o| {
+        // patches and 300 versions each): a request within a second of the last one began
+        // uses the last answer with what was added since, so an owner costs at most one
+        // measure a second from requests however many come at once.
+        let (recent, from) = self.owner(owner, now, |o| {
             let fresh = o
                 .began
-                .is_some_and(|b| began.saturating_duration_since(b) < FRESH);
+                .is_some_and(|b| now.saturating_duration_since(b) < FRESH);
             let recent = o.used().filter(|_| fresh);
             if recent.is_none() {
-                o.began = Some(began);
+                o.began = Some(now);
             }
-            (o.logged, recent)
+            (recent, o.added)
         });
         let used = match recent {
             Some(used) => used,
-            None => self.measure_now(owner, store, logged_before).await?,
+            None => {
+                let bytes = store.stored_bytes(owner).await?;
+                self.owner(owner, Instant::now(), |o| {
+                    o.landed(from, bytes);
+                    o.used().unwrap_or(bytes)
+                })
+            }
         };
         if used.saturating_add(adding) > limit {
             self.refused(what);
             return Err(StorageError::Full);
         }
-        // Counted until the next measure, so requests within its second add up.
-        self.logged(owner, adding);
+        // Counted until a measure includes it, so requests within its second add up.
+        self.added(owner, adding);
         Ok(())
-    }
-
-    /// Measures the owner and keeps the answer; answers what it uses now.
-    async fn measure_now(
-        &self,
-        owner: &AccountId,
-        store: &Arc<dyn Store>,
-        logged_before: u64,
-    ) -> Result<u64, StoreError> {
-        let measured = store.stored_bytes(owner).await?;
-        Ok(self.owner(owner, Instant::now(), |o| {
-            o.measured = Some(measured);
-            o.logged = o.logged.saturating_sub(logged_before);
-            if let Some(at_start) = o.logged_at_start.as_mut() {
-                *at_start = at_start.saturating_sub(logged_before);
-            }
-            o.used().unwrap_or(measured)
-        }))
     }
 
     /// Whether a room may grow the owner's files by `bytes` more, from what this node
@@ -169,46 +171,52 @@ impl Storage {
             return true;
         };
         let now = Instant::now();
-        let (used, measure) = self.owner(owner, now, |o| {
+        let (used, start) = self.owner(owner, now, |o| {
             let stale = o
                 .began
                 .is_none_or(|b| now.saturating_duration_since(b) >= REMEASURE);
-            let start = stale && o.logged_at_start.is_none();
+            let start = stale && !o.measuring;
             if start {
                 o.began = Some(now);
-                o.logged_at_start = Some(o.logged);
+                o.measuring = true;
             }
-            (o.used(), start)
+            (o.used(), start.then_some(o.added))
         });
-        if measure {
-            self.measure_later(owner.clone(), store.clone());
+        if let Some(from) = start {
+            self.measure_later(owner.clone(), store.clone(), from);
         }
         used.is_none_or(|u| u.saturating_add(bytes) <= limit)
     }
 
-    /// A room logged `bytes` for the owner (a patch accepted).
-    pub fn logged(&self, owner: &AccountId, bytes: u64) {
-        if self.limit_for(owner).is_some() {
+    /// This node added `bytes` to what the owner keeps (a patch, a version).
+    pub fn added(&self, owner: &AccountId, bytes: u64) {
+        if self.limit_for(owner).is_some() && bytes > 0 {
             self.owner(owner, Instant::now(), |o| {
-                o.logged = o.logged.saturating_add(bytes)
+                o.added = o.added.saturating_add(bytes)
             });
         }
     }
 
-    fn measure_later(self: &Arc<Self>, owner: AccountId, store: Arc<dyn Store>) {
+    /// Something of the owner's was deleted: the next question measures again, so the
+    /// room it made shows at once.
+    pub fn remeasure(&self, owner: &AccountId) {
+        if self.limit_for(owner).is_some() {
+            self.owner(owner, Instant::now(), |o| o.began = None);
+        }
+    }
+
+    fn measure_later(self: &Arc<Self>, owner: AccountId, store: Arc<dyn Store>, from: u64) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.owner(&owner, Instant::now(), |o| o.measuring = false);
             return;
         };
         let this = self.clone();
         runtime.spawn(async move {
             let answer = store.stored_bytes(&owner).await;
             this.owner(&owner, Instant::now(), |o| {
-                let at_start = o.logged_at_start.take().unwrap_or(0);
+                o.measuring = false;
                 match answer {
-                    Ok(measured) => {
-                        o.measured = Some(measured);
-                        o.logged = o.logged.saturating_sub(at_start);
-                    }
+                    Ok(bytes) => o.landed(from, bytes),
                     // Tried again at the next question after REMEASURE.
                     Err(e) => {
                         tracing::warn!(owner = %owner, error = %e, "could not measure storage")
@@ -228,19 +236,31 @@ impl Storage {
         }
         if owners.len() >= REMEMBERED {
             owners.retain(|_, o| {
-                o.logged_at_start.is_some()
+                o.measuring
                     || o.asked
                         .is_some_and(|a| now.saturating_duration_since(a) < FORGET)
             });
             if owners.len() >= REMEMBERED {
                 // Everyone was asked about lately: the idle ones go (measured again if asked).
-                owners.retain(|_, o| o.logged_at_start.is_some());
+                owners.retain(|_, o| o.measuring);
             }
         }
         let entry = owners.entry(owner.clone()).or_default();
         entry.asked = Some(now);
         f(entry)
     }
+}
+
+/// `ATRIUM_STORAGE_PER_ACCOUNT`: a size as the memory budget takes one (`1GiB`, `512M`,
+/// bytes), `0` for no limit; `auto` means nothing here and is refused rather than read as 0.
+pub fn parse_limit(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if t.is_empty() || t.eq_ignore_ascii_case("auto") {
+        return Err(format!(
+            "{s:?}: give a size (1GiB, 512M, bytes) or 0 for no limit"
+        ));
+    }
+    crate::memory::parse_size(t)
 }
 
 /// The `what` label of `atrium_storage_refusals_total`.

@@ -74,7 +74,7 @@ pub fn plain_name<'a>(name: &'a str, max_chars: usize, refusal: &str) -> Result<
     let name = name.trim();
     // Nothing that prints as nothing either (bidi overrides, zero-width characters): a name
     // must not be able to look like another, as guest names cannot.
-    let hidden = |c: char| c.is_control() || crate::protocol::is_invisible(c);
+    let hidden = |c: char| c.is_control() || crate::protocol::is_deceptive(c);
     if name.is_empty() || name.chars().count() > max_chars || name.chars().any(hidden) {
         return Err(ApiError::bad_request(refusal));
     }
@@ -89,6 +89,14 @@ mod tests {
     fn a_plain_name_holds_nothing_that_prints_as_nothing() {
         let refusal = "a name has 1 to 64 plain characters";
         assert_eq!(plain_name("  名前 é  ", 64, refusal).ok(), Some("名前 é"));
+        // Joiners and tags stay: Persian and Indic spelling, emoji sequences.
+        for kept in [
+            "می\u{200C}خواهم",
+            "👨\u{200D}👩\u{200D}👧",
+            "🏴\u{E0067}\u{E0062}\u{E007F}",
+        ] {
+            assert_eq!(plain_name(kept, 64, refusal).ok(), Some(kept));
+        }
         for hidden in [
             "\u{202E}renwO",
             "Ow\u{200B}ner",

@@ -62,9 +62,6 @@ pub(super) fn file_json(f: &FileRecord, with_keys: bool) -> Value {
 }
 
 pub async fn list(state: &AppState, req: Request<Incoming>) -> ApiResult {
-    // A list of 1,000 files is most of a megabyte: it comes from the address's share of
-    // document bytes (unless the client has it already: a 304 costs nothing).
-    let to = DocumentsTo::ready(state, &req)?;
     let account = signed_in(state, bearer_token(&req).as_deref()).await?;
     let files = state.store.files_of(&account.id).await?;
     let items: Vec<Value> = files
@@ -91,8 +88,11 @@ pub async fn list(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let mut resp = if matches {
         empty(StatusCode::NOT_MODIFIED)
     } else {
+        // A list of 1,000 files is most of a megabyte: it comes from the address's share
+        // of document bytes (what the client has already, a 304, costs nothing).
+        let to = DocumentsTo::ready(state, &req)?;
         to.charge(state, text.len() as u64);
-        json_response(StatusCode::OK, &body)
+        crate::http::json_text_response(StatusCode::OK, text)
     };
     let headers = resp.headers_mut();
     headers.insert(ETAG, etag);
@@ -262,8 +262,9 @@ pub async fn rotate_keys(state: &AppState, req: Request<Incoming>, id: FileId) -
 }
 
 pub async fn delete(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
-    owned(state, &req, &id).await?;
+    let file = owned(state, &req, &id).await?;
     state.store.delete_file(&id).await?;
+    state.storage.remeasure(&file.owner);
     state.rooms.file_deleted(&id);
     Ok(empty(StatusCode::NO_CONTENT))
 }

@@ -45,7 +45,12 @@ const SMALL_BODY: usize = 64 * 1024;
 pub type ApiResult = Result<Response<Body>, ApiError>;
 
 pub fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
-    let mut resp = Response::new(Full::new(Bytes::from(value.to_string())));
+    json_text_response(status, value.to_string())
+}
+
+/// An answer of JSON already written out.
+pub fn json_text_response(status: StatusCode, text: String) -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::from(text)));
     *resp.status_mut() = status;
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -56,10 +56,32 @@ pub fn clean_name(name: &str) -> String {
         .to_owned()
 }
 
+/// Characters a name or a description typed over HTTP may not hold, since they could make
+/// it look like another: direction controls (embeddings, overrides, isolates, marks),
+/// zero-width spaces and no-breaks, and the fillers that print as nothing. Joiners (ZWNJ,
+/// ZWJ), variation selectors and tags are not among them: scripts and emoji need them.
+pub fn is_deceptive(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{200B}'
+            | '\u{200E}'
+            | '\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{3164}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+    )
+}
+
 /// Format characters (Unicode category Cf) and other characters that print as
 /// nothing: bidi embeddings, overrides, isolates and marks, zero-width spaces and
 /// joiners, the soft hyphen, word joiners, tags, and the Hangul fillers.
-pub fn is_invisible(c: char) -> bool {
+fn is_invisible(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'

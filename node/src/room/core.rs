@@ -125,6 +125,8 @@ impl RoomCore {
         let presence_hz = rules.config.presence_hz;
         let server_ops = super::server::requests::ServerOps::new(rules.config.server_ops_kept);
         let event_rate = rules.config.room_event_bytes_per_second as f64;
+        // At least one patch rewriting a whole document of the largest size passes.
+        let rewrite_burst = REWRITE_BURST.max(rules.config.max_doc_bytes as f64);
         let event_bytes = crate::limits::Bucket::new(event_rate, event_rate, now);
         // The owner's storage is measured before the first patch asks about it.
         rules.storage.may_grow(&opened.record.owner, 0);
@@ -155,7 +157,7 @@ impl RoomCore {
             restores: Default::default(),
             server_ops,
             event_bytes,
-            rewrites: crate::limits::Bucket::new(REWRITE_PER_SECOND, REWRITE_BURST, now),
+            rewrites: crate::limits::Bucket::new(REWRITE_PER_SECOND, rewrite_burst, now),
             effects: Vec::new(),
         }
     }

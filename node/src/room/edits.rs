@@ -13,7 +13,7 @@ use crate::protocol::{self, Patch, Refusal};
 use crate::store::LoggedPatch;
 
 impl RoomCore {
-    pub(super) fn patch(&mut self, conn: ConnId, patch: Patch, inbound: Ticket, now: Instant) {
+    pub(super) fn patch(&mut self, conn: ConnId, patch: Patch, mut inbound: Ticket, now: Instant) {
         let Some(member) = self.participants.get(&conn) else {
             return;
         };
@@ -45,10 +45,8 @@ impl RoomCore {
         let client = member.client;
         let person = member.person.clone();
         // A new editor since the last version is named in the next one (the first few are).
-        let editors = &self.history.editors;
-        let new_editor = (editors.len() < super::history::EDITORS_NAMED
-            && !editors.contains(&member.name))
-        .then(|| member.name.clone());
+        let new_editor =
+            (!self.history.editors.contains(&member.name)).then(|| member.name.clone());
         let state = self
             .clients
             .get_mut(&client)
@@ -67,16 +65,6 @@ impl RoomCore {
             });
             return;
         }
-        // What its `set`s rewrite comes from the room's allowance a second.
-        let rewrite = self.doc.rewrite_cost(&patch.ops) as f64;
-        if !self.rewrites.take_amount(now, rewrite) {
-            refuse(
-                "too-large",
-                "the patch rewrites more of the document's large shapes than this file allows \
-                 just now; try again in a moment",
-            );
-            return;
-        }
         // At the memory budget, large patches are refused so documents stop growing.
         if !self.rules.memory.admits_patch(patch.ops_json.len()) {
             self.rules.metrics.memory_refusals.inc();
@@ -90,6 +78,17 @@ impl RoomCore {
             .rules
             .storage
             .may_grow(owner, patch.ops_json.len() as u64);
+        // What its `set`s rewrite comes from the room's allowance a second (taken last, so
+        // patches refused for other reasons do not spend it).
+        let rewrite = self.doc.rewrite_cost(&patch.ops) as f64;
+        if !self.rewrites.take_amount(now, rewrite) {
+            refuse(
+                "too-large",
+                "the patch rewrites more of the document's large shapes than this file allows \
+                 just now; try again in a moment",
+            );
+            return;
+        }
         let applied = if room_to_grow {
             self.doc.apply(&patch.ops, &self.rules.limits)
         } else {
@@ -106,9 +105,9 @@ impl RoomCore {
             }
             return;
         }
-        self.rules
-            .storage
-            .logged(owner, patch.ops_json.len() as u64);
+        // Parsed ops are applied: what their parse took is free once samples show it.
+        inbound.parsed();
+        self.rules.storage.added(owner, patch.ops_json.len() as u64);
         self.restores.touched(&patch.ops);
         state.highest_op = patch.id;
         self.version += 1;

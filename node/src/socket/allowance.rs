@@ -68,7 +68,7 @@ impl Allowance for SocketAllowance {
         if !self.shares.take(self.address, bytes, self.share) {
             return false;
         }
-        if !self.memory.admits_frame(bytes) {
+        if !Allowance::admits(&*self.memory, bytes) {
             self.shares.give_back(self.address, bytes);
             return false;
         }

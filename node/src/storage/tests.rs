@@ -50,7 +50,7 @@ async fn a_request_is_refused_once_it_would_pass_the_limit() {
 }
 
 #[tokio::test]
-async fn rooms_are_answered_from_the_last_measure_and_what_they_logged_since() {
+async fn rooms_are_answered_from_the_last_measure_and_what_was_added_since() {
     let (store, owner, _dir) = owner_with_doc(600).await;
     let metrics = crate::metrics::Metrics::new();
     let storage = Arc::new(Storage::new(1_000, store, &metrics));
@@ -63,18 +63,38 @@ async fn rooms_are_answered_from_the_last_measure_and_what_they_logged_since() {
         waited += Duration::from_millis(10);
     }
     assert!(storage.may_grow(&owner, 400));
-    // What the room logs counts until the next measure.
-    storage.logged(&owner, 300);
+    // What the room adds counts until a measure includes it.
+    storage.added(&owner, 300);
     assert!(storage.may_grow(&owner, 100));
     assert!(!storage.may_grow(&owner, 101));
-    // A request within a second of the measure uses it, with what was logged since.
-    storage.check(&owner, 100, "version").await.unwrap();
-    assert!(
-        !storage.may_grow(&owner, 1),
-        "what the request adds counts too"
-    );
-    let over = storage.check(&owner, 1, "version").await;
+}
+
+#[tokio::test]
+async fn requests_at_once_share_one_measure_and_add_up() {
+    let (store, owner, _dir) = owner_with_doc(600).await;
+    let metrics = crate::metrics::Metrics::new();
+    let storage = Storage::new(1_000, store, &metrics);
+    storage
+        .check(&owner, 300, "create")
+        .await
+        .expect("600 + 300 fits");
+    // The store still holds 600 (nothing was written): the second request uses the first's
+    // measure, with its 300, so it does not fit.
+    let over = storage.check(&owner, 101, "create").await;
     assert!(matches!(over, Err(StorageError::Full)), "{over:?}");
+}
+
+#[test]
+fn a_measure_that_began_earlier_never_replaces_a_later_one() {
+    let mut o = super::Owner::default();
+    o.added = 500;
+    o.landed(500, 2_000); // began after 500 bytes were added
+    o.added = 700;
+    assert_eq!(o.used(), Some(2_200));
+    o.landed(100, 1_000); // began earlier, landed later: stale
+    assert_eq!(o.used(), Some(2_200));
+    o.landed(700, 2_300); // began later: kept
+    assert_eq!(o.used(), Some(2_300));
 }
 
 #[tokio::test]
@@ -82,7 +102,7 @@ async fn without_a_limit_everything_grows() {
     let metrics = crate::metrics::Metrics::new();
     let storage = Arc::new(Storage::unlimited(&metrics));
     let owner = AccountId::generate();
-    storage.logged(&owner, u64::MAX / 2);
+    storage.added(&owner, u64::MAX / 2);
     assert!(storage.may_grow(&owner, u64::MAX / 2));
     storage.check(&owner, u64::MAX, "create").await.unwrap();
 }

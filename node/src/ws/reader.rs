@@ -63,9 +63,8 @@ pub struct Reader<R> {
     inflated: usize,
     /// Asked before a large frame is read; none: every frame is read at once.
     allowance: Option<Arc<dyn Allowance>>,
-    /// The allowance admitted the frame now being read.
-    admitted: bool,
-    /// Bytes the allowance admitted for the message under way, released when it ends.
+    /// Bytes the allowance admitted for the message under way (none: it has not asked),
+    /// released when the message ends.
     held: usize,
     /// Control frames the client may still send at once, and when that was worked out.
     controls: (f64, Instant),
@@ -84,7 +83,6 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             received: 0,
             inflated: 0,
             allowance: None,
-            admitted: false,
             held: 0,
             controls: (CONTROL_BURST, Instant::now()),
         }
@@ -143,14 +141,17 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             };
             self.check(&header)?;
             let total = header.size + header.len;
-            if self.buf.len() < total {
-                if self.is_large(&header, total) && !self.admitted {
-                    self.wait_for_allowance(total).await;
+            // Asked whether the frame is in the buffer yet or not: small fragments come
+            // several to a read (the sixth review's second reading).
+            if self.held == 0 {
+                if let Some(claim) = self.claim(&header, total) {
+                    self.wait_for_allowance(claim).await?;
                 }
+            }
+            if self.buf.len() < total {
                 self.fill(total).await?;
                 continue;
             }
-            self.admitted = false;
             let message = self.take_frame(&header, total)?;
             self.consume(total);
             if let Some(message) = message {
@@ -159,15 +160,29 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         }
     }
 
-    /// Whether a frame must wait for the allowance: a large one, or any piece of a
-    /// fragmented message that is large by now (the sixth review held a megabyte per socket
-    /// in unfinished messages of 60 KB fragments, which never asked).
-    fn is_large(&self, header: &wire::Header, total: usize) -> bool {
+    /// What a data frame must have the allowance admit before it is read, once its message
+    /// is large: a message in one frame claims its size; a fragmented one claims all it may
+    /// still grow to, once, so that a socket never holds part of a claim while it waits for
+    /// more (sockets of one address waiting on each other would never finish). Nothing for
+    /// control frames and small messages. The sixth review held a megabyte per socket in
+    /// unfinished messages of 60 KB fragments, which never asked.
+    fn claim(&self, header: &wire::Header, total: usize) -> Option<usize> {
+        use crate::ws::frame::opcode;
+        if header.opcode >= opcode::CLOSE {
+            return None;
+        }
         let before = match (&self.partial, header.opcode) {
-            (Some(p), crate::ws::frame::opcode::CONTINUATION) => p.len(),
+            (Some(p), opcode::CONTINUATION) => p.len(),
             _ => 0,
         };
-        before + total > LARGE_FRAME
+        if before + total <= LARGE_FRAME {
+            return None;
+        }
+        let whole = header.fin && header.opcode != opcode::CONTINUATION;
+        Some(match whole {
+            true => total,
+            false => self.limits.max_message.saturating_sub(before).max(total),
+        })
     }
 
     /// Waits while the client is past its pace of control frames. Cancel-safe: the
@@ -187,16 +202,22 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         }
     }
 
-    /// Waits until the allowance, if any, admits a frame of `total` bytes. Cancel-safe:
-    /// nothing changes until it does.
-    async fn wait_for_allowance(&mut self, total: usize) {
-        if let Some(allowance) = &self.allowance {
-            while !allowance.admits(total) {
-                tokio::time::sleep(ALLOWANCE_RETRY).await;
+    /// Waits until the allowance, if any, admits `claim` bytes for the message under way,
+    /// or until a fragmented message's time is up. Cancel-safe: nothing changes until the
+    /// allowance admits.
+    async fn wait_for_allowance(&mut self, claim: usize) -> Result<(), ReadError> {
+        let Some(allowance) = &self.allowance else {
+            return Ok(());
+        };
+        let deadline = self.partial.as_ref().map(|p| p.deadline);
+        while !allowance.admits(claim) {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(ReadError::FragmentTimeout);
             }
-            self.held += total;
+            tokio::time::sleep(ALLOWANCE_RETRY).await;
         }
-        self.admitted = true;
+        self.held = claim;
+        Ok(())
     }
 
     /// Reads more bytes, enough room for a frame of `total` bytes if known.

@@ -69,6 +69,10 @@ async fn rooms_nobody_is_in_make_way_near_the_memory_mark() {
         }
     };
     assert_eq!(welcome["type"], "welcome");
+    assert!(
+        refused > 0,
+        "the node never came near its mark: the case shows nothing"
+    );
     figure(json!({
         "case": "rooms opened once and left, near the memory mark (budget 96 MiB)",
         "rooms_opened": opened, "refused": refused, "rss_start_mib": rss0,

@@ -235,7 +235,7 @@ fn description(d: Option<String>) -> Result<Option<String>, ApiError> {
             "a description has at most 2000 characters",
         )),
         // Lines, but nothing that prints as nothing (bidi overrides, zero-width characters).
-        Some(d) if d.chars().any(crate::protocol::is_invisible) => Err(ApiError::bad_request(
+        Some(d) if d.chars().any(crate::protocol::is_deceptive) => Err(ApiError::bad_request(
             "a description may not hold invisible or direction-changing characters",
         )),
         Some(d) if d.trim().is_empty() => Ok(None),
@@ -272,6 +272,8 @@ pub async fn name(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     let info = answer
         .await
         .map_err(|_| ApiError::unavailable("the room closed; try again"))??;
+    // Counted at once, so namings within a measure's second add up.
+    state.storage.added(&g.file.owner, info.bytes);
     Ok(json_response(StatusCode::CREATED, &json!(info)))
 }
 
@@ -349,6 +351,7 @@ pub async fn delete(state: &AppState, req: Request<Incoming>, id: FileId, vid: u
     answer
         .await
         .map_err(|_| ApiError::unavailable("the room closed; try again"))??;
+    state.storage.remeasure(&g.file.owner);
     state.rooms.tell(&id, RoomCmd::Announce("deleted", info));
     Ok(empty(StatusCode::NO_CONTENT))
 }

@@ -160,7 +160,10 @@ pub async fn delete(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let mut deleted = Vec::new();
     for f in files.iter().take(most) {
         match state.store.delete_file(&f.id).await {
-            Ok(()) | Err(StoreError::NotFound) => deleted.push(f.id.clone()),
+            Ok(()) | Err(StoreError::NotFound) => {
+                state.storage.remeasure(&f.owner);
+                deleted.push(f.id.clone())
+            }
             Err(e) => {
                 // What was deleted stays deleted; the caller calls again.
                 crate::cluster::announce_deleted(state, &deleted).await;

@@ -77,9 +77,14 @@ impl Ticket {
         }
     }
 
-    /// Keeps the patch's parse cost promised for as long as the patch is held.
+    /// Keeps the patch's parse cost promised until the patch is applied or refused.
     pub fn hold(&mut self, parse: crate::memory::ParseCost) {
         self.parse = Some(parse);
+    }
+
+    /// The patch is applied: its parsed ops go, and with them the promise for their parse.
+    pub fn parsed(&mut self) {
+        self.parse = None;
     }
 }
 

@@ -123,3 +123,26 @@ async fn what_a_message_held_is_released_when_it_ends_or_the_reader_goes() {
     drop(r);
     assert_eq!(gate.held.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn small_fragments_ask_once_their_message_is_large() {
+    // 100-byte pieces, many to a read: the message passes 64 KiB inside the buffer.
+    let piece = [b'q'; 100];
+    let mut wire = frame(MORE, false, opcode::TEXT, &piece);
+    for _ in 0..1_000 {
+        wire.extend(frame(MORE, false, opcode::CONTINUATION, &piece));
+    }
+    wire.extend(frame(FIN, false, opcode::CONTINUATION, &piece));
+    let (mut client, server) = duplex(1 << 20);
+    client.write_all(&wire).await.unwrap();
+    let mut r = Reader::new(server, limits(1 << 20), false);
+    let gate = Arc::new(Gate::default());
+    r.set_allowance(gate.clone());
+    assert!(tokio::time::timeout(Duration::from_millis(200), r.next())
+        .await
+        .is_err());
+    assert!(gate.asked.load(Ordering::SeqCst) >= 1, "it asked");
+    gate.open.store(true, Ordering::SeqCst);
+    assert!(matches!(r.next().await, Ok(Incoming::Text(t)) if t.len() == 100_200));
+    assert_eq!(gate.held.load(Ordering::SeqCst), 0, "released at its end");
+}
