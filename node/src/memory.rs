@@ -170,7 +170,7 @@ impl MemoryGuard {
         self.grown[1].store(last, Ordering::Release);
     }
 
-    /// Samples resident memory until the process ends. Over the high-water mark,
+    /// Samples resident memory until the process ends. Near the high-water mark,
     /// it also asks the allocator to give freed memory back to the system, so
     /// memory a finished burst left free does not keep the node refusing work.
     pub fn spawn_sampler(self: &Arc<Self>, metrics: Arc<crate::metrics::Metrics>) {
@@ -185,7 +185,9 @@ impl MemoryGuard {
                 let rss = crate::stats::rss_bytes();
                 guard.sampled(rss);
                 metrics.memory_rss.set(rss as i64);
-                if rss >= guard.high_water() && trimmed.elapsed() >= Duration::from_millis(200) {
+                // From an eighth below the mark, where rooms nobody is in start to leave:
+                // what they free must show, or the node stays refusing work it has room for.
+                if guard.pressed() && trimmed.elapsed() >= Duration::from_millis(200) {
                     trimmed = tokio::time::Instant::now();
                     crate::allocator::give_back_free_memory();
                     // Idle workers collect as they park again: a few empty tasks wake them.

@@ -147,8 +147,21 @@ impl Spawned {
     /// The last lines the node logged.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.dir.join("node.log")).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
+        // A backtrace's frames say little: the error or panic line before them says what
+        // happened, so it is kept whatever follows (a node that failed to start once in CI
+        // showed only its last frames).
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with("  ") && !l.trim_start().starts_with("at "))
+            .collect();
+        let cause = lines
+            .iter()
+            .position(|l| l.starts_with("Error") || l.contains("panicked at"));
+        let tail = lines.len().saturating_sub(20);
+        match cause {
+            Some(c) if c < tail => format!("{}\n...\n{}", lines[c], lines[tail..].join("\n")),
+            _ => lines[tail..].join("\n"),
+        }
     }
 
     /// SIGTERM, up to 20 s for a clean stop, then SIGKILL; the folder is removed either way.

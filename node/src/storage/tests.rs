@@ -86,8 +86,10 @@ async fn requests_at_once_share_one_measure_and_add_up() {
 
 #[test]
 fn a_measure_that_began_earlier_never_replaces_a_later_one() {
-    let mut o = super::Owner::default();
-    o.added = 500;
+    let mut o = super::Owner {
+        added: 500,
+        ..Default::default()
+    };
     o.landed(500, 2_000); // began after 500 bytes were added
     o.added = 700;
     assert_eq!(o.used(), Some(2_200));

@@ -134,6 +134,15 @@ impl<R: AsyncRead + Unpin> Reader<R> {
 
     async fn read_message(&mut self) -> Result<Incoming, ReadError> {
         loop {
+            // A fragmented message's time runs out even while frames wait in the buffer
+            // (a socket pinging faster than its pace has a backlog of them).
+            if self
+                .partial
+                .as_ref()
+                .is_some_and(|p| Instant::now() >= p.deadline)
+            {
+                return Err(ReadError::FragmentTimeout);
+            }
             self.pace_controls().await;
             let Some(header) = parse_header(&self.buf)? else {
                 self.fill(0).await?;
@@ -195,7 +204,12 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         *at = now;
         if *tokens < 0.0 {
             let wait = Duration::from_secs_f64(-*tokens / CONTROL_PER_SECOND);
-            tokio::time::sleep(wait).await;
+            // Never past a fragmented message's deadline, which the caller then enforces.
+            let wake = match &self.partial {
+                Some(p) => (now + wait).min(p.deadline),
+                None => now + wait,
+            };
+            tokio::time::sleep_until(wake).await;
             let (tokens, at) = &mut self.controls;
             *tokens = 0.0;
             *at = Instant::now();

@@ -99,3 +99,30 @@ async fn control_frames_are_read_at_their_pace() {
         "{took:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_fragment_deadline_holds_while_paced_pings_wait() {
+    // An unfinished message, then more pings than the pace lets through in a long time.
+    let mut wire = frame(MORE, false, opcode::TEXT, b"{");
+    for _ in 0..100 {
+        wire.extend(frame(FIN, false, opcode::PING, b""));
+    }
+    let limits = ReaderLimits {
+        fragment_timeout: Duration::from_millis(500),
+        ..limits(1000)
+    };
+    let mut r = reader(wire, limits, false);
+    let started = tokio::time::Instant::now();
+    let e = loop {
+        match r.next().await {
+            Ok(Incoming::Ping(_)) => continue,
+            other => break other,
+        }
+    };
+    assert!(matches!(e, Err(ReadError::FragmentTimeout)), "{e:?}");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(500) && took < Duration::from_secs(1),
+        "{took:?}"
+    );
+}
