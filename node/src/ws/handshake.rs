@@ -36,6 +36,9 @@ pub enum HandshakeError {
     BadVersion,
     #[error("missing or malformed Sec-WebSocket-Key")]
     MissingKey,
+    /// Whatever a body held would be read as the socket's first frames.
+    #[error("an upgrade request carries no body")]
+    WithBody,
 }
 
 /// Checks an upgrade request and builds the 101 answer. With `allow_deflate`,
@@ -48,6 +51,12 @@ pub fn accept<B>(req: &Request<B>, allow_deflate: bool) -> Result<Accepted, Hand
         && has_token(headers, header::UPGRADE, "websocket");
     if !upgrade_ok {
         return Err(HandshakeError::NotUpgrade);
+    }
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .is_some_and(|v| v.as_bytes().trim_ascii() != b"0");
+    if declared || headers.contains_key(header::TRANSFER_ENCODING) {
+        return Err(HandshakeError::WithBody);
     }
     match single(headers, VERSION) {
         Some(v) if v.as_bytes().trim_ascii() == b"13" => {}

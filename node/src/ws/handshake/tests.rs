@@ -146,3 +146,12 @@ fn bad_requests_refused() {
     let twice = request(&[("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")]);
     assert!(matches!(refused(twice), HandshakeError::MissingKey));
 }
+
+#[test]
+fn an_upgrade_with_a_body_is_refused() {
+    for extra in [("Content-Length", "12"), ("Transfer-Encoding", "chunked")] {
+        let refused = accept(&request(&[extra]), true);
+        assert!(matches!(refused, Err(HandshakeError::WithBody)), "{extra:?}");
+    }
+    assert!(accept(&request(&[("Content-Length", "0")]), true).is_ok());
+}
