@@ -334,3 +334,55 @@ async fn write_for_a_while(stream: &mut TcpStream, bytes: &[u8]) -> bool {
     let write = tokio::time::timeout(Duration::from_millis(200), stream.write_all(bytes));
     matches!(write.await, Ok(Ok(())))
 }
+
+/// Eight sockets of one address, with no hello and no key, open a message and send empty
+/// continuation frames as fast as they can, 10,000 to a write (the sixth review's second
+/// reading: 250 million in 12 s took both cores, as pings had): frames of any kind are read
+/// at 500 a second after 1,000, so the node spends little on them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_empty_frames_is_read_at_its_pace() {
+    let (_serial, r, mut probe, base) = case(&[]).await;
+    let port = r.node.port;
+    let cpu0 = cpu_seconds(r.node.pid());
+    let (sent, during, secs) = attack(&mut probe, 8, |_, done| {
+        tokio::spawn(async move {
+            let mut sent = 0u64;
+            let empties = client_frame(CONT, b"").repeat(10_000);
+            while !done.load(Ordering::SeqCst) {
+                let Ok(mut raw) =
+                    Raw::try_connect_from([127, 0, 0, 19], port, "nosuchfile", "", None).await
+                else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                raw.send(&client_frame(TEXT_FIRST, b"")).await;
+                while !done.load(Ordering::SeqCst) {
+                    let write = tokio::time::timeout(
+                        Duration::from_millis(50),
+                        raw.stream.write_all(&empties),
+                    );
+                    match write.await {
+                        Ok(Ok(())) => sent += 10_000,
+                        Ok(Err(_)) => break, // closed (the fragment deadline): open again
+                        Err(_) => {}         // not read: the pace holds it back
+                    }
+                }
+            }
+            sent
+        })
+    })
+    .await;
+    let cores = (cpu_seconds(r.node.pid()) - cpu0) / secs;
+    report(
+        "a flood of empty continuation frames: 8 sockets of one address, no hello",
+        &base,
+        &during,
+        json!({"frames_written": sent.iter().sum::<u64>(), "seconds": secs, "node_cores": cores}),
+    );
+    // Before the pace: both cores (the review); after: a few hundredths.
+    assert!(
+        cores < 0.8,
+        "the node spent {cores:.2} cores reading empty frames"
+    );
+    probe.settle().await;
+}

@@ -6,9 +6,9 @@
 //!
 //! - at most [`AT_ONCE`] such pieces of work run at a time on the node; others wait up to
 //!   [`WAIT`] for a turn, then get 503 `unavailable` with `Retry-After`;
-//! - one client address (an IPv6 one by its /64) has at most [`PER_ADDRESS`] piece running
-//!   or waiting; more get 429 `rate-limited`, so one address cannot fill the queue everyone
-//!   waits in (the sixth review: 200 connections of a free account comparing a 1.9 MB
+//! - one client address (an IPv6 one by its /64) and one file have at most [`PER_ADDRESS`]
+//!   and [`PER_FILE`] pieces running or waiting; more get 429 `rate-limited`, so one address,
+//!   or many working on one file, cannot fill the queue everyone waits in (the sixth review: 200 connections of a free account comparing a 1.9 MB
 //!   document made an owner's read of a one-node version wait 10 s);
 //! - each reserves from the memory budget, before it starts, what it may need: `cost` bytes
 //!   per byte of document, for the largest document it may rebuild, which is at most what
@@ -30,12 +30,17 @@ use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
 /// Pieces of history work that run at once on a node.
-pub const AT_ONCE: usize = 2;
+pub const AT_ONCE: usize = 3;
 /// How long a piece waits for its turn before it is answered 503.
 pub const WAIT: Duration = Duration::from_secs(10);
-/// Pieces one client address may have running or waiting: fewer than [`AT_ONCE`], so one
+/// Pieces one client address may have running or waiting: two, as the browser client asks
+/// for a comparison and the version beside it at once; fewer than [`AT_ONCE`], so one
 /// address never holds every turn.
-pub const PER_ADDRESS: usize = 1;
+pub const PER_ADDRESS: usize = 2;
+/// Pieces one file may have running or waiting, from every address together: many
+/// addresses working on one file (the re-check of the sixth review: 40 addresses, one
+/// file) hold that file's places, not the node's turns.
+pub const PER_FILE: usize = 2;
 
 /// Memory per byte of a rebuilt document: reading one (the document, its answer),
 /// comparing two (per byte of each: both texts and both parsed node maps), restoring one
@@ -49,8 +54,9 @@ pub const RESTORE_COST: u64 = 12;
 /// there was.
 pub struct HistoryWork {
     turns: Arc<Semaphore>,
-    /// Pieces running or waiting per client address (none at zero).
-    by_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// Pieces running or waiting per client address, and per file.
+    by_address: Places<IpAddr>,
+    by_file: Places<FileId>,
     /// Versions (file, id) that did not fit, with the most document bytes they were given:
     /// asked again with no more room, they are refused at once instead of rebuilt in vain
     /// (50 connections asking for a version too large cost a core of refused work).
@@ -65,6 +71,7 @@ impl Default for HistoryWork {
         Self {
             turns: Arc::new(Semaphore::new(AT_ONCE)),
             by_address: Arc::default(),
+            by_file: Arc::default(),
             too_large: Mutex::new(HashMap::new()),
         }
     }
@@ -74,7 +81,7 @@ impl Default for HistoryWork {
 /// may rebuild.
 pub struct Working {
     _turn: OwnedSemaphorePermit,
-    _address: AddressPlace,
+    _places: (Place<IpAddr>, Place<FileId>),
     _memory: Reservation,
     /// The largest document this work may rebuild.
     pub limit: usize,
@@ -124,22 +131,27 @@ impl HistoryWork {
         *l = (*l).max(limit);
     }
 
-    /// Takes one of `address`'s places, waits for a turn, then reserves memory for
-    /// documents up to `max_doc` bytes at `cost` bytes per byte, or as much as half the
-    /// budget's room allows.
+    /// Takes one of `address`'s places and one of `file`'s, waits for a turn, then
+    /// reserves memory for documents up to `max_doc` bytes at `cost` bytes per byte, or as
+    /// much as half the budget's room allows.
     pub async fn start(
         &self,
         memory: &Arc<MemoryGuard>,
         cost: u64,
         max_doc: usize,
         address: IpAddr,
+        file: &FileId,
     ) -> Result<Working, ApiError> {
-        let address = AddressPlace::take(&self.by_address, address).ok_or_else(|| {
+        let busy_here = |what: &str| {
             rate_limited(
-                "version history work from this address is already under way; wait for it",
+                &format!("version history work {what} is already under way; wait for it"),
                 Duration::from_secs(1),
             )
-        })?;
+        };
+        let address = Place::take(&self.by_address, address, PER_ADDRESS)
+            .ok_or_else(|| busy_here("from this address"))?;
+        let file = Place::take(&self.by_file, file.clone(), PER_FILE)
+            .ok_or_else(|| busy_here("on this file"))?;
         let turn = tokio::time::timeout(WAIT, self.turns.clone().acquire_owned())
             .await
             .ok()
@@ -153,7 +165,7 @@ impl HistoryWork {
             .ok_or_else(no_room)?;
         Ok(Working {
             _turn: turn,
-            _address: address,
+            _places: (address, file),
             _memory: reservation,
             limit: (bytes / cost) as usize,
             squeezed: bytes < want,
@@ -162,33 +174,37 @@ impl HistoryWork {
 }
 
 /// One of an address's places for history work, given back when dropped.
-struct AddressPlace {
-    counts: Arc<Mutex<HashMap<IpAddr, usize>>>,
-    address: IpAddr,
+/// Places of one kind (per address, per file) in use, by key; none kept at zero.
+type Places<K> = Arc<Mutex<HashMap<K, usize>>>;
+
+/// One of a key's places for history work, given back when dropped.
+struct Place<K: std::hash::Hash + Eq + Clone> {
+    counts: Places<K>,
+    key: K,
 }
 
-impl AddressPlace {
-    fn take(counts: &Arc<Mutex<HashMap<IpAddr, usize>>>, address: IpAddr) -> Option<Self> {
+impl<K: std::hash::Hash + Eq + Clone> Place<K> {
+    fn take(counts: &Places<K>, key: K, most: usize) -> Option<Self> {
         let mut all = counts.lock().unwrap_or_else(|p| p.into_inner());
-        let n = all.entry(address).or_insert(0);
-        if *n >= PER_ADDRESS {
+        let n = all.entry(key.clone()).or_insert(0);
+        if *n >= most {
             return None;
         }
         *n += 1;
         Some(Self {
             counts: counts.clone(),
-            address,
+            key,
         })
     }
 }
 
-impl Drop for AddressPlace {
+impl<K: std::hash::Hash + Eq + Clone> Drop for Place<K> {
     fn drop(&mut self) {
         let mut all = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = all.get_mut(&self.address) {
+        if let Some(n) = all.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {
-                all.remove(&self.address);
+                all.remove(&self.key);
             }
         }
     }
@@ -225,27 +241,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn one_address_has_at_most_its_places() {
+    async fn one_address_and_one_file_have_at_most_their_places() {
         let work = HistoryWork::default();
         let memory = MemoryGuard::new(1 << 34);
-        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
-        let first = work
-            .start(&memory, READ_COST, 1 << 20, a)
-            .await
-            .expect("a first");
-        let second = work.start(&memory, READ_COST, 1 << 20, a).await;
-        assert!(matches!(second, Err(ref e) if e.status == hyper::StatusCode::TOO_MANY_REQUESTS));
-        // Another address gets the other turn at once.
-        let other = work.start(&memory, READ_COST, 1 << 20, b).await.expect("b");
-        drop(first);
-        let again = work
-            .start(&memory, READ_COST, 1 << 20, a)
-            .await
-            .expect("a place came back");
-        drop((again, other));
-        assert!(
-            work.by_address.lock().unwrap().is_empty(),
-            "nothing kept at zero"
+        let (a, b, c): (IpAddr, IpAddr, IpAddr) = (
+            "10.0.0.1".parse().unwrap(),
+            "10.0.0.2".parse().unwrap(),
+            "10.0.0.3".parse().unwrap(),
         );
+        let (f, g) = (FileId::parse("f1").unwrap(), FileId::parse("g1").unwrap());
+        let limited = |r: &Result<Working, ApiError>| matches!(r, Err(e) if e.status == hyper::StatusCode::TOO_MANY_REQUESTS);
+        let start = |who: IpAddr, file: &FileId| {
+            let (work, memory, file) = (&work, &memory, file.clone());
+            async move { work.start(memory, READ_COST, 1 << 20, who, &file).await }
+        };
+        let first = start(a, &f).await.expect("a on f");
+        let second = start(a, &f).await.expect("a's second, as the browser asks");
+        assert!(limited(&start(a, &g).await), "a's places");
+        assert!(limited(&start(b, &f).await), "f's places");
+        // Another address on another file gets the third turn at once.
+        let other = start(c, &g).await.expect("c on g");
+        drop(first);
+        let again = start(b, &f).await.expect("f's place came back");
+        drop((second, again, other));
+        assert!(work.by_address.lock().unwrap().is_empty(), "nothing kept");
+        assert!(work.by_file.lock().unwrap().is_empty(), "nothing kept");
     }
 }

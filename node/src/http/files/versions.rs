@@ -141,7 +141,7 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     may_read(&g)?;
     let work = state
         .history_work
-        .start(&state.memory, READ_COST, max_doc(state), to.address())
+        .start(&state.memory, READ_COST, max_doc(state), to.address(), &id)
         .await?;
     let (info, doc) = rebuilt(state, &id, vid, &work).await?;
     // The answer reserves its own bytes for as long as it is held; the rebuilt document
@@ -195,6 +195,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
             COMPARE_COST,
             max_doc(state),
             to_address.address(),
+            &id,
         )
         .await?;
     let (a, b) = (
@@ -374,7 +375,7 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
     // Held until the room has made the restore (or refused it).
     let work = state
         .history_work
-        .start(&state.memory, RESTORE_COST, max_doc(state), address)
+        .start(&state.memory, RESTORE_COST, max_doc(state), address, &id)
         .await?;
     let (from, doc) = rebuilt(state, &id, vid, &work).await?;
     let (reply, answer) = tokio::sync::oneshot::channel();

@@ -151,7 +151,10 @@ fn bad_requests_refused() {
 fn an_upgrade_with_a_body_is_refused() {
     for extra in [("Content-Length", "12"), ("Transfer-Encoding", "chunked")] {
         let refused = accept(&request(&[extra]), true);
-        assert!(matches!(refused, Err(HandshakeError::WithBody)), "{extra:?}");
+        assert!(
+            matches!(refused, Err(HandshakeError::WithBody)),
+            "{extra:?}"
+        );
     }
     assert!(accept(&request(&[("Content-Length", "0")]), true).is_ok());
 }

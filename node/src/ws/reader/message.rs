@@ -59,13 +59,14 @@ impl<R> Reader<R> {
         let payload = &mut self.buf[h.size..total];
         unmask(payload, h.mask);
         let payload = &*payload;
+        self.frames.spend();
         match h.opcode {
             opcode::PING => {
-                self.controls.0 -= 1.0;
+                self.controls.spend();
                 Ok(Some(Incoming::Ping(Bytes::copy_from_slice(payload))))
             }
             opcode::PONG => {
-                self.controls.0 -= 1.0;
+                self.controls.spend();
                 Ok(Some(Incoming::Pong))
             }
             opcode::CLOSE => parse_close(payload).map(Some),

@@ -126,3 +126,24 @@ async fn a_fragment_deadline_holds_while_paced_pings_wait() {
         "{took:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn frames_of_any_kind_are_read_at_their_pace() {
+    let n = 3_000;
+    let wire: Vec<u8> = (0..n).flat_map(|_| text("")).collect();
+    let mut r = reader(wire, limits(1000), false);
+    let started = tokio::time::Instant::now();
+    for i in 0..n {
+        let next = r.next().await;
+        assert!(
+            matches!(next, Ok(Incoming::Text(ref t)) if t.is_empty()),
+            "{i}: {next:?}"
+        );
+    }
+    let took = started.elapsed();
+    let paced = (n as f64 - FRAME_BURST) / FRAMES_PER_SECOND;
+    assert!(
+        took >= Duration::from_secs_f64(paced - 0.1) && took < Duration::from_secs_f64(paced + 1.0),
+        "{took:?}"
+    );
+}
