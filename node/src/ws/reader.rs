@@ -45,38 +45,44 @@ pub const CONTROL_BURST: f64 = 20.0;
 pub const FRAMES_PER_SECOND: f64 = 500.0;
 pub const FRAME_BURST: f64 = 1_000.0;
 
-/// A pace of frames: tokens spent as frames are taken, waited for before the next is read.
+/// The client's paces, control frames and frames of any kind: tokens spent as frames are
+/// taken, waited for before the next is read. Kept small: every socket's task holds one
+/// (`socket::tests::a_socket_task_stays_small`).
 #[derive(Debug, Clone, Copy)]
-struct Pace {
-    tokens: f64,
+struct Paces {
+    controls: f32,
+    frames: f32,
     at: Instant,
-    per_second: f64,
-    burst: f64,
 }
 
-impl Pace {
-    fn new(per_second: f64, burst: f64) -> Self {
+impl Paces {
+    fn new() -> Self {
         Self {
-            tokens: burst,
+            controls: CONTROL_BURST as f32,
+            frames: FRAME_BURST as f32,
             at: Instant::now(),
-            per_second,
-            burst,
         }
     }
 
-    fn spend(&mut self) {
-        self.tokens -= 1.0;
+    /// A frame was taken; `control` when it was a ping or a pong.
+    fn spend(&mut self, control: bool) {
+        self.frames -= 1.0;
+        if control {
+            self.controls -= 1.0;
+        }
     }
 
-    /// When the next frame may be read (now, unless the pace is in debt).
+    /// When the next frame may be read (now, unless a pace is in debt).
     fn ready_at(&mut self, now: Instant) -> Instant {
-        let earned = now.saturating_duration_since(self.at).as_secs_f64() * self.per_second;
-        self.tokens = (self.tokens + earned).min(self.burst);
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
         self.at = now;
-        match self.tokens < 0.0 {
-            true => now + Duration::from_secs_f64(-self.tokens / self.per_second),
-            false => now,
-        }
+        let earn =
+            |tokens: f32, rate: f64, burst: f64| (tokens as f64 + elapsed * rate).min(burst) as f32;
+        self.controls = earn(self.controls, CONTROL_PER_SECOND, CONTROL_BURST);
+        self.frames = earn(self.frames, FRAMES_PER_SECOND, FRAME_BURST);
+        let debt =
+            |tokens: f32, rate: f64| Duration::from_secs_f64((-tokens as f64).max(0.0) / rate);
+        now + debt(self.controls, CONTROL_PER_SECOND).max(debt(self.frames, FRAMES_PER_SECOND))
     }
 }
 
@@ -109,8 +115,7 @@ pub struct Reader<R> {
     /// released when the message ends.
     held: usize,
     /// The client's pace of control frames, and of frames of any kind.
-    controls: Pace,
-    frames: Pace,
+    paces: Paces,
 }
 
 impl<R: AsyncRead + Unpin> Reader<R> {
@@ -127,8 +132,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             inflated: 0,
             allowance: None,
             held: 0,
-            controls: Pace::new(CONTROL_PER_SECOND, CONTROL_BURST),
-            frames: Pace::new(FRAMES_PER_SECOND, FRAME_BURST),
+            paces: Paces::new(),
         }
     }
 
@@ -242,7 +246,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     /// the paces are worked out again on the next call.
     async fn keep_pace(&mut self) {
         let now = Instant::now();
-        let ready = self.controls.ready_at(now).max(self.frames.ready_at(now));
+        let ready = self.paces.ready_at(now);
         if ready > now {
             // Never past a fragmented message's deadline, which the caller then enforces.
             let wake = match &self.partial {

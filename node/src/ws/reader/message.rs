@@ -59,16 +59,11 @@ impl<R> Reader<R> {
         let payload = &mut self.buf[h.size..total];
         unmask(payload, h.mask);
         let payload = &*payload;
-        self.frames.spend();
+        self.paces
+            .spend(matches!(h.opcode, opcode::PING | opcode::PONG));
         match h.opcode {
-            opcode::PING => {
-                self.controls.spend();
-                Ok(Some(Incoming::Ping(Bytes::copy_from_slice(payload))))
-            }
-            opcode::PONG => {
-                self.controls.spend();
-                Ok(Some(Incoming::Pong))
-            }
+            opcode::PING => Ok(Some(Incoming::Ping(Bytes::copy_from_slice(payload)))),
+            opcode::PONG => Ok(Some(Incoming::Pong)),
             opcode::CLOSE => parse_close(payload).map(Some),
             _ => {
                 self.received += payload.len();
