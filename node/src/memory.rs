@@ -59,9 +59,10 @@ pub const AT_BUDGET: &str = "the server is at its memory budget: only small chan
 /// that array moves (measured: a 1 MiB patch of `[0,0,…]` took about 30 MiB).
 const PARSED_BYTES_PER_VALUE: u64 = 96;
 
-// Patches whose ops are at most `SMALL_PATCH` are always taken, even at the budget:
-// everyday edits (a move, a color) are far smaller, and documents grow only by larger ones.
-use crate::room::registry::SMALL_PATCH;
+/// Patches up to this size (everyday edits: a move, a color, a rename) are small: always
+/// taken, even at the budget, since documents grow only by larger ones; rooms give them a
+/// lane of their own.
+pub const SMALL_PATCH: usize = 4096;
 
 /// An upper estimate of the memory parsing `json` takes: its text, and
 /// [`PARSED_BYTES_PER_VALUE`] for every value it may hold (a value starts the text, or

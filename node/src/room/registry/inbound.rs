@@ -15,8 +15,7 @@ pub struct Inbound {
 /// queue, or taken and not yet durable and sent.
 pub const INBOUND_BYTES: usize = 1024 * 1024;
 
-/// Patches up to this size (everyday edits: a move, a color, a rename) are small.
-pub const SMALL_PATCH: usize = 4096;
+pub use crate::memory::SMALL_PATCH;
 
 /// Room kept for small patches above [`INBOUND_BYTES`]: large patches never take it, so
 /// editors pasting megabytes (a guest with the edit link, say) keep everyday edits
