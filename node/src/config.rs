@@ -108,6 +108,27 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_WS_BYTES_PER_SECOND", default_value_t = 1024 * 1024)]
     pub ws_bytes_per_second: usize,
 
+    /// Bytes a second the sockets of one client address (an IPv6 client by its /64) may
+    /// bring in together, counted after inflation: past it, each of them stops reading
+    /// until the address's debt is paid (as over `ATRIUM_WS_BYTES_PER_SECOND`). Without
+    /// it, an address's hundred sockets could make the node parse 100 MiB a second.
+    /// `0` turns it off.
+    #[arg(
+        long,
+        env = "ATRIUM_WS_BYTES_PER_IP_PER_SECOND",
+        default_value_t = 8 * 1024 * 1024
+    )]
+    pub ws_bytes_per_ip_per_second: u64,
+
+    /// Bytes the sockets of one client address may bring in at once before the rate
+    /// above paces them.
+    #[arg(
+        long,
+        env = "ATRIUM_WS_BURST_BYTES_PER_IP",
+        default_value_t = 32 * 1024 * 1024
+    )]
+    pub ws_burst_bytes_per_ip: u64,
+
     /// Bytes of messages a socket may have waiting for its message rate; at this
     /// bound the node stops reading the socket until they drain.
     #[arg(long, env = "ATRIUM_WS_BACKLOG_BYTES", default_value_t = 1024 * 1024)]

@@ -200,6 +200,13 @@ pub async fn start(
         file_changes: KeyedLimiter::per_minute(config.file_changes_per_minute, AUTH_KEYS),
         history_work: crate::http::HistoryWork::default(),
         documents_sent,
+        socket_bytes_by_address: (config.ws_bytes_per_ip_per_second > 0).then(|| {
+            Arc::new(KeyedLimiter::bytes(
+                config.ws_bytes_per_ip_per_second,
+                config.ws_burst_bytes_per_ip,
+                AUTH_KEYS,
+            ))
+        }),
         incoming_by_address: Arc::default(),
         storage,
         server_api: KeyedLimiter::with_burst(

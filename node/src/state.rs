@@ -56,6 +56,8 @@ pub struct AppState {
     /// Bytes of documents sent to each client address (`ATRIUM_DOCUMENT_BYTES_PER_IP_*`),
     /// shared with the rooms, which charge welcomes to it.
     pub documents_sent: Arc<KeyedLimiter<std::net::IpAddr>>,
+    /// Bytes each client address's sockets bring in (`ATRIUM_WS_BYTES_PER_IP_*`); `None`: off.
+    pub socket_bytes_by_address: Option<Arc<KeyedLimiter<std::net::IpAddr>>>,
     /// Bytes of unfinished large messages each client address's sockets hold.
     pub incoming_by_address: Arc<crate::socket::allowance::IncomingShares>,
     /// What each account's files keep in the store (`ATRIUM_STORAGE_PER_ACCOUNT`),

@@ -132,7 +132,7 @@ impl Metrics {
             inbound_paused: counter(
                 &r,
                 "atrium_inbound_paused_total",
-                "Times a socket's reading paused because its waiting messages or bytes were at their bound.",
+                "Times a socket's reading paused because its waiting messages or bytes (its own, or its address's) were at their bound.",
             ),
             joins: counter_vec(
                 &r,

@@ -38,6 +38,7 @@ const FAST_HASH: [(&str, &str); 2] = [
     ("ATRIUM_ARGON2_ITERATIONS", "1"),
 ];
 
+mod address_bytes;
 mod amplification;
 mod before_hello;
 mod bystanders;

@@ -1,12 +1,14 @@
 //! What a socket may have read and not yet handled, and how fast it may read.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use atrium_protocol::CloseCode;
 
 use super::Session;
-use crate::limits::Bucket;
+use crate::limits::{Bucket, KeyedLimiter};
 use crate::protocol;
 use crate::protocol::Refusal;
 
@@ -23,11 +25,13 @@ pub(super) enum Waiting {
 /// Everything a socket makes the node hold is bounded here: messages over the
 /// rate wait in order (one 429 notice), up to five seconds' worth (then 4013) and
 /// at most `ATRIUM_WS_BACKLOG_BYTES` of text. At that bound, and while the socket
-/// is over its byte rate (`ATRIUM_WS_BYTES_PER_SECOND`), the node stops reading it:
-/// the rest waits in the client's own buffers, costing the node nothing.
+/// is over its byte rate (`ATRIUM_WS_BYTES_PER_SECOND`) or its address is over the
+/// address's (`ATRIUM_WS_BYTES_PER_IP_PER_SECOND`), the node stops reading it: the rest
+/// waits in the client's own buffers, costing the node nothing.
 pub(super) struct Intake {
     pub(super) messages: Bucket,
-    pub(super) bytes: Bucket,
+    bytes: Bucket,
+    address: Option<AddressPace>,
     pub(super) presence: Bucket,
     /// Broadcast events: over this rate they are dropped, as presence is.
     pub(super) events: Bucket,
@@ -39,8 +43,9 @@ pub(super) struct Intake {
 }
 
 impl Intake {
-    pub(super) fn new(config: &crate::config::NodeConfig) -> Self {
-        let now = std::time::Instant::now();
+    pub(super) fn new(session: &Session) -> Self {
+        let config = &session.state.config;
+        let now = Instant::now();
         let rate = f64::from(config.ws_per_second.max(1));
         let presence_rate = f64::from(config.presence_per_second);
         let byte_rate = config.ws_bytes_per_second.max(1) as f64;
@@ -48,6 +53,17 @@ impl Intake {
         Self {
             messages: Bucket::new(rate, rate, now),
             bytes: Bucket::new(byte_rate, byte_burst, now),
+            address: session
+                .state
+                .socket_bytes_by_address
+                .clone()
+                .zip(session.outbox.address())
+                .map(|(shared, address)| AddressPace {
+                    address,
+                    shared,
+                    unreported: 0,
+                    until: None,
+                }),
             presence: Bucket::new(presence_rate, presence_rate, now),
             events: Bucket::new(
                 f64::from(config.events_per_second),
@@ -63,12 +79,26 @@ impl Intake {
     }
 
     /// How long before the socket may be read again (zero: now).
-    pub(super) fn read_pause(&self, now: std::time::Instant) -> Option<Duration> {
+    pub(super) fn read_pause(&self, now: Instant) -> Option<Duration> {
         if self.backlog_bytes >= self.max_backlog_bytes {
             return Some(self.messages.wait(now));
         }
-        let debt = self.bytes.debt(now);
+        let address = self
+            .address
+            .as_ref()
+            .and_then(|a| a.until)
+            .map_or(Duration::ZERO, |until| until.saturating_duration_since(now));
+        let debt = self.bytes.debt(now).max(address);
         (!debt.is_zero()).then_some(debt)
+    }
+
+    /// Counts a message's `bytes` against the socket's byte rate and its address's.
+    pub(super) fn charge(&mut self, bytes: usize) {
+        let now = Instant::now();
+        self.bytes.charge(now, bytes as f64);
+        if let Some(address) = &mut self.address {
+            address.charge(bytes, now);
+        }
     }
 
     pub(super) fn push(&mut self, waiting: Waiting) {
@@ -110,5 +140,37 @@ impl Intake {
                 "too many messages: they wait in order and are handled at the allowed rate",
             ));
         }
+    }
+}
+
+/// The socket's part in its address's byte rate. What it reads is charged to the address
+/// in steps of at least [`ADDRESS_STEP`] (one lock per step, not per presence update);
+/// once the address owes, the socket reads nothing more until the debt is paid. Each of
+/// an address's sockets may read one message past the moment the address ran out, so
+/// what an address brings in stays within its rate, its burst, and one message a socket.
+struct AddressPace {
+    address: IpAddr,
+    shared: Arc<KeyedLimiter<IpAddr>>,
+    unreported: usize,
+    /// When the address's debt, as last learned, is paid.
+    until: Option<Instant>,
+}
+
+/// Bytes a socket reads before it charges its address.
+const ADDRESS_STEP: usize = 16 * 1024;
+
+impl AddressPace {
+    fn charge(&mut self, bytes: usize, now: Instant) {
+        self.unreported += bytes;
+        if self.unreported < ADDRESS_STEP {
+            return;
+        }
+        self.shared
+            .charge(&self.address, std::mem::take(&mut self.unreported) as u64);
+        self.until = self
+            .shared
+            .ready(&self.address)
+            .err()
+            .map(|wait| now + wait);
     }
 }

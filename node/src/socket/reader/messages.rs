@@ -17,8 +17,7 @@ pub(super) async fn serve_messages(
     liveness: &Liveness,
     room: &RoomHandle,
 ) {
-    let config = &session.state.config;
-    let mut intake = Intake::new(config);
+    let mut intake = Intake::new(session);
     let mut paused = false;
     let mut received = frames.received();
     loop {
@@ -39,9 +38,7 @@ pub(super) async fn serve_messages(
         };
         match next {
             Some(Next::Text(text)) if !session.outbox.is_closing() => {
-                intake
-                    .bytes
-                    .charge(std::time::Instant::now(), text.len() as f64);
+                intake.charge(text.len());
                 let wire = frames.received() - received;
                 received = frames.received();
                 take_in(session, room, &mut intake, text, wire).await;
