@@ -20,8 +20,7 @@ pub use spawned::Spawned;
 
 /// The settings a spawned node gets unless `--env` or the config file says otherwise: statistics
 /// on, and the per-address (sockets, requests, document bytes, bytes sockets bring in),
-/// per-account, sign-up and
-/// file-creation limits raised or off, since every
+/// per-account (sockets, open rooms' memory), sign-up and file-creation limits raised or off, since every
 /// generated socket and sign-up comes from one address and one owner makes every file.
 pub fn spawn_env(o: &Options) -> Vec<(String, String)> {
     let mut env: BTreeMap<String, String> = BTreeMap::new();
@@ -34,6 +33,7 @@ pub fn spawn_env(o: &Options) -> Vec<(String, String)> {
     set("ATRIUM_REQUESTS_PER_IP_PER_SECOND", "0".into());
     set("ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND", "0".into());
     set("ATRIUM_WS_BYTES_PER_IP_PER_SECOND", "0".into());
+    set("ATRIUM_ROOM_MEMORY_SHARE", "off".into());
     set("ATRIUM_WS_PER_ACCOUNT", o.per_account.max(10).to_string());
     set("ATRIUM_AUTH_PER_IP_PER_MINUTE", "1000000".into());
     set("ATRIUM_AUTH_PER_EMAIL_PER_MINUTE", "1000000".into());

@@ -165,6 +165,14 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_MEMORY_BUDGET", default_value = "auto", value_parser = crate::memory::parse_size)]
     pub memory_budget: u64,
 
+    /// Memory the open rooms of one account's files may take together, and so may the
+    /// rooms opened by the joins of one client address (by a load's estimate). A room opens
+    /// whatever its size while its account and address hold none; past the share, a join
+    /// that would open another closes 1013. `auto` (the default): an eighth of the memory
+    /// budget; `off`: no share. The app's own account has none.
+    #[arg(long, env = "ATRIUM_ROOM_MEMORY_SHARE", default_value = "auto", value_parser = crate::room::shares::parse_share)]
+    pub room_memory_share: u64,
+
     /// Presence messages a second per socket; beyond it they are dropped.
     #[arg(long, env = "ATRIUM_PRESENCE_PER_SECOND", default_value_t = 80)]
     pub presence_per_second: u32,

@@ -143,6 +143,7 @@ pub async fn start(
         coordinator: coordinator.clone(),
         node: node.clone(),
         load_costs: Default::default(),
+        shares: crate::room::shares::RoomShares::new(config.room_memory_share()),
         webhooks: webhooks.clone(),
     });
     let hasher = Hasher::new(

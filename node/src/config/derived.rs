@@ -91,6 +91,14 @@ impl NodeConfig {
         }
     }
 
+    /// Each account's and address's share of the memory open rooms take.
+    pub fn room_memory_share(&self) -> u64 {
+        match self.room_memory_share {
+            0 => self.memory_budget() / 8,
+            set => set,
+        }
+    }
+
     /// The node-wide allowance for large messages held until written: the setting, but at
     /// most a quarter of the memory budget, so that sockets which never read cannot hold
     /// the whole budget in messages the node has promised them; never less than the

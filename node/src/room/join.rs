@@ -55,6 +55,9 @@ pub enum JoinError {
     /// The joiner's address has been sent its share of documents; it may come back
     /// after this long (1013 with `retry-ms`).
     Paced(std::time::Duration),
+    /// Opening the room would take its account or its opening address past their share of
+    /// the memory open rooms take (1013).
+    OverShare(super::shares::OverShare),
 }
 
 impl JoinError {
@@ -70,6 +73,7 @@ impl JoinError {
             JoinError::Paced(_) => {
                 "this address was sent its share of documents for now; try again later"
             }
+            JoinError::OverShare(over) => over.reason(),
             JoinError::Unavailable(CloseCode::Moved) => "moved: another node serves this file",
             JoinError::Unavailable(_) => "server restarting",
         }
@@ -80,7 +84,9 @@ impl JoinError {
             JoinError::Denied(d) => d.close_code(),
             JoinError::NotFound => CloseCode::NotFound,
             JoinError::Full => CloseCode::FileFull,
-            JoinError::Retry | JoinError::Paced(_) => CloseCode::TryAgainLater,
+            JoinError::Retry | JoinError::Paced(_) | JoinError::OverShare(_) => {
+                CloseCode::TryAgainLater
+            }
             JoinError::Unavailable(code) => code,
         }
     }

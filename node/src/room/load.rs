@@ -3,12 +3,14 @@
 
 use atrium_protocol::CloseCode;
 use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::core::{Opened, RoomCore};
 use super::recent::{RecentOp, RecentOps};
+use super::shares::RoomShare;
 use super::snapshot::{replay, replay_limits};
 use super::{JoinError, RoomContext};
 use crate::doc::Document;
@@ -18,12 +20,22 @@ use crate::protocol;
 use crate::store::{StoreError, TakenFile};
 use atrium_coordinator::{CoordinatorError, LeaseKeeper};
 
+/// A room just opened: its core, the file's lease, and its part of its account's and
+/// opening address's shares of memory.
+pub struct Loaded {
+    pub core: RoomCore,
+    pub lease: LeaseKeeper,
+    pub share: RoomShare,
+}
+
 /// Opens a file's room: the lease first, then the store's epoch, then the data.
+/// `opener` is the client address of the join that opens it, if a join does.
 pub async fn load(
     file: &FileId,
     ctx: Arc<RoomContext>,
     people: Arc<AtomicUsize>,
-) -> Result<(RoomCore, LeaseKeeper), JoinError> {
+    opener: Option<IpAddr>,
+) -> Result<Loaded, JoinError> {
     let (config, memory, metrics) = (&ctx.rules.config, &ctx.rules.memory, &ctx.rules.metrics);
     // A file last seen too large for what the budget has left is refused before its
     // lease is taken and its document read: joiners that retry it cost a lookup each.
@@ -64,6 +76,15 @@ pub async fn load(
     // burst of loads cannot take the node past its budget before a sample shows it.
     let cost = load_cost(&taken);
     ctx.load_costs.note(file, cost);
+    let share = match ctx.shares.take(&taken.record.owner, opener, cost) {
+        Ok(share) => share,
+        Err(over) => {
+            tracing::debug!(file = %file, ?over, "room over its share of memory");
+            metrics.memory_refusals.inc();
+            let _ = keeper.release().await;
+            return Err(JoinError::OverShare(over));
+        }
+    };
     let loading = match memory.reserve(cost) {
         Some(r) => r,
         None => {
@@ -126,7 +147,11 @@ pub async fn load(
         recent,
     };
     let rules = ctx.rules.clone();
-    Ok((RoomCore::new(opened, rules, people, Instant::now()), keeper))
+    Ok(Loaded {
+        core: RoomCore::new(opened, rules, people, Instant::now()),
+        lease: keeper,
+        share,
+    })
 }
 
 /// What loading each recently opened file cost (see [`load_cost`]), so a file too

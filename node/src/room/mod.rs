@@ -38,6 +38,7 @@ pub mod restore;
 mod seats;
 pub mod server;
 pub mod server_ops;
+pub mod shares;
 mod shell;
 mod snapshot;
 mod stall;
@@ -71,6 +72,8 @@ pub struct RoomContext {
     pub node: NodeId,
     /// What loading each recent file cost, to refuse one too large without reading it.
     pub load_costs: load::LoadCosts,
+    /// What each account's and each address's open rooms hold (`ATRIUM_ROOM_MEMORY_SHARE`).
+    pub shares: Arc<shares::RoomShares>,
     /// Where the room's webhook events go (never waits).
     pub webhooks: Arc<crate::webhook::handle::Webhooks>,
 }

@@ -39,17 +39,31 @@ pub struct Room {
     next_tick: tokio::time::Instant,
     /// The room's history worker: versions saved and deleted one at a time, in order.
     history: Option<mpsc::UnboundedSender<HistoryJob>>,
+    /// The room's part of its account's and opening address's shares of memory, given
+    /// back when the room ends.
+    _share: super::shares::RoomShare,
     /// `person.*` webhook events the room may still record
     /// (`ATRIUM_WEBHOOK_PERSON_EVENTS_PER_MINUTE`).
     person_events: crate::limits::Bucket,
+}
+
+/// Which room is opening: its file, its generation in the registry, and the client
+/// address of the join that opens it (whose share of memory it counts against), if one does.
+pub struct Opening {
+    pub file: FileId,
+    pub generation: u64,
+    pub opener: Option<std::net::IpAddr>,
 }
 
 impl Room {
     /// Runs a room until it ends: loads the file first (taking its epoch), then
     /// serves commands in turns.
     pub async fn run(
-        file: FileId,
-        generation: u64,
+        Opening {
+            file,
+            generation,
+            opener,
+        }: Opening,
         ctx: Arc<RoomContext>,
         rooms: RoomMap,
         (tx, mut rx): (
@@ -59,7 +73,7 @@ impl Room {
         people: Arc<AtomicUsize>,
         serving: Arc<AtomicBool>,
     ) {
-        let (core, lease) = match load::load(&file, ctx.clone(), people).await {
+        let loaded = match load::load(&file, ctx.clone(), people, opener).await {
             Ok(loaded) => loaded,
             Err(error) => {
                 tracing::warn!(file = %file, ?error, "room could not open");
@@ -77,13 +91,14 @@ impl Room {
         let person_events =
             crate::limits::Bucket::new(person_rate / 60.0, person_rate, std::time::Instant::now());
         let mut room = Room {
-            core,
+            core: loaded.core,
             file: file.clone(),
             generation,
             ctx,
             rooms,
             tx,
-            lease: Some(lease),
+            lease: Some(loaded.lease),
+            _share: loaded.share,
             next_tick: tokio::time::Instant::now(),
             history: Some(history),
             person_events,

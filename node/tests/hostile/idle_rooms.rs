@@ -80,3 +80,74 @@ async fn rooms_nobody_is_in_make_way_near_the_memory_mark() {
         "owner_welcomed_in_ms": started.elapsed().as_millis(),
     }));
 }
+
+/// One free account's files, each held open by one silent guest with the view key, all
+/// from one address (the re-check of the sixth review: forty such rooms kept the node at
+/// its mark, and an owner's 3.3 MB file was refused 1013 for as long as they stayed). The
+/// rooms of one account, and those one address opened, take at most their share of the
+/// memory (`ATRIUM_ROOM_MEMORY_SHARE`, an eighth of the budget): the guests' joins past it
+/// close 1013, and the owner's large file opens at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rooms_held_open_by_silent_guests_stay_within_their_share() {
+    const BUDGET_MIB: u64 = 96;
+    let _serial = SERIAL.lock().await;
+    let budget = format!("{BUDGET_MIB}M");
+    let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
+    let big: serde_json::Map<String, Value> = (0..20_000)
+        .map(|k| (format!("n{k}"), json!({"name": "y".repeat(100), "x": k})))
+        .collect();
+    let owners = create_file(&r.node, &r.owner, "Mine", Some(Value::Object(big))).await;
+    let owners_id = s(&owners["id"]).to_string();
+
+    let attacker = new_account(&r.node, "holder").await;
+    let doc = empty_nodes(60_000);
+    let (mut held, mut refused, mut over_share) = (Vec::new(), 0, 0);
+    for k in 0..30 {
+        let made =
+            create_file_answer(&r.node, &attacker, &format!("Held {k}"), Some(doc.clone())).await;
+        if made.status != 201 {
+            refused += 1;
+            continue;
+        }
+        let id = s(&made.body()["id"]).to_string();
+        set_link(&r.node, &attacker, &id, "view").await;
+        let key = s(&made.body()["view_key"]).to_string();
+        let Ok(mut guest) =
+            Raw::try_connect_from([127, 0, 0, 19], r.node.port, &id, "", None).await
+        else {
+            refused += 1;
+            continue;
+        };
+        guest.text(&Hello::key(&key).to_json().to_string()).await;
+        match guest.next(Duration::from_secs(10)).await {
+            Got::Text(w) if w["type"] == "welcome" => held.push(guest),
+            Got::Close(Some(1013)) => {
+                refused += 1;
+                over_share += usize::from(guest.close_reason.contains("share"));
+            }
+            other => panic!("expected a welcome or 1013, got {other:?}"),
+        }
+    }
+    let rss_held = rss_kib(r.node.pid()) / 1024;
+    let started = Instant::now();
+    let joined = Client::try_join(&r.node, &owners_id, &Hello::token(&r.owner)).await;
+    let welcomed_in = started.elapsed();
+    let (client, welcome) = joined.unwrap_or_else(|e| {
+        panic!(
+            "the owner was refused with {} rooms held ({e:?}, RSS {rss_held} MiB)",
+            held.len()
+        )
+    });
+    client.close().await;
+    assert_eq!(welcome["type"], "welcome");
+    assert!(
+        over_share > 0,
+        "no guest's join was refused for its share: the case shows nothing ({} held, {refused} refused)",
+        held.len()
+    );
+    figure(json!({
+        "case": "rooms held open by one silent guest each, one account and address (budget 96 MiB)",
+        "rooms_held": held.len(), "refused": refused, "refused_for_share": over_share,
+        "rss_held_mib": rss_held, "owner_welcomed_in_ms": welcomed_in.as_millis(),
+    }));
+}

@@ -55,7 +55,11 @@ impl Rooms {
         let mut again = Again::new();
         loop {
             let join = |reply| RoomCmd::Join(req.clone(), reply);
-            match self.ask(file, CloseCode::ServiceRestart, join).await? {
+            let opener = req.outbox.address();
+            match self
+                .ask(file, opener, CloseCode::ServiceRestart, join)
+                .await?
+            {
                 (_, Some(Err(JoinError::Retry)) | None) => {}
                 (handle, Some(result)) => return result.map(|joined| (handle, joined)),
             }
@@ -80,7 +84,10 @@ impl Rooms {
     ) -> Result<T, JoinError> {
         let mut again = Again::new();
         loop {
-            match self.ask(file, CloseCode::TryAgainLater, &make).await? {
+            match self
+                .ask(file, None, CloseCode::TryAgainLater, &make)
+                .await?
+            {
                 (_, Some(doc)) => return Ok(doc),
                 // The room ended before answering: it failed to load or went idle.
                 (_, None) => {
@@ -101,10 +108,13 @@ impl Rooms {
     async fn ask<T>(
         &self,
         file: &FileId,
+        opener: Option<std::net::IpAddr>,
         unopened: CloseCode,
         cmd: impl FnOnce(oneshot::Sender<T>) -> RoomCmd,
     ) -> Result<(RoomHandle, Option<T>), JoinError> {
-        let handle = self.open(file).ok_or(JoinError::Unavailable(unopened))?;
+        let handle = self
+            .open_by(file, opener)
+            .ok_or(JoinError::Unavailable(unopened))?;
         let (reply, answer) = oneshot::channel();
         let answer = match handle.tx.send(cmd(reply)) {
             Ok(()) => answer.await.ok(),

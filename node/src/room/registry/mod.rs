@@ -59,6 +59,12 @@ impl Rooms {
 
     /// The file's room, opening it if needed; `None` while the node shuts down.
     pub fn open(&self, file: &FileId) -> Option<RoomHandle> {
+        self.open_by(file, None)
+    }
+
+    /// The file's room, opening it if needed for a join from client address `opener`
+    /// (whose share of memory an opened room counts against).
+    pub fn open_by(&self, file: &FileId, opener: Option<std::net::IpAddr>) -> Option<RoomHandle> {
         let mut map = self.lock();
         if let Some(h) = map.get(file) {
             if !h.tx.is_closed() {
@@ -80,9 +86,13 @@ impl Rooms {
             inbound: Inbound::new(),
         };
         map.insert(file.clone(), handle.clone());
-        tokio::spawn(Room::run(
-            file.clone(),
+        let opening = super::shell::Opening {
+            file: file.clone(),
             generation,
+            opener,
+        };
+        tokio::spawn(Room::run(
+            opening,
             self.ctx.clone(),
             self.map.clone(),
             (tx, rx),
@@ -90,6 +100,21 @@ impl Rooms {
             serving,
         ));
         Some(handle)
+    }
+
+    /// Whether a join from `opener` may open `record`'s room as far as its account's and
+    /// address's shares of memory go, by what the file cost when it was last opened: a
+    /// joiner refused for it costs a lookup, not a lease and a read of the document.
+    pub fn may_open(
+        &self,
+        record: &crate::store::FileRecord,
+        opener: Option<std::net::IpAddr>,
+    ) -> Result<(), super::JoinError> {
+        let known = self.ctx.load_costs.get(&record.id).unwrap_or(0);
+        self.ctx
+            .shares
+            .check(&record.owner, opener, known)
+            .map_err(super::JoinError::OverShare)
     }
 
     /// The file's room if it is in memory.

@@ -31,13 +31,16 @@ pub(super) enum Waiting {
 pub(super) struct Intake {
     pub(super) messages: Bucket,
     bytes: Bucket,
-    address: Option<AddressPace>,
+    /// Boxed: most sockets never charge it, and every socket's task carries this
+    /// (`socket::tests::a_socket_task_stays_small`).
+    address: Option<Box<AddressPace>>,
     pub(super) presence: Bucket,
     /// Broadcast events: over this rate they are dropped, as presence is.
     pub(super) events: Bucket,
     pub(super) backlog: VecDeque<Waiting>,
     backlog_bytes: usize,
-    max_backlog: usize,
+    /// Messages that may wait (a u32, so it packs beside `told`: see `address`).
+    max_backlog: u32,
     max_backlog_bytes: usize,
     told: bool,
 }
@@ -58,11 +61,13 @@ impl Intake {
                 .socket_bytes_by_address
                 .clone()
                 .zip(session.outbox.address())
-                .map(|(shared, address)| AddressPace {
-                    address,
-                    shared,
-                    unreported: 0,
-                    until: None,
+                .map(|(shared, address)| {
+                    Box::new(AddressPace {
+                        address,
+                        shared,
+                        unreported: 0,
+                        until: None,
+                    })
                 }),
             presence: Bucket::new(presence_rate, presence_rate, now),
             events: Bucket::new(
@@ -72,7 +77,7 @@ impl Intake {
             ),
             backlog: VecDeque::new(),
             backlog_bytes: 0,
-            max_backlog: 5 * config.ws_per_second.max(1) as usize,
+            max_backlog: 5u32.saturating_mul(config.ws_per_second.max(1)),
             max_backlog_bytes: config.ws_backlog_bytes.max(1),
             told: false,
         }
@@ -125,7 +130,7 @@ impl Intake {
     pub(super) fn check_backlog(&mut self, session: &Session) {
         if self.backlog.is_empty() {
             self.told = false;
-        } else if self.backlog.len() > self.max_backlog {
+        } else if self.backlog.len() > self.max_backlog as usize {
             session.outbox.close(
                 CloseCode::Flooding,
                 "flooding: more than five seconds of messages waiting",

@@ -129,6 +129,13 @@ pub(super) async fn join(
                         let e = JoinError::Denied(d);
                         (e.close_code(), e.reason())
                     })?;
+                state
+                    .rooms
+                    .may_open(&record, session.outbox.address())
+                    .map_err(|e| {
+                        state.metrics.memory_refusals.inc();
+                        (e.close_code(), e.reason())
+                    })?;
             }
             Err(StoreError::NotFound) => return Err((CloseCode::NotFound, "file not found")),
             Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),

@@ -1,0 +1,213 @@
+//! Each account's, and each client address's, share of the memory open rooms take
+//! (`ATRIUM_ROOM_MEMORY_SHARE`).
+//!
+//! A room stays in memory while anyone is in it, so without a share one free account
+//! could fill the node: forty files of 1 MB, each held open by one silent guest with the
+//! view key, kept a node at its memory mark and every other owner's file refused 1013
+//! (the re-check of the sixth review). A room's load cost counts against the account
+//! that owns its file and against the client address whose join opened it, for as long
+//! as the room is open. A room whose account and address hold nothing opens whatever its
+//! size (within the node's budget); past the share, joins that would open another are
+//! refused 1013 and told to come back later. The app's own account (the server API's
+//! files) has no account share: its files are every app user's.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use crate::ids::AccountId;
+
+/// What open rooms hold, by account and by opening address.
+pub struct RoomShares {
+    /// Bytes each may hold (`u64::MAX`: no share).
+    share: u64,
+    /// The account without a share: the app's own.
+    app: AccountId,
+    held: Mutex<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    by_account: HashMap<AccountId, u64>,
+    by_address: HashMap<IpAddr, u64>,
+}
+
+/// Why a room may not open now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverShare {
+    Account,
+    Address,
+}
+
+impl OverShare {
+    /// The close reason a refused joiner gets.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            OverShare::Account => {
+                "this account's open files hold their share of the server's memory; try again later"
+            }
+            OverShare::Address => {
+                "files opened from this address hold their share of the server's memory; try again later"
+            }
+        }
+    }
+}
+
+/// One open room's part of its account's and address's shares; given back when dropped.
+pub struct RoomShare {
+    shares: Arc<RoomShares>,
+    account: Option<AccountId>,
+    address: Option<IpAddr>,
+    bytes: u64,
+}
+
+impl RoomShares {
+    pub fn new(share: u64) -> Arc<Self> {
+        Arc::new(Self {
+            share,
+            app: crate::apptoken::owner_for(None),
+            held: Mutex::default(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a room of `owner`'s costing `bytes`, opened from `address`, fits now.
+    pub fn check(
+        &self,
+        owner: &AccountId,
+        address: Option<IpAddr>,
+        bytes: u64,
+    ) -> Result<(), OverShare> {
+        let held = self.lock();
+        self.check_in(&held, owner, address, bytes)
+    }
+
+    fn check_in(
+        &self,
+        held: &Held,
+        owner: &AccountId,
+        address: Option<IpAddr>,
+        bytes: u64,
+    ) -> Result<(), OverShare> {
+        if *owner != self.app && !fits(&held.by_account, owner, bytes, self.share) {
+            return Err(OverShare::Account);
+        }
+        if address.is_some_and(|a| !fits(&held.by_address, &a, bytes, self.share)) {
+            return Err(OverShare::Address);
+        }
+        Ok(())
+    }
+
+    /// Takes `bytes` of `owner`'s and `address`'s shares for a room about to open.
+    pub fn take(
+        self: &Arc<Self>,
+        owner: &AccountId,
+        address: Option<IpAddr>,
+        bytes: u64,
+    ) -> Result<RoomShare, OverShare> {
+        let mut held = self.lock();
+        self.check_in(&held, owner, address, bytes)?;
+        let account = (*owner != self.app).then(|| owner.clone());
+        if let Some(a) = &account {
+            *held.by_account.entry(a.clone()).or_insert(0) += bytes;
+        }
+        if let Some(a) = address {
+            *held.by_address.entry(a).or_insert(0) += bytes;
+        }
+        Ok(RoomShare {
+            shares: self.clone(),
+            account,
+            address,
+            bytes,
+        })
+    }
+
+    /// Bytes `owner`'s open rooms hold now.
+    pub fn held_by(&self, owner: &AccountId) -> u64 {
+        self.lock().by_account.get(owner).copied().unwrap_or(0)
+    }
+}
+
+/// Whether `bytes` more fit `key`'s share: always when it holds nothing.
+fn fits<K: Hash + Eq>(held: &HashMap<K, u64>, key: &K, bytes: u64, share: u64) -> bool {
+    let now = held.get(key).copied().unwrap_or(0);
+    now == 0 || now.saturating_add(bytes) <= share
+}
+
+fn give_back<K: Hash + Eq>(held: &mut HashMap<K, u64>, key: &K, bytes: u64) {
+    if let Some(n) = held.get_mut(key) {
+        *n = n.saturating_sub(bytes);
+        if *n == 0 {
+            held.remove(key);
+        }
+    }
+}
+
+impl Drop for RoomShare {
+    fn drop(&mut self) {
+        let mut held = self.shares.lock();
+        if let Some(a) = &self.account {
+            give_back(&mut held.by_account, a, self.bytes);
+        }
+        if let Some(a) = &self.address {
+            give_back(&mut held.by_address, a, self.bytes);
+        }
+    }
+}
+
+/// Reads the setting: a size (bytes, or with K, M, G), `auto` (an eighth of the memory
+/// budget, as `0`), or `off`.
+pub fn parse_share(s: &str) -> Result<u64, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        return Ok(u64::MAX);
+    }
+    crate::memory::parse_size(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_account_and_an_address_open_rooms_up_to_their_share() {
+        let shares = RoomShares::new(100);
+        let (owner, other) = (AccountId::generate(), AccountId::generate());
+        let here: IpAddr = [10, 0, 0, 1].into();
+        let there: IpAddr = [10, 0, 0, 2].into();
+        let first = shares
+            .take(&owner, Some(here), 300)
+            .expect("one of any size");
+        assert_eq!(
+            shares.take(&owner, Some(there), 1).err(),
+            Some(OverShare::Account)
+        );
+        assert_eq!(
+            shares.take(&other, Some(here), 1).err(),
+            Some(OverShare::Address)
+        );
+        let _other = shares.take(&other, Some(there), 60).expect("its own share");
+        let _more = shares.take(&other, None, 40).expect("up to the share");
+        assert_eq!(shares.check(&other, None, 1), Err(OverShare::Account));
+        assert_eq!(shares.held_by(&owner), 300);
+        drop(first);
+        assert_eq!(shares.held_by(&owner), 0, "given back when the room ends");
+        assert!(shares.check(&owner, Some(here), 100).is_ok());
+        // The app's own files have no account share.
+        let app = crate::apptoken::owner_for(None);
+        let _a = shares.take(&app, None, 500).expect("app");
+        assert!(shares.take(&app, None, 500).is_ok());
+        assert_eq!(shares.held_by(&app), 0);
+    }
+
+    #[test]
+    fn the_setting_reads_sizes_auto_and_off() {
+        assert_eq!(parse_share("64M"), Ok(64 << 20));
+        assert_eq!(parse_share("auto"), Ok(0));
+        assert_eq!(parse_share("off"), Ok(u64::MAX));
+        assert!(parse_share("lots").is_err());
+    }
+}
