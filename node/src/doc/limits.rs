@@ -5,6 +5,12 @@
 /// spare. What loads, snapshots and uploads reserve from the memory budget.
 pub const BUILD_BYTES_PER_JSON_BYTE: usize = 3;
 
+/// Memory a loaded document holds at most, per byte of its counted size
+/// ([`super::Document::charged_len`]: tiny nodes count as [`super::MIN_NODE_BYTES`]);
+/// measured in `tests/doc_memory.rs` and docs/scaling.md. Documents of tiny nodes hold
+/// more than [`BUILD_BYTES_PER_JSON_BYTE`] per byte of their JSON.
+pub const HELD_BYTES_PER_COUNTED_BYTE: usize = 4;
+
 /// Limits for patches and documents.
 ///
 /// Depth counting rule (`max_depth`): a scalar (null, bool, number, string)

@@ -37,7 +37,7 @@ mod write;
 
 use entry::Entry;
 pub use entry::MIN_NODE_BYTES;
-pub use limits::{DocLimits, PatchError, BUILD_BYTES_PER_JSON_BYTE};
+pub use limits::{DocLimits, PatchError, BUILD_BYTES_PER_JSON_BYTE, HELD_BYTES_PER_COUNTED_BYTE};
 pub use op::{parse_ops, Op, Props};
 
 /// A document: its nodes, each held as its compact JSON text (see [`Entry`]),

@@ -76,7 +76,7 @@ pub async fn load(
     // burst of loads cannot take the node past its budget before a sample shows it.
     let cost = load_cost(&taken);
     ctx.load_costs.note(file, cost);
-    let share = match ctx.shares.take(&taken.record.owner, opener, cost) {
+    let mut share = match ctx.shares.take(&taken.record.owner, opener, cost) {
         Ok(share) => share,
         Err(over) => {
             tracing::debug!(file = %file, ?over, "room over its share of memory");
@@ -127,6 +127,13 @@ pub async fn load(
             return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
         }
     };
+    // A document of tiny nodes holds more than its estimate: what it holds counts against
+    // the shares, and judges the file's next load.
+    let held = cost.max((doc.charged_len() * crate::doc::HELD_BYTES_PER_COUNTED_BYTE) as u64);
+    if held > cost {
+        share.grow_to(held);
+        ctx.load_costs.note(file, held);
+    }
     let mut recent = RecentOps::new(config.room_ops, config.room_ops_bytes);
     for p in log.iter() {
         recent.push(RecentOp {

@@ -147,6 +147,27 @@ fn give_back<K: Hash + Eq>(held: &mut HashMap<K, u64>, key: &K, bytes: u64) {
     }
 }
 
+impl RoomShare {
+    /// Counts `bytes` for the room from now on, when that is more than it counted (a loaded
+    /// document found to hold more than its estimate): over the share or not, since the
+    /// room is open; the next room of its account or address is judged with it.
+    pub fn grow_to(&mut self, bytes: u64) {
+        let more = bytes.saturating_sub(self.bytes);
+        if more == 0 {
+            return;
+        }
+        let mut held = self.shares.lock();
+        if let Some(a) = &self.account {
+            *held.by_account.entry(a.clone()).or_insert(0) += more;
+        }
+        if let Some(a) = &self.address {
+            *held.by_address.entry(*a).or_insert(0) += more;
+        }
+        drop(held);
+        self.bytes = bytes;
+    }
+}
+
 impl Drop for RoomShare {
     fn drop(&mut self) {
         let mut held = self.shares.lock();
@@ -193,6 +214,10 @@ mod tests {
         let _more = shares.take(&other, None, 40).expect("up to the share");
         assert_eq!(shares.check(&other, None, 1), Err(OverShare::Account));
         assert_eq!(shares.held_by(&owner), 300);
+        let mut first = first;
+        first.grow_to(350);
+        first.grow_to(200);
+        assert_eq!(shares.held_by(&owner), 350, "grown, never shrunk");
         drop(first);
         assert_eq!(shares.held_by(&owner), 0, "given back when the room ends");
         assert!(shares.check(&owner, Some(here), 100).is_ok());
