@@ -132,6 +132,7 @@ pub async fn start(
         rules: Rules {
             documents_sent: documents_sent.clone(),
             storage: storage.clone(),
+            rewrites: Arc::new(crate::room::AccountRewrites::new(config.max_doc_bytes)),
             metrics: metrics.clone(),
             memory: memory.clone(),
             config: config.clone(),

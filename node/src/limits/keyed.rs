@@ -105,6 +105,11 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
         })
     }
 
+    /// Takes `amount` tokens for `key` if it has them (never into debt).
+    pub fn take_amount_at(&self, key: &K, amount: f64, now: Instant) -> bool {
+        self.with_bucket(key, now, |bucket| bucket.take_amount(now, amount))
+    }
+
     /// Whether `key` is out of debt: `Err(wait)` says how long until it is.
     pub fn ready(&self, key: &K) -> Result<(), Duration> {
         let now = Instant::now();

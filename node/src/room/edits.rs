@@ -81,7 +81,13 @@ impl RoomCore {
         // What its `set`s rewrite comes from the room's allowance a second (taken last, so
         // patches refused for other reasons do not spend it).
         let rewrite = self.doc.rewrite_cost(&patch.ops) as f64;
-        if !self.rewrites.take_amount(now, rewrite) {
+        if !take_rewrite(
+            &mut self.rewrites,
+            &self.rules,
+            &self.record.owner,
+            now,
+            rewrite,
+        ) {
             refuse(
                 "too-large",
                 "the patch rewrites more of the document's large shapes than this file allows \
@@ -149,4 +155,26 @@ impl RoomCore {
             }
         }
     }
+}
+
+/// Takes what a patch rewrites from the room's allowance, then from its owner's (all the
+/// owner's files together); refused by either, the room's is given back.
+fn take_rewrite(
+    room: &mut crate::limits::Bucket,
+    rules: &super::core::Rules,
+    owner: &crate::ids::AccountId,
+    now: Instant,
+    bytes: f64,
+) -> bool {
+    if bytes <= 0.0 {
+        return true;
+    }
+    if !room.take_amount(now, bytes) {
+        return false;
+    }
+    if rules.rewrites.take(owner, bytes, now) {
+        return true;
+    }
+    room.give(now, bytes);
+    false
 }

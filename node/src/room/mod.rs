@@ -35,6 +35,7 @@ pub mod presence;
 pub mod recent;
 pub mod registry;
 pub mod restore;
+mod rewrites;
 mod seats;
 pub mod server;
 pub mod server_ops;
@@ -60,6 +61,7 @@ use crate::outbox::ConnId;
 use crate::protocol::{Patch, PresenceUpdate};
 use crate::store::{FileRecord, Store, StoreError};
 pub use join::{JoinError, JoinRequest, Joined, Profile};
+pub use rewrites::AccountRewrites;
 pub use shell::Room;
 
 /// What rooms share: settings, the store, the journal and the coordinator.
