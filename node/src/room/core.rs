@@ -32,12 +32,7 @@ use crate::memory::MemoryGuard;
 use crate::outbox::{Budget, ConnId, Msg};
 use crate::store::{FileAppend, FileRecord, LoggedPatch};
 
-/// Bytes of stored nodes a room's patches may rewrite a second, after [`REWRITE_BURST`]: a
-/// `set` of one prop rewrites its whole node, which may be a megabyte, so a patch of a
-/// kilobyte can cost the node a thousand times its size (the sixth review: 3.65 MB of
-/// patches made a node rewrite 48 GB, and the worker held up every room's saving).
-pub const REWRITE_PER_SECOND: f64 = 32.0 * 1024.0 * 1024.0;
-pub const REWRITE_BURST: f64 = 64.0 * 1024.0 * 1024.0;
+pub use super::rewrites::{REWRITE_BURST, REWRITE_PER_SECOND};
 
 /// A patch waiting this long for the store brings a 503 notice...
 pub const STALL_NOTICE: Duration = Duration::from_secs(1);

@@ -1,9 +1,9 @@
 //! What the patches of one account's files may rewrite together.
 //!
 //! Each room has its own allowance of stored bytes its patches may rewrite a second
-//! ([`REWRITE_PER_SECOND`](super::core::REWRITE_PER_SECOND)); without one across rooms, a
-//! free account's twenty files of large nodes, each edited by a few guests, rewrote 11 GB
-//! in 15 s and took 0.4 of a core from everyone else (the re-check of the sixth review).
+//! ([`REWRITE_PER_SECOND`]); without one across rooms, a free account's twenty files of
+//! large nodes, each edited by a few guests, rewrote 11 GB in 15 s and took 0.4 of a core
+//! from everyone else (the re-check of the sixth review).
 //! So a rewrite is also taken from its file's owner's allowance, the same size as one
 //! room's: an account's files rewrite together what one of them may alone. The app's own
 //! account (the server API's files) has none: its files are every app user's.
@@ -13,7 +13,12 @@ use std::time::Instant;
 use crate::ids::AccountId;
 use crate::limits::KeyedLimiter;
 
-use super::core::{REWRITE_BURST, REWRITE_PER_SECOND};
+/// Bytes of stored nodes a room's patches may rewrite a second, after [`REWRITE_BURST`]: a
+/// `set` of one prop rewrites its whole node, which may be a megabyte, so a patch of a
+/// kilobyte can cost the node a thousand times its size (the sixth review: 3.65 MB of
+/// patches made a node rewrite 48 GB, and the worker held up every room's saving).
+pub const REWRITE_PER_SECOND: f64 = 32.0 * 1024.0 * 1024.0;
+pub const REWRITE_BURST: f64 = 64.0 * 1024.0 * 1024.0;
 
 /// Accounts remembered at once (the least recently used is forgotten past it).
 const ACCOUNTS: usize = 100_000;

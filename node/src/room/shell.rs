@@ -11,7 +11,7 @@ use atrium_coordinator::LeaseKeeper;
 use super::core::RoomCore;
 use super::exit::Exit;
 use super::history::{self, HistoryJob};
-use super::registry::{self, RoomMap};
+use super::registry::{self, Opening, RoomMap};
 use super::{load, JoinError, RoomCmd, RoomContext};
 use crate::ids::FileId;
 
@@ -45,14 +45,6 @@ pub struct Room {
     /// `person.*` webhook events the room may still record
     /// (`ATRIUM_WEBHOOK_PERSON_EVENTS_PER_MINUTE`).
     person_events: crate::limits::Bucket,
-}
-
-/// Which room is opening: its file, its generation in the registry, and the client
-/// address of the join that opens it (whose share of memory it counts against), if one does.
-pub struct Opening {
-    pub file: FileId,
-    pub generation: u64,
-    pub opener: Option<std::net::IpAddr>,
 }
 
 impl Room {

@@ -28,6 +28,14 @@ pub struct RoomHandle {
 
 pub type RoomMap = Arc<Mutex<HashMap<FileId, RoomHandle>>>;
 
+/// Which room is opening: its file, its generation here, and the client address of the
+/// join that opens it (whose share of memory it counts against), if one does.
+pub struct Opening {
+    pub file: FileId,
+    pub generation: u64,
+    pub opener: Option<std::net::IpAddr>,
+}
+
 /// Removes a room's entry, unless a newer room of the same file took its place.
 pub fn remove(rooms: &RoomMap, file: &FileId, generation: u64) {
     let mut map = rooms.lock().unwrap_or_else(|p| p.into_inner());
@@ -86,7 +94,7 @@ impl Rooms {
             inbound: Inbound::new(),
         };
         map.insert(file.clone(), handle.clone());
-        let opening = super::shell::Opening {
+        let opening = Opening {
             file: file.clone(),
             generation,
             opener,
