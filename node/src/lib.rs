@@ -49,6 +49,7 @@ pub mod stats;
 pub mod storage;
 pub mod store;
 pub mod webhook;
+pub mod write_deadline;
 pub mod ws;
 
 pub use config::NodeConfig;

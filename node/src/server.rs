@@ -5,9 +5,6 @@ mod membership;
 mod refusal;
 mod send_buffer;
 mod shutdown;
-mod write_deadline;
-
-pub(crate) use write_deadline::{Stall, WriteDeadline};
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -200,7 +197,7 @@ pub async fn start(
         versions_named: KeyedLimiter::per_minute(config.versions_named_per_minute, AUTH_KEYS),
         restores: KeyedLimiter::per_minute(config.restores_per_minute, AUTH_KEYS),
         file_changes: KeyedLimiter::per_minute(config.file_changes_per_minute, AUTH_KEYS),
-        history_work: crate::http::HistoryWork::default(),
+        history_work: crate::history::HistoryWork::default(),
         documents_sent,
         socket_bytes_by_address: (config.ws_bytes_per_ip_per_second > 0).then(|| {
             Arc::new(KeyedLimiter::bytes(

@@ -52,14 +52,14 @@ pub struct AppState {
     /// Changes of a file's settings per file (`ATRIUM_FILE_CHANGES_PER_MINUTE`).
     pub file_changes: KeyedLimiter<crate::ids::FileId>,
     /// Turns and memory for work on stored versions (reads, comparisons, restores).
-    pub history_work: crate::http::HistoryWork,
+    pub history_work: crate::history::HistoryWork,
     /// Bytes of documents sent to each client address (`ATRIUM_DOCUMENT_BYTES_PER_IP_*`),
     /// shared with the rooms, which charge welcomes to it.
     pub documents_sent: Arc<KeyedLimiter<std::net::IpAddr>>,
     /// Bytes each client address's sockets bring in (`ATRIUM_WS_BYTES_PER_IP_*`); `None`: off.
     pub socket_bytes_by_address: Option<Arc<KeyedLimiter<std::net::IpAddr>>>,
     /// Bytes of unfinished large messages each client address's sockets hold.
-    pub incoming_by_address: Arc<crate::socket::allowance::IncomingShares>,
+    pub incoming_by_address: Arc<crate::memory::IncomingShares>,
     /// What each account's files keep in the store (`ATRIUM_STORAGE_PER_ACCOUNT`),
     /// shared with the rooms.
     pub storage: Arc<crate::storage::Storage>,

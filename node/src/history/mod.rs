@@ -24,6 +24,7 @@ mod compare;
 mod retention;
 #[cfg(test)]
 mod tests;
+pub mod turns;
 mod work;
 
 use serde::Serialize;
@@ -31,6 +32,7 @@ use serde::Serialize;
 pub use codec::{apply_delta, deflate, delta, inflate, materialize, merge_deltas};
 pub use compare::{compare, Changed, Comparison};
 pub use retention::{thinned, Retention};
+pub use turns::HistoryWork;
 pub use work::{new_info, read, read_within, remove, save, thin, HistoryRules};
 
 /// What made a version.

@@ -81,6 +81,21 @@ impl ApiError {
     }
 }
 
+/// History work refused: its places taken (429 with `Retry-After: 1`), or no turn or no
+/// memory for it (503 with `Retry-After`).
+impl From<crate::history::turns::WorkRefused> for ApiError {
+    fn from(e: crate::history::turns::WorkRefused) -> Self {
+        use crate::history::turns::WorkRefused;
+        match e {
+            WorkRefused::Places(_) => {
+                rate_limited(&e.to_string(), std::time::Duration::from_secs(1))
+            }
+            WorkRefused::NoTurn | WorkRefused::NoRoom => busy(e.to_string()),
+            WorkRefused::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {

@@ -2,11 +2,9 @@
 
 mod access;
 mod create;
-mod history_work;
 pub mod versions;
 
 pub use create::create;
-pub use history_work::HistoryWork;
 
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL, ETAG, IF_NONE_MATCH};

@@ -21,7 +21,6 @@ pub use caller::{
     app_account, app_claims, bearer_token, caller, client_addr, signed_in, ClientAddr,
 };
 pub use error::{busy, rate_limited, ApiError};
-pub use files::HistoryWork;
 pub use ops::metrics_text as metrics_response;
 pub use pacing::KeyAccepted;
 

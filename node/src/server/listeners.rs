@@ -11,10 +11,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::refusal::{refuse, Refusal};
-use super::write_deadline::WriteDeadline;
 use super::StartError;
 use crate::config::NodeConfig;
 use crate::state::AppState;
+use crate::write_deadline::WriteDeadline;
 
 /// The bound listeners and the main address as bound (port 0 made real).
 pub(super) struct Listeners {

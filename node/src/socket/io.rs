@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 
-use crate::server::{Stall, WriteDeadline};
+use crate::write_deadline::{Stall, WriteDeadline};
 
 pub(super) type ReadIo = Box<dyn AsyncRead + Send + Unpin>;
 pub(super) type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;

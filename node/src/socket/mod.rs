@@ -6,7 +6,6 @@
 //! closes a socket the client stopped answering. Sockets count against their
 //! address from the upgrade and against their account from the hello.
 
-pub mod allowance;
 mod io;
 mod liveness;
 mod reader;
@@ -24,6 +23,7 @@ use self::liveness::{silence, Liveness};
 
 use crate::ids::FileId;
 use crate::limits::AddressSlot;
+use crate::memory::SocketAllowance;
 use crate::outbox::{outbox, Outbox};
 use crate::room::access::Seat;
 use crate::room::registry::RoomHandle;
@@ -85,11 +85,11 @@ pub async fn serve(
     };
     let mut frames = Reader::new(read_io, limits, deflate);
     match &address_slot {
-        Some(slot) => frames.set_allowance(Arc::new(allowance::SocketAllowance {
+        Some(slot) => frames.set_allowance(Arc::new(SocketAllowance {
             memory: state.memory.clone(),
             shares: state.incoming_by_address.clone(),
             address: slot.address(),
-            share: allowance::SocketAllowance::share_of(state.memory.budget()),
+            share: SocketAllowance::share_of(state.memory.budget()),
         })),
         None => frames.set_allowance(state.memory.clone()),
     }

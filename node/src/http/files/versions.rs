@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::access::{granted, Granted};
-use super::history_work::{no_room, Working, COMPARE_COST, READ_COST, RESTORE_COST};
+use crate::history::turns::{WorkRefused, Working, COMPARE_COST, READ_COST, RESTORE_COST};
 use crate::history::{self, VersionInfo, VersionKind};
 use crate::http::{
     empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY,
@@ -132,6 +132,7 @@ async fn rebuilt(
         .history_work
         .rebuild(store, id, vid, work, &state.metrics)
         .await
+        .map_err(ApiError::from)
 }
 
 /// `GET /api/files/{id}/versions/{vid}`: the version and its document.
@@ -165,7 +166,7 @@ async fn side(
     if which == "current" {
         let doc = state.rooms.document(id).await.map_err(unavailable)?.1;
         if doc.len() > work.limit {
-            return Err(no_room());
+            return Err(WorkRefused::NoRoom.into());
         }
         return Ok(doc);
     }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use crate::memory::MemoryGuard;
+use super::MemoryGuard;
 use crate::ws::Allowance;
 
 /// Bytes of unfinished large messages held per client address, node-wide.

@@ -5,15 +5,16 @@
 //! past its memory budget:
 //!
 //! - at most [`AT_ONCE`] such pieces of work run at a time on the node; others wait up to
-//!   [`WAIT`] for a turn, then get 503 `unavailable` with `Retry-After`;
+//!   [`WAIT`] for a turn, then are refused (HTTP: 503 `unavailable` with `Retry-After`);
 //! - one client address (an IPv6 one by its /64) and one file have at most [`PER_ADDRESS`]
-//!   and [`PER_FILE`] pieces running or waiting; more get 429 `rate-limited`, so one address,
-//!   or many working on one file, cannot fill the queue everyone waits in (the sixth review: 200 connections of a free account comparing a 1.9 MB
-//!   document made an owner's read of a one-node version wait 10 s);
+//!   and [`PER_FILE`] pieces running or waiting; more are refused (429 `rate-limited`), so
+//!   one address, or many working on one file, cannot fill the queue everyone waits in (the
+//!   sixth review: 200 connections of a free account comparing a 1.9 MB document made an
+//!   owner's read of a one-node version wait 10 s);
 //! - each reserves from the memory budget, before it starts, what it may need: `cost` bytes
 //!   per byte of document, for the largest document it may rebuild, which is at most what
 //!   half the budget's room allows (so other work still gets the rest). A version larger
-//!   than that is answered 503 too, and served once the node has room again.
+//!   than that is refused too (503), and served once the node has room again.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -22,8 +23,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::history::{self, VersionInfo};
-use crate::http::{busy, rate_limited, ApiError};
+use super::VersionInfo;
 use crate::ids::FileId;
 use crate::memory::{MemoryGuard, Reservation};
 use crate::metrics::Metrics;
@@ -49,6 +49,22 @@ pub const PER_FILE: usize = 2;
 pub const READ_COST: u64 = 4;
 pub const COMPARE_COST: u64 = 8;
 pub const RESTORE_COST: u64 = 12;
+
+/// Why a piece of history work did not start or could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkRefused {
+    /// The address or the file has its places taken (429, come back in a second).
+    #[error("version history work {0} is already under way; wait for it")]
+    Places(&'static str),
+    /// No turn came within [`WAIT`] (503).
+    #[error("the node is busy with version history; try again")]
+    NoTurn,
+    /// The memory budget has no room for it (503).
+    #[error("the server is at its memory budget; try again")]
+    NoRoom,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// The node's turns for history work, and the versions found too large for the memory
 /// there was.
@@ -101,15 +117,15 @@ impl HistoryWork {
         vid: u64,
         work: &Working,
         metrics: &Metrics,
-    ) -> Result<(VersionInfo, String), ApiError> {
+    ) -> Result<(VersionInfo, String), WorkRefused> {
         if work.squeezed && self.known_too_large(file, vid, work.limit) {
-            return Err(no_room());
+            return Err(WorkRefused::NoRoom);
         }
-        match history::read_within(store, file, vid, work.limit, metrics).await {
+        match super::read_within(store, file, vid, work.limit, metrics).await {
             Ok(rebuilt) => Ok(rebuilt),
             Err(StoreError::Unavailable(_)) if work.squeezed => {
                 self.found_too_large(file, vid, work.limit);
-                Err(no_room())
+                Err(WorkRefused::NoRoom)
             }
             Err(other) => Err(other.into()),
         }
@@ -141,28 +157,22 @@ impl HistoryWork {
         max_doc: usize,
         address: IpAddr,
         file: &FileId,
-    ) -> Result<Working, ApiError> {
-        let busy_here = |what: &str| {
-            rate_limited(
-                &format!("version history work {what} is already under way; wait for it"),
-                Duration::from_secs(1),
-            )
-        };
+    ) -> Result<Working, WorkRefused> {
         let address = Place::take(&self.by_address, address, PER_ADDRESS)
-            .ok_or_else(|| busy_here("from this address"))?;
+            .ok_or(WorkRefused::Places("from this address"))?;
         let file = Place::take(&self.by_file, file.clone(), PER_FILE)
-            .ok_or_else(|| busy_here("on this file"))?;
+            .ok_or(WorkRefused::Places("on this file"))?;
         let turn = tokio::time::timeout(WAIT, self.turns.clone().acquire_owned())
             .await
             .ok()
             .and_then(Result::ok)
-            .ok_or_else(|| busy("the node is busy with version history; try again"))?;
+            .ok_or(WorkRefused::NoTurn)?;
         let want = (max_doc as u64).saturating_mul(cost);
         let bytes = want.min(memory.room_left() / 2);
         let reservation = (bytes >= cost * MIN_DOC)
             .then(|| memory.reserve(bytes))
             .flatten()
-            .ok_or_else(no_room)?;
+            .ok_or(WorkRefused::NoRoom)?;
         Ok(Working {
             _turn: turn,
             _places: (address, file),
@@ -213,11 +223,6 @@ impl<K: std::hash::Hash + Eq + Clone> Drop for Place<K> {
 /// Work that could not rebuild even this much of a document is not started.
 const MIN_DOC: u64 = 64 * 1024;
 
-/// The answer when the memory budget has no room for the work: 503, try again.
-pub fn no_room() -> ApiError {
-    busy("the server is at its memory budget; try again")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,7 +255,7 @@ mod tests {
             "10.0.0.3".parse().unwrap(),
         );
         let (f, g) = (FileId::parse("f1").unwrap(), FileId::parse("g1").unwrap());
-        let limited = |r: &Result<Working, ApiError>| matches!(r, Err(e) if e.status == hyper::StatusCode::TOO_MANY_REQUESTS);
+        let limited = |r: &Result<Working, WorkRefused>| matches!(r, Err(WorkRefused::Places(_)));
         let start = |who: IpAddr, file: &FileId| {
             let (work, memory, file) = (&work, &memory, file.clone());
             async move { work.start(memory, READ_COST, 1 << 20, who, &file).await }
