@@ -107,7 +107,7 @@ pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
     // The address's share first: a refusal then costs no lookup.
     let to = DocumentsTo::ready(state, &req)?;
     readable(state, &req, &id).await?;
-    match state.rooms.document(&id).await {
+    match state.rooms.document(&id, Some(to.address())).await {
         Ok((version, doc)) => to.held_answer(
             state,
             &format!("{{\"version\":{version},\"doc\":"),
@@ -115,6 +115,7 @@ pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
             "}",
         ),
         Err(JoinError::NotFound) => Err(ApiError::not_found()),
+        Err(JoinError::OverShare(over)) => Err(ApiError::unavailable(over.reason())),
         Err(_) => Err(ApiError::unavailable("the file cannot be loaded right now")),
     }
 }

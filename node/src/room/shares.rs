@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::ids::AccountId;
 
@@ -31,7 +32,14 @@ pub struct RoomShares {
 struct Held {
     by_account: HashMap<AccountId, u64>,
     by_address: HashMap<IpAddr, u64>,
+    /// When a room was last refused for each share (kept only while the share holds
+    /// something): its rooms nobody is in then leave early to make way.
+    wanted_account: HashMap<AccountId, Instant>,
+    wanted_address: HashMap<IpAddr, Instant>,
 }
+
+/// How long a refusal makes a share's empty rooms leave early.
+const WANTED_FOR: Duration = Duration::from_secs(60);
 
 /// Why a room may not open now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,21 +90,24 @@ impl RoomShares {
         address: Option<IpAddr>,
         bytes: u64,
     ) -> Result<(), OverShare> {
-        let held = self.lock();
-        self.check_in(&held, owner, address, bytes)
+        let mut held = self.lock();
+        self.check_in(&mut held, owner, address, bytes)
     }
 
+    /// As [`Self::check`]; a refusal marks the share wanted.
     fn check_in(
         &self,
-        held: &Held,
+        held: &mut Held,
         owner: &AccountId,
         address: Option<IpAddr>,
         bytes: u64,
     ) -> Result<(), OverShare> {
         if *owner != self.app && !fits(&held.by_account, owner, bytes, self.share) {
+            held.wanted_account.insert(owner.clone(), Instant::now());
             return Err(OverShare::Account);
         }
-        if address.is_some_and(|a| !fits(&held.by_address, &a, bytes, self.share)) {
+        if let Some(a) = address.filter(|a| !fits(&held.by_address, a, bytes, self.share)) {
+            held.wanted_address.insert(a, Instant::now());
             return Err(OverShare::Address);
         }
         Ok(())
@@ -110,7 +121,7 @@ impl RoomShares {
         bytes: u64,
     ) -> Result<RoomShare, OverShare> {
         let mut held = self.lock();
-        self.check_in(&held, owner, address, bytes)?;
+        self.check_in(&mut held, owner, address, bytes)?;
         let account = (*owner != self.app).then(|| owner.clone());
         if let Some(a) = &account {
             *held.by_account.entry(a.clone()).or_insert(0) += bytes;
@@ -138,16 +149,39 @@ fn fits<K: Hash + Eq>(held: &HashMap<K, u64>, key: &K, bytes: u64, share: u64) -
     now == 0 || now.saturating_add(bytes) <= share
 }
 
-fn give_back<K: Hash + Eq>(held: &mut HashMap<K, u64>, key: &K, bytes: u64) {
+/// Gives back `bytes` of `key`'s share; a share that holds nothing is forgotten, and
+/// whether it was wanted with it.
+fn give_back<K: Hash + Eq>(
+    held: &mut HashMap<K, u64>,
+    wanted: &mut HashMap<K, Instant>,
+    key: &K,
+    bytes: u64,
+) {
     if let Some(n) = held.get_mut(key) {
         *n = n.saturating_sub(bytes);
         if *n == 0 {
             held.remove(key);
+            wanted.remove(key);
         }
     }
 }
 
 impl RoomShare {
+    /// Whether a room was refused for its account's or its address's share within the last
+    /// minute: a room nobody is in then leaves early, so its owner (or that address) may
+    /// open another. Without it, an owner's own files left open kept them out of their next
+    /// one for the rooms' idle time, 10 minutes (the seventh review).
+    pub fn wanted(&self) -> bool {
+        let held = self.shares.lock();
+        let recent = |t: Option<&Instant>| t.is_some_and(|t| t.elapsed() < WANTED_FOR);
+        self.account
+            .as_ref()
+            .is_some_and(|a| recent(held.wanted_account.get(a)))
+            || self
+                .address
+                .is_some_and(|a| recent(held.wanted_address.get(&a)))
+    }
+
     /// Counts `bytes` for the room from now on, when that is more than it counted (a loaded
     /// document found to hold more than its estimate): over the share or not, since the
     /// room is open; the next room of its account or address is judged with it.
@@ -170,12 +204,22 @@ impl RoomShare {
 
 impl Drop for RoomShare {
     fn drop(&mut self) {
-        let mut held = self.shares.lock();
+        let held = &mut *self.shares.lock();
         if let Some(a) = &self.account {
-            give_back(&mut held.by_account, a, self.bytes);
+            give_back(
+                &mut held.by_account,
+                &mut held.wanted_account,
+                a,
+                self.bytes,
+            );
         }
         if let Some(a) = &self.address {
-            give_back(&mut held.by_address, a, self.bytes);
+            give_back(
+                &mut held.by_address,
+                &mut held.wanted_address,
+                a,
+                self.bytes,
+            );
         }
     }
 }
@@ -210,9 +254,15 @@ mod tests {
             shares.take(&other, Some(here), 1).err(),
             Some(OverShare::Address)
         );
-        let _other = shares.take(&other, Some(there), 60).expect("its own share");
+        let other_room = shares.take(&other, Some(there), 60).expect("its own share");
+        assert!(
+            first.wanted(),
+            "rooms were refused for its account's and address's shares"
+        );
+        assert!(!other_room.wanted(), "nothing was refused for its own yet");
         let _more = shares.take(&other, None, 40).expect("up to the share");
         assert_eq!(shares.check(&other, None, 1), Err(OverShare::Account));
+        assert!(other_room.wanted(), "now its account's share is wanted");
         assert_eq!(shares.held_by(&owner), 300);
         let mut first = first;
         first.grow_to(350);

@@ -41,7 +41,7 @@ pub struct Room {
     history: Option<mpsc::UnboundedSender<HistoryJob>>,
     /// The room's part of its account's and opening address's shares of memory, given
     /// back when the room ends.
-    _share: super::shares::RoomShare,
+    share: super::shares::RoomShare,
     /// `person.*` webhook events the room may still record
     /// (`ATRIUM_WEBHOOK_PERSON_EVENTS_PER_MINUTE`).
     person_events: crate::limits::Bucket,
@@ -90,7 +90,7 @@ impl Room {
             rooms,
             tx,
             lease: Some(loaded.lease),
-            _share: loaded.share,
+            share: loaded.share,
             next_tick: tokio::time::Instant::now(),
             history: Some(history),
             person_events,
@@ -118,7 +118,10 @@ impl Room {
                     }
                     room.turn(&mut commands)
                 }
-                _ = housekeeping.tick() => room.core.housekeeping(Instant::now()),
+                _ = housekeeping.tick() => {
+                    let share_wanted = room.share.wanted();
+                    room.core.housekeeping(Instant::now(), share_wanted)
+                }
                 _ = &mut tick, if room.core.board.wants_tick() => {
                     room.core.presence_tick(Instant::now());
                     room.next_tick = tokio::time::Instant::now() + room.core.tick_period();

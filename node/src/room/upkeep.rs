@@ -12,20 +12,23 @@ use super::exit::Exit;
 use crate::outbox::shared;
 use crate::protocol;
 
-/// How long a room nobody is in stays while the node's memory is pressed (instead of
-/// `ATRIUM_ROOM_IDLE_MS`): long enough for someone who reloads the page to find it open.
+/// How long a room nobody is in stays while the node's memory is pressed, or its share
+/// of memory is wanted for another room (instead of `ATRIUM_ROOM_IDLE_MS`): long enough
+/// for someone who reloads the page to find it open.
 pub const PRESSED_IDLE: Duration = Duration::from_secs(5);
 
 impl RoomCore {
-    /// Once a second: snapshots due by time, store stalls, and idleness.
-    pub fn housekeeping(&mut self, now: Instant) -> Option<Exit> {
+    /// Once a second: snapshots due by time, store stalls, and idleness. `share_wanted`:
+    /// a room was refused lately for the share of memory this room counts against.
+    pub fn housekeeping(&mut self, now: Instant, share_wanted: bool) -> Option<Exit> {
         self.maybe_snapshot(now);
         self.maybe_checkpoint(now);
         self.check_store_stall(now);
-        // Near the memory mark, rooms nobody is in leave early, so rooms opened and left
-        // (the sixth review: a free account's 34 uploads, each opened once) do not keep
-        // people out of their own files until their idle time is up.
-        let idle_time = match self.rules.memory.pressed() {
+        // Near the memory mark, or at the share, rooms nobody is in leave early, so rooms
+        // opened and left (the sixth review: a free account's 34 uploads, each opened once;
+        // the seventh: an owner's own files) do not keep people out of their own files
+        // until their idle time is up.
+        let idle_time = match share_wanted || self.rules.memory.pressed() {
             true => PRESSED_IDLE.min(self.rules.config.room_idle()),
             false => self.rules.config.room_idle(),
         };

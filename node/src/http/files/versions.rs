@@ -91,6 +91,7 @@ pub(crate) fn version_id(segment: &str) -> Result<u64, ApiError> {
 fn unavailable(e: JoinError) -> ApiError {
     match e {
         JoinError::NotFound => ApiError::not_found(),
+        JoinError::OverShare(over) => ApiError::unavailable(over.reason()),
         _ => ApiError::unavailable("the file cannot be loaded right now; try again"),
     }
 }
@@ -162,9 +163,11 @@ async fn side(
     id: &FileId,
     which: &str,
     work: &Working,
+    opener: std::net::IpAddr,
 ) -> Result<String, ApiError> {
     if which == "current" {
-        let doc = state.rooms.document(id).await.map_err(unavailable)?.1;
+        let doc = state.rooms.document(id, Some(opener)).await;
+        let doc = doc.map_err(unavailable)?.1;
         if doc.len() > work.limit {
             return Err(WorkRefused::NoRoom.into());
         }
@@ -200,8 +203,8 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
         )
         .await?;
     let (a, b) = (
-        side(state, &id, from, &work).await?,
-        side(state, &id, to, &work).await?,
+        side(state, &id, from, &work, to_address.address()).await?,
+        side(state, &id, to, &work, to_address.address()).await?,
     );
     let size = a.len() + b.len();
     let c = crate::lane::run(size, &state.metrics, move || history::compare(&a, &b))

@@ -69,9 +69,14 @@ impl Rooms {
         }
     }
 
-    /// The current document as the room holds it (opening the room if needed).
-    pub async fn document(&self, file: &FileId) -> Result<(u64, String), JoinError> {
-        self.command(file, RoomCmd::GetDoc).await
+    /// The current document as the room holds it (opening the room if needed, for a
+    /// request from client address `opener`, whose share of memory it then counts against).
+    pub async fn document(
+        &self,
+        file: &FileId,
+        opener: Option<std::net::IpAddr>,
+    ) -> Result<(u64, String), JoinError> {
+        self.command(file, opener, RoomCmd::GetDoc).await
     }
 
     /// Sends the file's room (opening it if needed) the command `make` builds around a
@@ -80,21 +85,25 @@ impl Rooms {
     pub async fn command<T>(
         &self,
         file: &FileId,
+        opener: Option<std::net::IpAddr>,
         make: impl Fn(oneshot::Sender<T>) -> RoomCmd,
     ) -> Result<T, JoinError> {
         let mut again = Again::new();
         loop {
             match self
-                .ask(file, None, CloseCode::TryAgainLater, &make)
+                .ask(file, opener, CloseCode::TryAgainLater, &make)
                 .await?
             {
                 (_, Some(doc)) => return Ok(doc),
-                // The room ended before answering: it failed to load or went idle.
-                (_, None) => {
-                    if self.existing(file).is_none() && self.ctx.store.file(file).await.is_err() {
-                        return Err(JoinError::NotFound);
-                    }
-                }
+                // The room ended before answering: it failed to load or went idle. A room
+                // its owner's or the address's share of memory has no room for is not asked
+                // again (each try would read the file and be refused).
+                (_, None) if self.existing(file).is_none() => match self.ctx.store.file(file).await
+                {
+                    Ok(record) => self.may_open(&record, opener)?,
+                    Err(_) => return Err(JoinError::NotFound),
+                },
+                (_, None) => {}
             }
             if !again.pause().await {
                 return Err(JoinError::Unavailable(CloseCode::TryAgainLater));

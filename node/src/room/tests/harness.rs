@@ -141,7 +141,12 @@ impl Harness {
     }
 
     pub fn housekeeping(&mut self) {
-        let exit = self.core.housekeeping(self.now);
+        self.housekeeping_with(false);
+    }
+
+    /// Housekeeping while the room's share of memory is (or is not) wanted for another room.
+    pub fn housekeeping_with(&mut self, share_wanted: bool) {
+        let exit = self.core.housekeeping(self.now, share_wanted);
         self.exit = self.exit.or(exit);
         self.collect();
     }

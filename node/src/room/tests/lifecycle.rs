@@ -144,6 +144,18 @@ fn a_room_ending_idle_closes_nobody() {
 }
 
 #[test]
+fn an_empty_room_ends_early_while_its_share_is_wanted() {
+    let mut h = Harness::with(&[("room-idle-ms", "600000")], 1u64 << 30);
+    let a = h.join(As::Owner);
+    h.leave(&a);
+    h.advance(crate::room::upkeep::PRESSED_IDLE);
+    h.housekeeping();
+    assert_eq!(h.exit, None, "nobody waits for the share: its idle time");
+    h.housekeeping_with(true);
+    assert_eq!(h.exit, Some(Exit::Idle), "a room was refused for the share");
+}
+
+#[test]
 fn an_empty_room_ends_early_while_memory_is_pressed() {
     let budget = 1u64 << 30;
     let mut h = Harness::with(&[("room-idle-ms", "600000")], budget);
