@@ -129,7 +129,7 @@ pub async fn start(
         rules: Rules {
             documents_sent: documents_sent.clone(),
             storage: storage.clone(),
-            rewrites: Arc::new(crate::room::AccountRewrites::new(config.max_doc_bytes)),
+            rewrites: Arc::new(crate::room::AddressRewrites::new(config.max_doc_bytes)),
             metrics: metrics.clone(),
             memory: memory.clone(),
             config: config.clone(),

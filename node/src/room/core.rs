@@ -55,8 +55,8 @@ pub struct Rules {
     pub documents_sent: Arc<crate::limits::KeyedLimiter<std::net::IpAddr>>,
     /// What each owner's files keep in the store: a full owner's documents stop growing.
     pub storage: Arc<crate::storage::Storage>,
-    /// What each owner's files may rewrite together a second.
-    pub rewrites: Arc<super::rewrites::AccountRewrites>,
+    /// What the patches from each client address may rewrite a second, in all files.
+    pub rewrites: Arc<super::rewrites::AddressRewrites>,
 }
 
 /// One open file's state: its document, its people, and what waits for the disk.

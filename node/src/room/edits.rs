@@ -44,6 +44,7 @@ impl RoomCore {
         }
         let client = member.client;
         let person = member.person.clone();
+        let address = outbox.address();
         // A new editor since the last version is named in the next one (the first few are).
         let new_editor =
             (!self.history.editors.contains(&member.name)).then(|| member.name.clone());
@@ -81,13 +82,7 @@ impl RoomCore {
         // What its `set`s rewrite comes from the room's allowance a second (taken last, so
         // patches refused for other reasons do not spend it).
         let rewrite = self.doc.rewrite_cost(&patch.ops) as f64;
-        if !take_rewrite(
-            &mut self.rewrites,
-            &self.rules,
-            &self.record.owner,
-            now,
-            rewrite,
-        ) {
+        if !take_rewrite(&mut self.rewrites, &self.rules, address, now, rewrite) {
             refuse(
                 "too-large",
                 "the patch rewrites more of the document's large shapes than this file allows \
@@ -157,12 +152,12 @@ impl RoomCore {
     }
 }
 
-/// Takes what a patch rewrites from the room's allowance, then from its owner's (all the
-/// owner's files together); refused by either, the room's is given back.
+/// Takes what a patch rewrites from the room's allowance, then from its sender's address's
+/// (all files together); refused by either, the room's is given back.
 fn take_rewrite(
     room: &mut crate::limits::Bucket,
     rules: &super::core::Rules,
-    owner: &crate::ids::AccountId,
+    address: Option<std::net::IpAddr>,
     now: Instant,
     bytes: f64,
 ) -> bool {
@@ -172,7 +167,7 @@ fn take_rewrite(
     if !room.take_amount(now, bytes) {
         return false;
     }
-    if rules.rewrites.take(owner, bytes, now) {
+    if rules.rewrites.take(address, bytes, now) {
         return true;
     }
     room.give(now, bytes);

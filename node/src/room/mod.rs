@@ -61,7 +61,7 @@ use crate::outbox::ConnId;
 use crate::protocol::{Patch, PresenceUpdate};
 use crate::store::{FileRecord, Store, StoreError};
 pub use join::{JoinError, JoinRequest, Joined, Profile};
-pub use rewrites::AccountRewrites;
+pub use rewrites::AddressRewrites;
 pub use shell::Room;
 
 /// What rooms share: settings, the store, the journal and the coordinator.

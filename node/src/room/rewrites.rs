@@ -1,16 +1,18 @@
-//! What the patches of one account's files may rewrite together.
+//! What the patches from one client address may rewrite, in all files together.
 //!
 //! Each room has its own allowance of stored bytes its patches may rewrite a second
 //! ([`REWRITE_PER_SECOND`]); without one across rooms, a free account's twenty files of
 //! large nodes, each edited by a few guests, rewrote 11 GB in 15 s and took 0.4 of a core
-//! from everyone else (the re-check of the sixth review).
-//! So a rewrite is also taken from its file's owner's allowance, the same size as one
-//! room's: an account's files rewrite together what one of them may alone. The app's own
-//! account (the server API's files) has none: its files are every app user's.
+//! from everyone else (the re-check of the sixth review). So a rewrite is also taken from
+//! its sender's address's allowance (an IPv6 client by its /64), the same size as one
+//! room's: an address rewrites in all files together what one file may. It is the
+//! sender's, not the file owner's: kept per owner, a guest with one shared file's edit key
+//! spent the owner's allowance and had the owner's edits refused in every file they own
+//! (the seventh review). The server API's patches (no socket) have none.
 
+use std::net::IpAddr;
 use std::time::Instant;
 
-use crate::ids::AccountId;
 use crate::limits::KeyedLimiter;
 
 /// Bytes of stored nodes a room's patches may rewrite a second, after [`REWRITE_BURST`]: a
@@ -20,31 +22,29 @@ use crate::limits::KeyedLimiter;
 pub const REWRITE_PER_SECOND: f64 = 32.0 * 1024.0 * 1024.0;
 pub const REWRITE_BURST: f64 = 64.0 * 1024.0 * 1024.0;
 
-/// Accounts remembered at once (the least recently used is forgotten past it).
-const ACCOUNTS: usize = 100_000;
+/// Addresses remembered at once (the least recently used is forgotten past it).
+const ADDRESSES: usize = 100_000;
 
-pub struct AccountRewrites {
-    by_account: KeyedLimiter<AccountId>,
-    app: AccountId,
+pub struct AddressRewrites {
+    by_address: KeyedLimiter<IpAddr>,
 }
 
-impl AccountRewrites {
-    /// One room's allowance a second for each account, and a burst of at least the
+impl AddressRewrites {
+    /// One room's allowance a second for each address, and a burst of at least the
     /// largest document.
     pub fn new(max_doc_bytes: usize) -> Self {
         Self {
-            by_account: KeyedLimiter::bytes(
+            by_address: KeyedLimiter::bytes(
                 REWRITE_PER_SECOND as u64,
                 REWRITE_BURST.max(max_doc_bytes as f64) as u64,
-                ACCOUNTS,
+                ADDRESSES,
             ),
-            app: crate::apptoken::owner_for(None),
         }
     }
 
-    /// Takes `bytes` of `owner`'s allowance if it has them.
-    pub fn take(&self, owner: &AccountId, bytes: f64, now: Instant) -> bool {
-        *owner == self.app || self.by_account.take_amount_at(owner, bytes, now)
+    /// Takes `bytes` of `address`'s allowance if it has them (no address: the server API).
+    pub fn take(&self, address: Option<IpAddr>, bytes: f64, now: Instant) -> bool {
+        address.is_none_or(|a| self.by_address.take_amount_at(&a, bytes, now))
     }
 }
 
@@ -53,29 +53,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_accounts_files_share_one_allowance() {
-        let rewrites = AccountRewrites::new(0);
-        let (owner, other) = (AccountId::generate(), AccountId::generate());
+    fn an_addresss_patches_share_one_allowance_in_all_files() {
+        let rewrites = AddressRewrites::new(0);
+        let (here, there): (IpAddr, IpAddr) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
         let now = Instant::now();
-        assert!(rewrites.take(&owner, REWRITE_BURST * 0.75, now));
+        assert!(rewrites.take(Some(here), REWRITE_BURST * 0.75, now));
         assert!(
-            !rewrites.take(&owner, REWRITE_BURST * 0.5, now),
-            "another file of the same owner draws on what is left"
+            !rewrites.take(Some(here), REWRITE_BURST * 0.5, now),
+            "the same address in another file draws on what is left"
         );
         assert!(
-            rewrites.take(&other, REWRITE_BURST * 0.5, now),
-            "another owner's own"
+            rewrites.take(Some(there), REWRITE_BURST * 0.5, now),
+            "another address has its own"
         );
         let later = now + std::time::Duration::from_secs(1);
         assert!(
-            rewrites.take(&owner, REWRITE_BURST * 0.5, later),
+            rewrites.take(Some(here), REWRITE_BURST * 0.5, later),
             "a second's worth later"
         );
-        let app = crate::apptoken::owner_for(None);
         for _ in 0..4 {
             assert!(
-                rewrites.take(&app, REWRITE_BURST, now),
-                "the app's files have none"
+                rewrites.take(None, REWRITE_BURST, now),
+                "the server API's patches have none"
             );
         }
     }

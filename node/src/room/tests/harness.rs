@@ -50,7 +50,7 @@ impl Harness {
                 1000,
             )),
             storage: Arc::new(crate::storage::Storage::unlimited(&metrics)),
-            rewrites: Arc::new(crate::room::AccountRewrites::new(config.max_doc_bytes)),
+            rewrites: Arc::new(crate::room::AddressRewrites::new(config.max_doc_bytes)),
         };
         let now = Instant::now();
         let opened = Opened {
