@@ -106,8 +106,12 @@ pub async fn get(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
 pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
     // The address's share first: a refusal then costs no lookup.
     let to = DocumentsTo::ready(state, &req)?;
-    readable(state, &req, &id).await?;
-    match state.rooms.document(&id, Some(to.address())).await {
+    let (file, owner) = readable(state, &req, &id).await?;
+    let opener = crate::room::shares::Opener {
+        address: Some(to.address()),
+        account: owner.then_some(file.owner),
+    };
+    match state.rooms.document(&id, opener).await {
         Ok((version, doc)) => to.held_answer(
             state,
             &format!("{{\"version\":{version},\"doc\":"),

@@ -3,14 +3,13 @@
 
 use atrium_protocol::CloseCode;
 use std::collections::{HashMap, VecDeque};
-use std::net::IpAddr;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::core::{Opened, RoomCore};
 use super::recent::{RecentOp, RecentOps};
-use super::shares::RoomShare;
+use super::shares::{Opener, RoomShare};
 use super::snapshot::{replay, replay_limits};
 use super::{JoinError, RoomContext};
 use crate::doc::Document;
@@ -29,12 +28,12 @@ pub struct Loaded {
 }
 
 /// Opens a file's room: the lease first, then the store's epoch, then the data.
-/// `opener` is the client address of the join that opens it, if a join does.
+/// `opener`: who opens it (the client address and account of the join or download).
 pub async fn load(
     file: &FileId,
     ctx: Arc<RoomContext>,
     people: Arc<AtomicUsize>,
-    opener: Option<IpAddr>,
+    opener: Opener,
 ) -> Result<Loaded, JoinError> {
     let (config, memory, metrics) = (&ctx.rules.config, &ctx.rules.memory, &ctx.rules.metrics);
     // A file last seen too large for what the budget has left is refused before its
@@ -76,7 +75,7 @@ pub async fn load(
     // burst of loads cannot take the node past its budget before a sample shows it.
     let cost = load_cost(&taken);
     ctx.load_costs.note(file, cost);
-    let mut share = match ctx.shares.take(&taken.record.owner, opener, cost) {
+    let mut share = match ctx.shares.take(&taken.record.owner, &opener, cost) {
         Ok(share) => share,
         Err(over) => {
             tracing::debug!(file = %file, ?over, "room over its share of memory");

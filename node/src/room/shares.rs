@@ -5,11 +5,14 @@
 //! could fill the node: forty files of 1 MB, each held open by one silent guest with the
 //! view key, kept a node at its memory mark and every other owner's file refused 1013
 //! (the re-check of the sixth review). A room's load cost counts against the account
-//! that owns its file and against the client address whose join opened it, for as long
-//! as the room is open. A room whose account and address hold nothing opens whatever its
-//! size (within the node's budget); past the share, joins that would open another are
-//! refused 1013 and told to come back later. The app's own account (the server API's
-//! files) has no account share: its files are every app user's.
+//! that owns its file and against the client address whose join (or download) opened it,
+//! for as long as the room is open. A room whose account and address hold nothing opens
+//! whatever its size (within the node's budget); past the share, joins that would open
+//! another are refused 1013 and told to come back later. The owner opening their own file
+//! is refused for their address's share only (their own rooms still count against the
+//! account's): otherwise a guest holding the owner's one large public file open would
+//! keep the owner out of all their others. The app's own account (the server API's files)
+//! has no account share: its files are every app user's.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -18,6 +21,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::ids::AccountId;
+
+/// Who opens a room: the client address of the join or download, and its account.
+#[derive(Debug, Clone, Default)]
+pub struct Opener {
+    pub address: Option<IpAddr>,
+    pub account: Option<AccountId>,
+}
 
 /// What open rooms hold, by account and by opening address.
 pub struct RoomShares {
@@ -83,15 +93,10 @@ impl RoomShares {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether a room of `owner`'s costing `bytes`, opened from `address`, fits now.
-    pub fn check(
-        &self,
-        owner: &AccountId,
-        address: Option<IpAddr>,
-        bytes: u64,
-    ) -> Result<(), OverShare> {
+    /// Whether a room of `owner`'s costing `bytes`, opened by `opener`, fits now.
+    pub fn check(&self, owner: &AccountId, opener: &Opener, bytes: u64) -> Result<(), OverShare> {
         let mut held = self.lock();
-        self.check_in(&mut held, owner, address, bytes)
+        self.check_in(&mut held, owner, opener, bytes)
     }
 
     /// As [`Self::check`]; a refusal marks the share wanted.
@@ -99,13 +104,15 @@ impl RoomShares {
         &self,
         held: &mut Held,
         owner: &AccountId,
-        address: Option<IpAddr>,
+        opener: &Opener,
         bytes: u64,
     ) -> Result<(), OverShare> {
-        if *owner != self.app && !fits(&held.by_account, owner, bytes, self.share) {
+        let by_owner = opener.account.as_ref() == Some(owner);
+        if *owner != self.app && !by_owner && !fits(&held.by_account, owner, bytes, self.share) {
             held.wanted_account.insert(owner.clone(), Instant::now());
             return Err(OverShare::Account);
         }
+        let address = opener.address;
         if let Some(a) = address.filter(|a| !fits(&held.by_address, a, bytes, self.share)) {
             held.wanted_address.insert(a, Instant::now());
             return Err(OverShare::Address);
@@ -113,15 +120,16 @@ impl RoomShares {
         Ok(())
     }
 
-    /// Takes `bytes` of `owner`'s and `address`'s shares for a room about to open.
+    /// Takes `bytes` of `owner`'s and `opener`'s address's shares for a room about to open.
     pub fn take(
         self: &Arc<Self>,
         owner: &AccountId,
-        address: Option<IpAddr>,
+        opener: &Opener,
         bytes: u64,
     ) -> Result<RoomShare, OverShare> {
         let mut held = self.lock();
-        self.check_in(&mut held, owner, address, bytes)?;
+        self.check_in(&mut held, owner, opener, bytes)?;
+        let address = opener.address;
         let account = (*owner != self.app).then(|| owner.clone());
         if let Some(a) = &account {
             *held.by_account.entry(a.clone()).or_insert(0) += bytes;
@@ -237,6 +245,34 @@ pub fn parse_share(s: &str) -> Result<u64, String> {
 mod tests {
     use super::*;
 
+    /// A guest from `address`.
+    fn at(address: IpAddr) -> Opener {
+        Opener {
+            address: Some(address),
+            account: None,
+        }
+    }
+
+    #[test]
+    fn the_owner_is_refused_for_their_address_only() {
+        let shares = RoomShares::new(100);
+        let owner = AccountId::generate();
+        let (guest, home): (IpAddr, IpAddr) = ([10, 0, 0, 9].into(), [10, 0, 0, 8].into());
+        // A guest holds the owner's one large file open.
+        let _public = shares
+            .take(&owner, &at(guest), 300)
+            .expect("one of any size");
+        assert_eq!(shares.check(&owner, &at(home), 10), Err(OverShare::Account));
+        let by_owner = Opener {
+            address: Some(home),
+            account: Some(owner.clone()),
+        };
+        let _private = shares
+            .take(&owner, &by_owner, 10)
+            .expect("the owner's own file");
+        assert_eq!(shares.held_by(&owner), 310, "still counted");
+    }
+
     #[test]
     fn an_account_and_an_address_open_rooms_up_to_their_share() {
         let shares = RoomShares::new(100);
@@ -244,24 +280,29 @@ mod tests {
         let here: IpAddr = [10, 0, 0, 1].into();
         let there: IpAddr = [10, 0, 0, 2].into();
         let first = shares
-            .take(&owner, Some(here), 300)
+            .take(&owner, &at(here), 300)
             .expect("one of any size");
         assert_eq!(
-            shares.take(&owner, Some(there), 1).err(),
+            shares.take(&owner, &at(there), 1).err(),
             Some(OverShare::Account)
         );
         assert_eq!(
-            shares.take(&other, Some(here), 1).err(),
+            shares.take(&other, &at(here), 1).err(),
             Some(OverShare::Address)
         );
-        let other_room = shares.take(&other, Some(there), 60).expect("its own share");
+        let other_room = shares.take(&other, &at(there), 60).expect("its own share");
         assert!(
             first.wanted(),
             "rooms were refused for its account's and address's shares"
         );
         assert!(!other_room.wanted(), "nothing was refused for its own yet");
-        let _more = shares.take(&other, None, 40).expect("up to the share");
-        assert_eq!(shares.check(&other, None, 1), Err(OverShare::Account));
+        let _more = shares
+            .take(&other, &Opener::default(), 40)
+            .expect("up to the share");
+        assert_eq!(
+            shares.check(&other, &Opener::default(), 1),
+            Err(OverShare::Account)
+        );
         assert!(other_room.wanted(), "now its account's share is wanted");
         assert_eq!(shares.held_by(&owner), 300);
         let mut first = first;
@@ -270,11 +311,11 @@ mod tests {
         assert_eq!(shares.held_by(&owner), 350, "grown, never shrunk");
         drop(first);
         assert_eq!(shares.held_by(&owner), 0, "given back when the room ends");
-        assert!(shares.check(&owner, Some(here), 100).is_ok());
+        assert!(shares.check(&owner, &at(here), 100).is_ok());
         // The app's own files have no account share.
         let app = crate::apptoken::owner_for(None);
-        let _a = shares.take(&app, None, 500).expect("app");
-        assert!(shares.take(&app, None, 500).is_ok());
+        let _a = shares.take(&app, &Opener::default(), 500).expect("app");
+        assert!(shares.take(&app, &Opener::default(), 500).is_ok());
         assert_eq!(shares.held_by(&app), 0);
     }
 

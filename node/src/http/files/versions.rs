@@ -20,6 +20,7 @@ use crate::ids::FileId;
 use crate::room::access::Role;
 use crate::room::history::NameRequest;
 use crate::room::restore::{RestoreError, RestoreRequest};
+use crate::room::shares::Opener;
 use crate::room::{JoinError, RoomCmd};
 use crate::state::AppState;
 
@@ -163,10 +164,10 @@ async fn side(
     id: &FileId,
     which: &str,
     work: &Working,
-    opener: std::net::IpAddr,
+    opener: &Opener,
 ) -> Result<String, ApiError> {
     if which == "current" {
-        let doc = state.rooms.document(id, Some(opener)).await;
+        let doc = state.rooms.document(id, opener.clone()).await;
         let doc = doc.map_err(unavailable)?.1;
         if doc.len() > work.limit {
             return Err(WorkRefused::NoRoom.into());
@@ -183,6 +184,10 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     let to_address = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_edit(&g)?;
+    let opener = Opener {
+        address: Some(to_address.address()),
+        account: g.owner.then(|| g.file.owner.clone()),
+    };
     let q = query(&req);
     let from = param(&q, "from").ok_or_else(|| ApiError::bad_request("`from` is required"))?;
     let to = param(&q, "to").unwrap_or("current");
@@ -203,8 +208,8 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
         )
         .await?;
     let (a, b) = (
-        side(state, &id, from, &work, to_address.address()).await?,
-        side(state, &id, to, &work, to_address.address()).await?,
+        side(state, &id, from, &work, &opener).await?,
+        side(state, &id, to, &work, &opener).await?,
     );
     let size = a.len() + b.len();
     let c = crate::lane::run(size, &state.metrics, move || history::compare(&a, &b))

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::super::shares::Opener;
 use super::super::{JoinError, JoinRequest, Joined, RoomCmd};
 use super::{RoomHandle, Rooms};
 use crate::ids::FileId;
@@ -55,7 +56,10 @@ impl Rooms {
         let mut again = Again::new();
         loop {
             let join = |reply| RoomCmd::Join(req.clone(), reply);
-            let opener = req.outbox.address();
+            let opener = Opener {
+                address: req.outbox.address(),
+                account: req.account.as_ref().map(|(id, _)| id.clone()),
+            };
             match self
                 .ask(file, opener, CloseCode::ServiceRestart, join)
                 .await?
@@ -69,12 +73,12 @@ impl Rooms {
         }
     }
 
-    /// The current document as the room holds it (opening the room if needed, for a
-    /// request from client address `opener`, whose share of memory it then counts against).
+    /// The current document as the room holds it (opening the room if needed, for
+    /// `opener`, whose shares of memory it then counts against).
     pub async fn document(
         &self,
         file: &FileId,
-        opener: Option<std::net::IpAddr>,
+        opener: Opener,
     ) -> Result<(u64, String), JoinError> {
         self.command(file, opener, RoomCmd::GetDoc).await
     }
@@ -85,13 +89,13 @@ impl Rooms {
     pub async fn command<T>(
         &self,
         file: &FileId,
-        opener: Option<std::net::IpAddr>,
+        opener: Opener,
         make: impl Fn(oneshot::Sender<T>) -> RoomCmd,
     ) -> Result<T, JoinError> {
         let mut again = Again::new();
         loop {
             match self
-                .ask(file, opener, CloseCode::TryAgainLater, &make)
+                .ask(file, opener.clone(), CloseCode::TryAgainLater, &make)
                 .await?
             {
                 (_, Some(doc)) => return Ok(doc),
@@ -100,7 +104,7 @@ impl Rooms {
                 // again (each try would read the file and be refused).
                 (_, None) if self.existing(file).is_none() => match self.ctx.store.file(file).await
                 {
-                    Ok(record) => self.may_open(&record, opener)?,
+                    Ok(record) => self.may_open(&record, &opener)?,
                     Err(_) => return Err(JoinError::NotFound),
                 },
                 (_, None) => {}
@@ -117,7 +121,7 @@ impl Rooms {
     async fn ask<T>(
         &self,
         file: &FileId,
-        opener: Option<std::net::IpAddr>,
+        opener: Opener,
         unopened: CloseCode,
         cmd: impl FnOnce(oneshot::Sender<T>) -> RoomCmd,
     ) -> Result<(RoomHandle, Option<T>), JoinError> {

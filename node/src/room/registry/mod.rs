@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::shares::Opener;
 use super::{Room, RoomCmd, RoomContext};
 use crate::ids::FileId;
 
@@ -28,12 +29,12 @@ pub struct RoomHandle {
 
 pub type RoomMap = Arc<Mutex<HashMap<FileId, RoomHandle>>>;
 
-/// Which room is opening: its file, its generation here, and the client address of the
-/// join that opens it (whose share of memory it counts against), if one does.
+/// Which room is opening: its file, its generation here, and who opens it (whose share of
+/// memory it counts against).
 pub struct Opening {
     pub file: FileId,
     pub generation: u64,
-    pub opener: Option<std::net::IpAddr>,
+    pub opener: Opener,
 }
 
 /// Removes a room's entry, unless a newer room of the same file took its place.
@@ -67,12 +68,12 @@ impl Rooms {
 
     /// The file's room, opening it if needed; `None` while the node shuts down.
     pub fn open(&self, file: &FileId) -> Option<RoomHandle> {
-        self.open_by(file, None)
+        self.open_by(file, Opener::default())
     }
 
-    /// The file's room, opening it if needed for a join from client address `opener`
-    /// (whose share of memory an opened room counts against).
-    pub fn open_by(&self, file: &FileId, opener: Option<std::net::IpAddr>) -> Option<RoomHandle> {
+    /// The file's room, opening it if needed for `opener` (whose shares of memory an
+    /// opened room counts against).
+    pub fn open_by(&self, file: &FileId, opener: Opener) -> Option<RoomHandle> {
         let mut map = self.lock();
         if let Some(h) = map.get(file) {
             if !h.tx.is_closed() {
@@ -110,13 +111,13 @@ impl Rooms {
         Some(handle)
     }
 
-    /// Whether a join from `opener` may open `record`'s room as far as its account's and
-    /// address's shares of memory go, by what the file cost when it was last opened: a
-    /// joiner refused for it costs a lookup, not a lease and a read of the document.
+    /// Whether `opener` may open `record`'s room as far as its account's and address's
+    /// shares of memory go, by what the file cost when it was last opened: a joiner
+    /// refused for it costs a lookup, not a lease and a read of the document.
     pub fn may_open(
         &self,
         record: &crate::store::FileRecord,
-        opener: Option<std::net::IpAddr>,
+        opener: &Opener,
     ) -> Result<(), super::JoinError> {
         let known = self.ctx.load_costs.get(&record.id).unwrap_or(0);
         self.ctx

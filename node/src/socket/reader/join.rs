@@ -123,19 +123,20 @@ pub(super) async fn join(
         match state.store.file(&session.file).await {
             Ok(record) => {
                 let account_id = account.as_ref().map(|a| &a.id);
+                let opener = crate::room::shares::Opener {
+                    address: session.outbox.address(),
+                    account: account_id.cloned(),
+                };
                 access::access(&record, account_id, hello.key.as_deref(), grant)
                     .and_then(|a| access::role(&record, a))
                     .map_err(|d| {
                         let e = JoinError::Denied(d);
                         (e.close_code(), e.reason())
                     })?;
-                state
-                    .rooms
-                    .may_open(&record, session.outbox.address())
-                    .map_err(|e| {
-                        state.metrics.memory_refusals.inc();
-                        (e.close_code(), e.reason())
-                    })?;
+                state.rooms.may_open(&record, &opener).map_err(|e| {
+                    state.metrics.memory_refusals.inc();
+                    (e.close_code(), e.reason())
+                })?;
             }
             Err(StoreError::NotFound) => return Err((CloseCode::NotFound, "file not found")),
             Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
