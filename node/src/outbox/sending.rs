@@ -63,14 +63,21 @@ impl Outbox {
         self.shared.address.get().copied()
     }
 
-    /// Sends `first` (a welcome, possibly large), then everything held behind it.
+    /// Sends `first` (a welcome, possibly large), then everything held behind it. A welcome
+    /// that cannot be sent (the socket closes 1013) takes what was held with it: nothing may
+    /// reach a client before its welcome (the seventh review saw `presences` and `join`
+    /// arrive ahead of such a close).
     pub fn open_with(&self, first: Msg, budget: &Arc<Budget>) -> bool {
         let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
         let mut ok = self.push_welcome(first, budget);
         for out in gate.take().unwrap_or_default() {
             // Already counted in `bytes` when it was held.
             let len = out.len();
-            ok &= self.push(Queued { out, budget: None }, len);
+            if ok {
+                ok &= self.push(Queued { out, budget: None }, len);
+            } else {
+                self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
+            }
         }
         self.shared.held.store(false, Ordering::Release);
         ok

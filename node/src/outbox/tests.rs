@@ -46,6 +46,22 @@ async fn a_held_queue_sends_its_welcome_first() {
     assert_eq!(got, [&b"welcome"[..], b"presences", b"join", b"after"]);
 }
 
+/// A welcome refused for the budget closes the socket 1013, and what was held behind it
+/// never goes out: nothing reaches a client before its welcome.
+#[tokio::test]
+async fn nothing_held_goes_out_when_the_welcome_cannot() {
+    let budget = Budget::new(100);
+    let (out, mut rx) = outbox(10, 10, Metrics::new());
+    out.hold();
+    assert!(out.send_text("presences".into()));
+    assert!(!out.open_with(shared(vec![b'x'; 200]), &budget));
+    assert!(rx.drain_now().is_empty(), "the presences held went nowhere");
+    assert_eq!(
+        rx.close.requested().unwrap().code,
+        CloseCode::TryAgainLater.code()
+    );
+}
+
 #[tokio::test]
 async fn large_messages_draw_on_the_budget() {
     let budget = Budget::new(100);
