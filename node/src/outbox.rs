@@ -84,6 +84,12 @@ struct Shared {
     gate: Mutex<Option<Vec<Out>>>,
     /// The socket, for senders that write to it themselves (see [`direct`]).
     line: Mutex<Line>,
+    /// Since when the socket's writer has waited for its peer to take bytes (ms since the
+    /// Unix epoch), 0 while it is not waiting: a socket holding a large message drawn on
+    /// the node-wide [`Budget`] that takes nothing for long makes way for others.
+    write_waiting_since: AtomicU64,
+    /// Bytes of the node-wide [`Budget`] this socket holds.
+    drawn: AtomicUsize,
     /// The client's address (its limit key): what its sockets draw on the node-wide
     /// [`Budget`] is counted against its share.
     address: std::sync::OnceLock<std::net::IpAddr>,
@@ -100,7 +106,10 @@ impl Queued {
     /// budget, or the queue.
     fn give_back(&self, shared: &Shared, len: usize) {
         match &self.budget {
-            Some(budget) => budget.give(shared.address.get().copied(), len),
+            Some(budget) => {
+                shared.drawn.fetch_sub(len, Ordering::AcqRel);
+                budget.give(shared.address.get().copied(), len)
+            }
             None => {
                 shared.bytes.fetch_sub(len, Ordering::AcqRel);
             }
@@ -146,6 +155,8 @@ pub fn outbox(frames: usize, bytes: usize, metrics: Arc<Metrics>) -> (Outbox, Ou
         gate: Mutex::new(None),
         line: Mutex::new(Line::default()),
         address: std::sync::OnceLock::new(),
+        write_waiting_since: AtomicU64::new(0),
+        drawn: AtomicUsize::new(0),
     });
     (
         Outbox {

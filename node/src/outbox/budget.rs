@@ -4,7 +4,11 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+
+use atrium_protocol::CloseCode;
+
+use super::Shared;
 
 /// A node-wide allowance for messages bigger than a send queue may hold, so that a burst
 /// of joins to a big file cannot take all memory; and a share of it per client address,
@@ -17,10 +21,20 @@ pub struct Budget {
     /// opened).
     share: usize,
     by_address: Mutex<HashMap<IpAddr, usize>>,
+    /// The sockets that drew on it (some may have given back since): when a draw does not
+    /// fit, those among them that took nothing for [`MAKE_WAY_AFTER`] are closed.
+    holders: Mutex<Vec<Weak<Shared>>>,
 }
 
 /// An address may hold this part of the budget at once.
 const SHARE: usize = 8;
+
+/// A socket holding a draw whose peer has taken nothing for this long is closed (4008)
+/// when another's draw does not fit. Without it, four sockets of four addresses that
+/// never read their 20 MB welcomes, replaced before their ping timeout, kept every
+/// welcome over 2 MiB on the node refused 1013 for as long as they liked (the seventh
+/// review). A reader that is merely slow takes bytes every so often and keeps its place.
+pub const MAKE_WAY_AFTER_MS: u64 = 5_000;
 
 impl Budget {
     pub fn new(bytes: usize) -> Arc<Self> {
@@ -28,7 +42,41 @@ impl Budget {
             left: AtomicUsize::new(bytes),
             share: bytes / SHARE,
             by_address: Mutex::new(HashMap::new()),
+            holders: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Takes `n` bytes for the socket `holder`, against its address's share; when they do
+    /// not fit, closes the holders whose peers have taken nothing for
+    /// [`MAKE_WAY_AFTER_MS`], so the next try finds room.
+    pub(super) fn draw(&self, holder: &Arc<Shared>, n: usize) -> bool {
+        if self.take(holder.address.get().copied(), n) {
+            holder.drawn.fetch_add(n, Ordering::AcqRel);
+            let mut holders = self.holders.lock().unwrap_or_else(|p| p.into_inner());
+            holders.retain(|h| {
+                h.upgrade()
+                    .is_some_and(|h| h.drawn.load(Ordering::Acquire) > 0)
+            });
+            holders.push(Arc::downgrade(holder));
+            return true;
+        }
+        self.make_way(crate::clock::unix_ms() as u64);
+        false
+    }
+
+    /// Closes the holders that have taken nothing for [`MAKE_WAY_AFTER_MS`] at `now_ms`.
+    fn make_way(&self, now_ms: u64) {
+        let holders = self.holders.lock().unwrap_or_else(|p| p.into_inner());
+        for h in holders.iter().filter_map(Weak::upgrade) {
+            let since = h.write_waiting_since.load(Ordering::Acquire);
+            let stalled = since > 0 && now_ms.saturating_sub(since) >= MAKE_WAY_AFTER_MS;
+            if stalled && h.drawn.load(Ordering::Acquire) > 0 {
+                h.close(
+                    CloseCode::TooSlow,
+                    "too slow: took nothing of a large message for 5 s while others waited",
+                );
+            }
+        }
     }
 
     /// Takes `n` bytes for a socket of `address` (by its limit key), if the budget and the

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use atrium_protocol::CloseCode;
 
-use super::{CloseRequest, Outbox};
+use super::{CloseRequest, Outbox, Shared};
 
 impl Outbox {
     /// A full queue: the socket is closed with 4008 (counted once).
@@ -19,13 +19,7 @@ impl Outbox {
     /// Asks the writer to close the socket with `code` after what is queued
     /// (except after an overflow). The first request wins.
     pub fn close(&self, code: CloseCode, reason: &str) {
-        if self.request_close(code.code(), reason) {
-            self.shared
-                .metrics
-                .closes
-                .with_label_values(&[&code.to_string()])
-                .inc();
-        }
+        self.shared.close(code, reason);
     }
 
     /// Answers a close the client started (not counted as a close by the node).
@@ -34,7 +28,27 @@ impl Outbox {
     }
 
     fn request_close(&self, code: u16, reason: &str) -> bool {
-        let mut slot = self.shared.close.lock().unwrap_or_else(|p| p.into_inner());
+        self.shared.request_close(code, reason)
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.shared.closing.load(Ordering::Acquire)
+    }
+}
+
+impl Shared {
+    /// See [`Outbox::close`].
+    pub(super) fn close(&self, code: CloseCode, reason: &str) {
+        if self.request_close(code.code(), reason) {
+            self.metrics
+                .closes
+                .with_label_values(&[&code.to_string()])
+                .inc();
+        }
+    }
+
+    fn request_close(&self, code: u16, reason: &str) -> bool {
+        let mut slot = self.close.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_some() {
             return false;
         }
@@ -42,13 +56,9 @@ impl Outbox {
             code,
             reason: reason.to_owned(),
         });
-        self.shared.closing.store(true, Ordering::Release);
+        self.closing.store(true, Ordering::Release);
         drop(slot);
-        self.shared.notify.notify_one();
+        self.notify.notify_one();
         true
-    }
-
-    pub fn is_closing(&self) -> bool {
-        self.shared.closing.load(Ordering::Acquire)
     }
 }

@@ -29,8 +29,10 @@ impl OutboxReceiver {
 
     /// Gives back what the large messages just written drew on the node-wide budget.
     pub(super) fn written(&mut self) {
-        let address = self.close.0.address.get().copied();
+        let shared = &self.close.0;
+        let address = shared.address.get().copied();
         for (budget, len) in self.writing.drain(..) {
+            shared.drawn.fetch_sub(len, Ordering::AcqRel);
             budget.give(address, len);
         }
     }

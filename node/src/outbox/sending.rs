@@ -58,6 +58,22 @@ impl Outbox {
         let _ = self.shared.address.set(crate::limits::address_key(address));
     }
 
+    /// The socket's writer began waiting for its peer to take bytes (kept from the first
+    /// wait until [`Self::write_progressed`]).
+    pub fn write_waits(&self) {
+        let now = crate::clock::unix_ms() as u64;
+        let since = &self.shared.write_waiting_since;
+        let _ = since.compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The socket's peer took bytes.
+    pub fn write_progressed(&self) {
+        let since = &self.shared.write_waiting_since;
+        if since.load(Ordering::Relaxed) != 0 {
+            since.store(0, Ordering::Release);
+        }
+    }
+
     /// The socket's client address (its limit key), once set.
     pub fn address(&self) -> Option<std::net::IpAddr> {
         self.shared.address.get().copied()
@@ -129,7 +145,7 @@ impl Outbox {
     /// Queues a large message drawn on the node-wide `budget` (against this socket's
     /// address's share); when it has no room, closes the socket with 1013 and `why`.
     fn push_drawn(&self, msg: Msg, len: usize, budget: &Arc<Budget>, why: &str) -> bool {
-        if !budget.take(self.shared.address.get().copied(), len) {
+        if !budget.draw(&self.shared, len) {
             self.close(CloseCode::TryAgainLater, why);
             return false;
         }

@@ -117,3 +117,48 @@ async fn one_address_holds_at_most_its_share_of_the_budget() {
     held.remove(0).drain_now();
     assert!(joined(attacker).0);
 }
+
+/// When a large message does not fit the budget, a socket that holds a draw and whose peer
+/// has taken nothing for [`budget::MAKE_WAY_AFTER_MS`] is closed 4008, so the next try
+/// fits; one whose peer takes bytes keeps its place.
+#[tokio::test]
+async fn a_holder_that_takes_nothing_makes_way() {
+    let budget = Budget::new(100);
+    let joined = |address: &str| {
+        let (out, rx) = outbox(10, 10, Metrics::new());
+        out.set_address(address.parse().unwrap());
+        let welcomed = out.open_with(shared(vec![b'x'; 90]), &budget);
+        (out, rx, welcomed)
+    };
+    let (stuck, mut stuck_rx, first) = joined("192.0.2.1");
+    assert!(first);
+    // Its writer takes the welcome and writes it to a peer that reads nothing.
+    let mut writing = Vec::new();
+    assert_eq!(stuck_rx.recv_many(&mut writing, 10).await, 1);
+    let (_late, late_rx, second) = joined("192.0.2.2");
+    assert!(!second, "no room while the first holds its draw");
+    assert!(
+        stuck_rx.close.requested().is_none(),
+        "the first has not waited at all"
+    );
+    assert_eq!(late_rx.close.requested().unwrap().code, 1013);
+    // Its peer takes bytes now and then: it keeps its place.
+    stuck.write_waits();
+    stuck.write_progressed();
+    assert!(!joined("192.0.2.3").2);
+    assert!(stuck_rx.close.requested().is_none());
+    // Its peer has taken nothing for longer than the bound: it makes way.
+    let long_ago = crate::clock::unix_ms() as u64 - super::budget::MAKE_WAY_AFTER_MS - 1_000;
+    stuck
+        .shared
+        .write_waiting_since
+        .store(long_ago, Ordering::Release);
+    assert!(!joined("192.0.2.4").2, "this try is still refused");
+    assert_eq!(
+        stuck_rx.close.requested().unwrap().code,
+        CloseCode::TooSlow.code()
+    );
+    // Its writer ends (the close cut the write short), and what it drew comes back.
+    drop(stuck_rx);
+    assert!(joined("192.0.2.5").2, "the next one fits");
+}

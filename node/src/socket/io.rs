@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 
+use crate::outbox::Outbox;
 use crate::write_deadline::{Stall, WriteDeadline};
 
 pub(super) type ReadIo = Box<dyn AsyncRead + Send + Unpin>;
@@ -24,6 +25,7 @@ pub(super) type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;
 pub(super) fn split(
     upgraded: Upgraded,
     patience: Duration,
+    outbox: &Outbox,
 ) -> (ReadIo, WriteIo, Option<Arc<OwnedWriteHalf>>) {
     match upgraded.downcast::<TokioIo<WriteDeadline>>() {
         Ok(parts) => {
@@ -36,6 +38,7 @@ pub(super) fn split(
             let shared = Shared {
                 half: write.clone(),
                 stall: Stall::new(patience),
+                outbox: outbox.clone(),
             };
             (read, Box::new(shared), Some(write))
         }
@@ -54,6 +57,9 @@ pub(super) fn split(
 struct Shared {
     half: Arc<OwnedWriteHalf>,
     stall: Stall,
+    /// Told when writes wait and progress: a socket holding a large message that takes
+    /// nothing for long makes way for others (`outbox::Budget`).
+    outbox: Outbox,
 }
 
 impl AsyncWrite for Shared {
@@ -66,9 +72,10 @@ impl AsyncWrite for Shared {
             let stream: &TcpStream = self.half.as_ref().as_ref();
             match stream.poll_write_ready(cx) {
                 Poll::Pending => {
+                    self.outbox.write_waits();
                     return self
                         .stall
-                        .wait(cx, "the peer took nothing of what it was sent")
+                        .wait(cx, "the peer took nothing of what it was sent");
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Ready(Ok(())) => {}
@@ -77,6 +84,7 @@ impl AsyncWrite for Shared {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                 done => {
                     self.stall.progressed();
+                    self.outbox.write_progressed();
                     return Poll::Ready(done);
                 }
             }

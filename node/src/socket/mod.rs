@@ -74,7 +74,7 @@ pub async fn serve(
     }
     // A socket that takes nothing of what it is sent for as long as one that says nothing
     // may stay (`ATRIUM_PING_TIMEOUT_MS`) is given up.
-    let (read_io, mut write_io, socket) = split(upgraded, config.ping_timeout());
+    let (read_io, mut write_io, socket) = split(upgraded, config.ping_timeout(), &out);
     if let Some(socket) = socket {
         out.attach(socket, deflate);
     }

@@ -170,3 +170,58 @@ async fn sockets_that_never_read_hold_little_of_the_kernels_memory() {
     );
     drop(held);
 }
+
+/// One socket from each of four addresses says hello to a large file and never reads,
+/// together holding the node's whole budget for large messages (the seventh review: four
+/// such sockets, replaced before their ping timeout, kept every welcome over 2 MiB
+/// refused 1013 for as long as they liked). When a welcome does not fit, holders whose
+/// peers have taken nothing for 5 s are closed 4008: the owner, coming back after the
+/// 1013, is welcomed within seconds, not after the ping timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_welcomes_of_many_addresses_make_way() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[("ATRIUM_WELCOME_BUDGET_BYTES", "33554432")]).await;
+    let (id, view_key) = large_file(&r).await;
+    let mut held = Vec::new();
+    for n in 0..4u8 {
+        let upgraded =
+            Raw::try_connect_from([127, 0, 0, 30 + n], r.node.port, &id, "", Some(4096)).await;
+        let mut raw = upgraded.expect("an upgrade");
+        raw.text(&Hello::key(&view_key).to_json().to_string()).await;
+        held.push(raw);
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    let started = Instant::now();
+    let mut refusals = 0;
+    let (owner, welcome) = loop {
+        match Client::try_join(&r.node, &id, &Hello::token(&r.owner)).await {
+            Ok(joined) => break joined,
+            Err(refused) => {
+                refusals += 1;
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "the owner was kept out ({refused:?}, {refusals} tries)"
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    };
+    assert_eq!(welcome["type"], "welcome");
+    assert!(
+        refusals > 0,
+        "the holders never filled the budget: the case shows nothing"
+    );
+    let mut made_way = 0;
+    for raw in &mut held {
+        // Closed mid-welcome: the welcome's first bytes, then the end of the connection.
+        if let Got::Close(_) | Got::Eof = raw.next(Duration::from_secs(5)).await {
+            made_way += 1;
+        }
+    }
+    figure(json!({
+        "case": "one socket from each of 4 addresses never reads a 7.8 MB welcome (large-message budget 32 MiB)",
+        "owner_welcomed_in_ms": started.elapsed().as_millis(), "owner_refusals": refusals,
+        "holders_closed_4008": made_way,
+    }));
+    owner.close().await;
+}
