@@ -20,20 +20,10 @@ async fn the_sockets_of_one_address_share_its_byte_rate() {
         ("ATRIUM_ROOM_EDITORS", "200"),
     ])
     .await;
-    let port = r.node.port;
     let arrays = vec![format!("[{}0]", "0,".repeat(149)); 200].join(",");
     let patch = format!(r#"{{"type":"patch","id":1,"ops":[{arrays}]}}"#);
     let frame = Arc::new(client_frame(TEXT, patch.as_bytes()));
-    let mut attackers = Vec::new();
-    for _ in 0..SOCKETS {
-        let upgraded = Raw::try_connect_from([127, 0, 0, 18], port, &r.id, "", None).await;
-        let mut raw = upgraded.expect("an upgrade");
-        raw.text(&Hello::key(&r.edit_key).to_json().to_string())
-            .await;
-        raw.welcome().await;
-        attackers.push(Some(raw));
-    }
-    let attackers = Mutex::new(attackers);
+    let attackers = Raw::edit_keys_from([127, 0, 0, 18], &r, SOCKETS).await;
     let cpu0 = cpu_seconds(r.node.pid());
     let (rejects, during, secs) = attack(&mut probe, SOCKETS, |k, done| {
         let frame = frame.clone();

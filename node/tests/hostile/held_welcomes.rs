@@ -12,6 +12,26 @@ async fn large_file(r: &Room) -> (String, String) {
     (id, s(&file["view_key"]).to_string())
 }
 
+/// The owner joins as a client does, coming back after each 1013 (try again later), and
+/// must be in within 20 s of `started`: the welcome, and how many tries were refused.
+async fn owner_joins_within_20_s(r: &Room, id: &str, started: Instant) -> (Client, Value, u32) {
+    let mut refusals = 0;
+    loop {
+        match Client::try_join(&r.node, id, &Hello::token(&r.owner)).await {
+            Ok((client, welcome)) => return (client, welcome, refusals),
+            Err(refused) => {
+                refusals += 1;
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "the owner was kept out ({refused:?}, {refusals} tries; RSS {} MiB)",
+                    rss_kib(r.node.pid()) / 1024
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
 /// Ten view-key sockets of one address say hello to a large file and never read: they hold
 /// only their address's share of the node's budget for large messages (counted until each
 /// message is written, not just taken), so the node's memory stays clear of its mark and
@@ -40,21 +60,7 @@ async fn unread_welcomes_of_one_address_keep_nobody_else_out() {
     // The owner tries as a client does, coming back after a 1013 (try again later).
     let started = Instant::now();
     let rss_before = rss_kib(r.node.pid()) / 1024;
-    let mut refusals = 0;
-    let (mut owner, welcome) = loop {
-        match Client::try_join(&r.node, &id, &Hello::token(&r.owner)).await {
-            Ok(joined) => break joined,
-            Err(refused) => {
-                refusals += 1;
-                assert!(
-                    started.elapsed() < Duration::from_secs(20),
-                    "the owner was kept out ({refused:?}, {refusals} tries; RSS {} MiB)",
-                    rss_kib(r.node.pid()) / 1024
-                );
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        }
-    };
+    let (mut owner, welcome, refusals) = owner_joins_within_20_s(&r, &id, started).await;
     figure(json!({
         "case": "10 sockets of one address never read a 7.8 MB welcome (large-message budget 64 MiB, memory budget 160 MiB)",
         "owner_welcomed_in_ms": started.elapsed().as_millis(),
@@ -192,20 +198,7 @@ async fn unread_welcomes_of_many_addresses_make_way() {
         tokio::time::sleep(Duration::from_millis(400)).await;
     }
     let started = Instant::now();
-    let mut refusals = 0;
-    let (owner, welcome) = loop {
-        match Client::try_join(&r.node, &id, &Hello::token(&r.owner)).await {
-            Ok(joined) => break joined,
-            Err(refused) => {
-                refusals += 1;
-                assert!(
-                    started.elapsed() < Duration::from_secs(20),
-                    "the owner was kept out ({refused:?}, {refusals} tries)"
-                );
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        }
-    };
+    let (owner, welcome, refusals) = owner_joins_within_20_s(&r, &id, started).await;
     assert_eq!(welcome["type"], "welcome");
     assert!(
         refusals > 0,

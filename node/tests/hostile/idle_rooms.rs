@@ -12,6 +12,25 @@ fn empty_nodes(n: usize) -> Value {
     Value::Object(doc)
 }
 
+/// The owner's file, made before the attack: about 2.6 MB of JSON, not opened yet.
+async fn owners_large_file(r: &Room) -> String {
+    let big: serde_json::Map<String, Value> = (0..20_000)
+        .map(|k| (format!("n{k}"), json!({"name": "y".repeat(100), "x": k})))
+        .collect();
+    let owners = create_file(&r.node, &r.owner, "Mine", Some(Value::Object(big))).await;
+    s(&owners["id"]).to_string()
+}
+
+/// The owner opens their file at the first try, with `held` rooms held by others.
+async fn owner_opens_at_once(r: &Room, id: &str, held: usize, rss_held: u64) {
+    let joined = Client::try_join(&r.node, id, &Hello::token(&r.owner)).await;
+    let (client, welcome) = joined.unwrap_or_else(|e| {
+        panic!("the owner was refused with {held} rooms held ({e:?}, RSS {rss_held} MiB)")
+    });
+    client.close().await;
+    assert_eq!(welcome["type"], "welcome");
+}
+
 /// An account opens as many rooms as fit (each file opened once by a download, then left)
 /// until the node is near its memory mark; an owner's large file, opened by nobody yet,
 /// still opens within seconds, since rooms nobody is in leave early when memory is pressed.
@@ -21,12 +40,7 @@ async fn rooms_nobody_is_in_make_way_near_the_memory_mark() {
     let _serial = SERIAL.lock().await;
     let budget = format!("{BUDGET_MIB}M");
     let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
-    // The owner's file, made before: about 2.6 MB of JSON, not opened yet.
-    let big: serde_json::Map<String, Value> = (0..20_000)
-        .map(|k| (format!("n{k}"), json!({"name": "y".repeat(100), "x": k})))
-        .collect();
-    let owners = create_file(&r.node, &r.owner, "Mine", Some(Value::Object(big))).await;
-    let owners_id = s(&owners["id"]).to_string();
+    let owners_id = owners_large_file(&r).await;
     let rss0 = rss_kib(r.node.pid()) / 1024;
 
     let attacker = new_account(&r.node, "opener").await;
@@ -93,11 +107,7 @@ async fn rooms_held_open_by_silent_guests_stay_within_their_share() {
     let _serial = SERIAL.lock().await;
     let budget = format!("{BUDGET_MIB}M");
     let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
-    let big: serde_json::Map<String, Value> = (0..20_000)
-        .map(|k| (format!("n{k}"), json!({"name": "y".repeat(100), "x": k})))
-        .collect();
-    let owners = create_file(&r.node, &r.owner, "Mine", Some(Value::Object(big))).await;
-    let owners_id = s(&owners["id"]).to_string();
+    let owners_id = owners_large_file(&r).await;
 
     let attacker = new_account(&r.node, "holder").await;
     let doc = empty_nodes(60_000);
@@ -130,16 +140,8 @@ async fn rooms_held_open_by_silent_guests_stay_within_their_share() {
     }
     let rss_held = rss_kib(r.node.pid()) / 1024;
     let started = Instant::now();
-    let joined = Client::try_join(&r.node, &owners_id, &Hello::token(&r.owner)).await;
+    owner_opens_at_once(&r, &owners_id, held.len(), rss_held).await;
     let welcomed_in = started.elapsed();
-    let (client, welcome) = joined.unwrap_or_else(|e| {
-        panic!(
-            "the owner was refused with {} rooms held ({e:?}, RSS {rss_held} MiB)",
-            held.len()
-        )
-    });
-    client.close().await;
-    assert_eq!(welcome["type"], "welcome");
     assert!(
         over_share > 0,
         "no guest's join was refused for its share: the case shows nothing ({} held, {refused} refused)",
@@ -214,11 +216,7 @@ async fn rooms_opened_by_downloads_count_against_the_address() {
     let _serial = SERIAL.lock().await;
     let budget = format!("{BUDGET_MIB}M");
     let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str()), TRUST_THE_TEST]).await;
-    let big: serde_json::Map<String, Value> = (0..20_000)
-        .map(|k| (format!("n{k}"), json!({"name": "y".repeat(100), "x": k})))
-        .collect();
-    let owners = create_file(&r.node, &r.owner, "Mine", Some(Value::Object(big))).await;
-    let owners_id = s(&owners["id"]).to_string();
+    let owners_id = owners_large_file(&r).await;
     let doc = empty_nodes(60_000);
     let (mut held, mut refused_for_share, mut refused) = (Vec::new(), 0, 0);
     for a in 0..4 {
@@ -253,15 +251,7 @@ async fn rooms_opened_by_downloads_count_against_the_address() {
     }
     let rss_held = rss_kib(r.node.pid()) / 1024;
     let started = Instant::now();
-    let joined = Client::try_join(&r.node, &owners_id, &Hello::token(&r.owner)).await;
-    let (client, welcome) = joined.unwrap_or_else(|e| {
-        panic!(
-            "the owner was refused with {} rooms held ({e:?}, RSS {rss_held} MiB)",
-            held.len()
-        )
-    });
-    client.close().await;
-    assert_eq!(welcome["type"], "welcome");
+    owner_opens_at_once(&r, &owners_id, held.len(), rss_held).await;
     assert!(
         refused_for_share > 0,
         "no download was refused for the address's share: the case shows nothing ({} held, {refused} refused)",

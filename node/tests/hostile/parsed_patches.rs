@@ -160,18 +160,8 @@ async fn refused_patches_beside_the_owner(sockets: usize, patch: String, case_na
         ("ATRIUM_ROOM_EDITORS", "200"),
     ])
     .await;
-    let port = r.node.port;
     let frame = Arc::new(client_frame(TEXT, patch.as_bytes()));
-    let mut attackers = Vec::new();
-    for _ in 0..sockets {
-        let upgraded = Raw::try_connect_from([127, 0, 0, 18], port, &r.id, "", None).await;
-        let mut raw = upgraded.expect("an upgrade");
-        raw.text(&Hello::key(&r.edit_key).to_json().to_string())
-            .await;
-        raw.welcome().await;
-        attackers.push(Some(raw));
-    }
-    let attackers = Mutex::new(attackers);
+    let attackers = Raw::edit_keys_from([127, 0, 0, 18], &r, sockets).await;
     let (owner, node) = (r.owner.clone(), &r.node);
     let creations = Arc::new(Mutex::new(HashMap::<u16, u64>::new()));
     let doc: serde_json::Map<String, Value> = (0..10_000)

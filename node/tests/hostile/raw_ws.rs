@@ -87,6 +87,25 @@ impl Raw {
         })
     }
 
+    /// `n` sockets from `source`, each welcomed with the room's edit key, each in a slot
+    /// an attacker task takes once.
+    pub(super) async fn edit_keys_from(
+        source: [u8; 4],
+        r: &Room,
+        n: usize,
+    ) -> Mutex<Vec<Option<Raw>>> {
+        let mut sockets = Vec::new();
+        for _ in 0..n {
+            let upgraded = Raw::try_connect_from(source, r.node.port, &r.id, "", None).await;
+            let mut raw = upgraded.expect("an upgrade");
+            raw.text(&Hello::key(&r.edit_key).to_json().to_string())
+                .await;
+            raw.welcome().await;
+            sockets.push(Some(raw));
+        }
+        Mutex::new(sockets)
+    }
+
     /// Connects and says hello; waits for the welcome.
     pub(super) async fn join(port: u16, file: &str, hello: &Hello, extra: &str) -> Raw {
         let mut raw = Raw::connect(port, file, extra, None).await;
