@@ -60,7 +60,11 @@ impl Budget {
             holders.push(Arc::downgrade(holder));
             return true;
         }
-        self.make_way(crate::clock::unix_ms() as u64);
+        // Only when the node-wide allowance is what is short: a draw refused for its own
+        // address's share would gain nothing from others making way.
+        if self.left.load(Ordering::Acquire) < n {
+            self.make_way(crate::clock::unix_ms() as u64);
+        }
         false
     }
 

@@ -162,3 +162,29 @@ async fn a_holder_that_takes_nothing_makes_way() {
     drop(stuck_rx);
     assert!(joined("192.0.2.5").2, "the next one fits");
 }
+
+/// A draw refused for its own address's share closes nobody: others making way would not
+/// make room for it.
+#[tokio::test]
+async fn a_draw_over_its_addresss_share_closes_nobody() {
+    let budget = Budget::new(800);
+    let joined = |address: &str| {
+        let (out, rx) = outbox(10, 10, Metrics::new());
+        out.set_address(address.parse().unwrap());
+        let welcomed = out.open_with(shared(vec![b'x'; 90]), &budget);
+        (out, rx, welcomed)
+    };
+    let (stuck, stuck_rx, first) = joined("192.0.2.1");
+    assert!(first);
+    let long_ago = crate::clock::unix_ms() as u64 - super::budget::MAKE_WAY_AFTER_MS - 1_000;
+    stuck
+        .shared
+        .write_waiting_since
+        .store(long_ago, Ordering::Release);
+    let (_, _, second) = joined("192.0.2.1");
+    assert!(!second, "over the address's share of 100");
+    assert!(
+        stuck_rx.close.requested().is_none(),
+        "nobody made way for it"
+    );
+}
