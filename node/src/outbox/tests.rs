@@ -118,18 +118,26 @@ async fn one_address_holds_at_most_its_share_of_the_budget() {
     assert!(joined(attacker).0);
 }
 
+/// A socket of `address` sent a welcome of `len` bytes: its outbox, its receiver, and
+/// whether the welcome was taken.
+fn welcomed_from(
+    budget: &Arc<Budget>,
+    address: &str,
+    len: usize,
+) -> (Outbox, OutboxReceiver, bool) {
+    let (out, rx) = outbox(10, 10, Metrics::new());
+    out.set_address(address.parse().unwrap());
+    let welcomed = out.open_with(shared(vec![b'x'; len]), budget);
+    (out, rx, welcomed)
+}
+
 /// When a large message does not fit the budget, a socket that holds a draw and whose peer
 /// has taken nothing for [`budget::MAKE_WAY_AFTER_MS`] is closed 4008, so the next try
 /// fits; one whose peer takes bytes keeps its place.
 #[tokio::test]
 async fn a_holder_that_takes_nothing_makes_way() {
     let budget = Budget::new(100);
-    let joined = |address: &str| {
-        let (out, rx) = outbox(10, 10, Metrics::new());
-        out.set_address(address.parse().unwrap());
-        let welcomed = out.open_with(shared(vec![b'x'; 90]), &budget);
-        (out, rx, welcomed)
-    };
+    let joined = |address: &str| welcomed_from(&budget, address, 90);
     let (stuck, mut stuck_rx, first) = joined("192.0.2.1");
     assert!(first);
     // Its writer takes the welcome and writes it to a peer that reads nothing.
@@ -168,12 +176,7 @@ async fn a_holder_that_takes_nothing_makes_way() {
 #[tokio::test]
 async fn a_draw_over_its_addresss_share_closes_nobody() {
     let budget = Budget::new(800);
-    let joined = |address: &str| {
-        let (out, rx) = outbox(10, 10, Metrics::new());
-        out.set_address(address.parse().unwrap());
-        let welcomed = out.open_with(shared(vec![b'x'; 90]), &budget);
-        (out, rx, welcomed)
-    };
+    let joined = |address: &str| welcomed_from(&budget, address, 90);
     let (stuck, stuck_rx, first) = joined("192.0.2.1");
     assert!(first);
     let long_ago = crate::clock::unix_ms() as u64 - super::budget::MAKE_WAY_AFTER_MS - 1_000;

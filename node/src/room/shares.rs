@@ -48,6 +48,18 @@ struct Held {
     wanted_address: HashMap<IpAddr, Instant>,
 }
 
+impl Held {
+    /// Counts `bytes` more against `account`'s and `address`'s shares.
+    fn add(&mut self, account: Option<&AccountId>, address: Option<IpAddr>, bytes: u64) {
+        if let Some(a) = account {
+            *self.by_account.entry(a.clone()).or_insert(0) += bytes;
+        }
+        if let Some(a) = address {
+            *self.by_address.entry(a).or_insert(0) += bytes;
+        }
+    }
+}
+
 /// How long a refusal makes a share's empty rooms leave early.
 const WANTED_FOR: Duration = Duration::from_secs(60);
 
@@ -131,12 +143,7 @@ impl RoomShares {
         self.check_in(&mut held, owner, opener, bytes)?;
         let address = opener.address;
         let account = (*owner != self.app).then(|| owner.clone());
-        if let Some(a) = &account {
-            *held.by_account.entry(a.clone()).or_insert(0) += bytes;
-        }
-        if let Some(a) = address {
-            *held.by_address.entry(a).or_insert(0) += bytes;
-        }
+        held.add(account.as_ref(), address, bytes);
         Ok(RoomShare {
             shares: self.clone(),
             account,
@@ -198,14 +205,9 @@ impl RoomShare {
         if more == 0 {
             return;
         }
-        let mut held = self.shares.lock();
-        if let Some(a) = &self.account {
-            *held.by_account.entry(a.clone()).or_insert(0) += more;
-        }
-        if let Some(a) = &self.address {
-            *held.by_address.entry(*a).or_insert(0) += more;
-        }
-        drop(held);
+        self.shares
+            .lock()
+            .add(self.account.as_ref(), self.address, more);
         self.bytes = bytes;
     }
 }
