@@ -7,7 +7,6 @@
 //! address from the upgrade and against their account from the hello.
 
 mod io;
-mod liveness;
 mod reader;
 mod writer;
 
@@ -19,7 +18,6 @@ use hyper::upgrade::Upgraded;
 use tokio::time::timeout;
 
 use self::io::{split, ReadIo, WriteIo};
-use self::liveness::{silence, Liveness};
 
 use crate::ids::FileId;
 use crate::limits::AddressSlot;
@@ -29,7 +27,7 @@ use crate::room::access::Seat;
 use crate::room::registry::RoomHandle;
 use crate::room::RoomCmd;
 use crate::state::AppState;
-use crate::ws::{Reader, ReaderLimits};
+use crate::ws::{Liveness, Reader, ReaderLimits};
 
 /// How long the final flush and close of a socket may take.
 const CLOSE_DEADLINE: Duration = Duration::from_secs(2);
@@ -104,9 +102,10 @@ pub async fn serve(
         seat: Seat::default(),
         retry_after: None,
     };
-    let liveness = Liveness::new();
+    let liveness = Arc::new(Liveness::new());
+    frames.set_liveness(liveness.clone());
     {
-        let reading = reader::read(&mut frames, &mut session, &liveness);
+        let reading = reader::read(&mut frames, &mut session);
         let writing = writer::write(
             &mut write_io,
             &mut rx,
@@ -126,8 +125,8 @@ pub async fn serve(
                     let _ = timeout(CLOSE_DEADLINE, &mut writing).await;
                 }
             }
-            _ = silence(&liveness, config.ping_timeout()) => {
-                // Nothing heard, not even a pong: the peer is gone or stuck.
+            _ = liveness.silence(config.ping_timeout()) => {
+                // Nothing heard while listening, not even a pong: the peer is gone or stuck.
                 tracing::debug!("socket stopped answering; closing");
                 out.close(CloseCode::GoingAway, "no answer to pings");
                 let _ = timeout(CLOSE_DEADLINE, &mut writing).await;

@@ -13,7 +13,7 @@ use tokio::time::{timeout_at, Instant};
 use self::frames::{drain, drain_if_closing, next_frame, stopped, Next};
 use self::join::join;
 use self::messages::serve_messages;
-use super::{Liveness, ReadIo, Session};
+use super::{ReadIo, Session};
 use crate::admission::{come_back_after, come_back_later, Outcome};
 use crate::protocol::{self, ClientMessage, Refusal};
 use crate::ws::Reader;
@@ -40,7 +40,7 @@ fn refuse(session: &Session, refusal: Refusal) {
 /// than this closes with 4000, so a socket cannot be kept busy without saying hello.
 const BEFORE_HELLO_REFUSALS: usize = 16;
 
-pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Liveness) {
+pub async fn read(frames: &mut Frames, session: &mut Session) {
     if session.outbox.is_closing() {
         // Refused at the upgrade (too many sockets from this address).
         drain(frames).await;
@@ -54,7 +54,7 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
     let mut refusals = 0;
     let hello = loop {
         let next = tokio::select! {
-            next = timeout_at(deadline, next_frame(frames, session, liveness)) => next,
+            next = timeout_at(deadline, next_frame(frames, session)) => next,
             _ = stopped(stopping.clone()) => {
                 session.outbox.close(CloseCode::ServiceRestart, "server restarting");
                 drain(frames).await;
@@ -108,5 +108,5 @@ pub async fn read(frames: &mut Frames, session: &mut Session, liveness: &Livenes
     let Some(room) = session.room.clone() else {
         return;
     };
-    serve_messages(frames, session, liveness, &room).await;
+    serve_messages(frames, session, &room).await;
 }

@@ -8,6 +8,7 @@
 //! - [`frame`]: encodes server frames (never masked) and [`Outgoing`].
 //! - [`reader`]: decodes client frames from an `AsyncRead`, cancel-safe.
 //! - [`deflate`]: one-shot raw DEFLATE without context takeover.
+//! - [`liveness`]: how long the client has been silent while the node listened.
 //!
 //! Compression uses no context takeover in both directions, so a compressed
 //! frame does not depend on what the socket sent before: the same bytes are
@@ -17,10 +18,12 @@
 pub mod deflate;
 pub mod frame;
 pub mod handshake;
+pub mod liveness;
 pub mod reader;
 #[cfg(test)]
 mod test_bytes;
 
 pub use frame::{Outgoing, COMPRESS_THRESHOLD};
 pub use handshake::{accept, Accepted, HandshakeError};
+pub use liveness::Liveness;
 pub use reader::{Allowance, Incoming, ReadError, Reader, ReaderLimits};

@@ -16,6 +16,7 @@ mod message;
 mod scratch;
 mod wire;
 
+use super::Liveness;
 pub use incoming::{Incoming, ReadError};
 pub use limits::{ReaderLimits, INFLATE_CREDIT};
 use message::Partial;
@@ -116,6 +117,8 @@ pub struct Reader<R> {
     held: usize,
     /// The client's pace of control frames, and of frames of any kind.
     paces: Paces,
+    /// Told when the reader waits on the socket and when bytes come (the watchdog's clock).
+    liveness: Option<Arc<Liveness>>,
 }
 
 impl<R: AsyncRead + Unpin> Reader<R> {
@@ -133,6 +136,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             allowance: None,
             held: 0,
             paces: Paces::new(),
+            liveness: None,
         }
     }
 
@@ -140,6 +144,12 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     /// is not read (backpressure).
     pub fn set_allowance(&mut self, allowance: Arc<dyn Allowance>) {
         self.allowance = Some(allowance);
+    }
+
+    /// Keeps `liveness` told of when the reader listens and hears: silence counts only while
+    /// it waits on the socket.
+    pub fn set_liveness(&mut self, liveness: Arc<Liveness>) {
+        self.liveness = Some(liveness);
     }
 
     /// Changes the largest message accepted from now on (small before the hello).
@@ -279,6 +289,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     /// Cancel-safe: the bytes land in `self.buf` only when the read completes.
     async fn fill(&mut self, total: usize) -> Result<(), ReadError> {
         let deadline = self.partial.as_ref().map(|p| p.deadline);
+        let _listening = self.liveness.as_deref().map(Liveness::listen);
         let n = if self.buf.is_empty() {
             // Between frames (most of a socket's life) it holds no buffer: the read
             // borrows the thread's, and the socket keeps only the bytes that came.

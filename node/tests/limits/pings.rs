@@ -108,3 +108,41 @@ async fn a_client_that_answers_pings_stays_connected() {
     assert!(pings >= 3, "only {pings} pings in 3 s at a 200 ms interval");
     assert_eq!(a.patch_acked(1, vec![put("n", json!({}))]).await, 1);
 }
+
+/// Silence counts only while the node reads: a client over its byte rate, whose socket the
+/// node stops reading for longer than the ping timeout, answers pings all the while (its
+/// pongs wait behind its own patches), and keeps its socket. The first hostile runs closed
+/// a hundred such editors 1001 "no answer to pings" after 45 s of their address's pause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_the_node_stops_reading_is_not_closed_as_silent() {
+    let mut envs = FAST_PINGS.to_vec();
+    // A whole bucket holds one 1 MiB message: after two 500 KB patches the third puts the
+    // socket 2.3 s in debt, and the fourth waits unread past two ping timeouts.
+    envs.push(("ATRIUM_WS_BYTES_PER_SECOND", "200000"));
+    let node = Node::start(&envs).await;
+    let f = shared_file(&node, "edit").await;
+    let (mut a, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
+    let text = "x".repeat(500_000);
+    let started = Instant::now();
+    for id in 1..=4 {
+        a.send_patch(id, vec![put(&format!("n{id}"), json!({ "text": text }))])
+            .await;
+    }
+    let mut acked = Vec::new();
+    while acked.len() < 4 {
+        match a.next_event(Duration::from_secs(30)).await {
+            Event::Json(m) if m["type"] == "ack" => acked.push(m["id"].as_u64().unwrap()),
+            Event::Json(m) if m["type"] == "reject" => panic!("a patch was refused: {m}"),
+            Event::Json(_) => {}
+            other => panic!("the socket ended while the node was not reading it: {other:?}"),
+        }
+    }
+    let took = started.elapsed();
+    eprintln!("four 500 KB patches acked over {took:?}");
+    assert_eq!(acked, [1, 2, 3, 4]);
+    assert!(
+        took > Duration::from_secs(2),
+        "the socket was never paused past the 1 s ping timeout ({took:?}): the test proves nothing"
+    );
+    assert_eq!(a.patch_acked(5, vec![put("after", json!({}))]).await, 5);
+}

@@ -3,7 +3,7 @@
 
 use atrium_protocol::CloseCode;
 
-use super::{Frames, Liveness, Session};
+use super::{Frames, Session};
 use crate::outbox::Outbox;
 use crate::ws::{Incoming, ReadError};
 
@@ -17,14 +17,9 @@ pub(super) enum Next {
 }
 
 /// Reads the next frame, answering pings and protocol errors on the way.
-pub(super) async fn next_frame(
-    frames: &mut Frames,
-    session: &Session,
-    liveness: &Liveness,
-) -> Next {
+pub(super) async fn next_frame(frames: &mut Frames, session: &Session) -> Next {
     let outbox = &session.outbox;
     let next = frames.next().await;
-    liveness.heard_now();
     match next {
         Ok(Incoming::Text(text)) => {
             session

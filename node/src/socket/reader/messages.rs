@@ -3,7 +3,7 @@
 use super::delivery::{handle_text, to_room};
 use super::frames::{drain_if_closing, next_frame, Next};
 use super::intake::{Intake, Waiting};
-use super::{refuse, Frames, Liveness, Session};
+use super::{refuse, Frames, Session};
 use crate::protocol::{self, ClientMessage, Kind, Message, Refusal};
 use crate::room::registry::RoomHandle;
 use crate::room::server::Event;
@@ -11,12 +11,7 @@ use crate::room::RoomCmd;
 
 /// After the join: every message to the room, within the socket's limits (see
 /// [`Intake`]). Presence over its own rate is dropped.
-pub(super) async fn serve_messages(
-    frames: &mut Frames,
-    session: &Session,
-    liveness: &Liveness,
-    room: &RoomHandle,
-) {
+pub(super) async fn serve_messages(frames: &mut Frames, session: &Session, room: &RoomHandle) {
     let mut intake = Intake::new(session);
     let mut paused = false;
     let mut received = frames.received();
@@ -33,7 +28,7 @@ pub(super) async fn serve_messages(
             None => intake.messages.wait(now),
         };
         let next = tokio::select! {
-            next = next_frame(frames, session, liveness), if pause.is_none() => Some(next),
+            next = next_frame(frames, session), if pause.is_none() => Some(next),
             _ = tokio::time::sleep(wait), if pause.is_some() || !intake.backlog.is_empty() => None,
         };
         match next {
