@@ -165,8 +165,13 @@ impl MemoryGuard {
         if !self.fits(bytes) {
             return false;
         }
-        self.grown[0].fetch_add(bytes, Ordering::AcqRel);
+        self.grew(bytes);
         true
+    }
+
+    /// Counts `bytes` of growth until two samples have passed.
+    fn grew(&self, bytes: u64) {
+        self.grown[0].fetch_add(bytes, Ordering::AcqRel);
     }
 
     /// A new sample: growth admitted two intervals ago shows in it by now.
@@ -239,7 +244,7 @@ impl Drop for ParseCost {
     /// resident of 256).
     fn drop(&mut self) {
         if let Some(promised) = self.promised.take() {
-            if !self.inline && tokio::runtime::Handle::try_current().is_ok() {
+            if !self.inline {
                 promised.hold_until_sampled();
             }
         }

@@ -96,10 +96,45 @@ fn a_parse_is_judged_by_what_it_may_take() {
         guard.admits_parse("[1,2,3]").is_some(),
         "small patches still"
     );
-    // A patch refused after its parse holds nothing: the next fits at once.
+    // A large patch refused after its parse holds nothing once samples can show what its
+    // parse left resident: two samples later, however long they take to come.
     drop(first);
     assert!(
+        guard.admits_parse(&big).is_none(),
+        "held until a sample can include the parse"
+    );
+    let rss = guard.rss();
+    guard.sampled(rss);
+    assert!(
+        guard.admits_parse(&big).is_none(),
+        "one sample is not enough"
+    );
+    guard.sampled(rss);
+    assert!(
         guard.admits_parse(&big).is_some(),
-        "given back when dropped"
+        "given back two samples after it was dropped"
+    );
+}
+
+/// A welcome's or a load's promise kept "until sampled" lasts two samples of resident
+/// memory, not a span of time: a late sampler (a loaded CPU) must not see it end before any
+/// sample could include the allocation.
+#[test]
+fn a_held_promise_lasts_two_samples_not_a_time() {
+    let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
+    let room = guard.high_water() - guard.rss();
+    let promise = guard.reserve(room * 3 / 4).expect("fits");
+    promise.hold_until_sampled();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(
+        guard.reserve(room / 2).is_none(),
+        "still held with no sample since"
+    );
+    let rss = guard.rss();
+    guard.sampled(rss);
+    guard.sampled(rss);
+    assert!(
+        guard.reserve(room / 2).is_some(),
+        "two samples later it is theirs"
     );
 }
