@@ -75,6 +75,10 @@ impl Allowance for SocketAllowance {
         true
     }
 
+    fn arrived(&self, bytes: usize) {
+        self.memory.arrived(bytes);
+    }
+
     fn release(&self, bytes: usize) {
         self.shares.give_back(self.address, bytes);
     }

@@ -34,16 +34,21 @@ impl Drop for Reservation {
 impl MemoryGuard {
     /// Promises `bytes` to a piece of work if the budget has room for them.
     pub fn reserve(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
+        self.promise(bytes).then(|| Reservation {
+            guard: self.clone(),
+            bytes,
+        })
+    }
+
+    /// Adds `bytes` to what is promised if they fit under the high-water mark; whoever
+    /// promised them gives them back.
+    pub(super) fn promise(&self, bytes: u64) -> bool {
         let high = self.high_water();
         let base = self.sampled_and_grown();
         self.reserved
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
                 (base + r + bytes <= high).then_some(r + bytes)
             })
-            .ok()
-            .map(|_| Reservation {
-                guard: self.clone(),
-                bytes,
-            })
+            .is_ok()
     }
 }

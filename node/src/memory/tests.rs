@@ -138,3 +138,30 @@ fn a_held_promise_lasts_two_samples_not_a_time() {
         "two samples later it is theirs"
     );
 }
+
+/// A large frame's bytes count when it is let in and again as they arrive, each until two
+/// samples have passed: bytes that trickle in after the first count lapsed are still seen.
+#[test]
+fn a_frames_bytes_count_as_they_arrive() {
+    use crate::ws::Allowance;
+    let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
+    let room = guard.high_water() - guard.rss();
+    let frame = (room / 2) as usize + 1;
+    assert!(Allowance::admits(&*guard, frame));
+    assert!(!Allowance::admits(&*guard, frame), "two do not fit at once");
+    let rss = guard.rss();
+    guard.sampled(rss);
+    guard.sampled(rss);
+    // Samples came and went before its bytes did: they count as they come.
+    Allowance::arrived(&*guard, frame / 2);
+    assert!(
+        !Allowance::admits(&*guard, frame),
+        "what arrived counts, with its text"
+    );
+    guard.sampled(rss);
+    guard.sampled(rss);
+    assert!(
+        Allowance::admits(&*guard, frame),
+        "two samples after it came"
+    );
+}

@@ -93,6 +93,8 @@ impl Paces {
 pub trait Allowance: Send + Sync {
     /// Whether a frame of `bytes` may be read now; once true, its bytes count as taken.
     fn admits(&self, bytes: usize) -> bool;
+    /// `bytes` of the message it admitted have come (they may come long after it did).
+    fn arrived(&self, _bytes: usize) {}
     /// The message those bytes were for is complete (or never will be): what the reader
     /// held for it is handed on or dropped.
     fn release(&self, _bytes: usize) {}
@@ -305,6 +307,9 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         };
         if n == 0 {
             return Err(ReadError::Closed);
+        }
+        if let (Some(allowance), true) = (&self.allowance, self.held > 0) {
+            allowance.arrived(n);
         }
         Ok(())
     }
