@@ -33,7 +33,7 @@ pub use codec::{apply_delta, deflate, delta, inflate, materialize, merge_deltas}
 pub use compare::{compare, Changed, Comparison};
 pub use retention::{thinned, Retention};
 pub use turns::HistoryWork;
-pub use work::{new_info, read, read_within, remove, save, thin, HistoryRules};
+pub use work::{new_info, read, read_within, remove, save, save_on_lane, thin, HistoryRules};
 
 /// What made a version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -116,8 +116,10 @@ impl RoomCore {
     ) {
         // Edits since the last version are kept as a version of their own first, so the
         // restore can be undone exactly by restoring the version before it.
+        // The restore's own reservation counted its versions; these take what there is.
         if self.history.dirty_since.is_some() {
-            self.save_version(VersionKind::Auto, None, None, None, None);
+            let memory = self.promise_save().ok().flatten();
+            self.save_version(VersionKind::Auto, None, None, None, None, memory);
         }
         let (ops_json, doc) = correct(&self.doc, patch, touched);
         self.doc = doc;
@@ -164,6 +166,7 @@ impl RoomCore {
             None,
             Some(req.from.id),
             None,
+            self.promise_save().ok().flatten(),
         );
     }
 }

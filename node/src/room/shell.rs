@@ -77,6 +77,7 @@ impl Room {
         let (history, history_task) = history::worker(
             ctx.store.clone(),
             ctx.rules.config.history_rules(),
+            ctx.rules.metrics.clone(),
             tx.clone(),
         );
         let person_rate = f64::from(ctx.rules.config.webhook_person_events_per_minute);

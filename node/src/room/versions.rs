@@ -8,8 +8,10 @@ use std::time::Instant;
 use serde_json::json;
 use tokio::sync::oneshot;
 
+use crate::history::turns::WorkRefused;
 use crate::history::VersionInfo;
 use crate::ids::FileId;
+use crate::memory::Reservation;
 use crate::store::StoreResult;
 
 /// What the room remembers between versions.
@@ -27,7 +29,10 @@ pub struct SaveJob {
     pub epoch: u64,
     pub doc: String,
     pub info: VersionInfo,
-    pub reply: Option<oneshot::Sender<StoreResult<VersionInfo>>>,
+    pub reply: Option<oneshot::Sender<Result<VersionInfo, WorkRefused>>>,
+    /// What saving it takes, promised from the memory budget (none for a small document)
+    /// and kept until the version is written.
+    pub memory: Option<Reservation>,
 }
 
 /// What the history worker does for a room, in the order it was asked.
@@ -47,7 +52,7 @@ pub struct NameRequest {
     pub title: String,
     pub description: Option<String>,
     /// Who names it (their name joins the version's editors only if they edited).
-    pub reply: oneshot::Sender<StoreResult<VersionInfo>>,
+    pub reply: oneshot::Sender<Result<VersionInfo, WorkRefused>>,
 }
 
 /// News of the history for everyone in the room: `{"type":"version","event",...}`.

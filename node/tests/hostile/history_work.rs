@@ -197,3 +197,82 @@ async fn named_version(r: &Room, file: &str) -> u64 {
     let named = send_json(&r.node, "POST", &path, Some(&r.owner), &title).await;
     named.body()["id"].as_u64().expect("a version")
 }
+
+/// An editor names ten versions of an 8 MB file at once (the ninth review: ten namings of a
+/// 36 MB file in a row queued ten copies of the document and their rebuilds, and took a
+/// node with a 256 MiB budget to 416 MiB). Each save promises what it takes from the
+/// budget first: the node stays within it, each naming is 201 or 503 with `Retry-After`,
+/// and edits go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namings_of_a_large_file_stay_within_the_budget() {
+    let _serial = SERIAL.lock().await;
+    const BUDGET_MIB: u64 = 160;
+    let budget = format!("{BUDGET_MIB}M");
+    let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
+    let file = create_file(&r.node, &r.owner, "Large", Some(huge::large_document())).await;
+    let id = s(&file["id"]).to_string();
+    let (mut c, _) = Client::join(&r.node, &id, &Hello::token(&r.owner)).await;
+    let pid = r.node.pid();
+    let rss0 = rss_kib(pid);
+    let mut namings = Vec::new();
+    for n in 0..10 {
+        let (port, token, path) = (
+            r.node.port,
+            r.owner.clone(),
+            format!("/api/files/{id}/versions"),
+        );
+        namings.push(tokio::spawn(async move {
+            let auth = format!("Bearer {token}");
+            let body = json!({"title": format!("v{n}")}).to_string();
+            let headers = [
+                ("authorization", auth.as_str()),
+                ("content-type", "application/json"),
+            ];
+            let a = atrium_testkit::http::request(
+                port,
+                "POST",
+                &path,
+                &headers,
+                Some(body.into_bytes()),
+            )
+            .await;
+            match a.status {
+                503 if a.header("retry-after").is_some() => "503 with Retry-After".to_string(),
+                status => status.to_string(),
+            }
+        }));
+    }
+    let mut peak = rss0;
+    while namings.iter().any(|n| !n.is_finished()) {
+        peak = peak.max(rss_kib(pid));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The saves' work may go on a moment after the answers.
+    for _ in 0..100 {
+        peak = peak.max(rss_kib(pid));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut answers = HashMap::<String, u64>::new();
+    for n in namings {
+        *answers.entry(n.await.expect("a naming")).or_insert(0) += 1;
+    }
+    c.patch_acked(
+        1,
+        vec![json!({"op": "put", "id": "after", "props": {"x": 1}})],
+    )
+    .await;
+    let peak_mib = peak as f64 / 1024.0;
+    figure(
+        json!({"case": "ten namings of an 8 MB file at once", "budget_mib": BUDGET_MIB,
+                  "rss_start_mib": rss0 / 1024, "peak_rss_mib": (peak_mib * 10.0).round() / 10.0,
+                  "answers": answers}),
+    );
+    assert!(
+        peak_mib < BUDGET_MIB as f64,
+        "resident memory reached {peak_mib:.1} MiB with a budget of {BUDGET_MIB} MiB ({answers:?})"
+    );
+    let saved = answers.get("201").copied().unwrap_or(0);
+    let refused = answers.get("503 with Retry-After").copied().unwrap_or(0);
+    assert!(saved >= 1, "no naming was saved: {answers:?}");
+    assert_eq!(saved + refused, 10, "each 201 or 503: {answers:?}");
+}
