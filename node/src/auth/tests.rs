@@ -54,19 +54,22 @@ async fn hashes_are_the_standard_phc_both_ways() {
 }
 
 #[tokio::test]
-async fn each_slot_keeps_one_memory_area() {
+async fn each_hashing_thread_keeps_one_memory_area() {
     let h = Hasher::new(1024, 1, 2).unwrap();
     let runs: Vec<_> = (0..8).map(|i| h.hash(format!("password {i}"))).collect();
     for r in futures_util::future::join_all(runs).await {
         r.unwrap();
     }
-    let areas = h.areas.lock().unwrap();
-    assert!(
-        !areas.is_empty() && areas.len() <= 2,
-        "{} areas",
-        areas.len()
-    );
-    assert!(areas.iter().all(|a| a.len() == 1024));
+    let looks: Vec<_> = (0..6)
+        .map(|_| h.with_slot(|area| (std::thread::current().name().map(str::to_owned), area.len())))
+        .collect();
+    let mut threads = std::collections::BTreeSet::new();
+    for look in futures_util::future::join_all(looks).await {
+        let (name, area) = look.unwrap();
+        threads.insert(name.unwrap_or_default());
+        assert!(area == 0 || area == 1024, "an area of {area} blocks");
+    }
+    assert!(threads.len() <= 2, "{threads:?}");
 }
 
 #[test]
@@ -75,4 +78,27 @@ fn bearer_tokens() {
     assert_eq!(bearer("bearer  abc "), Some("abc"));
     assert_eq!(bearer("Basic abc"), None);
     assert_eq!(bearer("Bearer "), None);
+}
+
+/// Hashing runs on threads of its own at the bulk lane's lower priority, so a flood of
+/// sign-ups takes what relaying leaves; a panic there is an error, and the thread lives on.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn hashes_run_on_niced_threads_of_their_own() {
+    let h = Hasher::new(1024, 1, 2).unwrap();
+    let (name, nice) = h
+        .with_slot(|_| {
+            #[allow(unsafe_code)]
+            // SAFETY: getpriority takes integers and reads this thread's nice value.
+            let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+            (std::thread::current().name().map(str::to_owned), nice)
+        })
+        .await
+        .unwrap();
+    assert!(name.unwrap_or_default().starts_with("atrium-hash-"));
+    assert_eq!(nice, crate::priority::LANE_NICENESS);
+    let panicked = h.with_slot(|_| -> u8 { panic!("a bad hash") }).await;
+    assert!(matches!(panicked, Err(AuthError::Internal(_))));
+    let phc = h.hash("still here".into()).await.unwrap();
+    assert!(h.verify("still here".into(), Some(phc)).await.unwrap());
 }
