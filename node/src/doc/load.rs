@@ -84,8 +84,11 @@ impl Document {
             return Err(PatchError::Invalid(format!("node {id} must be an object")));
         };
         check_props(&props, limits).map_err(|m| PatchError::Invalid(format!("node {id}: {m}")))?;
-        self.insert_entry(Entry::new(id, &props));
-        Ok(())
+        // Read as text, an object may name a node twice; which one it meant is not ours to guess.
+        match self.insert_entry(Entry::new(id, &props)) {
+            Some(_) => Err(PatchError::Invalid(format!("node {id} appears twice"))),
+            None => Ok(()),
+        }
     }
 
     fn check_loaded(&self, limits: &DocLimits) -> Result<(), PatchError> {

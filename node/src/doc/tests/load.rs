@@ -85,3 +85,10 @@ fn from_json_round_trip_and_validation() {
     let err = Document::from_json(br#"{"a":{"x":1}}"#, &small).unwrap_err();
     assert_eq!(err.code(), "too-large");
 }
+
+#[test]
+fn a_document_naming_a_node_twice_is_refused() {
+    let text = r#"{"a":{"x":1},"b":{},"a":{"x":2}}"#;
+    let err = Document::from_json(text.as_bytes(), &DocLimits::default()).unwrap_err();
+    assert!(err.to_string().contains("appears twice"), "{err}");
+}

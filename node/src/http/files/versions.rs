@@ -68,11 +68,18 @@ fn param<'a>(q: &'a [(String, String)], name: &str) -> Option<&'a str> {
     q.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
+/// A whole number written plainly: digits only, no sign, no leading zero (`01` and `+1` are
+/// not version 1: one version, one spelling).
+fn plain_number(text: &str) -> Option<u64> {
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let canonical = text == "0" || !text.starts_with('0');
+    (digits && canonical).then(|| text.parse().ok()).flatten()
+}
+
 fn number(q: &[(String, String)], name: &str, min: u64, max: u64) -> Result<Option<u64>, ApiError> {
     param(q, name)
         .map(|v| {
-            v.parse::<u64>()
-                .ok()
+            plain_number(v)
                 .filter(|n| (min..=max).contains(n))
                 .ok_or_else(|| {
                     ApiError::bad_request(format!("`{name}` is a whole number from {min} to {max}"))
@@ -82,9 +89,7 @@ fn number(q: &[(String, String)], name: &str, min: u64, max: u64) -> Result<Opti
 }
 
 pub(crate) fn version_id(segment: &str) -> Result<u64, ApiError> {
-    segment
-        .parse::<u64>()
-        .ok()
+    plain_number(segment)
         .filter(|n| (1..=i64::MAX as u64).contains(n))
         .ok_or_else(|| ApiError::bad_request("a version id is a whole number from 1"))
 }
@@ -414,5 +419,25 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
         Ok(Err(RestoreError::Unavailable)) | Err(_) => Err(ApiError::unavailable(
             "the room closed before the restore was made; nothing was changed, try again",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_ids_have_one_spelling() {
+        assert_eq!(super::version_id("17").ok(), Some(17));
+        for odd in [
+            "01",
+            "+1",
+            "0",
+            "",
+            "1.0",
+            " 1",
+            "1e3",
+            "99999999999999999999",
+        ] {
+            assert!(super::version_id(odd).is_err(), "{odd:?} was taken");
+        }
     }
 }
