@@ -1,7 +1,7 @@
 //! Passwords and sessions: Argon2id hashes computed on threads of their own with a
 //! node-wide bound, and session tokens that the store only knows by digest.
 //!
-//! Each hashing thread reuses one memory area (19 MiB at the default cost) instead of
+//! Each hashing slot reuses one memory area (19 MiB at the default cost) instead of
 //! allocating it per hash: freed areas of that size stay in the allocator's
 //! per-thread arenas, so a sign-in flood used to leave hundreds of MB resident.
 //! Now hashing holds at most `ATRIUM_HASH_CONCURRENCY` areas, allocated once.
@@ -43,10 +43,13 @@ pub struct Hasher {
     slots: Arc<Semaphore>,
     /// The hashing threads, one per slot, started at the first hash.
     threads: Arc<HashThreads>,
+    /// Memory areas of slots not hashing right now (at most one per slot): as many as
+    /// hashes ever ran at once, not one per thread that ever hashed.
+    areas: Arc<Mutex<Vec<Vec<Block>>>>,
 }
 
-/// A hash to compute, given the thread's memory area.
-type Job = Box<dyn FnOnce(&mut Vec<Block>) + Send>;
+/// A hash to compute.
+type Job = Box<dyn FnOnce() + Send>;
 
 struct HashThreads {
     width: usize,
@@ -76,11 +79,10 @@ fn start_threads(width: usize) -> mpsc::Sender<Job> {
             .name(format!("atrium-hash-{n}"))
             .spawn(move || {
                 crate::priority::bulk_thread();
-                let mut area = Vec::new();
                 loop {
                     let job = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
                     let Ok(job) = job else { return };
-                    job(&mut area);
+                    job();
                 }
             });
         if let Err(e) = started {
@@ -101,10 +103,11 @@ impl Hasher {
                 width: concurrency.max(1),
                 jobs: OnceLock::new(),
             }),
+            areas: Arc::default(),
         })
     }
 
-    /// Runs `work` on a hashing thread once a slot is free, with that thread's memory area.
+    /// Runs `work` on a hashing thread once a slot is free, with that slot's memory area.
     async fn with_slot<T: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Vec<Block>) -> T + Send + 'static,
@@ -114,9 +117,19 @@ impl Hasher {
             .map_err(|_| AuthError::Busy)?
             .map_err(|_| AuthError::Busy)?;
         let (done, answer) = oneshot::channel();
-        self.threads.send(Box::new(move |area| {
+        let areas = self.areas.clone();
+        self.threads.send(Box::new(move || {
+            let mut area = areas
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop()
+                .unwrap_or_default();
             // A panic is the caller's error, not the end of the thread.
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(area)));
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut area)));
+            areas
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(area);
             drop(permit);
             let _ = done.send(out);
         }))?;
