@@ -110,6 +110,8 @@ pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
     let opener = crate::room::shares::Opener {
         address: Some(to.address()),
         account: owner.then_some(file.owner),
+        // A download is a reader's: held to the owner's account share unless it is the owner.
+        editor: false,
     };
     match state.rooms.document(&id, opener).await {
         Ok((version, doc)) => to.held_answer(

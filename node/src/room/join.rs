@@ -26,6 +26,9 @@ pub struct JoinRequest {
     pub grant: Option<Level>,
     /// An app person's `sub`, color and avatar, shown to others.
     pub profile: Option<Arc<Profile>>,
+    /// Whether the joiner may edit the file, as checked before the room was asked for
+    /// (see `shares::Opener::editor`).
+    pub may_edit: bool,
 }
 
 /// What others see of a person an app token let in.

@@ -8,10 +8,12 @@
 //! that owns its file and against the client address whose join (or download) opened it,
 //! for as long as the room is open. A room whose account and address hold nothing opens
 //! whatever its size (within the node's budget); past the share, joins that would open
-//! another are refused 1013 and told to come back later. The owner opening their own file
-//! is refused for their address's share only (their own rooms still count against the
-//! account's): otherwise a guest holding the owner's one large public file open would
-//! keep the owner out of all their others. The app's own account (the server API's files)
+//! another are refused 1013 and told to come back later. The owner opening their own file,
+//! and anyone who may edit it (an edit key, an edit grant), is refused for their address's
+//! share only (their rooms still count against the account's): otherwise a guest holding
+//! the owner's one large public file open would keep the owner, and the people they work
+//! with, out of all their others (the ninth review: a stranger on an 11 MB public file
+//! kept a colleague with the edit key out of the owner's other file, 4 joins of 4). The app's own account (the server API's files)
 //! has no account share: its files are every app user's.
 
 use std::collections::HashMap;
@@ -22,11 +24,15 @@ use std::time::{Duration, Instant};
 
 use crate::ids::AccountId;
 
-/// Who opens a room: the client address of the join or download, and its account.
+/// Who opens a room: the client address of the join or download, its account, and
+/// whether it may edit the file.
 #[derive(Debug, Clone, Default)]
 pub struct Opener {
     pub address: Option<IpAddr>,
     pub account: Option<AccountId>,
+    /// An editor of the file (its owner, an edit key, an edit grant): refused for its
+    /// address's share only, as the owner is.
+    pub editor: bool,
 }
 
 /// What open rooms hold, by account and by opening address.
@@ -119,8 +125,8 @@ impl RoomShares {
         opener: &Opener,
         bytes: u64,
     ) -> Result<(), OverShare> {
-        let by_owner = opener.account.as_ref() == Some(owner);
-        if *owner != self.app && !by_owner && !fits(&held.by_account, owner, bytes, self.share) {
+        let exempt = opener.editor || opener.account.as_ref() == Some(owner);
+        if *owner != self.app && !exempt && !fits(&held.by_account, owner, bytes, self.share) {
             held.wanted_account.insert(owner.clone(), Instant::now());
             return Err(OverShare::Account);
         }
@@ -252,11 +258,12 @@ mod tests {
         Opener {
             address: Some(address),
             account: None,
+            editor: false,
         }
     }
 
     #[test]
-    fn the_owner_is_refused_for_their_address_only() {
+    fn the_owner_and_editors_are_refused_for_their_address_only() {
         let shares = RoomShares::new(100);
         let owner = AccountId::generate();
         let (guest, home): (IpAddr, IpAddr) = ([10, 0, 0, 9].into(), [10, 0, 0, 8].into());
@@ -268,11 +275,26 @@ mod tests {
         let by_owner = Opener {
             address: Some(home),
             account: Some(owner.clone()),
+            editor: true,
         };
         let _private = shares
             .take(&owner, &by_owner, 10)
             .expect("the owner's own file");
         assert_eq!(shares.held_by(&owner), 310, "still counted");
+        // Someone the owner works with, with another file's edit key, from another address.
+        let colleague = Opener {
+            editor: true,
+            ..at([10, 0, 0, 7].into())
+        };
+        let _shared = shares
+            .take(&owner, &colleague, 10)
+            .expect("an editor of the owner's file");
+        assert_eq!(shares.held_by(&owner), 320, "counted too");
+        // A reader is still held to the account's share.
+        assert_eq!(
+            shares.check(&owner, &at([10, 0, 0, 6].into()), 10),
+            Err(OverShare::Account)
+        );
     }
 
     #[test]

@@ -263,3 +263,70 @@ async fn rooms_opened_by_downloads_count_against_the_address() {
         "rss_held_mib": rss_held, "owner_welcomed_in_ms": started.elapsed().as_millis(),
     }));
 }
+
+/// Joins `file` with `key` from `source`: the welcome, or the close code and its reason.
+async fn join_from(r: &Room, source: [u8; 4], file: &str, key: &str) -> Result<Raw, (u16, String)> {
+    let mut raw = Raw::try_connect_from(source, r.node.port, file, "", None)
+        .await
+        .expect("an upgrade");
+    raw.text(&Hello::key(key).to_json().to_string()).await;
+    match raw.next(Duration::from_secs(10)).await {
+        Got::Text(w) if w["type"] == "welcome" => Ok(raw),
+        Got::Close(Some(code)) => Err((code, raw.close_reason.clone())),
+        other => panic!("expected a welcome or a close, got {other:?}"),
+    }
+}
+
+/// A stranger holds an owner's large public files open with the view key, filling the
+/// owner's account share (the ninth review: one view-key socket on an 11 MB public file
+/// kept a colleague with the edit key of the owner's other file out, 1013 "this account's
+/// open files hold their share", 4 joins of 4). Like the owner, an editor of the file is
+/// held to their own address's share only: the colleague gets in, while a reader of that
+/// file is still refused for the account's share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_on_public_files_does_not_keep_the_owners_editors_out() {
+    const BUDGET_MIB: u64 = 96;
+    let _serial = SERIAL.lock().await;
+    let budget = format!("{BUDGET_MIB}M");
+    let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
+    let doc = empty_nodes(60_000);
+    let mut held = Vec::new();
+    let mut refused_for_share = 0;
+    for k in 0..3 {
+        let made = create_file(&r.node, &r.owner, &format!("Public {k}"), Some(doc.clone())).await;
+        let id = s(&made["id"]).to_string();
+        set_link(&r.node, &r.owner, &id, "view").await;
+        match join_from(&r, [127, 0, 0, 21], &id, s(&made["view_key"])).await {
+            Ok(stranger) => held.push(stranger),
+            Err((1013, reason)) if reason.contains("account") => refused_for_share += 1,
+            Err(other) => panic!("the stranger's join: {other:?}"),
+        }
+    }
+    assert!(
+        refused_for_share > 0,
+        "the stranger never filled the owner's share ({} rooms held): the case shows nothing",
+        held.len()
+    );
+    let shared = create_file(&r.node, &r.owner, "Shared", Some(empty_nodes(30_000))).await;
+    let shared_id = s(&shared["id"]).to_string();
+    set_link(&r.node, &r.owner, &shared_id, "edit").await;
+    let reader = join_from(&r, [127, 0, 0, 23], &shared_id, s(&shared["view_key"])).await;
+    assert!(
+        matches!(&reader, Err((1013, reason)) if reason.contains("account")),
+        "a reader of the owner's other file is held to the account's share: {:?}",
+        reader.as_ref().err()
+    );
+    let colleague = join_from(&r, [127, 0, 0, 22], &shared_id, s(&shared["edit_key"])).await;
+    let colleague = colleague.unwrap_or_else(|e| {
+        panic!(
+            "the colleague with the edit key was refused {e:?} while a stranger held {} public files",
+            held.len()
+        )
+    });
+    drop(colleague);
+    figure(json!({
+        "case": "a stranger holds an owner's public files open; a colleague opens another (budget 96 MiB)",
+        "public_rooms_held": held.len(), "stranger_refused_for_share": refused_for_share,
+        "reader_refused": "1013 account share", "colleague": "welcomed",
+    }));
+}

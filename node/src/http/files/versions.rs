@@ -192,6 +192,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     let opener = Opener {
         address: Some(to_address.address()),
         account: g.owner.then(|| g.file.owner.clone()),
+        editor: true,
     };
     let q = query(&req);
     let from = param(&q, "from").ok_or_else(|| ApiError::bad_request("`from` is required"))?;

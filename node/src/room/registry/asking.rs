@@ -59,6 +59,7 @@ impl Rooms {
             let opener = Opener {
                 address: req.outbox.address(),
                 account: req.account.as_ref().map(|(id, _)| id.clone()),
+                editor: req.may_edit,
             };
             match self
                 .ask(file, opener, CloseCode::ServiceRestart, join)

@@ -116,6 +116,7 @@ impl Harness {
             seat: seat.clone(),
             grant,
             profile,
+            may_edit: false,
         };
         let (tx, mut reply) = oneshot::channel();
         self.send(RoomCmd::Join(req, tx));

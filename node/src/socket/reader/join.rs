@@ -112,6 +112,7 @@ pub(super) async fn join(
     // A refused joiner costs a lookup, never a room: the file and the access it
     // gives are checked before a room is opened, a lease taken or a document read.
     let open = state.rooms.existing(&session.file).is_some();
+    let mut may_edit = false;
     if !open {
         if !state.memory.admits() {
             session.state.metrics.memory_refusals.inc();
@@ -123,16 +124,18 @@ pub(super) async fn join(
         match state.store.file(&session.file).await {
             Ok(record) => {
                 let account_id = account.as_ref().map(|a| &a.id);
-                let opener = crate::room::shares::Opener {
-                    address: session.outbox.address(),
-                    account: account_id.cloned(),
-                };
-                access::access(&record, account_id, hello.key.as_deref(), grant)
+                let (role, _) = access::access(&record, account_id, hello.key.as_deref(), grant)
                     .and_then(|a| access::role(&record, a))
                     .map_err(|d| {
                         let e = JoinError::Denied(d);
                         (e.close_code(), e.reason())
                     })?;
+                may_edit = role == access::Role::Editor;
+                let opener = crate::room::shares::Opener {
+                    address: session.outbox.address(),
+                    account: account_id.cloned(),
+                    editor: may_edit,
+                };
                 state.rooms.may_open(&record, &opener).map_err(|e| {
                     state.metrics.memory_refusals.inc();
                     (e.close_code(), e.reason())
@@ -181,6 +184,7 @@ pub(super) async fn join(
         seat: session.seat.clone(),
         grant,
         profile,
+        may_edit,
     };
     if session.outbox.is_closing() {
         // Signed out (or replaced) while waiting for a slot: never welcomed.
