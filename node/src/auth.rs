@@ -20,6 +20,8 @@ use argon2::password_hash::{Output, ParamsString, PasswordHash, SaltString};
 use argon2::{Algorithm, Block, Params, Version};
 use tokio::sync::{oneshot, Semaphore};
 
+use crate::lane::{niced_threads, Job};
+
 use self::argon::{compute, matches};
 
 #[derive(Debug, thiserror::Error)]
@@ -48,48 +50,20 @@ pub struct Hasher {
     areas: Arc<Mutex<Vec<Vec<Block>>>>,
 }
 
-/// A hash to compute.
-type Job = Box<dyn FnOnce() + Send>;
-
+/// The hashing threads (`lane::niced_threads`), started at the first hash; they end when
+/// the last [`Hasher`] is dropped.
 struct HashThreads {
     width: usize,
-    jobs: OnceLock<Mutex<mpsc::Sender<Job>>>,
+    jobs: OnceLock<mpsc::Sender<Job>>,
 }
 
 impl HashThreads {
-    /// Hands `job` to a hashing thread, starting them if none runs yet. They end when the
-    /// last [`Hasher`] is dropped.
     fn send(&self, job: Job) -> Result<(), AuthError> {
-        let jobs = self
-            .jobs
-            .get_or_init(|| Mutex::new(start_threads(self.width)));
-        jobs.lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.jobs
+            .get_or_init(|| niced_threads("atrium-hash", self.width))
             .send(job)
             .map_err(|_| AuthError::Internal("the hashing threads stopped".into()))
     }
-}
-
-fn start_threads(width: usize) -> mpsc::Sender<Job> {
-    let (tx, rx) = mpsc::channel::<Job>();
-    let rx = Arc::new(Mutex::new(rx));
-    for n in 0..width {
-        let rx = rx.clone();
-        let started = std::thread::Builder::new()
-            .name(format!("atrium-hash-{n}"))
-            .spawn(move || {
-                crate::priority::bulk_thread();
-                loop {
-                    let job = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
-                    let Ok(job) = job else { return };
-                    job();
-                }
-            });
-        if let Err(e) = started {
-            tracing::warn!(error = %e, "a hashing thread did not start");
-        }
-    }
-    tx
 }
 
 impl Hasher {

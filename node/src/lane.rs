@@ -16,7 +16,8 @@ use tokio::sync::oneshot;
 /// it to another thread would cost more than doing it.
 pub const INLINE_BYTES: usize = 64 * 1024;
 
-type Job = Box<dyn FnOnce() + Send>;
+/// A piece of work for a thread of [`niced_threads`].
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
 /// How often an idle lane thread looks whether the node asked threads to give back
 /// freed memory (`allocator::on_idle`).
@@ -24,33 +25,38 @@ const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn lane() -> &'static mpsc::Sender<Job> {
     static LANE: OnceLock<mpsc::Sender<Job>> = OnceLock::new();
-    LANE.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
-        for n in 0..width() {
-            let rx = rx.clone();
-            std::thread::Builder::new()
-                .name(format!("atrium-lane-{n}"))
-                .spawn(move || {
-                    crate::priority::bulk_thread();
-                    loop {
-                        let job = rx
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .recv_timeout(IDLE_CHECK);
-                        match job {
-                            Ok(job) => job(),
-                            Err(mpsc::RecvTimeoutError::Timeout) => {}
-                            Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                        }
-                        // Memory freed here stays this thread's until it collects.
-                        crate::allocator::on_idle();
+    LANE.get_or_init(|| niced_threads("atrium-lane", width()))
+}
+
+/// Starts `width` threads named `{name}-N` at the bulk priority (`priority::bulk_thread`),
+/// taking jobs in turn from the returned sender until it is dropped. The lane is one such
+/// pool; password hashing is another (`auth`).
+pub(crate) fn niced_threads(name: &str, width: usize) -> mpsc::Sender<Job> {
+    let (tx, rx) = mpsc::channel::<Job>();
+    let rx = Arc::new(Mutex::new(rx));
+    for n in 0..width.max(1) {
+        let rx = rx.clone();
+        std::thread::Builder::new()
+            .name(format!("{name}-{n}"))
+            .spawn(move || {
+                crate::priority::bulk_thread();
+                loop {
+                    let job = rx
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .recv_timeout(IDLE_CHECK);
+                    match job {
+                        Ok(job) => job(),
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     }
-                })
-                .expect("the lane's threads start");
-        }
-        tx
-    })
+                    // Memory freed here stays this thread's until it collects.
+                    crate::allocator::on_idle();
+                }
+            })
+            .expect("bulk threads start");
+    }
+    tx
 }
 
 /// Threads in the lane: half the cores, at least one.

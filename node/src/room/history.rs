@@ -92,6 +92,12 @@ impl RoomCore {
         }
     }
 
+    /// [`Self::promise_save`] for a version saved whatever the budget says (a restore's,
+    /// which its own reservation counted, and a room's last): what there is room for.
+    pub(super) fn promise_save_if_room(&self) -> Option<Reservation> {
+        self.promise_save().ok().flatten()
+    }
+
     /// Saves the current document as a version once it is durable.
     pub(super) fn save_version(
         &mut self,
@@ -174,9 +180,8 @@ impl RoomCore {
                 doc: self.doc.to_json(),
                 info,
                 reply: None,
-                // The last version of a room's life is saved whether or not the budget
-                // has room: once a room, and after edits only.
-                memory: self.promise_save().ok().flatten(),
+                // Once a room, and after edits only.
+                memory: self.promise_save_if_room(),
             })
         })
     }

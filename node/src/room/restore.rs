@@ -116,9 +116,8 @@ impl RoomCore {
     ) {
         // Edits since the last version are kept as a version of their own first, so the
         // restore can be undone exactly by restoring the version before it.
-        // The restore's own reservation counted its versions; these take what there is.
         if self.history.dirty_since.is_some() {
-            let memory = self.promise_save().ok().flatten();
+            let memory = self.promise_save_if_room();
             self.save_version(VersionKind::Auto, None, None, None, None, memory);
         }
         let (ops_json, doc) = correct(&self.doc, patch, touched);
@@ -166,7 +165,7 @@ impl RoomCore {
             None,
             Some(req.from.id),
             None,
-            self.promise_save().ok().flatten(),
+            self.promise_save_if_room(),
         );
     }
 }
