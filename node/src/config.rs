@@ -395,8 +395,10 @@ pub struct NodeConfig {
     pub shutdown_ms: u64,
 
     /// Password hashes computed at once, node-wide; more wait briefly, then get 503.
-    #[arg(long, env = "ATRIUM_HASH_CONCURRENCY", default_value_t = 4)]
-    pub hash_concurrency: usize,
+    /// Default: half the cores, at least one, so a flood of sign-ins or sign-ups
+    /// never takes more than half the node's CPU from relaying.
+    #[arg(long, env = "ATRIUM_HASH_CONCURRENCY")]
+    pub hash_concurrency: Option<usize>,
 
     /// Argon2id memory cost in KiB.
     #[arg(long, env = "ATRIUM_ARGON2_MEMORY_KIB", default_value_t = 19_456)]

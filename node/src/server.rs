@@ -147,7 +147,7 @@ pub async fn start(
     let hasher = Hasher::new(
         config.argon2_memory_kib,
         config.argon2_iterations,
-        config.hash_concurrency,
+        config.hash_concurrency(),
     )
     .map_err(|e| StartError::Setting(e.to_string()))?;
     let app_tokens = crate::apptoken::Verifier::new(

@@ -140,6 +140,13 @@ impl NodeConfig {
         })
     }
 
+    /// `ATRIUM_HASH_CONCURRENCY`, or half the cores (at least one): each hash is
+    /// about 12 ms of one core, and a flood of them from many addresses must leave
+    /// the rest of the machine to relaying.
+    pub fn hash_concurrency(&self) -> usize {
+        self.hash_concurrency.unwrap_or_else(crate::lane::width).max(1)
+    }
+
     /// `ATRIUM_CONNECTIONS_PER_IP`, or `ATRIUM_WS_PER_IP` plus 64 for HTTP;
     /// `None` when it is 0 (no cap).
     pub fn connections_per_ip(&self) -> Option<usize> {

@@ -132,3 +132,15 @@ fn the_large_message_allowance_is_a_quarter_of_the_budget_but_fits_the_largest_d
         "a 64 MiB document's welcome still fits"
     );
 }
+
+#[test]
+fn password_hashing_takes_at_most_half_the_cores_by_default() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let c = NodeConfig::parse_from(["atrium-node"]);
+    assert_eq!(c.hash_concurrency(), (cores / 2).max(1));
+    assert!(c.hash_concurrency() * 2 <= cores.max(2));
+    let set = NodeConfig::parse_from(["atrium-node", "--hash-concurrency", "6"]);
+    assert_eq!(set.hash_concurrency(), 6);
+    let zero = NodeConfig::parse_from(["atrium-node", "--hash-concurrency", "0"]);
+    assert_eq!(zero.hash_concurrency(), 1, "at least one hash at a time");
+}

@@ -122,7 +122,7 @@ async fn sign_in_floods_are_limited_and_never_slow_the_node() {
         &during,
         json!({
             "one_address": one, "flood": answers, "flood_seconds": took.as_secs_f64(),
-            "hash_concurrency": 4,
+            "hash_concurrency": "the default, half the cores",
             "health_ms": {"base_p50": ms(percentile(&health_base, 0.5)), "p50": ms(h50), "p99": ms(h99), "max": ms(hmax)},
             "person_during_flood": {"status": person_status, "ms": ms(person_took).round()},
             "answer": "429 rate-limited past 10 per email; 401 or 503 under the flood",
