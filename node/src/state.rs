@@ -45,10 +45,10 @@ pub struct AppState {
     pub signin_failures_by_email: KeyedLimiter<String>,
     /// File creations per account (`ATRIUM_FILE_CREATES_PER_MINUTE`).
     pub file_creates: KeyedLimiter<crate::ids::AccountId>,
-    /// Versions named per file (`ATRIUM_VERSIONS_NAMED_PER_MINUTE`).
-    pub versions_named: KeyedLimiter<crate::ids::FileId>,
-    /// Restores per file (`ATRIUM_RESTORES_PER_MINUTE`).
-    pub restores: KeyedLimiter<crate::ids::FileId>,
+    /// Versions named per file and party (`ATRIUM_VERSIONS_NAMED_PER_MINUTE`).
+    pub versions_named: KeyedLimiter<(crate::ids::FileId, crate::room::access::Party)>,
+    /// Restores per file and party (`ATRIUM_RESTORES_PER_MINUTE`).
+    pub restores: KeyedLimiter<(crate::ids::FileId, crate::room::access::Party)>,
     /// Changes of a file's settings per file (`ATRIUM_FILE_CHANGES_PER_MINUTE`).
     pub file_changes: KeyedLimiter<crate::ids::FileId>,
     /// Turns and memory for work on stored versions (reads, comparisons, restores).

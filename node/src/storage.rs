@@ -35,11 +35,29 @@ const FORGET: Duration = Duration::from_secs(600);
 pub const FULL: &str = "the file's owner has used all of their storage \
     (ATRIUM_STORAGE_PER_ACCOUNT); delete files, versions or content to make room";
 
+/// The message when the link's guests have filled their share.
+pub const LINK_SHARE_FULL: &str = "people with the file's link have used their share of \
+    the owner's storage (half of ATRIUM_STORAGE_PER_ACCOUNT); the owner can delete versions \
+    to make room";
+
+/// How much of an owner's storage a request may fill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    /// All of it: the owner, and people the app grants the file to.
+    Whole,
+    /// Half: what people who came by a link key keep (named versions, restores), so a
+    /// guest with the edit key of a public file cannot fill the storage the owner works in.
+    Link,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
     /// The owner has no room for what was asked.
     #[error("{FULL}")]
     Full,
+    /// The owner has room, but not within the link's guests' share of it.
+    #[error("{LINK_SHARE_FULL}")]
+    LinkShareFull,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -127,8 +145,23 @@ impl Storage {
         adding: u64,
         what: &str,
     ) -> Result<(), StorageError> {
-        let Some((limit, store)) = self.limit_for(owner) else {
+        self.check_share(owner, adding, what, Share::Whole).await
+    }
+
+    /// [`Self::check`] against the part of the limit that `share` may fill.
+    pub async fn check_share(
+        &self,
+        owner: &AccountId,
+        adding: u64,
+        what: &str,
+        share: Share,
+    ) -> Result<(), StorageError> {
+        let Some((whole, store)) = self.limit_for(owner) else {
             return Ok(());
+        };
+        let limit = match share {
+            Share::Whole => whole,
+            Share::Link => whole / 2,
         };
         let now = Instant::now();
         // A measure walks every row of the owner's files (85 ms for 1,000 files of 1,000
@@ -157,7 +190,10 @@ impl Storage {
         };
         if used.saturating_add(adding) > limit {
             self.refused(what);
-            return Err(StorageError::Full);
+            return Err(match share {
+                Share::Link if used.saturating_add(adding) <= whole => StorageError::LinkShareFull,
+                _ => StorageError::Full,
+            });
         }
         // Counted until a measure includes it, so requests within its second add up.
         self.added(owner, adding);

@@ -144,7 +144,9 @@ impl NodeConfig {
     /// about 12 ms of one core, and a flood of them from many addresses must leave
     /// the rest of the machine to relaying.
     pub fn hash_concurrency(&self) -> usize {
-        self.hash_concurrency.unwrap_or_else(crate::lane::width).max(1)
+        self.hash_concurrency
+            .unwrap_or_else(crate::lane::width)
+            .max(1)
     }
 
     /// `ATRIUM_CONNECTIONS_PER_IP`, or `ATRIUM_WS_PER_IP` plus 64 for HTTP;

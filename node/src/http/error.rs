@@ -122,6 +122,11 @@ impl From<crate::storage::StorageError> for ApiError {
             crate::storage::StorageError::Full => {
                 ApiError::new(StatusCode::FORBIDDEN, "storage-full", crate::storage::FULL)
             }
+            crate::storage::StorageError::LinkShareFull => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "storage-full",
+                crate::storage::LINK_SHARE_FULL,
+            ),
             crate::storage::StorageError::Store(e) => e.into(),
         }
     }

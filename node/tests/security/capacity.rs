@@ -254,3 +254,70 @@ async fn one_account_cannot_fill_the_disk() {
         json!({"case": "storage per account", "limit": 57344, "refused": ["create", "patch", "version", "restore"]}),
     );
 }
+
+/// A guest with the edit key of a public file can name versions, and each keeps a
+/// document: the link's guests together fill at most half of the owner's storage, so the
+/// owner still has room to work (the ninth review: a guest filled the owner's quota with
+/// named versions, and the owner's other files could no longer grow).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guests_with_the_link_fill_at_most_half_the_owners_storage() {
+    let node = node(&[("ATRIUM_STORAGE_PER_ACCOUNT", "256K")]).await;
+    let f = shared_file(&node, "edit").await;
+    let versions = format!("/api/files/{}/versions", f.id);
+    let key = [("x-atrium-key", f.edit_key.as_str())];
+    let (mut guest, _) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
+    // Each round the guest rewrites 30 KB of the document and names it: a version that
+    // keeps about that much again.
+    let mut answers = Vec::new();
+    for round in 0..12u64 {
+        guest
+            .patch_acked(round + 1, vec![put("blob", json!({"text": noise(30_000)}))])
+            .await;
+        let body = Some(
+            json!({"title": format!("round {round}")})
+                .to_string()
+                .into_bytes(),
+        );
+        let r = http(&node, "POST", &versions, &key, body).await;
+        answers.push(r.status);
+        if r.status != 201 {
+            r.assert_error(403, "storage-full");
+            assert!(r.text.contains("share"), "{}", r.text);
+            break;
+        }
+    }
+    guest.close().await;
+    let named = answers.iter().filter(|s| **s == 201).count();
+    assert!(
+        (2..12).contains(&named) && answers.last() == Some(&403),
+        "the guest's namings: {answers:?}"
+    );
+    // What the owner keeps is still under the whole limit, and the owner names and
+    // restores as before.
+    let mine = name_as(&node, &f.id, &f.owner, "the owner's").await;
+    mine.assert_status(201);
+    let vid = mine.body()["id"].as_u64().expect("version id");
+    let restore = format!("{versions}/{vid}/restore");
+    send_json(&node, "POST", &restore, Some(&f.owner), &json!({}))
+        .await
+        .assert_status(200);
+    let list = get(&node, &versions, Some(&f.owner)).await;
+    list.assert_status(200);
+    figure(json!({
+        "case": "a guest names versions of a public file",
+        "limit": 262_144, "guest_named": named, "guest_answers": answers,
+        "owner": "named and restored after",
+    }));
+}
+
+async fn name_as(node: &Node, id: &str, token: &str, title: &str) -> Resp {
+    let body = json!({"title": title});
+    send_json(
+        node,
+        "POST",
+        &format!("/api/files/{id}/versions"),
+        Some(token),
+        &body,
+    )
+    .await
+}

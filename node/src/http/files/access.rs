@@ -7,7 +7,7 @@ use hyper::Request;
 use crate::apptoken::{is_app_token, AppClaims};
 use crate::http::{app_account, app_claims, bearer_token, caller, ApiError};
 use crate::ids::FileId;
-use crate::room::access::{self, Denied};
+use crate::room::access::{self, Denied, Party};
 use crate::state::AppState;
 use crate::store::{Account, FileRecord};
 
@@ -67,6 +67,8 @@ pub(super) struct Granted {
     pub(super) file: FileRecord,
     pub(super) role: access::Role,
     pub(super) owner: bool,
+    /// Whose allowances their namings and restores spend.
+    pub(super) party: Party,
     /// Who they are, by name: an account's name, an app token's name, or "Guest".
     pub(super) name: String,
 }
@@ -89,6 +91,11 @@ pub(super) async fn granted(
         .app
         .as_ref()
         .map(|c| c.name.clone().unwrap_or_else(|| c.sub.clone()));
+    let party = match (granted, &who.app) {
+        (access::Access::Owner, _) => Party::Owner,
+        (access::Access::Grant { .. }, Some(claims)) => Party::App(claims.sub.clone()),
+        _ => Party::Link,
+    };
     let name = match who.account {
         Some(a) => a.name,
         None => app_name.unwrap_or_else(|| "Guest".to_owned()),
@@ -97,6 +104,7 @@ pub(super) async fn granted(
         file,
         role,
         owner: granted == access::Access::Owner,
+        party,
         name,
     })
 }

@@ -17,12 +17,13 @@ use crate::http::{
     empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY,
 };
 use crate::ids::FileId;
-use crate::room::access::Role;
+use crate::room::access::{Party, Role};
 use crate::room::history::NameRequest;
 use crate::room::restore::{RestoreError, RestoreRequest};
 use crate::room::shares::Opener;
 use crate::room::{JoinError, RoomCmd};
 use crate::state::AppState;
+use crate::storage::Share;
 
 const MAX_TITLE_CHARS: usize = 200;
 const MAX_DESCRIPTION_CHARS: usize = 2000;
@@ -265,9 +266,13 @@ pub async fn name(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     may_edit(&g)?;
     // Named versions are kept until the owner deletes them: a guest with the edit key
     // must not be able to fill the store with them.
-    check_naming_rate(state, &id)?;
-    // A named version keeps up to a whole document: none while the owner is full.
-    state.storage.check(&g.file.owner, 0, "version").await?;
+    check_naming_rate(state, &id, &g.party)?;
+    // A named version keeps up to a whole document: none while the owner is full, nor
+    // from the link's guests past their share of it.
+    state
+        .storage
+        .check_share(&g.file.owner, 0, "version", share(&g.party))
+        .await?;
     let body: Naming = read_json(req, SMALL_BODY).await?;
     let t = title(
         body.title
@@ -300,7 +305,7 @@ pub async fn rename(state: &AppState, req: Request<Incoming>, id: FileId, vid: u
     // Each rename is a write and a message to everyone in the file, carrying the
     // version's whole title and description (the fifth review: 686 renames a second made
     // the node send 420 MB a second to a room of 99).
-    check_naming_rate(state, &id)?;
+    check_naming_rate(state, &id, &g.party)?;
     let body: Naming = read_json(req, SMALL_BODY).await?;
     let t = body.title.as_deref().map(title).transpose()?;
     let d = body.description.map(description).transpose()?;
@@ -323,14 +328,22 @@ pub async fn rename(state: &AppState, req: Request<Incoming>, id: FileId, vid: u
 }
 
 /// Versions named or renamed in a file: at most `ATRIUM_VERSIONS_NAMED_PER_MINUTE` a
-/// minute, everyone together.
-fn check_naming_rate(state: &AppState, id: &FileId) -> Result<(), ApiError> {
-    state.versions_named.check(id).map_err(|wait| {
+/// minute by each party (the owner; each app-token person; the link's guests together).
+fn check_naming_rate(state: &AppState, id: &FileId, party: &Party) -> Result<(), ApiError> {
+    state.versions_named.check(&(id.clone(), party.clone())).map_err(|wait| {
         rate_limited(
             "too many versions named or renamed in this file in a short time; wait a little and try again",
             wait,
         )
     })
+}
+
+/// How much of the owner's storage a party's versions may fill.
+fn share(party: &Party) -> Share {
+    match party {
+        Party::Link => Share::Link,
+        Party::Owner | Party::App(_) => Share::Whole,
+    }
 }
 
 /// `DELETE /api/files/{id}/versions/{vid}`: the owner deletes a named version.
@@ -378,14 +391,18 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
     may_edit(&g)?;
     // Each restore makes a version that is kept, and sends the whole difference to
     // everyone in the file: a guest with the edit key must not be able to loop on it.
-    if let Err(wait) = state.restores.check(&id) {
+    if let Err(wait) = state.restores.check(&(id.clone(), g.party.clone())) {
         return Err(rate_limited(
             "too many restores of this file in a short time; wait a little and try again",
             wait,
         ));
     }
-    // A restore keeps a version and may grow the document: none while the owner is full.
-    state.storage.check(&g.file.owner, 0, "restore").await?;
+    // A restore keeps a version and may grow the document: none while the owner is full,
+    // nor from the link's guests past their share.
+    state
+        .storage
+        .check_share(&g.file.owner, 0, "restore", share(&g.party))
+        .await?;
     let address = crate::limits::address_key(crate::http::client_addr(&req));
     // Held until the room has made the restore (or refused it).
     let work = state
