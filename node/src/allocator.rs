@@ -107,6 +107,63 @@ mod c_malloc {
     }
 }
 
+/// In the library's own tests: the system's allocator, counting what each thread holds,
+/// so a test can bound the memory a piece of work takes on its thread.
+#[cfg(test)]
+pub(crate) mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    struct Counting;
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    thread_local! {
+        static HELD: Cell<i64> = const { Cell::new(0) };
+        static PEAK: Cell<i64> = const { Cell::new(0) };
+    }
+
+    fn count(bytes: i64) {
+        // A thread being torn down has no counters left: nothing to count then.
+        let _ = HELD.try_with(|held| {
+            let now = held.get() + bytes;
+            held.set(now);
+            let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+        });
+    }
+
+    // SAFETY: every call goes to the system allocator unchanged; counting touches only
+    // this thread's counters and never allocates.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            count(layout.size() as i64);
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            count(-(layout.size() as i64));
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            count(layout.size() as i64);
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            count(new_size as i64 - layout.size() as i64);
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// Runs `work` on this thread, and the most bytes it held at once above what the
+    /// thread held before (what it returns included).
+    pub(crate) fn peak_of<T>(work: impl FnOnce() -> T) -> (T, u64) {
+        let start = HELD.with(Cell::get);
+        PEAK.with(|p| p.set(start));
+        let out = work();
+        (out, (PEAK.with(Cell::get) - start).max(0) as u64)
+    }
+}
+
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
     /// Whether a block of `size` from the C library is mapped on its own (so freeing it

@@ -1,20 +1,16 @@
 //! Bases and deltas: compressing documents, the difference between two, and reading a
 //! version back from its base and the deltas after it.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::cmp::Ordering;
 use std::io::{Read, Write};
 
 use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 use flate2::Compression;
-use serde_json::value::RawValue;
 
+use super::entries::{in_order, Sorted, Writer};
 use super::VersionData;
-
-/// A document as nodes, each node's props kept as their JSON text.
-pub type Nodes = BTreeMap<String, Box<RawValue>>;
-/// A delta: each changed node's whole new props, or `None` where the node is gone.
-pub type Delta = BTreeMap<String, Option<Box<RawValue>>>;
 
 /// Compresses text (deflate, level 6).
 pub fn deflate(text: &str) -> Vec<u8> {
@@ -39,54 +35,90 @@ pub fn inflate(bytes: &[u8], limit: usize) -> Result<String, String> {
     Ok(out)
 }
 
-pub(super) fn nodes(doc: &str) -> Result<Nodes, String> {
-    serde_json::from_str(doc).map_err(|e| format!("not a document: {e}"))
-}
-
-fn to_json<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string(v).expect("nodes serialize")
-}
-
-/// The delta that turns document `from` into document `to` (both compact JSON), as JSON.
+/// The delta that turns document `from` into document `to` (both compact JSON), as JSON:
+/// each node that is new or different with its whole new props, `null` for each node
+/// gone. Both are walked in id order at once, so it costs the two texts and the answer.
 pub fn delta(from: &str, to: &str) -> Result<String, String> {
-    let (from, to) = (nodes(from)?, nodes(to)?);
-    Ok(to_json(&delta_of(&from, &to)))
-}
-
-pub(super) fn delta_of(from: &Nodes, to: &Nodes) -> Delta {
-    let mut d = Delta::new();
-    for (id, props) in to {
-        if from.get(id).is_none_or(|p| p.get() != props.get()) {
-            d.insert(id.clone(), Some(props.clone()));
+    let (mut a, mut b) = (in_order(from)?.peekable(), in_order(to)?.peekable());
+    let mut out = Writer::default();
+    loop {
+        let step = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some((x, _)), Some((y, _))) => x.as_ref().cmp(y.as_ref()),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+        };
+        match step {
+            Ordering::Equal => {
+                let ((_, old), (id, new)) = (a.next().expect("peeked"), b.next().expect("peeked"));
+                if old != new {
+                    out.push(&id, new);
+                }
+            }
+            Ordering::Less => {
+                let (id, _) = a.next().expect("peeked");
+                out.push(&id, "null");
+            }
+            Ordering::Greater => {
+                let (id, new) = b.next().expect("peeked");
+                out.push(&id, new);
+            }
         }
     }
-    for id in from.keys().filter(|id| !to.contains_key(*id)) {
-        d.insert(id.clone(), None);
-    }
-    d
-}
-
-/// Applies a delta (JSON) to a document's nodes.
-pub fn apply_delta(doc: &mut Nodes, delta: &str) -> Result<(), String> {
-    let d: Delta = serde_json::from_str(delta).map_err(|e| format!("not a delta: {e}"))?;
-    for (id, props) in d {
-        match props {
-            Some(p) => doc.insert(id, p),
-            None => doc.remove(&id),
-        };
-    }
-    Ok(())
+    Ok(out.finish())
 }
 
 /// One delta with the effect of `first` then `second` (JSON in, JSON out).
 pub fn merge_deltas(first: &str, second: &str) -> Result<String, String> {
-    let mut a: Delta = serde_json::from_str(first).map_err(|e| format!("not a delta: {e}"))?;
-    let b: Delta = serde_json::from_str(second).map_err(|e| format!("not a delta: {e}"))?;
-    a.extend(b);
-    Ok(to_json(&a))
+    let size = first.len() + second.len();
+    Ok(overlay(
+        vec![in_order(first)?, in_order(second)?],
+        Keep::Deletions,
+        size,
+    ))
 }
 
-/// The document (compact JSON) a chain of rows gives: a base, then the deltas after it.
+/// Whether an overlay keeps the `null`s that delete nodes (merging deltas) or applies them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    Deletions,
+    Nodes,
+}
+
+/// The entries of all `layers` in id order, each id with its value in the last layer that
+/// has it (a delta's `null` removes the node unless `keep` says to keep deletions).
+fn overlay(layers: Vec<Sorted<'_>>, keep: Keep, capacity: usize) -> String {
+    let mut layers: Vec<_> = layers.into_iter().map(Iterator::peekable).collect();
+    let mut out = Writer::with_capacity(capacity);
+    loop {
+        let mut least: Option<Cow<'_, str>> = None;
+        for layer in &mut layers {
+            if let Some((id, _)) = layer.peek() {
+                if least.as_deref().is_none_or(|l| id.as_ref() < l) {
+                    least = Some(id.clone());
+                }
+            }
+        }
+        let Some(id) = least else {
+            break;
+        };
+        let mut value = None;
+        for layer in &mut layers {
+            if layer.peek().is_some_and(|(i, _)| *i == id) {
+                value = layer.next().map(|(_, v)| v);
+            }
+        }
+        match value {
+            Some("null") if keep == Keep::Nodes => {}
+            Some(v) => out.push(&id, v),
+            None => {}
+        }
+    }
+    out.finish()
+}
+
+/// The document (compact JSON) a chain of rows gives: a base, then the deltas after it,
+/// walked together in id order (the texts and the answer, no map of nodes).
 pub fn materialize(chain: &[VersionData], limit: usize) -> Result<String, String> {
     let Some((VersionData::Base(base), deltas)) = chain.split_first() else {
         return Err("a version's chain does not start with a base".into());
@@ -94,12 +126,20 @@ pub fn materialize(chain: &[VersionData], limit: usize) -> Result<String, String
     if deltas.is_empty() {
         return inflate(base, limit);
     }
-    let mut doc = nodes(&inflate(base, limit)?)?;
+    let mut texts = vec![inflate(base, limit)?];
     for d in deltas {
         match d {
-            VersionData::Delta(bytes) => apply_delta(&mut doc, &inflate(bytes, limit)?)?,
+            VersionData::Delta(bytes) => texts.push(inflate(bytes, limit)?),
             VersionData::Base(_) => return Err("a base inside a version's chain".into()),
         }
     }
-    Ok(to_json(&doc))
+    let layers = texts
+        .iter()
+        .map(|t| in_order(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let doc = overlay(layers, Keep::Nodes, texts[0].len());
+    if doc.len() > limit {
+        return Err("a stored version is larger than a document may be".into());
+    }
+    Ok(doc)
 }

@@ -21,6 +21,7 @@
 mod bench;
 mod codec;
 mod compare;
+mod entries;
 mod retention;
 #[cfg(test)]
 mod tests;
@@ -29,7 +30,7 @@ mod work;
 
 use serde::Serialize;
 
-pub use codec::{apply_delta, deflate, delta, inflate, materialize, merge_deltas};
+pub use codec::{deflate, delta, inflate, materialize, merge_deltas};
 pub use compare::{compare, Changed, Comparison};
 pub use retention::{thinned, Retention};
 pub use turns::HistoryWork;

@@ -43,7 +43,8 @@ pub const PER_ADDRESS: usize = 2;
 pub const PER_FILE: usize = 2;
 
 /// Memory per byte of a rebuilt document: reading one (the document, its answer),
-/// comparing two (per byte of each: both texts and both parsed node maps), restoring one
+/// comparing two (per byte of each: the texts each is rebuilt from, both documents, and the
+/// lists of ids in the answer), restoring one
 /// (the document, the room's diff of it, the patch's text, its relay and its journal entry,
 /// and the restore version written from it).
 pub const READ_COST: u64 = 4;
