@@ -2,14 +2,13 @@
 //! version back from its base and the deltas after it.
 
 use std::borrow::Cow;
-use std::cmp::Ordering;
 use std::io::{Read, Write};
 
 use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 use flate2::Compression;
 
-use super::entries::{in_order, Sorted, Writer};
+use super::entries::{in_order, side_by_side, Side, Sorted, Writer};
 use super::VersionData;
 
 /// Compresses text (deflate, level 6).
@@ -39,30 +38,13 @@ pub fn inflate(bytes: &[u8], limit: usize) -> Result<String, String> {
 /// each node that is new or different with its whole new props, `null` for each node
 /// gone. Both are walked in id order at once, so it costs the two texts and the answer.
 pub fn delta(from: &str, to: &str) -> Result<String, String> {
-    let (mut a, mut b) = (in_order(from)?.peekable(), in_order(to)?.peekable());
     let mut out = Writer::default();
-    loop {
-        let step = match (a.peek(), b.peek()) {
-            (None, None) => break,
-            (Some((x, _)), Some((y, _))) => x.as_ref().cmp(y.as_ref()),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-        };
-        match step {
-            Ordering::Equal => {
-                let ((_, old), (id, new)) = (a.next().expect("peeked"), b.next().expect("peeked"));
-                if old != new {
-                    out.push(&id, new);
-                }
-            }
-            Ordering::Less => {
-                let (id, _) = a.next().expect("peeked");
-                out.push(&id, "null");
-            }
-            Ordering::Greater => {
-                let (id, new) = b.next().expect("peeked");
-                out.push(&id, new);
-            }
+    for node in side_by_side(from, to)? {
+        match node {
+            Side::Gone(id) => out.push(&id, "null"),
+            Side::New(id, new) => out.push(&id, new),
+            Side::Both(id, old, new) if old != new => out.push(&id, new),
+            Side::Both(..) => {}
         }
     }
     Ok(out.finish())

@@ -1,11 +1,9 @@
 //! Comparing two versions: the nodes added, removed, and changed with the props that changed.
 
-use std::cmp::Ordering;
-
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::entries::in_order;
+use super::entries::{side_by_side, Side};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Changed {
@@ -25,30 +23,21 @@ pub struct Comparison {
 /// Compares two documents (compact JSON): what `to` has that `from` had not. Both are
 /// walked in id order at once; only a node that differs is parsed, to name its props.
 pub fn compare(from: &str, to: &str) -> Result<Comparison, String> {
-    let (mut a, mut b) = (in_order(from)?.peekable(), in_order(to)?.peekable());
     let mut out = Comparison::default();
-    loop {
-        let step = match (a.peek(), b.peek()) {
-            (None, None) => break,
-            (Some((x, _)), Some((y, _))) => x.as_ref().cmp(y.as_ref()),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-        };
-        match step {
-            Ordering::Less => out.removed.push(a.next().expect("peeked").0.into_owned()),
-            Ordering::Greater => out.added.push(b.next().expect("peeked").0.into_owned()),
-            Ordering::Equal => {
-                let ((_, old), (id, new)) = (a.next().expect("peeked"), b.next().expect("peeked"));
-                if old != new {
-                    let props = changed_props(old, new);
-                    if !props.is_empty() {
-                        out.changed.push(Changed {
-                            id: id.into_owned(),
-                            props,
-                        });
-                    }
+    for node in side_by_side(from, to)? {
+        match node {
+            Side::Gone(id) => out.removed.push(id.into_owned()),
+            Side::New(id, _) => out.added.push(id.into_owned()),
+            Side::Both(id, old, new) if old != new => {
+                let props = changed_props(old, new);
+                if !props.is_empty() {
+                    out.changed.push(Changed {
+                        id: id.into_owned(),
+                        props,
+                    });
                 }
             }
+            Side::Both(..) => {}
         }
     }
     Ok(out)

@@ -8,6 +8,7 @@
 //! version rebuilt here), so two of them are compared by walking both at once.
 
 use std::borrow::Cow;
+use std::cmp::Ordering;
 
 use serde::de::IgnoredAny;
 
@@ -52,6 +53,43 @@ pub fn in_order(text: &str) -> Result<Sorted<'_>, String> {
         return Err("a node named twice".into());
     }
     Ok(Sorted::Gathered(all.into_iter()))
+}
+
+/// A node of two documents walked side by side (see [`side_by_side`]).
+pub enum Side<'a> {
+    /// Only in the first.
+    Gone(Cow<'a, str>),
+    /// Only in the second, with its value.
+    New(Cow<'a, str>, &'a str),
+    /// In both: its value in each.
+    Both(Cow<'a, str>, &'a str, &'a str),
+}
+
+/// The nodes of `from` and `to` together in id order, each once.
+pub fn side_by_side<'a>(
+    from: &'a str,
+    to: &'a str,
+) -> Result<impl Iterator<Item = Side<'a>>, String> {
+    let (mut a, mut b) = (in_order(from)?.peekable(), in_order(to)?.peekable());
+    Ok(std::iter::from_fn(move || {
+        let step = match (a.peek(), b.peek()) {
+            (None, None) => return None,
+            (Some((x, _)), Some((y, _))) => x.as_ref().cmp(y.as_ref()),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+        };
+        Some(match step {
+            Ordering::Less => Side::Gone(a.next()?.0),
+            Ordering::Greater => {
+                let (id, new) = b.next()?;
+                Side::New(id, new)
+            }
+            Ordering::Equal => {
+                let ((_, old), (id, new)) = (a.next()?, b.next()?);
+                Side::Both(id, old, new)
+            }
+        })
+    }))
 }
 
 /// Entries in id order (see [`in_order`]).
