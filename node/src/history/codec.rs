@@ -8,7 +8,7 @@ use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 use flate2::Compression;
 
-use super::entries::{in_order, side_by_side, Side, Sorted, Writer};
+use super::entries::{charged_len, in_order, side_by_side, Side, Sorted, Writer};
 use super::VersionData;
 
 /// Compresses text (deflate, level 6).
@@ -106,7 +106,7 @@ pub fn materialize(chain: &[VersionData], limit: usize) -> Result<String, String
         return Err("a version's chain does not start with a base".into());
     };
     if deltas.is_empty() {
-        return inflate(base, limit);
+        return within(inflate(base, limit)?, limit);
     }
     let mut texts = vec![inflate(base, limit)?];
     for d in deltas {
@@ -120,8 +120,15 @@ pub fn materialize(chain: &[VersionData], limit: usize) -> Result<String, String
         .map(|t| in_order(t))
         .collect::<Result<Vec<_>, _>>()?;
     let doc = overlay(layers, Keep::Nodes, texts[0].len());
-    if doc.len() > limit {
-        return Err("a stored version is larger than a document may be".into());
+    drop(texts);
+    within(doc, limit)
+}
+
+/// `doc` if it counts at most `limit` bytes against the document limits (tiny nodes as
+/// [`MIN_NODE_BYTES`](crate::doc::MIN_NODE_BYTES) each, as the memory work on it takes).
+fn within(doc: String, limit: usize) -> Result<String, String> {
+    match charged_len(&doc)? <= limit {
+        true => Ok(doc),
+        false => Err("a stored version is larger than a document may be".into()),
     }
-    Ok(doc)
 }

@@ -251,6 +251,19 @@ impl<'a> Iterator for Entries<'a> {
     }
 }
 
+/// What a document's text counts against the document limits: its bytes, each node as at
+/// least [`MIN_NODE_BYTES`](crate::doc::MIN_NODE_BYTES) (what the memory of many tiny nodes
+/// takes is per node, not per byte). An error when it is not a document.
+pub fn charged_len(text: &str) -> Result<usize, String> {
+    let mut shortfall = 0usize;
+    for entry in Entries::new(text) {
+        let (id, value) = entry?;
+        let json_len = id.len() + 3 + value.len();
+        shortfall += crate::doc::MIN_NODE_BYTES.saturating_sub(json_len);
+    }
+    Ok(text.len() + shortfall)
+}
+
 /// Writes a JSON object of entries, in the order given: the inverse of [`in_order`].
 #[derive(Default)]
 pub struct Writer {

@@ -153,7 +153,8 @@ fn a_frames_bytes_count_as_they_arrive() {
     guard.sampled(rss);
     guard.sampled(rss);
     // Samples came and went before its bytes did: they count as they come.
-    Allowance::arrived(&*guard, frame / 2);
+    // Half the frame (rounded up: with the text, at least the whole frame's bytes again).
+    Allowance::arrived(&*guard, frame.div_ceil(2));
     assert!(
         !Allowance::admits(&*guard, frame),
         "what arrived counts, with its text"

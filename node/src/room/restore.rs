@@ -61,6 +61,10 @@ impl RoomCore {
     pub(super) fn restore(&mut self, req: RestoreRequest) {
         if self.finishing.is_some() {
             let _ = req.reply.send(Err(RestoreError::Unavailable));
+        } else if self.doc.charged_len() > req.limit {
+            // The patch and the copy are as large as the document it starts from, and the
+            // memory reserved was for documents up to `limit`.
+            let _ = req.reply.send(Err(RestoreError::NoRoom));
         } else if self.restores.preparing.is_none() {
             self.prepare_restore(req);
         } else if self.restores.waiting.len() < self.rules.config.restores_waiting {
@@ -102,7 +106,11 @@ impl RoomCore {
             }
             (Ok(patch), false) => self.apply_restore(f.req, patch, f.touched, now),
         }
-        if let Some(next) = self.restores.waiting.pop_front() {
+        // The next that waits, and past any refused at once (for want of memory).
+        while self.restores.preparing.is_none() {
+            let Some(next) = self.restores.waiting.pop_front() else {
+                break;
+            };
             self.restore(next);
         }
     }

@@ -77,4 +77,7 @@ pub enum RestoreError {
     Busy,
     /// The restored document does not fit the document limits.
     TooLarge(String),
+    /// The room's document is larger than the memory reserved for the restore covers
+    /// (ask again when the node has more room).
+    NoRoom,
 }

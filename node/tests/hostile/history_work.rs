@@ -353,3 +353,81 @@ async fn versions_of_a_document_of_tiny_nodes_stay_within_the_budget() {
         "every naming saved: {answers:?}"
     );
 }
+
+/// A restore's patch and the room's copy are as large as the document it starts from, and
+/// for tiny nodes many times their text: restoring an empty version of a file whose
+/// document holds 450,000 small nodes took a node with a 160 MiB budget past it, since the
+/// memory reserved was sized by the version alone. Now the reservation must cover the
+/// room's document too (counted as the document limits count it, each node as at least
+/// 24 bytes), else 503 with `Retry-After`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_is_within_the_budget_however_large_the_document_it_starts_from() {
+    let _serial = SERIAL.lock().await;
+    const BUDGET_MIB: u64 = 160;
+    const NODES: usize = 450_000;
+    let budget = format!("{BUDGET_MIB}M");
+    let r = room(&[
+        ("ATRIUM_MEMORY_BUDGET", budget.as_str()),
+        ("ATRIUM_WS_BYTES_PER_SECOND", "67108864"),
+        ("ATRIUM_WS_PER_SECOND", "10000"),
+    ])
+    .await;
+    let file = create_file(&r.node, &r.owner, "Tiny", Some(json!({}))).await;
+    let id = s(&file["id"]).to_string();
+    let versions = format!("/api/files/{id}/versions");
+    let body = json!({"title": "empty"});
+    let named = send_json(&r.node, "POST", &versions, Some(&r.owner), &body).await;
+    named.assert_status(201);
+    let vid = named.body()["id"].as_u64().expect("a version id");
+    let (mut c, _) = Client::join(&r.node, &id, &Hello::token(&r.owner)).await;
+    for chunk in 0..NODES / 1000 {
+        let ops: Vec<Value> = (chunk * 1000..(chunk + 1) * 1000)
+            .map(|k| json!({"op": "put", "id": format!("{k:06}"), "props": {"v": 1}}))
+            .collect();
+        c.patch_acked(chunk as u64 + 1, ops).await;
+    }
+    let pid = r.node.pid();
+    let rss0 = rss_kib(pid);
+    let (port, token, path) = (
+        r.node.port,
+        r.owner.clone(),
+        format!("{versions}/{vid}/restore"),
+    );
+    let restore = tokio::spawn(async move {
+        let auth = format!("Bearer {token}");
+        let headers = [("authorization", auth.as_str())];
+        atrium_testkit::http::request(port, "POST", &path, &headers, None).await
+    });
+    let mut peak = rss0;
+    while !restore.is_finished() {
+        peak = peak.max(rss_kib(pid));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // A restore made is relayed and saved after its answer.
+    for _ in 0..200 {
+        peak = peak.max(rss_kib(pid));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let answer = restore.await.expect("a restore");
+    let peak_mib = peak as f64 / 1024.0;
+    figure(
+        json!({"case": "restore of an empty version over 450,000 small nodes",
+                  "budget_mib": BUDGET_MIB, "rss_start_mib": rss0 / 1024,
+                  "peak_rss_mib": (peak_mib * 10.0).round() / 10.0, "answer": answer.status}),
+    );
+    assert!(
+        peak_mib < BUDGET_MIB as f64,
+        "resident memory reached {peak_mib:.1} MiB with a budget of {BUDGET_MIB} MiB (answer {})",
+        answer.status
+    );
+    match answer.status {
+        503 => assert!(answer.header("retry-after").is_some(), "{}", answer.text),
+        status => assert_eq!(status, 200, "{}", answer.text),
+    }
+    // The room goes on either way.
+    c.patch_acked(
+        1_000,
+        vec![json!({"op": "put", "id": "after", "props": {}})],
+    )
+    .await;
+}

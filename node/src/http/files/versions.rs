@@ -414,6 +414,7 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
     let restore = RestoreRequest {
         from,
         doc,
+        limit: work.limit,
         by: g.name,
         reply,
     };
@@ -434,6 +435,7 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
         Ok(Err(RestoreError::Busy)) => Err(ApiError::unavailable(
             "other restores of this file are waiting; try again",
         )),
+        Ok(Err(RestoreError::NoRoom)) => Err(crate::history::turns::WorkRefused::NoRoom.into()),
         Ok(Err(RestoreError::Unavailable)) | Err(_) => Err(ApiError::unavailable(
             "the room closed before the restore was made; nothing was changed, try again",
         )),

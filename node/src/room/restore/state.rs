@@ -17,6 +17,9 @@ pub struct RestoreRequest {
     /// The version restored, and its document (compact JSON).
     pub from: VersionInfo,
     pub doc: String,
+    /// The most document bytes (counted as the document limits count them) the memory
+    /// reserved for this restore covers: the room's document over it is refused.
+    pub limit: usize,
     /// Who restores it (a name, for the version's editors).
     pub by: String,
     pub reply: oneshot::Sender<Result<Restored, RestoreError>>,

@@ -74,6 +74,7 @@ fn ask_restore(
     h.send(RoomCmd::Restore(RestoreRequest {
         from: new_info(0, 0, VersionKind::Named, vec![]),
         doc: doc.into(),
+        limit: usize::MAX,
         by: "Ada".into(),
         reply,
     }));
