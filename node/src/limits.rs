@@ -5,11 +5,13 @@
 mod address;
 mod bucket;
 mod keyed;
+mod party;
 mod slots;
 
 pub use address::{address_key, client_address, Network};
 pub use bucket::Bucket;
 pub use keyed::KeyedLimiter;
+pub use party::Party;
 pub use slots::{AddressCounts, AddressSlot, ConnectionCap, ConnectionSlot};
 
 #[cfg(test)]

@@ -46,9 +46,9 @@ pub struct AppState {
     /// File creations per account (`ATRIUM_FILE_CREATES_PER_MINUTE`).
     pub file_creates: KeyedLimiter<crate::ids::AccountId>,
     /// Versions named per file and party (`ATRIUM_VERSIONS_NAMED_PER_MINUTE`).
-    pub versions_named: KeyedLimiter<(crate::ids::FileId, crate::room::access::Party)>,
+    pub versions_named: KeyedLimiter<(crate::ids::FileId, crate::limits::Party)>,
     /// Restores per file and party (`ATRIUM_RESTORES_PER_MINUTE`).
-    pub restores: KeyedLimiter<(crate::ids::FileId, crate::room::access::Party)>,
+    pub restores: KeyedLimiter<(crate::ids::FileId, crate::limits::Party)>,
     /// Changes of a file's settings per file (`ATRIUM_FILE_CHANGES_PER_MINUTE`).
     pub file_changes: KeyedLimiter<crate::ids::FileId>,
     /// Turns and memory for work on stored versions (reads, comparisons, restores).

@@ -32,6 +32,7 @@ use serde::Serialize;
 
 pub use codec::{deflate, delta, inflate, materialize, merge_deltas};
 pub use compare::{compare, Changed, Comparison};
+pub use entries::charged_len;
 pub use retention::{thinned, Retention};
 pub use turns::HistoryWork;
 pub use work::{new_info, read, read_within, remove, save, save_on_lane, thin, HistoryRules};

@@ -6,11 +6,14 @@
 //!
 //! - at most [`AT_ONCE`] such pieces of work run at a time on the node; others wait up to
 //!   [`WAIT`] for a turn, then are refused (HTTP: 503 `unavailable` with `Retry-After`);
-//! - one client address (an IPv6 one by its /64) and one file have at most [`PER_ADDRESS`]
-//!   and [`PER_FILE`] pieces running or waiting; more are refused (429 `rate-limited`), so
-//!   one address, or many working on one file, cannot fill the queue everyone waits in (the
-//!   sixth review: 200 connections of a free account comparing a 1.9 MB document made an
-//!   owner's read of a one-node version wait 10 s);
+//! - one client address (an IPv6 one by its /64) and one file's party (its owner, an
+//!   app-token person, or everyone who came by the link together) have at most
+//!   [`PER_ADDRESS`] and [`PER_FILE`] pieces running or waiting; more are refused (429
+//!   `rate-limited`), so one address, or many working on one file, cannot fill the queue
+//!   everyone waits in (the sixth review: 200 connections of a free account comparing a
+//!   1.9 MB document made an owner's read of a one-node version wait 10 s), and the link's
+//!   guests cannot take the owner's places (the tenth review: guests comparing from six
+//!   addresses made the owner's restores, reads and compares 429);
 //! - each reserves from the memory budget, before it starts, what it may need: `cost` bytes
 //!   per byte of document, for the largest document it may rebuild, which is at most what
 //!   half the budget's room allows (so other work still gets the rest). A version larger
@@ -25,6 +28,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::VersionInfo;
 use crate::ids::FileId;
+use crate::limits::Party;
 use crate::memory::{MemoryGuard, Reservation};
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
@@ -37,8 +41,8 @@ pub const WAIT: Duration = Duration::from_secs(10);
 /// for a comparison and the version beside it at once; fewer than [`AT_ONCE`], so one
 /// address never holds every turn.
 pub const PER_ADDRESS: usize = 2;
-/// Pieces one file may have running or waiting, from every address together: many
-/// addresses working on one file (the re-check of the sixth review: 40 addresses, one
+/// Pieces one file may have running or waiting for one party, from every address together:
+/// many addresses working on one file (the re-check of the sixth review: 40 addresses, one
 /// file) hold that file's places, not the node's turns.
 pub const PER_FILE: usize = 2;
 
@@ -73,7 +77,7 @@ pub struct HistoryWork {
     turns: Arc<Semaphore>,
     /// Pieces running or waiting per client address, and per file.
     by_address: Places<IpAddr>,
-    by_file: Places<FileId>,
+    by_file: Places<(FileId, Party)>,
     /// Versions (file, id) that did not fit, with the most document bytes they were given:
     /// asked again with no more room, they are refused at once instead of rebuilt in vain
     /// (50 connections asking for a version too large cost a core of refused work).
@@ -98,7 +102,7 @@ impl Default for HistoryWork {
 /// may rebuild.
 pub struct Working {
     _turn: OwnedSemaphorePermit,
-    _places: (Place<IpAddr>, Place<FileId>),
+    _places: (Place<IpAddr>, Place<(FileId, Party)>),
     _memory: Reservation,
     /// The largest document this work may rebuild.
     pub limit: usize,
@@ -148,7 +152,7 @@ impl HistoryWork {
         *l = (*l).max(limit);
     }
 
-    /// Takes one of `address`'s places and one of `file`'s, waits for a turn, then
+    /// Takes one of `address`'s places and one of `file`'s for `party`, waits for a turn, then
     /// reserves memory for documents up to `max_doc` bytes at `cost` bytes per byte, or as
     /// much as half the budget's room allows.
     pub async fn start(
@@ -158,10 +162,11 @@ impl HistoryWork {
         max_doc: usize,
         address: IpAddr,
         file: &FileId,
+        party: &Party,
     ) -> Result<Working, WorkRefused> {
         let address = Place::take(&self.by_address, address, PER_ADDRESS)
             .ok_or(WorkRefused::Places("from this address"))?;
-        let file = Place::take(&self.by_file, file.clone(), PER_FILE)
+        let file = Place::take(&self.by_file, (file.clone(), party.clone()), PER_FILE)
             .ok_or(WorkRefused::Places("on this file"))?;
         let turn = tokio::time::timeout(WAIT, self.turns.clone().acquire_owned())
             .await
@@ -257,14 +262,24 @@ mod tests {
         );
         let (f, g) = (FileId::parse("f1").unwrap(), FileId::parse("g1").unwrap());
         let limited = |r: &Result<Working, WorkRefused>| matches!(r, Err(WorkRefused::Places(_)));
-        let start = |who: IpAddr, file: &FileId| {
+        let start_as = |who: IpAddr, file: &FileId, party: Party| {
             let (work, memory, file) = (&work, &memory, file.clone());
-            async move { work.start(memory, READ_COST, 1 << 20, who, &file).await }
+            async move {
+                work.start(memory, READ_COST, 1 << 20, who, &file, &party)
+                    .await
+            }
         };
+        let start = |who: IpAddr, file: &FileId| start_as(who, file, Party::Link);
         let first = start(a, &f).await.expect("a on f");
         let second = start(a, &f).await.expect("a's second, as the browser asks");
         assert!(limited(&start(a, &g).await), "a's places");
         assert!(limited(&start(b, &f).await), "f's places");
+        // The owner's places are their own: the link's guests holding theirs do not take
+        // them (a free address, and the turn the third piece may have).
+        let owner = start_as(c, &f, Party::Owner)
+            .await
+            .expect("the owner's own place");
+        drop(owner);
         // Another address on another file gets the third turn at once.
         let other = start(c, &g).await.expect("c on g");
         drop(first);

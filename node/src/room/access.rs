@@ -72,17 +72,6 @@ pub enum Access {
     },
 }
 
-/// Whose allowance a file's namings and restores spend: the owner's own, each app-token
-/// person's own, and one for everyone who came by the link. A guest with the edit key
-/// can use up the link's allowance, never the owner's.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Party {
-    Owner,
-    /// An app token's person, by its `sub`.
-    App(String),
-    Link,
-}
-
 /// Why someone may not join: each maps to a close code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Denied {

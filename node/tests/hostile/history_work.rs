@@ -190,6 +190,79 @@ async fn one_address_cannot_fill_the_queue_for_version_work() {
     probe.settle().await;
 }
 
+/// Guests with the edit key compare a file's versions in a loop from six addresses (the
+/// tenth review: they held the file's two places for version work, and the owner's reads,
+/// comparisons and restores of their own file were answered 429). The link's guests have
+/// the file's places for the link; the owner has places of their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guests_cannot_take_the_owners_places_for_version_work() {
+    let (_serial, r, mut probe, base) = case(&[]).await;
+    let port = r.node.port;
+    let doc: serde_json::Map<String, Value> = (0..100_000)
+        .map(|k| (format!("n{k}"), json!({"x": k})))
+        .collect();
+    let big = create_file(&r.node, &r.owner, "Big", Some(Value::Object(doc))).await;
+    let id = s(&big["id"]).to_string();
+    set_link(&r.node, &r.owner, &id, "edit").await;
+    let key = s(&big["edit_key"]).to_string();
+    let vid = named_version(&r, &id).await;
+    let compare = format!("/api/files/{id}/versions/compare?from={vid}");
+    let answers = Arc::new(Mutex::new(HashMap::<u16, u64>::new()));
+    let owner = Arc::new(Mutex::new(Vec::new()));
+    let (_, during, secs) = attack(&mut probe, 13, |n, done| {
+        let (compare, key, answers) = (compare.clone(), key.clone(), answers.clone());
+        let (token, owner) = (r.owner.clone(), owner.clone());
+        let read = format!("/api/files/{id}/versions/{vid}");
+        tokio::spawn(async move {
+            while !done.load(Ordering::SeqCst) {
+                if n == 12 {
+                    // The owner, at 127.0.0.1: a read and a comparison of the same file.
+                    for path in [&read, &compare] {
+                        let auth = format!("Bearer {token}");
+                        let a = atrium_testkit::http::request(
+                            port,
+                            "GET",
+                            path,
+                            &[("authorization", &auth)],
+                            None,
+                        )
+                        .await;
+                        owner.lock().unwrap().push(a.status);
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+                // Two connections from each of six addresses.
+                let source = [127, 0, 0, 21 + (n / 2) as u8];
+                let status = get_from(source, port, &compare, &key).await;
+                *answers.lock().unwrap().entry(status).or_insert(0) += 1;
+                if status != 200 {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        })
+    })
+    .await;
+    let answers = answers.lock().unwrap().clone();
+    let owner = owner.lock().unwrap().clone();
+    report(
+        "guests compare a 1.9 MB file's versions from six addresses; its owner reads and compares",
+        &base,
+        &during,
+        json!({"guests": answers, "owner": owner, "seconds": secs}),
+    );
+    assert!(
+        answers.get(&429).is_some_and(|&n| n > 0),
+        "the guests never filled their places: {answers:?}"
+    );
+    assert!(owner.len() >= 6, "the owner asked {} times", owner.len());
+    assert!(
+        owner.iter().all(|status| *status == 200),
+        "the owner's answers: {owner:?}"
+    );
+    probe.settle().await;
+}
+
 /// Names the current state of `file` as its owner; the version's id.
 async fn named_version(r: &Room, file: &str) -> u64 {
     let path = format!("/api/files/{file}/versions");

@@ -7,7 +7,8 @@ use hyper::Request;
 use crate::apptoken::{is_app_token, AppClaims};
 use crate::http::{app_account, app_claims, bearer_token, caller, ApiError};
 use crate::ids::FileId;
-use crate::room::access::{self, Denied, Party};
+use crate::limits::Party;
+use crate::room::access::{self, Denied};
 use crate::state::AppState;
 use crate::store::{Account, FileRecord};
 

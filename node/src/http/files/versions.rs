@@ -17,7 +17,8 @@ use crate::http::{
     empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY,
 };
 use crate::ids::FileId;
-use crate::room::access::{Party, Role};
+use crate::limits::Party;
+use crate::room::access::Role;
 use crate::room::history::NameRequest;
 use crate::room::restore::{RestoreError, RestoreRequest};
 use crate::room::shares::Opener;
@@ -150,7 +151,14 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     may_read(&g)?;
     let work = state
         .history_work
-        .start(&state.memory, READ_COST, max_doc(state), to.address(), &id)
+        .start(
+            &state.memory,
+            READ_COST,
+            max_doc(state),
+            to.address(),
+            &id,
+            &g.party,
+        )
         .await?;
     let (info, doc) = rebuilt(state, &id, vid, &work).await?;
     // The answer reserves its own bytes for as long as it is held; the rebuilt document
@@ -175,7 +183,7 @@ async fn side(
     if which == "current" {
         let doc = state.rooms.document(id, opener.clone()).await;
         let doc = doc.map_err(unavailable)?.1;
-        if doc.len() > work.limit {
+        if history::charged_len(&doc).map_err(ApiError::unavailable)? > work.limit {
             return Err(WorkRefused::NoRoom.into());
         }
         return Ok(doc);
@@ -212,6 +220,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
             max_doc(state),
             to_address.address(),
             &id,
+            &g.party,
         )
         .await?;
     let (a, b) = (
@@ -407,7 +416,14 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
     // Held until the room has made the restore (or refused it).
     let work = state
         .history_work
-        .start(&state.memory, RESTORE_COST, max_doc(state), address, &id)
+        .start(
+            &state.memory,
+            RESTORE_COST,
+            max_doc(state),
+            address,
+            &id,
+            &g.party,
+        )
         .await?;
     let (from, doc) = rebuilt(state, &id, vid, &work).await?;
     let (reply, answer) = tokio::sync::oneshot::channel();
