@@ -40,14 +40,25 @@ pub const LINK_SHARE_FULL: &str = "people with the file's link have used their s
     the owner's storage (half of ATRIUM_STORAGE_PER_ACCOUNT); the owner can delete versions \
     to make room";
 
-/// How much of an owner's storage a request may fill.
+/// How much of an owner's storage a request or a patch may fill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Share {
     /// All of it: the owner, and people the app grants the file to.
     Whole,
-    /// Half: what people who came by a link key keep (named versions, restores), so a
-    /// guest with the edit key of a public file cannot fill the storage the owner works in.
+    /// Half: people who came by a link key (their patches, named versions and restores),
+    /// so a guest with the edit key of a public file cannot fill the storage the owner
+    /// works in.
     Link,
+}
+
+impl Share {
+    /// What `share` may fill of a `whole` limit.
+    pub fn of(self, whole: u64) -> u64 {
+        match self {
+            Share::Whole => whole,
+            Share::Link => whole / 2,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -159,10 +170,7 @@ impl Storage {
         let Some((whole, store)) = self.limit_for(owner) else {
             return Ok(());
         };
-        let limit = match share {
-            Share::Whole => whole,
-            Share::Link => whole / 2,
-        };
+        let limit = share.of(whole);
         let now = Instant::now();
         // A measure walks every row of the owner's files (85 ms for 1,000 files of 1,000
         // patches and 300 versions each): a request within a second of the last one began
@@ -202,10 +210,11 @@ impl Storage {
 
     /// Whether a room may grow the owner's files by `bytes` more, from what this node
     /// knows now; starts a new measure when the last is stale. Never waits.
-    pub fn may_grow(self: &Arc<Self>, owner: &AccountId, bytes: u64) -> bool {
-        let Some((limit, store)) = self.limit_for(owner) else {
+    pub fn may_grow(self: &Arc<Self>, owner: &AccountId, bytes: u64, share: Share) -> bool {
+        let Some((whole, store)) = self.limit_for(owner) else {
             return true;
         };
+        let limit = share.of(whole);
         let now = Instant::now();
         let (used, start) = self.owner(owner, now, |o| {
             let stale = o

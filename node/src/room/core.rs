@@ -30,6 +30,7 @@ use crate::doc::{DocLimits, Document};
 use crate::ids::{ClientKey, FileId};
 use crate::memory::MemoryGuard;
 use crate::outbox::{Budget, ConnId, Msg};
+use crate::storage::Share;
 use crate::store::{FileAppend, FileRecord, LoggedPatch};
 
 pub use super::rewrites::{REWRITE_BURST, REWRITE_PER_SECOND};
@@ -126,7 +127,9 @@ impl RoomCore {
         let rewrite_burst = REWRITE_BURST.max(rules.config.max_doc_bytes as f64);
         let event_bytes = crate::limits::Bucket::new(event_rate, event_rate, now);
         // The owner's storage is measured before the first patch asks about it.
-        rules.storage.may_grow(&opened.record.owner, 0);
+        rules
+            .storage
+            .may_grow(&opened.record.owner, 0, Share::Whole);
         Self {
             file: opened.file,
             rules,

@@ -10,6 +10,7 @@ use super::recent::RecentOp;
 use super::registry::Ticket;
 use crate::outbox::{shared, ConnId};
 use crate::protocol::{self, Patch, Refusal};
+use crate::storage::Share;
 use crate::store::LoggedPatch;
 
 impl RoomCore {
@@ -74,11 +75,17 @@ impl RoomCore {
         }
         // An owner at their storage limit: the document may not grow (a patch that does
         // not grow it still lands, so people can delete their way back under).
+        // People who came by the link may fill half of it (guests cannot fill the storage
+        // the owner works in).
         let owner = &self.record.owner;
+        let share = match member.access {
+            access::Access::Key { .. } => Share::Link,
+            access::Access::Owner | access::Access::Grant { .. } => Share::Whole,
+        };
         let room_to_grow = self
             .rules
             .storage
-            .may_grow(owner, patch.ops_json.len() as u64);
+            .may_grow(owner, patch.ops_json.len() as u64, share);
         // What its `set`s rewrite comes from the room's allowance a second (taken last, so
         // patches refused for other reasons do not spend it).
         let rewrite = self.doc.rewrite_cost(&patch.ops) as f64;
@@ -100,7 +107,11 @@ impl RoomCore {
         if let Err(e) = applied {
             if !room_to_grow && matches!(e, crate::doc::PatchError::TooLarge(_)) {
                 self.rules.storage.refused("patch");
-                refuse("too-large", crate::storage::FULL);
+                let full = match share {
+                    Share::Whole => crate::storage::FULL,
+                    Share::Link => crate::storage::LINK_SHARE_FULL,
+                };
+                refuse("too-large", full);
             } else {
                 refuse(e.code(), &e.to_string());
             }

@@ -22,6 +22,7 @@ use crate::history::{self, new_info, HistoryRules, VersionInfo, VersionKind};
 use crate::memory::Reservation;
 use crate::metrics::Metrics;
 use crate::outbox::shared;
+use crate::storage::Share;
 use crate::store::Store;
 
 /// Most people a version names as its editors: the first to edit since the version before.
@@ -61,7 +62,11 @@ impl RoomCore {
         if !due || self.finishing.is_some() {
             return;
         }
-        if !self.rules.storage.may_grow(&self.record.owner, 0) {
+        if !self
+            .rules
+            .storage
+            .may_grow(&self.record.owner, 0, Share::Whole)
+        {
             // The owner is at their storage limit: tried again an interval later.
             self.rules.storage.refused("checkpoint");
             self.history.dirty_since = Some(now);
@@ -162,7 +167,11 @@ impl RoomCore {
     /// The version a room that ends after edits saves (its document is durable by then).
     pub fn closing_version(&mut self) -> Option<HistoryJob> {
         self.history.dirty_since?;
-        if !self.rules.storage.may_grow(&self.record.owner, 0) {
+        if !self
+            .rules
+            .storage
+            .may_grow(&self.record.owner, 0, Share::Whole)
+        {
             self.rules.storage.refused("checkpoint");
             return None;
         }

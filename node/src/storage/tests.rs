@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Storage, StorageError};
+use super::{Share, Storage, StorageError};
 use crate::apptoken::owner_for;
 use crate::ids::{random_string, AccountId};
 use crate::store::sqlite::SqliteStore;
@@ -55,18 +55,20 @@ async fn rooms_are_answered_from_the_last_measure_and_what_was_added_since() {
     let metrics = crate::metrics::Metrics::new();
     let storage = Arc::new(Storage::new(1_000, store, &metrics));
     // Unknown yet: allowed, and a measure starts in the background.
-    assert!(storage.may_grow(&owner, 900));
+    assert!(storage.may_grow(&owner, 900, Share::Whole));
     let mut waited = Duration::ZERO;
-    while storage.may_grow(&owner, 401) {
+    while storage.may_grow(&owner, 401, Share::Whole) {
         assert!(waited < Duration::from_secs(5), "the measure never landed");
         tokio::time::sleep(Duration::from_millis(10)).await;
         waited += Duration::from_millis(10);
     }
-    assert!(storage.may_grow(&owner, 400));
+    assert!(storage.may_grow(&owner, 400, Share::Whole));
+    // People who came by the link fill half: 600 kept already, at a limit of 1,000.
+    assert!(!storage.may_grow(&owner, 1, Share::Link));
     // What the room adds counts until a measure includes it.
     storage.added(&owner, 300);
-    assert!(storage.may_grow(&owner, 100));
-    assert!(!storage.may_grow(&owner, 101));
+    assert!(storage.may_grow(&owner, 100, Share::Whole));
+    assert!(!storage.may_grow(&owner, 101, Share::Whole));
 }
 
 #[tokio::test]
@@ -105,6 +107,6 @@ async fn without_a_limit_everything_grows() {
     let storage = Arc::new(Storage::unlimited(&metrics));
     let owner = AccountId::generate();
     storage.added(&owner, u64::MAX / 2);
-    assert!(storage.may_grow(&owner, u64::MAX / 2));
+    assert!(storage.may_grow(&owner, u64::MAX / 2, Share::Whole));
     storage.check(&owner, u64::MAX, "create").await.unwrap();
 }

@@ -256,9 +256,10 @@ async fn one_account_cannot_fill_the_disk() {
 }
 
 /// A guest with the edit key of a public file can name versions, and each keeps a
-/// document: the link's guests together fill at most half of the owner's storage, so the
-/// owner still has room to work (the ninth review: a guest filled the owner's quota with
-/// named versions, and the owner's other files could no longer grow).
+/// document, and can grow the document: the link's guests together fill at most half of
+/// the owner's storage, so the owner still has room to work (the ninth review: a guest
+/// filled the owner's quota with named versions, and the owner's other files could no
+/// longer grow; the tenth: with growing patches).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guests_with_the_link_fill_at_most_half_the_owners_storage() {
     let node = node(&[("ATRIUM_STORAGE_PER_ACCOUNT", "256K")]).await;
@@ -286,7 +287,42 @@ async fn guests_with_the_link_fill_at_most_half_the_owners_storage() {
             break;
         }
     }
+    // Patches that grow the document stop at the link's share too (the tenth review: a
+    // guest's growing patches filled the rest, and the owner's private files could not grow).
+    let mut grown = 0;
+    let reject = loop {
+        let id = 100 + grown;
+        guest
+            .send_patch(
+                id,
+                vec![put(&format!("g{id}"), json!({"text": noise(20_000)}))],
+            )
+            .await;
+        let m = guest.recv_json().await;
+        match m["type"].as_str() {
+            Some("ack") => grown += 1,
+            Some("version") => continue,
+            _ => break m,
+        }
+        assert!(
+            grown < 20,
+            "the guest grew the document by {grown} nodes of 20 KB"
+        );
+    };
+    assert_eq!(reject["code"], "too-large", "{reject}");
+    assert!(
+        reject["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("share")),
+        "{reject}"
+    );
     guest.close().await;
+    // The owner's own growth goes on, to the whole limit.
+    let (mut owner, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
+    owner
+        .patch_acked(1, vec![put("mine", json!({"text": noise(20_000)}))])
+        .await;
+    owner.close().await;
     let named = answers.iter().filter(|s| **s == 201).count();
     assert!(
         (2..12).contains(&named) && answers.last() == Some(&403),
@@ -306,7 +342,8 @@ async fn guests_with_the_link_fill_at_most_half_the_owners_storage() {
     figure(json!({
         "case": "a guest names versions of a public file",
         "limit": 262_144, "guest_named": named, "guest_answers": answers,
-        "owner": "named and restored after",
+        "guest_grew_by_20kb_nodes": grown,
+        "owner": "grew the document, named and restored after",
     }));
 }
 
