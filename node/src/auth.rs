@@ -12,17 +12,19 @@
 //! Niced, they take what relaying leaves.
 
 mod argon;
+mod slots;
 
 use std::sync::{mpsc, Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use argon2::password_hash::{Output, ParamsString, PasswordHash, SaltString};
 use argon2::{Algorithm, Block, Params, Version};
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::oneshot;
 
 use crate::lane::{niced_threads, Job};
 
 use self::argon::{compute, matches};
+use self::slots::{Line, Slots};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -42,7 +44,7 @@ const OUTPUT_LEN: usize = 32;
 #[derive(Clone)]
 pub struct Hasher {
     params: Params,
-    slots: Arc<Semaphore>,
+    slots: Arc<Slots>,
     /// The hashing threads, one per slot, started at the first hash.
     threads: Arc<HashThreads>,
     /// Memory areas of slots not hashing right now (at most one per slot): as many as
@@ -72,7 +74,7 @@ impl Hasher {
             .map_err(|e| AuthError::Internal(e.to_string()))?;
         Ok(Self {
             params,
-            slots: Arc::new(Semaphore::new(concurrency.max(1))),
+            slots: Slots::new(concurrency),
             threads: Arc::new(HashThreads {
                 width: concurrency.max(1),
                 jobs: OnceLock::new(),
@@ -81,15 +83,18 @@ impl Hasher {
         })
     }
 
-    /// Runs `work` on a hashing thread once a slot is free, with that slot's memory area.
+    /// Runs `work` on a hashing thread once a slot is free for `line`, with that slot's
+    /// memory area.
     async fn with_slot<T: Send + 'static>(
         &self,
+        line: Line,
         work: impl FnOnce(&mut Vec<Block>) -> T + Send + 'static,
     ) -> Result<T, AuthError> {
-        let permit = tokio::time::timeout(HASH_QUEUE_WAIT, self.slots.clone().acquire_owned())
+        let permit = self
+            .slots
+            .take(line, HASH_QUEUE_WAIT)
             .await
-            .map_err(|_| AuthError::Busy)?
-            .map_err(|_| AuthError::Busy)?;
+            .ok_or(AuthError::Busy)?;
         let (done, answer) = oneshot::channel();
         let areas = self.areas.clone();
         self.threads.send(Box::new(move || {
@@ -117,7 +122,7 @@ impl Hasher {
     /// A PHC string (`$argon2id$v=19$m=...,t=...,p=1$salt$hash`) for `password`.
     pub async fn hash(&self, password: String) -> Result<String, AuthError> {
         let params = self.params.clone();
-        self.with_slot(move |area| {
+        self.with_slot(Line::Later, move |area| {
             let salt = rand::random::<[u8; 16]>();
             let mut out = [0u8; OUTPUT_LEN];
             compute(
@@ -143,10 +148,16 @@ impl Hasher {
     }
 
     /// Whether `password` matches `phc`. Verifies against a dummy hash when the
-    /// account does not exist (`phc` is `None`) so timing does not reveal emails.
+    /// account does not exist (`phc` is `None`), so it takes as long; such sign-ins wait
+    /// behind those to real accounts for a slot (whether an email has an account is no
+    /// secret: a sign-up with it answers 409).
     pub async fn verify(&self, password: String, phc: Option<String>) -> Result<bool, AuthError> {
         let dummy = self.dummy_hash();
-        self.with_slot(move |area| {
+        let line = match phc {
+            Some(_) => Line::First,
+            None => Line::Later,
+        };
+        self.with_slot(line, move |area| {
             let stored = phc.as_deref().unwrap_or(&dummy);
             matches(stored, password.as_bytes(), area) && phc.is_some()
         })

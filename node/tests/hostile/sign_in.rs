@@ -102,9 +102,14 @@ async fn sign_in_floods_are_limited_and_never_slow_the_node() {
             "a sign-in with a wrong password was answered {status}: {answers:?}"
         );
     }
+    // Sign-ins to real accounts are hashed before made-up emails' (the tenth review: 5 of
+    // 6 honest sign-ins answered 503 under such a flood from 220 addresses).
+    assert_eq!(person_status, 200, "the real person's sign-in, after {person_took:?}");
+    // Not behind the flood's queue: before, it waited out the queue's 2 s and got in (or
+    // not) at its end.
     assert!(
-        matches!(person_status, 200 | 503),
-        "the real person's sign-in: {person_status}"
+        person_took < Duration::from_secs(2),
+        "the real person waited {person_took:?} for a hashing slot"
     );
     let (h50, h99, hmax) = (
         percentile(&health, 0.5),
@@ -125,7 +130,7 @@ async fn sign_in_floods_are_limited_and_never_slow_the_node() {
             "hash_concurrency": "the default, half the cores",
             "health_ms": {"base_p50": ms(percentile(&health_base, 0.5)), "p50": ms(h50), "p99": ms(h99), "max": ms(hmax)},
             "person_during_flood": {"status": person_status, "ms": ms(person_took).round()},
-            "answer": "429 rate-limited past 10 per email; 401 or 503 under the flood",
+            "answer": "429 rate-limited past 10 per email; 401 or 503 under the flood; the real person 200",
         }),
     );
 }
