@@ -100,7 +100,9 @@ async fn hashes_run_on_niced_threads_of_their_own() {
         .unwrap();
     assert!(name.unwrap_or_default().starts_with("atrium-hash-"));
     assert_eq!(nice, crate::priority::LANE_NICENESS);
-    let panicked = h.with_slot(Line::First, |_| -> u8 { panic!("a bad hash") }).await;
+    let panicked = h
+        .with_slot(Line::First, |_| -> u8 { panic!("a bad hash") })
+        .await;
     assert!(matches!(panicked, Err(AuthError::Internal(_))));
     let phc = h.hash("still here".into()).await.unwrap();
     assert!(h.verify("still here".into(), Some(phc)).await.unwrap());

@@ -104,7 +104,10 @@ async fn sign_in_floods_are_limited_and_never_slow_the_node() {
     }
     // Sign-ins to real accounts are hashed before made-up emails' (the tenth review: 5 of
     // 6 honest sign-ins answered 503 under such a flood from 220 addresses).
-    assert_eq!(person_status, 200, "the real person's sign-in, after {person_took:?}");
+    assert_eq!(
+        person_status, 200,
+        "the real person's sign-in, after {person_took:?}"
+    );
     // Not behind the flood's queue: before, it waited out the queue's 2 s and got in (or
     // not) at its end.
     assert!(
