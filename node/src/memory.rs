@@ -14,10 +14,12 @@
 //! (try again later) or an HTTP 503 with `Retry-After` before the upgrade; requests
 //! that would make large allocations get 503.
 
+mod answers;
 mod incoming;
 mod reservation;
 mod sizing;
 
+pub use answers::{AnswerKey, HeldBody, Holder, SharedAnswers};
 pub use incoming::{IncomingShares, SocketAllowance};
 pub use reservation::Reservation;
 pub use sizing::{default_budget, parse_size};

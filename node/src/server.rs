@@ -218,6 +218,7 @@ pub async fn start(
             .connections_per_ip()
             .map(|cap| Arc::new(AddressCounts::new(cap))),
         memory,
+        answers: crate::memory::SharedAnswers::default(),
         admission: crate::admission::Admission::new(
             config.joins_in_flight,
             std::time::Duration::from_millis(config.join_wait_ms),

@@ -72,6 +72,8 @@ pub struct AppState {
     pub connections_by_address: Option<Arc<AddressCounts>>,
     /// The node's memory budget: new work is refused before it is exceeded.
     pub memory: Arc<crate::memory::MemoryGuard>,
+    /// Whole-document answers clients still hold, shared by requests for the same one.
+    pub answers: crate::memory::SharedAnswers,
     /// Turns for joins, so a storm is taken at the pace the node carries.
     pub admission: crate::admission::Admission,
     /// The runtime's scheduling delay, sampled for /health.

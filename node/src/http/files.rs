@@ -19,6 +19,7 @@ use super::{
     signed_in, strong_etag, ApiError, ApiResult, SMALL_BODY,
 };
 use crate::ids::{new_secret, FileId};
+use crate::memory::{AnswerKey, HeldBody, Holder};
 use crate::room::JoinError;
 use crate::state::AppState;
 use crate::store::{FileRecord, FileUpdate, LinkAccess};
@@ -116,6 +117,7 @@ pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
     match state.rooms.document(&id, opener).await {
         Ok((version, doc)) => to.held_answer(
             state,
+            Some(AnswerKey::Doc(id.clone(), version)),
             &format!("{{\"version\":{version},\"doc\":"),
             doc,
             "}",
@@ -163,12 +165,13 @@ impl DocumentsTo {
     pub(super) fn held_answer(
         self,
         state: &AppState,
+        key: Option<AnswerKey>,
         head: &str,
         doc: String,
         tail: &str,
     ) -> ApiResult {
         let len = doc.len() as u64;
-        let answer = held_answer(state, head, doc, tail)?;
+        let answer = held_answer(state, key, head, doc, tail)?;
         state.documents_sent.charge(&self.0, len);
         Ok(answer)
     }
@@ -177,44 +180,44 @@ impl DocumentsTo {
 /// A 200 answer of JSON made of `head`, a document's text and `tail`, built once. It is
 /// held until the client has read it all: its bytes stay promised from the memory budget
 /// until then, so many clients that ask and never read make the node answer 503 instead
-/// of growing past its budget.
-fn held_answer(state: &AppState, head: &str, doc: String, tail: &str) -> ApiResult {
+/// of growing past its budget. An answer for `key` that somebody still holds is given
+/// again as it is: one copy and one promise however many ask for the same document.
+fn held_answer(
+    state: &AppState,
+    key: Option<AnswerKey>,
+    head: &str,
+    doc: String,
+    tail: &str,
+) -> ApiResult {
     let len = head.len() + doc.len() + tail.len();
-    let held = match len <= SMALL_ANSWER {
-        true => None,
-        false => Some(
-            state
+    let mut resp = json_response(StatusCode::OK, &Value::Null);
+    if len <= SMALL_ANSWER {
+        *resp.body_mut() = http_body_util::Full::new([head, &doc, tail].concat().into());
+        return Ok(resp);
+    }
+    let shared = key.as_ref().and_then(|k| state.answers.get(k));
+    let body = match shared {
+        Some(body) => body,
+        None => {
+            let held = state
                 .memory
                 .reserve(len as u64)
-                .ok_or_else(|| busy("the server is at its memory budget; try again"))?,
-        ),
+                .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
+            let body = HeldBody::new([head, &doc, tail].concat().into_bytes(), Some(held));
+            if let Some(key) = key {
+                state.answers.keep(key, &body);
+            }
+            body
+        }
     };
-    let body = [head, &doc, tail].concat().into_bytes();
     drop(doc);
-    let mut resp = json_response(StatusCode::OK, &Value::Null);
-    *resp.body_mut() = http_body_util::Full::new(match held {
-        None => body.into(),
-        Some(held) => bytes::Bytes::from_owner(Held { body, _held: held }),
-    });
+    *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from_owner(Holder(body)));
     Ok(resp)
 }
 
 /// Answers at most this large are always given, even at the budget, as small patches are
 /// always taken: what they hold is negligible.
 const SMALL_ANSWER: usize = 64 * 1024;
-
-/// An answer's bytes with the memory promised for them, given back when hyper lets go of
-/// them (sent, or the connection closed).
-struct Held {
-    body: Vec<u8>,
-    _held: crate::memory::Reservation,
-}
-
-impl AsRef<[u8]> for Held {
-    fn as_ref(&self) -> &[u8] {
-        &self.body
-    }
-}
 
 /// A file's settings change at most `ATRIUM_FILE_CHANGES_PER_MINUTE` times a minute: each
 /// change reaches everyone in the file (a link narrowed to view tells every guest their new

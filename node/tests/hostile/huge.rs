@@ -167,12 +167,21 @@ async fn a_document_of_one_huge_node_is_refused_before_it_is_parsed() {
 /// stays in memory until it is read. Its bytes are promised from the memory budget until
 /// then, so past the budget the node answers 503 with `Retry-After` instead of growing
 /// (the review: 40 such requests for a 16 MB document, 117 → 751 MiB against 512 MiB).
+/// Answers of the same document at the same version are one copy and one promise (the
+/// tenth review: 35 unread downloads of a 24 MB file, each promising a copy, kept the node
+/// refusing new files and sockets for 30 s at 180 MiB resident).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unread_document_answers_stay_within_the_budget() {
     let _serial = SERIAL.lock().await;
     const BUDGET_MIB: u64 = 256;
     let budget = format!("{BUDGET_MIB}M");
-    let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
+    // The address's share of document bytes would refuse these first: the memory is what
+    // is tested here.
+    let r = room(&[
+        ("ATRIUM_MEMORY_BUDGET", budget.as_str()),
+        ("ATRIUM_DOCUMENT_BURST_BYTES_PER_IP", "4294967296"),
+    ])
+    .await;
     let file = create_file(&r.node, &r.owner, "Large", Some(large_document())).await;
     let id = s(&file["id"]).to_string();
     let pid = r.node.pid();
@@ -181,35 +190,50 @@ async fn unread_document_answers_stay_within_the_budget() {
         "GET /api/files/{id}/doc HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {}\r\n\r\n",
         r.owner
     );
-    let mut held = Vec::new();
+    let (mut editor, _) = Client::join(&r.node, &id, &Hello::token(&r.owner)).await;
     let mut peak = rss0;
+    // 1. Forty unread requests for the same version: one copy, every one answered, and
+    //    the node still takes new work meanwhile.
+    let mut same = Vec::new();
     for _ in 0..40 {
+        same.push(unread_request(r.node.port, &request).await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        peak = peak.max(rss_kib(pid));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let small = json!({"name": "Small", "doc": {"a": {"x": 1}}});
+    send_json(&r.node, "POST", "/api/files", Some(&r.owner), &small)
+        .await
+        .assert_status(201);
+    let same_answers = first_lines(&mut same).await;
+    drop(same);
+    // 2. Forty unread requests, the document edited before each: forty versions, forty
+    //    copies, each promised; past the budget 503.
+    let mut held = Vec::new();
+    for n in 0..40u64 {
+        let put = json!({"op": "put", "id": format!("edit{n}"), "props": {"n": n}});
+        editor.patch_acked(n + 1, vec![put]).await;
         held.push(unread_request(r.node.port, &request).await);
         tokio::time::sleep(Duration::from_millis(100)).await;
         peak = peak.max(rss_kib(pid));
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     peak = peak.max(rss_kib(pid));
-    // Each held answer's first bytes: 200 while the budget had room, then 503.
-    let mut statuses = HashMap::<String, u64>::new();
-    for stream in &mut held {
-        let mut head = [0u8; 64];
-        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut head))
-            .await
-            .expect("an answer")
-            .unwrap();
-        let status = String::from_utf8_lossy(&head[..n.min(12)]).to_string();
-        *statuses.entry(status).or_insert(0) += 1;
-    }
+    let statuses = first_lines(&mut held).await;
     figure(
-        json!({"case": "40 unread answers of an 8 MB document", "budget_mib": BUDGET_MIB,
+        json!({"case": "40 unread answers of an 8 MB document, then 40 of it edited between", "budget_mib": BUDGET_MIB,
                   "rss_start_mib": rss0 / 1024, "peak_rss_mib": peak / 1024,
-                  "answers": statuses}),
+                  "same_version": same_answers, "new_versions": statuses}),
     );
     assert!(
         peak / 1024 < BUDGET_MIB,
         "resident memory reached {} MiB",
         peak / 1024
+    );
+    assert_eq!(
+        same_answers.get("HTTP/1.1 200"),
+        Some(&40),
+        "{same_answers:?}"
     );
     assert!(statuses.contains_key("HTTP/1.1 503"), "{statuses:?}");
     assert!(statuses.contains_key("HTTP/1.1 200"), "{statuses:?}");
@@ -228,6 +252,21 @@ async fn unread_document_answers_stay_within_the_budget() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(served, "the document was never served again");
+}
+
+/// The status line each held answer starts with, counted.
+async fn first_lines(held: &mut [TcpStream]) -> HashMap<String, u64> {
+    let mut statuses = HashMap::<String, u64>::new();
+    for stream in held {
+        let mut head = [0u8; 64];
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut head))
+            .await
+            .expect("an answer")
+            .unwrap();
+        let status = String::from_utf8_lossy(&head[..n.min(12)]).to_string();
+        *statuses.entry(status).or_insert(0) += 1;
+    }
+    statuses
 }
 
 /// A document of about 7.8 MB: 60,000 nodes of a 100-character name and a number.

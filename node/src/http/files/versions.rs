@@ -18,6 +18,7 @@ use crate::http::{
 };
 use crate::ids::FileId;
 use crate::limits::Party;
+use crate::memory::AnswerKey;
 use crate::room::access::Role;
 use crate::room::history::NameRequest;
 use crate::room::restore::{RestoreError, RestoreRequest};
@@ -126,7 +127,7 @@ pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     // Held against the memory budget until the client has read it, as a document is.
     let page = serde_json::to_string(&versions).expect("versions serialize");
     let tail = format!(",\"next\":{}}}", json!(next));
-    to.held_answer(state, "{\"versions\":", page, &tail)
+    to.held_answer(state, None, "{\"versions\":", page, &tail)
 }
 
 /// A version's document, rebuilt within what `work` reserved.
@@ -165,7 +166,9 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     // is in the next samples by now.
     drop(work);
     let info = serde_json::to_string(&info).expect("a version serializes");
-    to.held_answer(state, &format!("{{\"version\":{info},\"doc\":"), doc, "}")
+    let head = format!("{{\"version\":{info},\"doc\":");
+    let key = AnswerKey::Version(id, vid, info);
+    to.held_answer(state, Some(key), &head, doc, "}")
 }
 
 fn max_doc(state: &AppState) -> usize {
