@@ -74,3 +74,24 @@ impl SharedAnswers {
         live.values().filter(|b| b.strong_count() > 0).count()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_shared_while_held_and_forgotten_after() {
+        let answers = SharedAnswers::default();
+        let key = AnswerKey::Doc(FileId::parse("f1").unwrap(), 7);
+        let body = HeldBody::new(b"{}".to_vec(), None);
+        answers.keep(key.clone(), &body);
+        let again = answers.get(&key).expect("held: shared");
+        assert!(Arc::ptr_eq(&body, &again));
+        assert!(answers
+            .get(&AnswerKey::Doc(FileId::parse("f1").unwrap(), 8))
+            .is_none());
+        drop((body, again));
+        assert!(answers.get(&key).is_none(), "nobody holds it");
+        assert_eq!(answers.held(), 0);
+    }
+}
