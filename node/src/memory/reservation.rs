@@ -25,6 +25,19 @@ impl Reservation {
     }
 }
 
+impl Reservation {
+    /// Gives back what is promised beyond `bytes`: work that now knows how much it takes
+    /// leaves the rest to others at once.
+    pub fn shrink_to(&mut self, bytes: u64) {
+        if bytes < self.bytes {
+            self.guard
+                .reserved
+                .fetch_sub(self.bytes - bytes, Ordering::AcqRel);
+            self.bytes = bytes;
+        }
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.guard.reserved.fetch_sub(self.bytes, Ordering::AcqRel);

@@ -215,7 +215,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     if to != "current" {
         version_id(to)?;
     }
-    let work = state
+    let mut work = state
         .history_work
         .start(
             &state.memory,
@@ -230,6 +230,8 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
         side(state, &id, from, &work, &opener).await?,
         side(state, &id, to, &work, &opener).await?,
     );
+    let charged = |doc: &str| history::charged_len(doc).unwrap_or(doc.len());
+    work.fit(charged(&a).max(charged(&b)));
     let size = a.len() + b.len();
     let c = crate::lane::run(size, &state.metrics, move || history::compare(&a, &b))
         .await
