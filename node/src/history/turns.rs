@@ -120,7 +120,8 @@ impl Working {
     /// whole it kept others' work out (the tenth review: guests comparing a 3.6 MB file in
     /// a loop made most of its owner's comparisons 503).
     pub fn fit(&mut self, bytes: usize) {
-        self.memory.shrink_to(self.cost.saturating_mul(bytes as u64));
+        self.memory
+            .shrink_to(self.cost.saturating_mul(bytes as u64));
     }
 }
 
@@ -276,7 +277,10 @@ mod tests {
             .start(&memory, COMPARE_COST, 64 << 20, who, &file, &Party::Link)
             .await
             .expect("room for it");
-        assert!(memory.room_left() <= room / 2 + 1, "sized for the largest document");
+        assert!(
+            memory.room_left() <= room / 2 + 1,
+            "sized for the largest document"
+        );
         w.fit(1 << 20);
         assert_eq!(
             memory.room_left(),
