@@ -119,14 +119,7 @@ async fn get_from(source: [u8; 4], port: u16, path: &str, key: &str) -> u16 {
 async fn one_address_cannot_fill_the_queue_for_version_work() {
     let (_serial, r, mut probe, base) = case(&[]).await;
     let port = r.node.port;
-    let doc: serde_json::Map<String, Value> = (0..100_000)
-        .map(|k| (format!("n{k}"), json!({"x": k})))
-        .collect();
-    let big = create_file(&r.node, &r.owner, "Big", Some(Value::Object(doc))).await;
-    let big_id = s(&big["id"]).to_string();
-    set_link(&r.node, &r.owner, &big_id, "edit").await;
-    let key = s(&big["edit_key"]).to_string();
-    let vid = named_version(&r, &big_id).await;
+    let (big_id, key, vid) = big_file_with_a_version(&r).await;
     // The owner's own small file, with a version to read.
     let small = create_file(&r.node, &r.owner, "Small", Some(json!({"a": {"x": 1}}))).await;
     let small_id = s(&small["id"]).to_string();
@@ -198,14 +191,7 @@ async fn one_address_cannot_fill_the_queue_for_version_work() {
 async fn guests_cannot_take_the_owners_places_for_version_work() {
     let (_serial, r, mut probe, base) = case(&[]).await;
     let port = r.node.port;
-    let doc: serde_json::Map<String, Value> = (0..100_000)
-        .map(|k| (format!("n{k}"), json!({"x": k})))
-        .collect();
-    let big = create_file(&r.node, &r.owner, "Big", Some(Value::Object(doc))).await;
-    let id = s(&big["id"]).to_string();
-    set_link(&r.node, &r.owner, &id, "edit").await;
-    let key = s(&big["edit_key"]).to_string();
-    let vid = named_version(&r, &id).await;
+    let (id, key, vid) = big_file_with_a_version(&r).await;
     let compare = format!("/api/files/{id}/versions/compare?from={vid}");
     let answers = Arc::new(Mutex::new(HashMap::<u16, u64>::new()));
     let owner = Arc::new(Mutex::new(Vec::new()));
@@ -261,6 +247,20 @@ async fn guests_cannot_take_the_owners_places_for_version_work() {
         "the owner's answers: {owner:?}"
     );
     probe.settle().await;
+}
+
+/// A 1.9 MB file of the owner's (100,000 nodes) shared with edit access, and a version of
+/// it: its id, its edit key and the version's id.
+async fn big_file_with_a_version(r: &Room) -> (String, String, u64) {
+    let doc: serde_json::Map<String, Value> = (0..100_000)
+        .map(|k| (format!("n{k}"), json!({"x": k})))
+        .collect();
+    let big = create_file(&r.node, &r.owner, "Big", Some(Value::Object(doc))).await;
+    let id = s(&big["id"]).to_string();
+    set_link(&r.node, &r.owner, &id, "edit").await;
+    let key = s(&big["edit_key"]).to_string();
+    let vid = named_version(r, &id).await;
+    (id, key, vid)
 }
 
 /// Names the current state of `file` as its owner; the version's id.
