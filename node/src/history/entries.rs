@@ -37,9 +37,9 @@ pub fn in_order(text: &str) -> Result<Sorted<'_>, String> {
         let (id, _) = entry?;
         if let Some(prev) = &last {
             match prev.as_ref().cmp(id.as_ref()) {
-                std::cmp::Ordering::Less => {}
-                std::cmp::Ordering::Equal => return Err(format!("node {id:?} named twice")),
-                std::cmp::Ordering::Greater => ordered = false,
+                Ordering::Less => {}
+                Ordering::Equal => return Err(format!("node {id:?} named twice")),
+                Ordering::Greater => ordered = false,
             }
         }
         last = Some(id);
