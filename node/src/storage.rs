@@ -52,6 +52,14 @@ pub enum Share {
 }
 
 impl Share {
+    /// The share of someone who came by a link key (`by_link`), or of anyone else.
+    pub fn by_link(by_link: bool) -> Self {
+        match by_link {
+            true => Share::Link,
+            false => Share::Whole,
+        }
+    }
+
     /// What `share` may fill of a `whole` limit.
     pub fn of(self, whole: u64) -> u64 {
         match self {

@@ -161,7 +161,12 @@ impl DocumentsTo {
         state.documents_sent.charge(&self.0, bytes);
     }
 
-    /// [`held_answer`], charged to the address when it is given.
+    /// A 200 answer of JSON made of `head`, a document's text and `tail`, built once and
+    /// charged to the address. It is held until the client has read it all: its bytes stay
+    /// promised from the memory budget until then, so many clients that ask and never read
+    /// make the node answer 503 instead of growing past its budget. An answer for `key`
+    /// that somebody still holds is given again as it is: one copy and one promise however
+    /// many ask for the same document.
     pub(super) fn held_answer(
         self,
         state: &AppState,
@@ -170,49 +175,30 @@ impl DocumentsTo {
         doc: String,
         tail: &str,
     ) -> ApiResult {
-        let len = doc.len() as u64;
-        let answer = held_answer(state, key, head, doc, tail)?;
-        state.documents_sent.charge(&self.0, len);
-        Ok(answer)
-    }
-}
-
-/// A 200 answer of JSON made of `head`, a document's text and `tail`, built once. It is
-/// held until the client has read it all: its bytes stay promised from the memory budget
-/// until then, so many clients that ask and never read make the node answer 503 instead
-/// of growing past its budget. An answer for `key` that somebody still holds is given
-/// again as it is: one copy and one promise however many ask for the same document.
-fn held_answer(
-    state: &AppState,
-    key: Option<AnswerKey>,
-    head: &str,
-    doc: String,
-    tail: &str,
-) -> ApiResult {
-    let len = head.len() + doc.len() + tail.len();
-    let mut resp = json_response(StatusCode::OK, &Value::Null);
-    if len <= SMALL_ANSWER {
-        *resp.body_mut() = http_body_util::Full::new([head, &doc, tail].concat().into());
-        return Ok(resp);
-    }
-    let shared = key.as_ref().and_then(|k| state.answers.get(k));
-    let body = match shared {
-        Some(body) => body,
-        None => {
-            let held = state
-                .memory
-                .reserve(len as u64)
-                .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
-            let body = HeldBody::new([head, &doc, tail].concat().into_bytes(), Some(held));
-            if let Some(key) = key {
-                state.answers.keep(key, &body);
-            }
-            body
+        let len = head.len() + doc.len() + tail.len();
+        let mut resp = json_response(StatusCode::OK, &Value::Null);
+        if len <= SMALL_ANSWER {
+            *resp.body_mut() = http_body_util::Full::new([head, &doc, tail].concat().into());
+        } else {
+            let body = match key.as_ref().and_then(|k| state.answers.get(k)) {
+                Some(body) => body,
+                None => {
+                    let held = state
+                        .memory
+                        .reserve(len as u64)
+                        .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
+                    let body = HeldBody::new([head, &doc, tail].concat().into_bytes(), Some(held));
+                    if let Some(key) = key {
+                        state.answers.keep(key, &body);
+                    }
+                    body
+                }
+            };
+            *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from_owner(Holder(body)));
         }
-    };
-    drop(doc);
-    *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from_owner(Holder(body)));
-    Ok(resp)
+        state.documents_sent.charge(&self.0, doc.len() as u64);
+        Ok(resp)
+    }
 }
 
 /// Answers at most this large are always given, even at the budget, as small patches are

@@ -23,9 +23,7 @@ impl Reservation {
         self.guard.grew(bytes);
         self.guard.reserved.fetch_sub(bytes, Ordering::AcqRel);
     }
-}
 
-impl Reservation {
     /// Gives back what is promised beyond `bytes`: work that now knows how much it takes
     /// leaves the rest to others at once.
     pub fn shrink_to(&mut self, bytes: u64) {

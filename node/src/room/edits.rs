@@ -78,10 +78,7 @@ impl RoomCore {
         // People who came by the link may fill half of it (guests cannot fill the storage
         // the owner works in).
         let owner = &self.record.owner;
-        let share = match member.access {
-            access::Access::Key { .. } => Share::Link,
-            access::Access::Owner | access::Access::Grant { .. } => Share::Whole,
-        };
+        let share = Share::by_link(matches!(member.access, access::Access::Key { .. }));
         let room_to_grow = self
             .rules
             .storage

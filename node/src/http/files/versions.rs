@@ -175,23 +175,31 @@ fn max_doc(state: &AppState) -> usize {
     state.config.max_doc_bytes
 }
 
-/// A side of a comparison: a version's document, or the current one.
+/// A side of a comparison: a version's document, or the current one, and its size as the
+/// document limits count it.
 async fn side(
     state: &AppState,
     id: &FileId,
     which: &str,
     work: &Working,
     opener: &Opener,
-) -> Result<String, ApiError> {
-    if which == "current" {
-        let doc = state.rooms.document(id, opener.clone()).await;
-        let doc = doc.map_err(unavailable)?.1;
-        if history::charged_len(&doc).map_err(ApiError::unavailable)? > work.limit {
-            return Err(WorkRefused::NoRoom.into());
+) -> Result<(String, usize), ApiError> {
+    let doc = match which {
+        "current" => {
+            state
+                .rooms
+                .document(id, opener.clone())
+                .await
+                .map_err(unavailable)?
+                .1
         }
-        return Ok(doc);
+        version => rebuilt(state, id, version_id(version)?, work).await?.1,
+    };
+    let charged = history::charged_len(&doc).map_err(ApiError::unavailable)?;
+    if charged > work.limit {
+        return Err(WorkRefused::NoRoom.into());
     }
-    Ok(rebuilt(state, id, version_id(which)?, work).await?.1)
+    Ok((doc, charged))
 }
 
 /// `GET /api/files/{id}/versions/compare?from&to` (`to` defaults to `current`).
@@ -226,12 +234,11 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
             &g.party,
         )
         .await?;
-    let (a, b) = (
+    let ((a, a_charged), (b, b_charged)) = (
         side(state, &id, from, &work, &opener).await?,
         side(state, &id, to, &work, &opener).await?,
     );
-    let charged = |doc: &str| history::charged_len(doc).unwrap_or(doc.len());
-    work.fit(charged(&a).max(charged(&b)));
+    work.fit(a_charged.max(b_charged));
     let size = a.len() + b.len();
     let c = crate::lane::run(size, &state.metrics, move || history::compare(&a, &b))
         .await
@@ -285,7 +292,12 @@ pub async fn name(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     // from the link's guests past their share of it.
     state
         .storage
-        .check_share(&g.file.owner, 0, "version", share(&g.party))
+        .check_share(
+            &g.file.owner,
+            0,
+            "version",
+            Share::by_link(g.party == Party::Link),
+        )
         .await?;
     let body: Naming = read_json(req, SMALL_BODY).await?;
     let t = title(
@@ -352,14 +364,6 @@ fn check_naming_rate(state: &AppState, id: &FileId, party: &Party) -> Result<(),
     })
 }
 
-/// How much of the owner's storage a party's versions may fill.
-fn share(party: &Party) -> Share {
-    match party {
-        Party::Link => Share::Link,
-        Party::Owner | Party::App(_) => Share::Whole,
-    }
-}
-
 /// `DELETE /api/files/{id}/versions/{vid}`: the owner deletes a named version.
 pub async fn delete(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64) -> ApiResult {
     let g = granted(state, &req, &id).await?;
@@ -415,7 +419,12 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
     // nor from the link's guests past their share.
     state
         .storage
-        .check_share(&g.file.owner, 0, "restore", share(&g.party))
+        .check_share(
+            &g.file.owner,
+            0,
+            "restore",
+            Share::by_link(g.party == Party::Link),
+        )
         .await?;
     let address = crate::limits::address_key(crate::http::client_addr(&req));
     // Held until the room has made the restore (or refused it).
