@@ -290,15 +290,7 @@ pub async fn name(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     check_naming_rate(state, &id, &g.party)?;
     // A named version keeps up to a whole document: none while the owner is full, nor
     // from the link's guests past their share of it.
-    state
-        .storage
-        .check_share(
-            &g.file.owner,
-            0,
-            "version",
-            Share::by_link(g.party == Party::Link),
-        )
-        .await?;
+    room_to_keep(state, &g, "version").await?;
     let body: Naming = read_json(req, SMALL_BODY).await?;
     let t = title(
         body.title
@@ -364,6 +356,17 @@ fn check_naming_rate(state: &AppState, id: &FileId, party: &Party) -> Result<(),
     })
 }
 
+/// Whether `g`'s caller may keep one more version of the owner's (`what`: a naming or a
+/// restore): not while the owner is full, nor past the link's share for those who came
+/// by the link key.
+async fn room_to_keep(state: &AppState, g: &Granted, what: &str) -> Result<(), ApiError> {
+    let share = Share::by_link(g.party == Party::Link);
+    Ok(state
+        .storage
+        .check_share(&g.file.owner, 0, what, share)
+        .await?)
+}
+
 /// `DELETE /api/files/{id}/versions/{vid}`: the owner deletes a named version.
 pub async fn delete(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64) -> ApiResult {
     let g = granted(state, &req, &id).await?;
@@ -417,15 +420,7 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
     }
     // A restore keeps a version and may grow the document: none while the owner is full,
     // nor from the link's guests past their share.
-    state
-        .storage
-        .check_share(
-            &g.file.owner,
-            0,
-            "restore",
-            Share::by_link(g.party == Party::Link),
-        )
-        .await?;
+    room_to_keep(state, &g, "restore").await?;
     let address = crate::limits::address_key(crate::http::client_addr(&req));
     // Held until the room has made the restore (or refused it).
     let work = state
