@@ -114,6 +114,11 @@ impl MemoryGuard {
         self.sampled_and_grown() + self.reserved.load(Ordering::Acquire)
     }
 
+    /// Bytes promised to work under way (reservations not yet given back).
+    pub fn promised(&self) -> u64 {
+        self.reserved.load(Ordering::Acquire)
+    }
+
     /// Whether new work may start now.
     pub fn admits(&self) -> bool {
         self.expected() < self.high_water()
@@ -198,6 +203,7 @@ impl MemoryGuard {
                 let rss = crate::stats::rss_bytes();
                 guard.sampled(rss);
                 metrics.memory_rss.set(rss as i64);
+                metrics.memory_promised.set(guard.promised() as i64);
                 // From an eighth below the mark, where rooms nobody is in start to leave:
                 // what they free must show, or the node stays refusing work it has room for.
                 if guard.pressed() && trimmed.elapsed() >= Duration::from_millis(200) {

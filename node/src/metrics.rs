@@ -53,6 +53,7 @@ pub struct Metrics {
     pub coordinator_operations: IntCounterVec,
     pub memory_rss: IntGauge,
     pub memory_budget: IntGauge,
+    pub memory_promised: IntGauge,
     pub memory_refusals: IntCounter,
     /// Refusals at an owner's storage limit (`storage::REFUSED_WHAT`).
     pub storage_refusals: IntCounterVec,

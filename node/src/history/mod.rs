@@ -86,6 +86,11 @@ pub struct VersionInfo {
     pub restored_from: Option<u64>,
     /// Bytes the version's row stores (its base or its delta).
     pub bytes: u64,
+    /// The version's document as the document limits count it (each node at least
+    /// 24 bytes), so work on it reserves what it takes; `None` for versions saved before
+    /// stores kept it. Not part of the API's answers.
+    #[serde(skip)]
+    pub doc_bytes: Option<u64>,
 }
 
 /// What a version row stores: a compressed base or a compressed delta, never both.

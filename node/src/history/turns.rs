@@ -14,10 +14,14 @@
 //!   1.9 MB document made an owner's read of a one-node version wait 10 s), and the link's
 //!   guests cannot take the owner's places (the tenth review: guests comparing from six
 //!   addresses made the owner's restores, reads and compares 429);
-//! - each reserves from the memory budget, before it starts, what it may need: `cost` bytes
-//!   per byte of document, for the largest document it may rebuild, which is at most what
-//!   half the budget's room allows (so other work still gets the rest). A version larger
-//!   than that is refused too (503), and served once the node has room again.
+//! - each reserves from the memory budget, before it starts, what it needs: `cost` bytes
+//!   per byte of document, for the largest document it will rebuild (versions keep their
+//!   document's size; the room tells the current one's), and at most what half the
+//!   budget's room allows (so other work still gets the rest). Work that does not fit is
+//!   refused (503), and served once the node has room again. Only versions saved before
+//!   stores kept their size are planned for the largest document a file may hold (the
+//!   eleventh review: three reads of one-node versions at once kept seven eighths of the
+//!   budget's room promised, and other people's uploads were refused at the budget).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -54,6 +58,32 @@ pub const PER_FILE: usize = 2;
 pub const READ_COST: u64 = 4;
 pub const COMPARE_COST: u64 = 8;
 pub const RESTORE_COST: u64 = 12;
+
+/// How large the documents a piece of work rebuilds are, as the document limits count them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocSize {
+    /// The largest of them is this many bytes.
+    Known(usize),
+    /// Unknown (a version saved before stores kept its size): at most this many.
+    AtMost(usize),
+}
+
+impl DocSize {
+    /// The size of documents of sizes `a` and `b` rebuilt together: the larger, known when
+    /// both are.
+    pub fn max(self, other: DocSize) -> DocSize {
+        match (self, other) {
+            (DocSize::Known(a), DocSize::Known(b)) => DocSize::Known(a.max(b)),
+            (a, b) => DocSize::AtMost(a.bytes().max(b.bytes())),
+        }
+    }
+
+    fn bytes(self) -> usize {
+        match self {
+            DocSize::Known(n) | DocSize::AtMost(n) => n,
+        }
+    }
+}
 
 /// Why a piece of history work did not start or could not finish.
 #[derive(Debug, thiserror::Error)]
@@ -167,13 +197,14 @@ impl HistoryWork {
     }
 
     /// Takes one of `address`'s places and one of `file`'s for `party`, waits for a turn, then
-    /// reserves memory for documents up to `max_doc` bytes at `cost` bytes per byte, or as
-    /// much as half the budget's room allows.
+    /// reserves memory for documents of `size` at `cost` bytes per byte: for a known size
+    /// that (refused when over half the budget's room), else as much of it as half the
+    /// room allows.
     pub async fn start(
         &self,
         memory: &Arc<MemoryGuard>,
         cost: u64,
-        max_doc: usize,
+        size: DocSize,
         address: IpAddr,
         file: &FileId,
         party: &Party,
@@ -187,9 +218,18 @@ impl HistoryWork {
             .ok()
             .and_then(Result::ok)
             .ok_or(WorkRefused::NoTurn)?;
-        let want = (max_doc as u64).saturating_mul(cost);
+        let max_doc = match size {
+            // A little over the size, for a document that grew since it was measured.
+            DocSize::Known(n) => (n as u64).saturating_add(n as u64 / 8).max(MIN_DOC),
+            DocSize::AtMost(n) => n as u64,
+        };
+        let want = max_doc.saturating_mul(cost);
         let bytes = want.min(memory.room_left() / 2);
-        let reservation = (bytes >= cost * MIN_DOC)
+        let fits = match size {
+            DocSize::Known(_) => bytes == want,
+            DocSize::AtMost(_) => bytes >= cost * MIN_DOC,
+        };
+        let reservation = fits
             .then(|| memory.reserve(bytes))
             .flatten()
             .ok_or(WorkRefused::NoRoom)?;
@@ -274,7 +314,14 @@ mod tests {
         let who: IpAddr = "10.0.0.1".parse().unwrap();
         let room = memory.room_left();
         let mut w = work
-            .start(&memory, COMPARE_COST, 64 << 20, who, &file, &Party::Link)
+            .start(
+                &memory,
+                COMPARE_COST,
+                DocSize::AtMost(64 << 20),
+                who,
+                &file,
+                &Party::Link,
+            )
             .await
             .expect("room for it");
         assert!(
@@ -292,6 +339,40 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn work_on_documents_of_known_size_reserves_what_they_take() {
+        let work = HistoryWork::default();
+        let memory = MemoryGuard::new(crate::stats::rss_bytes() + (256 << 20));
+        let file = FileId::parse("f1").unwrap();
+        let who: IpAddr = "10.0.0.1".parse().unwrap();
+        let room = memory.room_left();
+        let start = |size| work.start(&memory, READ_COST, size, who, &file, &Party::Owner);
+        let one_mib = start(DocSize::Known(1 << 20)).await.expect("room for it");
+        let planned = (1 << 20) + (1 << 17);
+        assert_eq!(one_mib.limit, planned, "the size and an eighth");
+        assert!(!one_mib.squeezed);
+        assert_eq!(room - memory.room_left(), READ_COST * planned as u64);
+        drop(one_mib);
+        let tiny = start(DocSize::Known(10)).await.expect("room for it");
+        assert_eq!(
+            tiny.limit as u64, MIN_DOC,
+            "never less than the smallest plan"
+        );
+        drop(tiny);
+        // More than half the room: refused at once, not squeezed into a rebuild that fails.
+        let too_large = start(DocSize::Known(room as usize / 4)).await;
+        assert!(matches!(too_large, Err(WorkRefused::NoRoom)));
+        assert_eq!(memory.room_left(), room, "nothing kept");
+    }
+
+    #[test]
+    fn documents_rebuilt_together_are_as_large_as_the_larger() {
+        use DocSize::{AtMost, Known};
+        assert_eq!(Known(3).max(Known(5)), Known(5));
+        assert_eq!(Known(9).max(AtMost(5)), AtMost(9), "unknown if either is");
+        assert_eq!(AtMost(64).max(Known(5)), AtMost(64));
+    }
+
+    #[tokio::test]
     async fn one_address_and_one_file_have_at_most_their_places() {
         let work = HistoryWork::default();
         let memory = MemoryGuard::new(1 << 34);
@@ -305,8 +386,15 @@ mod tests {
         let start_as = |who: IpAddr, file: &FileId, party: Party| {
             let (work, memory, file) = (&work, &memory, file.clone());
             async move {
-                work.start(memory, READ_COST, 1 << 20, who, &file, &party)
-                    .await
+                work.start(
+                    memory,
+                    READ_COST,
+                    DocSize::AtMost(1 << 20),
+                    who,
+                    &file,
+                    &party,
+                )
+                .await
             }
         };
         let start = |who: IpAddr, file: &FileId| start_as(who, file, Party::Link);

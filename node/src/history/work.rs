@@ -5,6 +5,7 @@
 //! by the room's epoch like every other durable write of the file.
 
 use super::codec::{deflate, delta, inflate, materialize, merge_deltas};
+use super::entries::charged_len;
 use super::retention::{thinned, Retention};
 use super::{VersionData, VersionInfo};
 use crate::ids::FileId;
@@ -46,8 +47,8 @@ pub async fn save(
     rules: &HistoryRules,
 ) -> StoreResult<VersionInfo> {
     let newest = newest_chain(store, file).await?;
-    let data = encode(&newest, doc, rules).map_err(corrupt)?;
-    insert(store, file, epoch, info, &data).await
+    let (data, measured) = encode(&newest, doc, rules).map_err(corrupt)?;
+    insert(store, file, epoch, info, &data, measured).await
 }
 
 /// [`save`] for a room's history worker: the rebuilding and diffing, milliseconds per
@@ -63,10 +64,11 @@ pub async fn save_on_lane(
 ) -> StoreResult<VersionInfo> {
     let newest = newest_chain(store, file).await?;
     let rules = *rules;
-    let data = crate::lane::run(doc.len(), metrics, move || encode(&newest, &doc, &rules))
-        .await
-        .map_err(corrupt)?;
-    insert(store, file, epoch, info, &data).await
+    let (data, measured) =
+        crate::lane::run(doc.len(), metrics, move || encode(&newest, &doc, &rules))
+            .await
+            .map_err(corrupt)?;
+    insert(store, file, epoch, info, &data, measured).await
 }
 
 /// The stored rows of the file's newest version, base first (none for a file without
@@ -79,19 +81,25 @@ async fn newest_chain(store: &dyn Store, file: &FileId) -> StoreResult<Vec<Versi
     Ok(chain.into_iter().map(|(_, d)| d).collect())
 }
 
-/// What to store for `doc` after the chain `newest`: a delta while the chain is short and
-/// its deltas weigh less than its base, else a base.
-fn encode(newest: &[VersionData], doc: &str, rules: &HistoryRules) -> Result<VersionData, String> {
+/// What to store for `doc` after the chain `newest` (a delta while the chain is short and
+/// its deltas weigh less than its base, else a base), and the document's size as the
+/// document limits count it.
+fn encode(
+    newest: &[VersionData],
+    doc: &str,
+    rules: &HistoryRules,
+) -> Result<(VersionData, usize), String> {
+    let measured = charged_len(doc)?;
     if !newest.is_empty() && (newest.len() as u64) < rules.base_every.max(1) {
         let previous = materialize(newest, rules.max_doc_bytes)?;
         let d = deflate(&delta(&previous, doc)?);
         let base = newest.first().map_or(0, VersionData::len);
         let deltas: usize = newest.iter().skip(1).map(VersionData::len).sum();
         if deltas + d.len() <= base {
-            return Ok(VersionData::Delta(d));
+            return Ok((VersionData::Delta(d), measured));
         }
     }
-    Ok(VersionData::Base(deflate(doc)))
+    Ok((VersionData::Base(deflate(doc)), measured))
 }
 
 async fn insert(
@@ -100,8 +108,10 @@ async fn insert(
     epoch: u64,
     mut info: VersionInfo,
     data: &VersionData,
+    measured: usize,
 ) -> StoreResult<VersionInfo> {
     info.bytes = data.len() as u64;
+    info.doc_bytes = Some(measured as u64);
     info.id = store.insert_version(file, epoch, &info, data).await?;
     Ok(info)
 }
@@ -217,5 +227,6 @@ pub fn new_info(
         editors,
         restored_from: None,
         bytes: 0,
+        doc_bytes: None,
     }
 }

@@ -108,6 +108,11 @@ impl Metrics {
                 "atrium_memory_budget_bytes",
                 "The node's memory budget (ATRIUM_MEMORY_BUDGET); new work is refused a tenth (at least 16 MiB) below it.",
             ),
+            memory_promised: gauge(
+                &r,
+                "atrium_memory_promised_bytes",
+                "Bytes of the memory budget promised to work under way (loading rooms, uploads, version history work), as last sampled.",
+            ),
             lane_runs: counter(
                 &r,
                 "atrium_lane_runs_total",

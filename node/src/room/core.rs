@@ -185,6 +185,9 @@ impl RoomCore {
                     reply,
                 });
             }
+            RoomCmd::DocSize(reply) => {
+                let _ = reply.send(self.doc.charged_len());
+            }
             RoomCmd::Shutdown(reply) => {
                 self.finishing = Some(Finishing {
                     exit: Exit::Shutdown,

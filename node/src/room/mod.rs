@@ -101,6 +101,8 @@ pub enum RoomCmd {
     Deleted,
     /// The current document, once everything in it is durable.
     GetDoc(oneshot::Sender<(u64, String)>),
+    /// The current document's size as the document limits count it.
+    DocSize(oneshot::Sender<usize>),
     /// Finish what is in flight, close every socket with 1012, and stop.
     Shutdown(oneshot::Sender<()>),
     /// The file belongs to another node now (the ring changed): finish what is

@@ -69,15 +69,16 @@ pub(crate) fn patch_from<R: Columns>(row: &R) -> Result<LoggedPatch, R::Error> {
 
 /// The version columns, in the order [`version_from`] reads them.
 pub(crate) const VERSION_COLUMNS: &str =
-    "id, version, created_at, kind, title, description, editors, restored_from, base, delta";
+    "id, version, created_at, kind, title, description, editors, restored_from, doc_bytes, \
+     base, delta";
 
 /// The version columns without what the version stores (for lists): the same order, with
 /// the stored bytes' length in place of base and delta.
 pub(crate) const VERSION_INFO_COLUMNS: &str =
-    "id, version, created_at, kind, title, description, editors, restored_from, \
+    "id, version, created_at, kind, title, description, editors, restored_from, doc_bytes, \
      CAST(length(coalesce(base, delta)) AS BIGINT)";
 
-/// A version's info from [`VERSION_INFO_COLUMNS`] (or the first eight of [`VERSION_COLUMNS`],
+/// A version's info from [`VERSION_INFO_COLUMNS`] (or the first nine of [`VERSION_COLUMNS`],
 /// with `bytes` given).
 pub(crate) fn version_info_from<R: Columns>(
     row: &R,
@@ -93,18 +94,19 @@ pub(crate) fn version_info_from<R: Columns>(
         description: row.maybe_text(5)?,
         editors,
         restored_from: row.maybe_int(7)?.map(|v| v as u64),
+        doc_bytes: row.maybe_int(8)?.map(|v| v as u64),
         bytes: match bytes {
             Some(b) => b,
-            None => row.maybe_int(8)?.unwrap_or(0) as u64,
+            None => row.maybe_int(9)?.unwrap_or(0) as u64,
         },
     })
 }
 
 /// A version row from [`VERSION_COLUMNS`].
 pub(crate) fn version_from<R: Columns>(row: &R) -> Result<VersionRow, R::Error> {
-    let data = match row.maybe_bytes(8)? {
+    let data = match row.maybe_bytes(9)? {
         Some(base) => VersionData::Base(base),
-        None => VersionData::Delta(row.maybe_bytes(9)?.unwrap_or_default()),
+        None => VersionData::Delta(row.maybe_bytes(10)?.unwrap_or_default()),
     };
     let info = version_info_from(row, Some(data.len() as u64))?;
     Ok((info, data))

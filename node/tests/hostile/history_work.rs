@@ -504,3 +504,104 @@ async fn a_restore_is_within_the_budget_however_large_the_document_it_starts_fro
     )
     .await;
 }
+
+/// Reads of two small files' versions in a loop, from six addresses (a reading of
+/// `history::turns` after the tenth review: each piece of version work reserved for the
+/// largest document it might rebuild, half of the budget's room, so three reads of small
+/// versions at once kept seven eighths of it promised, and other people's uploads and
+/// room openings met a budget that was not used). Versions keep their document's size and
+/// work reserves for that: what is promised stays small, and another person's uploads of
+/// 3 MB documents all go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_of_small_versions_leave_the_budget_to_others() {
+    let (_serial, r, mut probe, base) = case(&[("ATRIUM_MEMORY_BUDGET", "160M")]).await;
+    let port = r.node.port;
+    let admin = r.node.admin_port().expect("an admin address");
+    let mut reads = Vec::new();
+    for name in ["One", "Two"] {
+        let doc: serde_json::Map<String, Value> = (0..5_000)
+            .map(|k| (format!("n{k}"), json!({"x": k})))
+            .collect();
+        let file = create_file(&r.node, &r.owner, name, Some(Value::Object(doc))).await;
+        let id = s(&file["id"]).to_string();
+        set_link(&r.node, &r.owner, &id, "edit").await;
+        let vid = named_version(&r, &id).await;
+        let key = s(&file["edit_key"]).to_string();
+        reads.push((format!("/api/files/{id}/versions/{vid}"), key));
+    }
+    let someone = new_account(&r.node, "someone").await;
+    let upload: serde_json::Map<String, Value> = (0..60_000)
+        .map(|k| (format!("n{k}"), json!({"x": k, "p": "a".repeat(32)})))
+        .collect();
+    let upload = json!({"name": "Upload", "doc": Value::Object(upload)}).to_string();
+    let readers = Arc::new(Mutex::new(HashMap::<u16, u64>::new()));
+    let uploads = Arc::new(Mutex::new(HashMap::<u16, u64>::new()));
+    let promised = Arc::new(AtomicU64::new(0));
+    let (_, during, secs) = attack(&mut probe, 14, |n, done| {
+        let (reads, readers) = (reads.clone(), readers.clone());
+        let (someone, upload, uploads) = (someone.clone(), upload.clone(), uploads.clone());
+        let promised = promised.clone();
+        tokio::spawn(async move {
+            while !done.load(Ordering::SeqCst) {
+                match n {
+                    12 => {
+                        // Someone else uploads a 3 MB document every quarter second.
+                        let auth = format!("Bearer {someone}");
+                        let headers = [("authorization", auth.as_str())];
+                        let body = Some(upload.clone().into_bytes());
+                        let a = atrium_testkit::http::request(
+                            port,
+                            "POST",
+                            "/api/files",
+                            &headers,
+                            body,
+                        )
+                        .await;
+                        *uploads.lock().unwrap().entry(a.status).or_insert(0) += 1;
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                    }
+                    13 => {
+                        // What the budget has promised, as the node samples it.
+                        let m = http_at(admin, "GET", "/metrics", &[], None).await;
+                        let now = metric_sum(&m.text, "atrium_memory_promised_bytes", &[]);
+                        promised.fetch_max(now.expect("the gauge") as u64, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    _ => {
+                        let (path, key) = &reads[n % 2];
+                        let source = [127, 0, 0, 41 + (n / 2) as u8];
+                        let status = get_from(source, port, path, key).await;
+                        *readers.lock().unwrap().entry(status).or_insert(0) += 1;
+                        if status != 200 {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    }
+                }
+            }
+        })
+    })
+    .await;
+    let readers = readers.lock().unwrap().clone();
+    let uploads = uploads.lock().unwrap().clone();
+    let promised_mib = promised.load(Ordering::SeqCst) as f64 / (1 << 20) as f64;
+    report(
+        "version reads of two small files from six addresses; someone else uploads 3 MB documents",
+        &base,
+        &during,
+        json!({"readers": readers, "uploads": uploads, "seconds": secs,
+               "peak_promised_mib": (promised_mib * 10.0).round() / 10.0}),
+    );
+    assert!(
+        readers.get(&200).is_some_and(|&n| n > 100),
+        "the reads were not under way: {readers:?}"
+    );
+    // An upload promises 18 MB while it is read and built; the reads a little each.
+    assert!(
+        promised_mib < 32.0,
+        "{promised_mib:.1} MiB promised at once (uploads {uploads:?})"
+    );
+    let made = uploads.get(&201).copied().unwrap_or(0);
+    assert!(made >= 3, "uploads: {uploads:?}");
+    assert_eq!(made, uploads.values().sum::<u64>(), "uploads: {uploads:?}");
+    probe.settle().await;
+}

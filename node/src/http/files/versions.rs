@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::access::{granted, Granted};
-use crate::history::turns::{WorkRefused, Working, COMPARE_COST, READ_COST, RESTORE_COST};
+use crate::history::turns::{DocSize, WorkRefused, Working, COMPARE_COST, READ_COST, RESTORE_COST};
 use crate::history::{self, VersionInfo, VersionKind};
 use crate::http::{
     empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY,
@@ -150,16 +150,10 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     let to = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_read(&g)?;
+    let size = version_size(state, &id, vid).await?;
     let work = state
         .history_work
-        .start(
-            &state.memory,
-            READ_COST,
-            max_doc(state),
-            to.address(),
-            &id,
-            &g.party,
-        )
+        .start(&state.memory, READ_COST, size, to.address(), &id, &g.party)
         .await?;
     let (info, doc) = rebuilt(state, &id, vid, &work).await?;
     // The answer reserves its own bytes for as long as it is held; the rebuilt document
@@ -171,8 +165,42 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     to.held_answer(state, Some(key), &head, doc, "}")
 }
 
-fn max_doc(state: &AppState) -> usize {
-    state.config.max_doc_bytes
+/// The size of version `vid`'s document as its row keeps it (404 without the version).
+async fn version_size(state: &AppState, id: &FileId, vid: u64) -> Result<DocSize, ApiError> {
+    let listed = state
+        .store
+        .versions(id, Some(vid.saturating_add(1)), 1)
+        .await?;
+    match listed.first() {
+        Some(v) if v.id == vid => Ok(match v.doc_bytes {
+            Some(n) => DocSize::Known(usize::try_from(n).unwrap_or(usize::MAX)),
+            None => DocSize::AtMost(state.config.max_doc_bytes),
+        }),
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+/// The size of the current document, from its room (opened for `opener` if need be).
+async fn current_size(state: &AppState, id: &FileId, opener: &Opener) -> Result<DocSize, ApiError> {
+    let n = state
+        .rooms
+        .document_size(id, opener.clone())
+        .await
+        .map_err(unavailable)?;
+    Ok(DocSize::Known(n))
+}
+
+/// The size of a comparison's side: a version's document, or the current one.
+async fn side_size(
+    state: &AppState,
+    id: &FileId,
+    which: &str,
+    opener: &Opener,
+) -> Result<DocSize, ApiError> {
+    match which {
+        "current" => current_size(state, id, opener).await,
+        version => version_size(state, id, version_id(version)?).await,
+    }
 }
 
 /// A side of a comparison: a version's document, or the current one, and its size as the
@@ -223,12 +251,15 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     if to != "current" {
         version_id(to)?;
     }
+    let size = side_size(state, &id, from, &opener)
+        .await?
+        .max(side_size(state, &id, to, &opener).await?);
     let mut work = state
         .history_work
         .start(
             &state.memory,
             COMPARE_COST,
-            max_doc(state),
+            size,
             to_address.address(),
             &id,
             &g.party,
@@ -422,17 +453,20 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
     // nor from the link's guests past their share.
     room_to_keep(state, &g, "restore").await?;
     let address = crate::limits::address_key(crate::http::client_addr(&req));
+    // The restore's patch and copies are as large as the larger of the version and the
+    // document it starts from.
+    let opener = Opener {
+        address: Some(address),
+        account: g.owner.then(|| g.file.owner.clone()),
+        editor: true,
+    };
+    let size = version_size(state, &id, vid)
+        .await?
+        .max(current_size(state, &id, &opener).await?);
     // Held until the room has made the restore (or refused it).
     let work = state
         .history_work
-        .start(
-            &state.memory,
-            RESTORE_COST,
-            max_doc(state),
-            address,
-            &id,
-            &g.party,
-        )
+        .start(&state.memory, RESTORE_COST, size, address, &id, &g.party)
         .await?;
     let (from, doc) = rebuilt(state, &id, vid, &work).await?;
     let (reply, answer) = tokio::sync::oneshot::channel();

@@ -84,6 +84,12 @@ impl Rooms {
         self.command(file, opener, RoomCmd::GetDoc).await
     }
 
+    /// The current document's size as the document limits count it (opening the room if
+    /// needed, as [`Self::document`] does): what work on it is sized by.
+    pub async fn document_size(&self, file: &FileId, opener: Opener) -> Result<usize, JoinError> {
+        self.command(file, opener, RoomCmd::DocSize).await
+    }
+
     /// Sends the file's room (opening it if needed) the command `make` builds around a
     /// reply channel, and answers the room's reply; asks again (see [`Again`]) when the
     /// room ended before answering.

@@ -73,12 +73,19 @@ pub async fn versions_save_read_and_page(store: &dyn Store) {
             .expect("read");
         assert_eq!(&read, info);
         assert_eq!(&body, d, "version {} reads back exactly", info.id);
+        // Each keeps its document's size, as the document limits count it.
+        let measured = history::charged_len(d).expect("a document") as u64;
+        assert_eq!(read.doc_bytes, Some(measured), "version {}", info.id);
         let chain = store.version_chain(&file, info.id).await.expect("chain");
         assert!(chain.len() <= 4, "a chain is bounded by base_every");
         assert_eq!(read.editors, vec!["Ada".to_string(), "Guest".to_string()]);
     }
     let page = store.versions(&file, None, 3).await.expect("list");
     assert_eq!(page.iter().map(|v| v.id).collect::<Vec<_>>(), [10, 9, 8]);
+    assert_eq!(
+        page[0].doc_bytes, docs[9].0.doc_bytes,
+        "lists keep the size too"
+    );
     let page = store.versions(&file, Some(8), 3).await.expect("list");
     assert_eq!(page.iter().map(|v| v.id).collect::<Vec<_>>(), [7, 6, 5]);
     let page = store.versions(&file, Some(2), 30).await.expect("list");

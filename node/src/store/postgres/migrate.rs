@@ -30,6 +30,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         6,
         include_str!("../../../migrations/postgres/0006_webhooks.sql"),
     ),
+    (
+        7,
+        include_str!("../../../migrations/postgres/0007_version_doc_bytes.sql"),
+    ),
 ];
 
 /// Advisory lock key that serialises migrations between nodes starting together

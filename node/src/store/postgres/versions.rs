@@ -60,14 +60,15 @@ impl PgStore {
         let insert = prepare(
             &tx,
             "INSERT INTO versions (file_id, id, version, created_at, kind, title, description,
-                                   editors, restored_from, base, delta)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                                   editors, restored_from, doc_bytes, base, delta)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .await?;
         let (base, delta) = blobs(data);
         let editors = serde_json::to_string(&info.editors).expect("names serialize");
         let restored = info.restored_from.map(big);
-        let params: [&Param<'_>; 11] = [
+        let doc_bytes = info.doc_bytes.map(big);
+        let params: [&Param<'_>; 12] = [
             &file.as_str(),
             &id,
             &big(info.version),
@@ -77,6 +78,7 @@ impl PgStore {
             &info.description,
             &editors,
             &restored,
+            &doc_bytes,
             &base,
             &delta,
         ];

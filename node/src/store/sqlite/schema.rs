@@ -25,6 +25,13 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             "ALTER TABLE files ADD COLUMN viewers_see_history INTEGER NOT NULL DEFAULT 0;",
         )?;
     }
+    // Versions gained their document's size, so work on one reserves what it takes.
+    let has_doc_bytes = conn
+        .prepare("SELECT 1 FROM pragma_table_info('versions') WHERE name = 'doc_bytes'")?
+        .exists([])?;
+    if !has_doc_bytes {
+        conn.execute_batch("ALTER TABLE versions ADD COLUMN doc_bytes INTEGER;")?;
+    }
     conn.execute_batch(
         "UPDATE sessions SET expires_at = created_at + 2592000000 WHERE expires_at = 0;
          CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions(expires_at);
@@ -32,4 +39,21 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     )?;
     // Server API op ids, by time, to forget expired ones cheaply.
     conn.execute_batch(&super::server::server_ops_index())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_from_before_version_sizes_gains_them() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        conn.execute_batch("ALTER TABLE versions DROP COLUMN doc_bytes")
+            .unwrap();
+        assert!(conn.prepare("SELECT doc_bytes FROM versions").is_err());
+        migrate(&conn).unwrap();
+        migrate(&conn).expect("each step is idempotent");
+        assert!(conn.prepare("SELECT doc_bytes FROM versions").is_ok());
+    }
 }

@@ -79,6 +79,8 @@ CREATE TABLE IF NOT EXISTS versions (
     -- JSON array of names.
     editors       TEXT NOT NULL,
     restored_from INTEGER,
+    -- The document's size as the document limits count it (NULL: saved before it was kept).
+    doc_bytes     INTEGER,
     base          BLOB,
     delta         BLOB,
     PRIMARY KEY (file_id, id)

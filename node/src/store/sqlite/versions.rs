@@ -57,8 +57,8 @@ pub(super) fn insert(
     let (base, delta) = blobs(data);
     tx.execute(
         "INSERT INTO versions (file_id, id, version, created_at, kind, title, description,
-                               editors, restored_from, base, delta)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                               editors, restored_from, doc_bytes, base, delta)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         params![
             file.as_str(),
             id,
@@ -69,6 +69,7 @@ pub(super) fn insert(
             info.description,
             serde_json::to_string(&info.editors).expect("names serialize"),
             info.restored_from.map(|v| v as i64),
+            info.doc_bytes.map(|v| v.min(i64::MAX as u64) as i64),
             base,
             delta
         ],
