@@ -219,6 +219,7 @@ pub async fn start(
             .map(|cap| Arc::new(AddressCounts::new(cap))),
         memory,
         answers: crate::memory::SharedAnswers::default(),
+        answer_shares: crate::room::shares::RoomShares::new(config.room_memory_share()),
         admission: crate::admission::Admission::new(
             config.joins_in_flight,
             std::time::Duration::from_millis(config.join_wait_ms),

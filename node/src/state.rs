@@ -74,6 +74,9 @@ pub struct AppState {
     pub memory: Arc<crate::memory::MemoryGuard>,
     /// Whole-document answers clients still hold, shared by requests for the same one.
     pub answers: crate::memory::SharedAnswers,
+    /// What those answers hold, by their files' owner and by the reading address, counted
+    /// as open rooms are (and apart from them).
+    pub answer_shares: Arc<crate::room::shares::RoomShares>,
     /// Turns for joins, so a storm is taken at the pace the node carries.
     pub admission: crate::admission::Admission,
     /// The runtime's scheduling delay, sampled for /health.

@@ -18,8 +18,10 @@ use super::{
     bearer_token, busy, client_addr, empty, json_response, plain_name, rate_limited, read_json,
     signed_in, strong_etag, ApiError, ApiResult, SMALL_BODY,
 };
+use crate::ids::AccountId;
 use crate::ids::{new_secret, FileId};
 use crate::memory::{AnswerKey, HeldBody, Holder};
+use crate::room::shares::{Opener, OverShare};
 use crate::room::JoinError;
 use crate::state::AppState;
 use crate::store::{FileRecord, FileUpdate, LinkAccess};
@@ -110,13 +112,14 @@ pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
     let (file, owner) = readable(state, &req, &id).await?;
     let opener = crate::room::shares::Opener {
         address: Some(to.address()),
-        account: owner.then_some(file.owner),
+        account: owner.then(|| file.owner.clone()),
         // A download is a reader's: held to the owner's account share unless it is the owner.
         editor: false,
     };
-    match state.rooms.document(&id, opener).await {
+    match state.rooms.document(&id, opener.clone()).await {
         Ok((version, doc)) => to.held_answer(
             state,
+            (&file.owner, &opener),
             Some(AnswerKey::Doc(id.clone(), version)),
             &format!("{{\"version\":{version},\"doc\":"),
             doc,
@@ -166,10 +169,15 @@ impl DocumentsTo {
     /// promised from the memory budget until then, so many clients that ask and never read
     /// make the node answer 503 instead of growing past its budget. An answer for `key`
     /// that somebody still holds is given again as it is: one copy and one promise however
-    /// many ask for the same document.
+    /// many ask for the same document. A new copy also counts, while held, against the file
+    /// owner's and the address's shares of answers (`ATRIUM_ROOM_MEMORY_SHARE`, counted
+    /// apart from open rooms, and with the same exemptions for `reader`): else unread
+    /// downloads of many different large files, or of one file edited between them, could
+    /// hold the whole budget for the 30 s a write may take.
     pub(super) fn held_answer(
         self,
         state: &AppState,
+        (owner, reader): (&AccountId, &Opener),
         key: Option<AnswerKey>,
         head: &str,
         doc: String,
@@ -183,11 +191,16 @@ impl DocumentsTo {
             let body = match key.as_ref().and_then(|k| state.answers.get(k)) {
                 Some(body) => body,
                 None => {
+                    let share = state
+                        .answer_shares
+                        .take(owner, reader, len as u64)
+                        .map_err(|over| busy(answers_over(over)))?;
                     let held = state
                         .memory
                         .reserve(len as u64)
                         .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
-                    let body = HeldBody::new([head, &doc, tail].concat().into_bytes(), Some(held));
+                    let body = [head, &doc, tail].concat().into_bytes();
+                    let body = HeldBody::new(body, Some(held), Some(share));
                     if let Some(key) = key {
                         state.answers.keep(key, &body);
                     }
@@ -198,6 +211,18 @@ impl DocumentsTo {
         }
         state.documents_sent.charge(&self.0, doc.len() as u64);
         Ok(resp)
+    }
+}
+
+/// Why a document answer was refused for a share.
+fn answers_over(over: OverShare) -> &'static str {
+    match over {
+        OverShare::Account => {
+            "documents of this account's files waiting to be read hold their share of the server's memory; try again later"
+        }
+        OverShare::Address => {
+            "documents waiting to be read by this address hold their share of the server's memory; try again later"
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::Reservation;
 use crate::ids::FileId;
+use crate::room::shares::RoomShare;
 
 /// Which document an answer carries.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -26,11 +27,17 @@ pub enum AnswerKey {
 pub struct HeldBody {
     body: Vec<u8>,
     _held: Option<Reservation>,
+    /// Its part of the file owner's and the reader's address's shares of answers.
+    _share: Option<RoomShare>,
 }
 
 impl HeldBody {
-    pub fn new(body: Vec<u8>, held: Option<Reservation>) -> Arc<Self> {
-        Arc::new(Self { body, _held: held })
+    pub fn new(body: Vec<u8>, held: Option<Reservation>, share: Option<RoomShare>) -> Arc<Self> {
+        Arc::new(Self {
+            body,
+            _held: held,
+            _share: share,
+        })
     }
 }
 
@@ -83,7 +90,7 @@ mod tests {
     fn an_answer_is_shared_while_held_and_forgotten_after() {
         let answers = SharedAnswers::default();
         let key = AnswerKey::Doc(FileId::parse("f1").unwrap(), 7);
-        let body = HeldBody::new(b"{}".to_vec(), None);
+        let body = HeldBody::new(b"{}".to_vec(), None, None);
         answers.keep(key.clone(), &body);
         let again = answers.get(&key).expect("held: shared");
         assert!(Arc::ptr_eq(&body, &again));

@@ -254,6 +254,89 @@ async fn unread_document_answers_stay_within_the_budget() {
     assert!(served, "the document was never served again");
 }
 
+/// Strangers with the view key ask for an owner's 8 MB file from twelve addresses and never
+/// read, the owner editing it before each request: every answer is a new version and so a
+/// new copy (the tenth review's other half: unread downloads of many different documents
+/// each promised a copy, until the budget was spent for the 30 s a write may take). The
+/// copies count against the owner's share of answers, so the strangers get 503 past it,
+/// and another account's download of its own 8 MB file, and the owner's own, are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_answers_of_one_accounts_files_hold_at_most_its_share() {
+    let _serial = SERIAL.lock().await;
+    const BUDGET_MIB: u64 = 256;
+    let budget = format!("{BUDGET_MIB}M");
+    let r = room(&[
+        ("ATRIUM_MEMORY_BUDGET", budget.as_str()),
+        ("ATRIUM_DOCUMENT_BURST_BYTES_PER_IP", "4294967296"),
+    ])
+    .await;
+    let port = r.node.port;
+    let file = create_file(&r.node, &r.owner, "Large", Some(large_document())).await;
+    let id = s(&file["id"]).to_string();
+    set_link(&r.node, &r.owner, &id, "view").await;
+    let key = s(&file["view_key"]).to_string();
+    let someone = new_account(&r.node, "someone").await;
+    let theirs = create_file(&r.node, &someone, "Theirs", Some(large_document())).await;
+    let theirs = s(&theirs["id"]).to_string();
+    let (mut editor, _) = Client::join(&r.node, &id, &Hello::token(&r.owner)).await;
+    let pid = r.node.pid();
+    let rss0 = rss_kib(pid);
+    let mut peak = rss0;
+    let request =
+        format!("GET /api/files/{id}/doc HTTP/1.1\r\nhost: x\r\nx-atrium-key: {key}\r\n\r\n");
+    let mut held = Vec::new();
+    for n in 0..24u64 {
+        let put = json!({"op": "put", "id": format!("edit{n}"), "props": {"n": n}});
+        editor.patch_acked(n + 1, vec![put]).await;
+        let source = [127, 0, 0, 60 + (n % 12) as u8];
+        held.push(unread_request_from(source, port, &request).await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        peak = peak.max(rss_kib(pid));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let strangers = first_lines(&mut held).await;
+    // While the strangers' answers are held: someone else's download (from an address of
+    // its own: the owner's room holds 127.0.0.1's share of rooms), and the owner's.
+    let theirs = format!(
+        "GET /api/files/{theirs}/doc HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {someone}\r\n\
+         connection: close\r\n\r\n"
+    );
+    let someone_else = read_whole([127, 0, 0, 90], port, &theirs).await;
+    let owner = get(&r.node, &format!("/api/files/{id}/doc"), Some(&r.owner)).await;
+    peak = peak.max(rss_kib(pid));
+    figure(json!({
+        "case": "24 unread answers of an 8 MB file, edited between, from 12 addresses; then another account's download and the owner's",
+        "budget_mib": BUDGET_MIB, "rss_start_mib": rss0 / 1024, "peak_rss_mib": peak / 1024,
+        "strangers": strangers, "someone_else": someone_else.lines().next(), "owner": owner.status,
+    }));
+    assert!(
+        peak / 1024 < BUDGET_MIB,
+        "resident memory reached {} MiB",
+        peak / 1024
+    );
+    assert!(strangers.contains_key("HTTP/1.1 200"), "{strangers:?}");
+    assert!(strangers.contains_key("HTTP/1.1 503"), "{strangers:?}");
+    assert!(
+        someone_else.starts_with("HTTP/1.1 200"),
+        "{}",
+        &someone_else[..someone_else.len().min(400)]
+    );
+    assert_eq!(owner.status, 200, "{}", owner.text);
+    drop(held);
+}
+
+/// The whole answer to `request` (which closes the connection), sent from `source`.
+async fn read_whole(source: [u8; 4], port: u16, request: &str) -> String {
+    let mut stream = atrium_testkit::tcp::connect_from(source, port).await;
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut answer))
+        .await
+        .expect("an answer within 30 s")
+        .expect("a readable answer");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
 /// The status line each held answer starts with, counted.
 async fn first_lines(held: &mut [TcpStream]) -> HashMap<String, u64> {
     let mut statuses = HashMap::<String, u64>::new();
@@ -279,8 +362,14 @@ pub(super) fn large_document() -> Value {
 
 /// A connection with a 4 KiB receive buffer that sends `request` and reads nothing.
 pub(super) async fn unread_request(port: u16, request: &str) -> TcpStream {
+    unread_request_from([127, 0, 0, 1], port, request).await
+}
+
+/// [`unread_request`] from the loopback address `source`.
+async fn unread_request_from(source: [u8; 4], port: u16, request: &str) -> TcpStream {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
+    socket.bind((source, 0).into()).unwrap();
     let mut stream = socket.connect(([127, 0, 0, 1], port).into()).await.unwrap();
     stream.write_all(request.as_bytes()).await.unwrap();
     stream

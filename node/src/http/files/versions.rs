@@ -127,7 +127,15 @@ pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     // Held against the memory budget until the client has read it, as a document is.
     let page = serde_json::to_string(&versions).expect("versions serialize");
     let tail = format!(",\"next\":{}}}", json!(next));
-    to.held_answer(state, None, "{\"versions\":", page, &tail)
+    let reader = reader(&g, to.address());
+    to.held_answer(
+        state,
+        (&g.file.owner, &reader),
+        None,
+        "{\"versions\":",
+        page,
+        &tail,
+    )
 }
 
 /// A version's document, rebuilt within what `work` reserved.
@@ -162,7 +170,18 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     let info = serde_json::to_string(&info).expect("a version serializes");
     let head = format!("{{\"version\":{info},\"doc\":");
     let key = AnswerKey::Version(id, vid, info);
-    to.held_answer(state, Some(key), &head, doc, "}")
+    let reader = reader(&g, to.address());
+    to.held_answer(state, (&g.file.owner, &reader), Some(key), &head, doc, "}")
+}
+
+/// Who reads a file's history, for the shares of memory: the owner and its editors are
+/// held to their address's share only, as when they open a room.
+fn reader(g: &Granted, address: std::net::IpAddr) -> Opener {
+    Opener {
+        address: Some(address),
+        account: g.owner.then(|| g.file.owner.clone()),
+        editor: g.role == Role::Editor,
+    }
 }
 
 /// The size of version `vid`'s document as its row keeps it (404 without the version).
