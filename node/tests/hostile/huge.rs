@@ -173,16 +173,7 @@ async fn a_document_of_one_huge_node_is_refused_before_it_is_parsed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unread_document_answers_stay_within_the_budget() {
     let _serial = SERIAL.lock().await;
-    const BUDGET_MIB: u64 = 256;
-    let budget = format!("{BUDGET_MIB}M");
-    // The address's share of document bytes would refuse these first: the memory is what
-    // is tested here.
-    let r = room(&[
-        ("ATRIUM_MEMORY_BUDGET", budget.as_str()),
-        ("ATRIUM_DOCUMENT_BURST_BYTES_PER_IP", "4294967296"),
-    ])
-    .await;
-    let file = create_file(&r.node, &r.owner, "Large", Some(large_document())).await;
+    let (r, file) = large_file_unpaced().await;
     let id = s(&file["id"]).to_string();
     let pid = r.node.pid();
     let rss0 = rss_kib(pid);
@@ -263,15 +254,8 @@ async fn unread_document_answers_stay_within_the_budget() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unread_answers_of_one_accounts_files_hold_at_most_its_share() {
     let _serial = SERIAL.lock().await;
-    const BUDGET_MIB: u64 = 256;
-    let budget = format!("{BUDGET_MIB}M");
-    let r = room(&[
-        ("ATRIUM_MEMORY_BUDGET", budget.as_str()),
-        ("ATRIUM_DOCUMENT_BURST_BYTES_PER_IP", "4294967296"),
-    ])
-    .await;
+    let (r, file) = large_file_unpaced().await;
     let port = r.node.port;
-    let file = create_file(&r.node, &r.owner, "Large", Some(large_document())).await;
     let id = s(&file["id"]).to_string();
     set_link(&r.node, &r.owner, &id, "view").await;
     let key = s(&file["view_key"]).to_string();
@@ -335,6 +319,23 @@ async fn read_whole(source: [u8; 4], port: u16, request: &str) -> String {
         .expect("an answer within 30 s")
         .expect("a readable answer");
     String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// The budget the unread-answer cases run with.
+const BUDGET_MIB: u64 = 256;
+
+/// A node with a [`BUDGET_MIB`] budget and an owner's 8 MB file on it (its creation
+/// answer). The address's share of document bytes would refuse the cases' downloads
+/// first: memory is what they test.
+async fn large_file_unpaced() -> (Room, Value) {
+    let budget = format!("{BUDGET_MIB}M");
+    let r = room(&[
+        ("ATRIUM_MEMORY_BUDGET", budget.as_str()),
+        ("ATRIUM_DOCUMENT_BURST_BYTES_PER_IP", "4294967296"),
+    ])
+    .await;
+    let file = create_file(&r.node, &r.owner, "Large", Some(large_document())).await;
+    (r, file)
 }
 
 /// The status line each held answer starts with, counted.
