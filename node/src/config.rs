@@ -317,6 +317,18 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_PING_TIMEOUT_MS", default_value_t = 45_000)]
     pub ping_timeout_ms: u64,
 
+    /// Whether people may sign up and sign in with a password on this node. Off for an app
+    /// whose people all come with app tokens: then no password is ever hashed here, and a
+    /// flood of sign-ins costs a lookup of a setting, not a core.
+    #[arg(
+        long,
+        env = "ATRIUM_PASSWORD_ACCOUNTS",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub password_accounts: bool,
+
     /// Include statistics in /health for everyone (else only for server admins).
     #[arg(
         long,

@@ -56,7 +56,21 @@ async fn start_session(state: &AppState, account: &Account, status: StatusCode) 
     ))
 }
 
+/// Sign-up and sign-in are refused, before anything is read, on a node whose people come
+/// with app tokens only (`ATRIUM_PASSWORD_ACCOUNTS` off).
+fn passwords_taken(state: &AppState) -> Result<(), ApiError> {
+    match state.config.password_accounts {
+        true => Ok(()),
+        false => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "this server has no password accounts: sign in through the app",
+        )),
+    }
+}
+
 pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    passwords_taken(state)?;
     let addr = client_addr(&req);
     let body: SignUp = read_json(req, SMALL_BODY).await?;
     let email = normalize_email(&body.email)?;
@@ -90,6 +104,7 @@ pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
 }
 
 pub async fn signin(state: &AppState, req: Request<Incoming>) -> ApiResult {
+    passwords_taken(state)?;
     let addr = client_addr(&req);
     let body: SignIn = read_json(req, SMALL_BODY).await?;
     check_signin_rate(state, addr, body.email.trim())?;
