@@ -108,10 +108,13 @@ pub fn materialize(chain: &[VersionData], limit: usize) -> Result<String, String
     if deltas.is_empty() {
         return within(inflate(base, limit)?, limit);
     }
+    // A delta names each node changed with its new props and each node removed: at most
+    // the documents before and after it together.
+    let delta_limit = limit.saturating_mul(2);
     let mut texts = vec![inflate(base, limit)?];
     for d in deltas {
         match d {
-            VersionData::Delta(bytes) => texts.push(inflate(bytes, limit)?),
+            VersionData::Delta(bytes) => texts.push(inflate(bytes, delta_limit)?),
             VersionData::Base(_) => return Err("a base inside a version's chain".into()),
         }
     }

@@ -35,7 +35,9 @@ pub use compare::{compare, Changed, Comparison};
 pub use entries::charged_len;
 pub use retention::{thinned, Retention};
 pub use turns::HistoryWork;
-pub use work::{new_info, read, read_within, remove, save, save_on_lane, thin, HistoryRules};
+pub use work::{
+    new_info, read, rebuild_within, remove, save, save_on_lane, stored, thin, HistoryRules, Stored,
+};
 
 /// What made a version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

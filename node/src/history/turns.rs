@@ -30,12 +30,12 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::VersionInfo;
+use super::{Stored, VersionInfo};
 use crate::ids::FileId;
 use crate::limits::Party;
 use crate::memory::{MemoryGuard, Reservation};
 use crate::metrics::Metrics;
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 
 /// Pieces of history work that run at once on a node.
 pub const AT_ONCE: usize = 3;
@@ -128,6 +128,13 @@ impl Default for HistoryWork {
     }
 }
 
+/// A piece of history work that has its places and its turn, before its memory: what it
+/// will rebuild is read and measured first (a store read, within the node's turns).
+pub struct Turn {
+    turn: OwnedSemaphorePermit,
+    places: (Place<IpAddr>, Place<(FileId, Party)>),
+}
+
 /// A piece of history work under way: its turn, its memory, and the most document bytes it
 /// may rebuild.
 pub struct Working {
@@ -156,21 +163,21 @@ impl Working {
 }
 
 impl HistoryWork {
-    /// Version `vid` of `file` rebuilt within what `work` reserved. One found too large
+    /// A stored version of `file` rebuilt within what `work` reserved. One found too large
     /// for the room there was is remembered, and refused at once until there is more;
     /// failing within a limit memory set is 503 (try again), else what the store said.
     pub async fn rebuild(
         &self,
-        store: &dyn Store,
+        stored: Stored,
         file: &FileId,
-        vid: u64,
         work: &Working,
         metrics: &Metrics,
     ) -> Result<(VersionInfo, String), WorkRefused> {
+        let vid = stored.info.id;
         if work.squeezed && self.known_too_large(file, vid, work.limit) {
             return Err(WorkRefused::NoRoom);
         }
-        match super::read_within(store, file, vid, work.limit, metrics).await {
+        match super::rebuild_within(stored, work.limit, metrics).await {
             Ok(rebuilt) => Ok(rebuilt),
             Err(StoreError::Unavailable(_)) if work.squeezed => {
                 self.found_too_large(file, vid, work.limit);
@@ -196,19 +203,13 @@ impl HistoryWork {
         *l = (*l).max(limit);
     }
 
-    /// Takes one of `address`'s places and one of `file`'s for `party`, waits for a turn, then
-    /// reserves memory for documents of `size` at `cost` bytes per byte: for a known size
-    /// that (refused when over half the budget's room), else as much of it as half the
-    /// room allows.
-    pub async fn start(
+    /// Takes one of `address`'s places and one of `file`'s for `party`, and waits for a turn.
+    pub async fn turn(
         &self,
-        memory: &Arc<MemoryGuard>,
-        cost: u64,
-        size: DocSize,
         address: IpAddr,
         file: &FileId,
         party: &Party,
-    ) -> Result<Working, WorkRefused> {
+    ) -> Result<Turn, WorkRefused> {
         let address = Place::take(&self.by_address, address, PER_ADDRESS)
             .ok_or(WorkRefused::Places("from this address"))?;
         let file = Place::take(&self.by_file, (file.clone(), party.clone()), PER_FILE)
@@ -218,6 +219,39 @@ impl HistoryWork {
             .ok()
             .and_then(Result::ok)
             .ok_or(WorkRefused::NoTurn)?;
+        Ok(Turn {
+            turn,
+            places: (address, file),
+        })
+    }
+
+    /// [`Self::turn`], then [`Turn::reserve`].
+    #[cfg(test)]
+    async fn start(
+        &self,
+        memory: &Arc<MemoryGuard>,
+        cost: u64,
+        size: DocSize,
+        address: IpAddr,
+        file: &FileId,
+        party: &Party,
+    ) -> Result<Working, WorkRefused> {
+        self.turn(address, file, party)
+            .await?
+            .reserve(memory, cost, size)
+    }
+}
+
+impl Turn {
+    /// Reserves memory for documents of `size` at `cost` bytes per byte: for a known size
+    /// that (refused when over half the budget's room), else as much of it as half the
+    /// room allows.
+    pub fn reserve(
+        self,
+        memory: &Arc<MemoryGuard>,
+        cost: u64,
+        size: DocSize,
+    ) -> Result<Working, WorkRefused> {
         let max_doc = match size {
             // A little over the size, for a document that grew since it was measured.
             DocSize::Known(n) => (n as u64).saturating_add(n as u64 / 8).max(MIN_DOC),
@@ -234,8 +268,8 @@ impl HistoryWork {
             .flatten()
             .ok_or(WorkRefused::NoRoom)?;
         Ok(Working {
-            _turn: turn,
-            _places: (address, file),
+            _turn: self.turn,
+            _places: self.places,
             memory: reservation,
             cost,
             limit: (bytes / cost) as usize,

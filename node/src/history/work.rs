@@ -139,20 +139,45 @@ async fn chain_of(
     Ok((info, chain.into_iter().map(|(_, d)| d).collect()))
 }
 
-/// [`read`], rebuilding at most `limit` bytes of document (over it, an error) on the bulk
-/// lane: a version of a large file takes milliseconds per megabyte to rebuild, which the
-/// runtime's workers must not spend.
-pub async fn read_within(
-    store: &dyn Store,
-    file: &FileId,
-    id: u64,
+/// A version as stored: its description and the rows it is rebuilt from, read before the
+/// work on it is planned.
+pub struct Stored {
+    pub info: VersionInfo,
+    rows: Vec<VersionData>,
+    /// The largest document among the versions of its chain (each row's kept size), when
+    /// every row keeps one: a version after a document shrank is rebuilt from a base, and
+    /// through deltas, as large as the document was.
+    pub largest: Option<usize>,
+}
+
+/// Version `id` of `file` as stored (`NotFound` without it).
+pub async fn stored(store: &dyn Store, file: &FileId, id: u64) -> StoreResult<Stored> {
+    let chain = store.version_chain(file, id).await?;
+    let info = chain.last().ok_or(StoreError::NotFound)?.0.clone();
+    let largest = chain
+        .iter()
+        .map(|(i, _)| i.doc_bytes.and_then(|n| usize::try_from(n).ok()))
+        .try_fold(0usize, |most, n| n.map(|n| most.max(n)));
+    let rows = chain.into_iter().map(|(_, d)| d).collect();
+    Ok(Stored {
+        info,
+        rows,
+        largest,
+    })
+}
+
+/// A stored version's document, rebuilt within `limit` bytes of document (over it, an
+/// error) on the bulk lane: a version of a large file takes milliseconds per megabyte to
+/// rebuild, which the runtime's workers must not spend.
+pub async fn rebuild_within(
+    stored: Stored,
     limit: usize,
     metrics: &crate::metrics::Metrics,
 ) -> StoreResult<(VersionInfo, String)> {
-    let (info, rows) = chain_of(store, file, id).await?;
+    let Stored { info, rows, .. } = stored;
     // Stored versions are compressed: they rebuild to several times what they store.
-    let stored: usize = rows.iter().map(VersionData::len).sum();
-    let doc = crate::lane::run(stored.saturating_mul(8), metrics, move || {
+    let compressed: usize = rows.iter().map(VersionData::len).sum();
+    let doc = crate::lane::run(compressed.saturating_mul(8), metrics, move || {
         materialize(&rows, limit)
     })
     .await;

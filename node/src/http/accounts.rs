@@ -56,10 +56,11 @@ async fn start_session(state: &AppState, account: &Account, status: StatusCode) 
     ))
 }
 
-/// Sign-up and sign-in are refused, before anything is read, on a node whose people come
-/// with app tokens only (`ATRIUM_PASSWORD_ACCOUNTS` off).
-fn passwords_taken(state: &AppState) -> Result<(), ApiError> {
-    match state.config.password_accounts {
+/// On a node whose people come with app tokens (`ATRIUM_PASSWORD_ACCOUNTS` off), only the
+/// server's admins (`ATRIUM_ADMINS`) sign up and sign in with a password, so they can make
+/// API keys; anyone else is refused before any rate is spent or any hash computed.
+fn passwords_taken(state: &AppState, email: &str) -> Result<(), ApiError> {
+    match state.config.password_accounts || state.config.is_admin(email) {
         true => Ok(()),
         false => Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -70,10 +71,10 @@ fn passwords_taken(state: &AppState) -> Result<(), ApiError> {
 }
 
 pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
-    passwords_taken(state)?;
     let addr = client_addr(&req);
     let body: SignUp = read_json(req, SMALL_BODY).await?;
     let email = normalize_email(&body.email)?;
+    passwords_taken(state, &email)?;
     check_signup_rate(state, addr, &email)?;
     let name = account_name(&body.name)?;
     check_password(&body.password)?;
@@ -104,9 +105,9 @@ pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
 }
 
 pub async fn signin(state: &AppState, req: Request<Incoming>) -> ApiResult {
-    passwords_taken(state)?;
     let addr = client_addr(&req);
     let body: SignIn = read_json(req, SMALL_BODY).await?;
+    passwords_taken(state, body.email.trim())?;
     check_signin_rate(state, addr, body.email.trim())?;
     let bad = || {
         ApiError::new(

@@ -191,10 +191,15 @@ impl DocumentsTo {
             let body = match key.as_ref().and_then(|k| state.answers.get(k)) {
                 Some(body) => body,
                 None => {
-                    let share = state
-                        .answer_shares
-                        .take(owner, reader, len as u64)
-                        .map_err(|over| busy(answers_over(over)))?;
+                    let share = match state.answer_shares.take(owner, reader, len as u64) {
+                        Ok(share) => share,
+                        Err(over) => {
+                            // The document was read or rebuilt for this address all the
+                            // same: asking again in a loop is paced like downloading.
+                            state.documents_sent.charge(&self.0, doc.len() as u64);
+                            return Err(busy(answers_over(over)));
+                        }
+                    };
                     let held = state
                         .memory
                         .reserve(len as u64)

@@ -111,7 +111,7 @@ impl Metrics {
             memory_promised: gauge(
                 &r,
                 "atrium_memory_promised_bytes",
-                "Bytes of the memory budget promised to work under way (loading rooms, uploads, version history work), as last sampled.",
+                "Bytes of the memory budget promised and not yet given back (work under way: rooms loading, uploads, large patches, saves, welcomes, version history work; and whole documents held until their readers take them), as last sampled.",
             ),
             lane_runs: counter(
                 &r,

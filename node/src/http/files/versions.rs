@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::access::{granted, Granted};
 use crate::history::turns::{DocSize, WorkRefused, Working, COMPARE_COST, READ_COST, RESTORE_COST};
-use crate::history::{self, VersionInfo, VersionKind};
+use crate::history::{self, Stored, VersionInfo, VersionKind};
 use crate::http::{
     empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY,
 };
@@ -138,17 +138,16 @@ pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     )
 }
 
-/// A version's document, rebuilt within what `work` reserved.
+/// A stored version's document, rebuilt within what `work` reserved.
 async fn rebuilt(
     state: &AppState,
     id: &FileId,
-    vid: u64,
+    stored: Stored,
     work: &Working,
 ) -> Result<(history::VersionInfo, String), ApiError> {
-    let store = &*state.store;
     state
         .history_work
-        .rebuild(store, id, vid, work, &state.metrics)
+        .rebuild(stored, id, work, &state.metrics)
         .await
         .map_err(ApiError::from)
 }
@@ -158,12 +157,10 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     let to = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_read(&g)?;
-    let size = version_size(state, &id, vid).await?;
-    let work = state
-        .history_work
-        .start(&state.memory, READ_COST, size, to.address(), &id, &g.party)
-        .await?;
-    let (info, doc) = rebuilt(state, &id, vid, &work).await?;
+    let turn = state.history_work.turn(to.address(), &id, &g.party).await?;
+    let stored = history::stored(&*state.store, &id, vid).await?;
+    let work = turn.reserve(&state.memory, READ_COST, planned(state, &stored))?;
+    let (info, doc) = rebuilt(state, &id, stored, &work).await?;
     // The answer reserves its own bytes for as long as it is held; the rebuilt document
     // is in the next samples by now.
     drop(work);
@@ -184,19 +181,12 @@ fn reader(g: &Granted, address: std::net::IpAddr) -> Opener {
     }
 }
 
-/// The size of version `vid`'s document as its row keeps it (404 without the version).
-async fn version_size(state: &AppState, id: &FileId, vid: u64) -> Result<DocSize, ApiError> {
-    let listed = state
-        .store
-        .versions(id, Some(vid.saturating_add(1)), 1)
-        .await?;
-    match listed.first() {
-        Some(v) if v.id == vid => Ok(match v.doc_bytes {
-            Some(n) => DocSize::Known(usize::try_from(n).unwrap_or(usize::MAX)),
-            None => DocSize::AtMost(state.config.max_doc_bytes),
-        }),
-        _ => Err(ApiError::not_found()),
-    }
+/// What rebuilding a stored version takes: the largest document of its chain, as its rows
+/// keep it (up to the document limit for versions saved before rows kept it).
+fn planned(state: &AppState, stored: &Stored) -> DocSize {
+    stored
+        .largest
+        .map_or(DocSize::AtMost(state.config.max_doc_bytes), DocSize::Known)
 }
 
 /// The size of the current document, from its room (opened for `opener` if need be).
@@ -209,30 +199,49 @@ async fn current_size(state: &AppState, id: &FileId, opener: &Opener) -> Result<
     Ok(DocSize::Known(n))
 }
 
-/// The size of a comparison's side: a version's document, or the current one.
-async fn side_size(
-    state: &AppState,
-    id: &FileId,
-    which: &str,
-    opener: &Opener,
-) -> Result<DocSize, ApiError> {
-    match which {
-        "current" => current_size(state, id, opener).await,
-        version => version_size(state, id, version_id(version)?).await,
+/// A side of a comparison as found before its work is planned: a stored version, or the
+/// current document (by its size).
+enum Side {
+    Stored(Stored),
+    Current(DocSize),
+}
+
+impl Side {
+    /// `which` side of `id`: `current`, or a version's id.
+    async fn find(
+        state: &AppState,
+        id: &FileId,
+        which: &str,
+        opener: &Opener,
+    ) -> Result<Side, ApiError> {
+        Ok(match which {
+            "current" => Side::Current(current_size(state, id, opener).await?),
+            version => {
+                let vid = version_id(version)?;
+                Side::Stored(history::stored(&*state.store, id, vid).await?)
+            }
+        })
+    }
+
+    fn planned(&self, state: &AppState) -> DocSize {
+        match self {
+            Side::Stored(stored) => planned(state, stored),
+            Side::Current(size) => *size,
+        }
     }
 }
 
-/// A side of a comparison: a version's document, or the current one, and its size as the
+/// A side of a comparison rebuilt (or, the current document, fetched), and its size as the
 /// document limits count it.
 async fn side(
     state: &AppState,
     id: &FileId,
-    which: &str,
+    which: Side,
     work: &Working,
     opener: &Opener,
 ) -> Result<(String, usize), ApiError> {
     let doc = match which {
-        "current" => {
+        Side::Current(_) => {
             state
                 .rooms
                 .document(id, opener.clone())
@@ -240,7 +249,7 @@ async fn side(
                 .map_err(unavailable)?
                 .1
         }
-        version => rebuilt(state, id, version_id(version)?, work).await?.1,
+        Side::Stored(stored) => rebuilt(state, id, stored, work).await?.1,
     };
     let charged = history::charged_len(&doc).map_err(ApiError::unavailable)?;
     if charged > work.limit {
@@ -270,23 +279,19 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     if to != "current" {
         version_id(to)?;
     }
-    let size = side_size(state, &id, from, &opener)
-        .await?
-        .max(side_size(state, &id, to, &opener).await?);
-    let mut work = state
+    let turn = state
         .history_work
-        .start(
-            &state.memory,
-            COMPARE_COST,
-            size,
-            to_address.address(),
-            &id,
-            &g.party,
-        )
+        .turn(to_address.address(), &id, &g.party)
         .await?;
+    let (older, newer) = (
+        Side::find(state, &id, from, &opener).await?,
+        Side::find(state, &id, to, &opener).await?,
+    );
+    let size = older.planned(state).max(newer.planned(state));
+    let mut work = turn.reserve(&state.memory, COMPARE_COST, size)?;
     let ((a, a_charged), (b, b_charged)) = (
-        side(state, &id, from, &work, &opener).await?,
-        side(state, &id, to, &work, &opener).await?,
+        side(state, &id, older, &work, &opener).await?,
+        side(state, &id, newer, &work, &opener).await?,
     );
     work.fit(a_charged.max(b_charged));
     let size = a.len() + b.len();
@@ -472,6 +477,7 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
     // nor from the link's guests past their share.
     room_to_keep(state, &g, "restore").await?;
     let address = crate::limits::address_key(crate::http::client_addr(&req));
+    let turn = state.history_work.turn(address, &id, &g.party).await?;
     // The restore's patch and copies are as large as the larger of the version and the
     // document it starts from.
     let opener = Opener {
@@ -479,15 +485,11 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
         account: g.owner.then(|| g.file.owner.clone()),
         editor: true,
     };
-    let size = version_size(state, &id, vid)
-        .await?
-        .max(current_size(state, &id, &opener).await?);
+    let stored = history::stored(&*state.store, &id, vid).await?;
+    let size = planned(state, &stored).max(current_size(state, &id, &opener).await?);
     // Held until the room has made the restore (or refused it).
-    let work = state
-        .history_work
-        .start(&state.memory, RESTORE_COST, size, address, &id, &g.party)
-        .await?;
-    let (from, doc) = rebuilt(state, &id, vid, &work).await?;
+    let work = turn.reserve(&state.memory, RESTORE_COST, size)?;
+    let (from, doc) = rebuilt(state, &id, stored, &work).await?;
     let (reply, answer) = tokio::sync::oneshot::channel();
     let restore = RestoreRequest {
         from,

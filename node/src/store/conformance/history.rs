@@ -93,6 +93,42 @@ pub async fn versions_save_read_and_page(store: &dyn Store) {
     assert_err!(store.version_chain(&file, 11).await, StoreError::NotFound);
 }
 
+/// A version saved after the document shrank is a delta on the larger base: rebuilding it
+/// takes its chain's largest document, not its own size, and that is what it plans for.
+pub async fn versions_plan_for_their_chain(store: &dyn Store) {
+    let (_, file) = new_file(store).await;
+    let epoch = take(store, &file).await;
+    let rules = HistoryRules::default();
+    let (large, small) = (doc(400, 0, 0), doc(5, 0, 0));
+    save_at(store, &file, epoch, &large, 1, 1_000, &rules).await;
+    let shrunk = save_at(store, &file, epoch, &small, 2, 2_000, &rules).await;
+    let chain = store.version_chain(&file, shrunk.id).await.expect("chain");
+    assert_eq!(
+        chain.len(),
+        2,
+        "the smaller version is a delta on the larger base"
+    );
+    let (large_size, own) = (
+        history::charged_len(&large).expect("a document"),
+        history::charged_len(&small).expect("a document"),
+    );
+    let stored = history::stored(store, &file, shrunk.id)
+        .await
+        .expect("stored");
+    assert_eq!(stored.largest, Some(large_size));
+    assert_eq!(stored.info.doc_bytes, Some(own as u64));
+    let metrics = crate::metrics::Metrics::new();
+    // Within its own size the base does not fit; within its chain's, it rebuilds.
+    let again = history::stored(store, &file, shrunk.id)
+        .await
+        .expect("stored");
+    assert!(history::rebuild_within(again, own, &metrics).await.is_err());
+    let (_, body) = history::rebuild_within(stored, large_size, &metrics)
+        .await
+        .expect("rebuilt within its chain's size");
+    assert_eq!(body, small);
+}
+
 /// Naming gives a title and a description and makes the version `named`; dropping one
 /// folds it into the next, so every other version still reads back exactly.
 pub async fn versions_named_and_dropped(store: &dyn Store) {

@@ -30,7 +30,7 @@ pub use client_ops::client_op_keeps_the_highest;
 pub use files::{file_cap_per_owner, files_crud, stored_bytes_per_owner};
 pub use history::{
     deleted_file_history_is_gone, retention_thins_with_age, versions_are_fenced,
-    versions_named_and_dropped, versions_save_read_and_page,
+    versions_named_and_dropped, versions_plan_for_their_chain, versions_save_read_and_page,
 };
 pub(crate) use logs::patch;
 pub use round_trip::patches_round_trip;
@@ -74,6 +74,7 @@ macro_rules! conformance_suite {
             patches_round_trip,
             ping_answers,
             versions_save_read_and_page,
+            versions_plan_for_their_chain,
             versions_named_and_dropped,
             retention_thins_with_age,
             versions_are_fenced,
