@@ -20,7 +20,7 @@ use super::{
 };
 use crate::ids::AccountId;
 use crate::ids::{new_secret, FileId};
-use crate::memory::{AnswerKey, HeldBody, Holder};
+use crate::memory::{AnswerKey, HeldBody};
 use crate::room::shares::{Opener, OverShare};
 use crate::room::JoinError;
 use crate::state::AppState;
@@ -188,31 +188,36 @@ impl DocumentsTo {
         if len <= SMALL_ANSWER {
             *resp.body_mut() = http_body_util::Full::new([head, &doc, tail].concat().into());
         } else {
-            let body = match key.as_ref().and_then(|k| state.answers.get(k)) {
-                Some(body) => body,
+            // The document was read or rebuilt for this address all the same: asking again
+            // in a loop after a refusal is paced like downloading.
+            let refused = |over: OverShare| {
+                state.documents_sent.charge(&self.0, doc.len() as u64);
+                busy(answers_over(over))
+            };
+            let shared = key.as_ref().and_then(|k| state.answers.get(k));
+            let (body, new) = match shared {
+                Some(body) => (body, false),
                 None => {
-                    let share = match state.answer_shares.take(owner, reader, len as u64) {
-                        Ok(share) => share,
-                        Err(over) => {
-                            // The document was read or rebuilt for this address all the
-                            // same: asking again in a loop is paced like downloading.
-                            state.documents_sent.charge(&self.0, doc.len() as u64);
-                            return Err(busy(answers_over(over)));
-                        }
-                    };
+                    let shares = &state.answer_shares;
+                    let account = shares
+                        .take_account(owner, reader, len as u64)
+                        .map_err(refused)?;
                     let held = state
                         .memory
                         .reserve(len as u64)
                         .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
                     let body = [head, &doc, tail].concat().into_bytes();
-                    let body = HeldBody::new(body, Some(held), Some(share));
-                    if let Some(key) = key {
-                        state.answers.keep(key, &body);
-                    }
-                    body
+                    (HeldBody::new(body, Some(held), Some(account)), true)
                 }
             };
-            *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from_owner(Holder(body)));
+            let shares = &state.answer_shares;
+            let holder = body
+                .hold(self.0, || shares.take_address(self.0, len as u64))
+                .map_err(refused)?;
+            if let Some(key) = key.filter(|_| new) {
+                state.answers.keep(key, &body);
+            }
+            *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from_owner(holder));
         }
         state.documents_sent.charge(&self.0, doc.len() as u64);
         Ok(resp)

@@ -6,11 +6,12 @@
 //! version is now one copy and one promise, however many hold it.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::Reservation;
 use crate::ids::FileId;
-use crate::room::shares::RoomShare;
+use crate::room::shares::{OverShare, RoomShare};
 
 /// Which document an answer carries.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,26 +28,70 @@ pub enum AnswerKey {
 pub struct HeldBody {
     body: Vec<u8>,
     _held: Option<Reservation>,
-    /// Its part of the file owner's and the reader's address's shares of answers.
-    _share: Option<RoomShare>,
+    /// Its part of the file owner's share of answers: one copy, counted once.
+    _account: Option<RoomShare>,
+    /// Each address that holds it, how many times, and its part of that address's share:
+    /// an address that is done gives its part back though others still hold the copy (so
+    /// strangers asking for a version someone read cannot keep that reader's share held).
+    readers: Mutex<HashMap<IpAddr, (usize, RoomShare)>>,
 }
 
 impl HeldBody {
-    pub fn new(body: Vec<u8>, held: Option<Reservation>, share: Option<RoomShare>) -> Arc<Self> {
+    pub fn new(body: Vec<u8>, held: Option<Reservation>, account: Option<RoomShare>) -> Arc<Self> {
         Arc::new(Self {
             body,
             _held: held,
-            _share: share,
+            _account: account,
+            readers: Mutex::default(),
+        })
+    }
+
+    /// One more holder of this answer at `address`; an address not holding it yet first
+    /// takes its part of its share (`take`), or is refused.
+    pub fn hold(
+        self: &Arc<Self>,
+        address: IpAddr,
+        take: impl FnOnce() -> Result<RoomShare, OverShare>,
+    ) -> Result<Holder, OverShare> {
+        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        match readers.get_mut(&address) {
+            Some((n, _)) => *n += 1,
+            None => {
+                readers.insert(address, (1, take()?));
+            }
+        }
+        Ok(Holder {
+            body: self.clone(),
+            address,
         })
     }
 }
 
 /// One holder of a [`HeldBody`], as the bytes of an HTTP body.
-pub struct Holder(pub Arc<HeldBody>);
+pub struct Holder {
+    body: Arc<HeldBody>,
+    address: IpAddr,
+}
 
 impl AsRef<[u8]> for Holder {
     fn as_ref(&self) -> &[u8] {
-        &self.0.body
+        &self.body.body
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let mut readers = self
+            .body
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((n, _)) = readers.get_mut(&self.address) {
+            *n -= 1;
+            if *n == 0 {
+                readers.remove(&self.address);
+            }
+        }
     }
 }
 
@@ -100,5 +145,29 @@ mod tests {
         drop((body, again));
         assert!(answers.get(&key).is_none(), "nobody holds it");
         assert_eq!(answers.held(), 0);
+    }
+
+    #[test]
+    fn each_address_holds_its_part_until_it_is_done() {
+        let shares = crate::room::shares::RoomShares::new(100);
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let body = HeldBody::new(vec![0; 60], None, None);
+        let first = body
+            .hold(a, || shares.take_address(a, 60))
+            .expect("a's part");
+        let again = body
+            .hold(a, || panic!("an address holding it takes no second part"))
+            .expect("a again");
+        let other = body
+            .hold(b, || shares.take_address(b, 60))
+            .expect("b's part");
+        assert!(
+            shares.take_address(a, 60).is_err(),
+            "a's share holds the copy"
+        );
+        drop((first, again));
+        // b still holds the copy; a's part came back all the same.
+        let a_again = shares.take_address(a, 60).expect("a is done with it");
+        drop((a_again, other));
     }
 }

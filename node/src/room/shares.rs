@@ -158,6 +158,37 @@ impl RoomShares {
         })
     }
 
+    /// Takes `bytes` of `owner`'s share alone, checked for `opener` as [`Self::take`] checks
+    /// it (for what is held once whoever holds it: a document answer's copy).
+    pub fn take_account(
+        self: &Arc<Self>,
+        owner: &AccountId,
+        opener: &Opener,
+        bytes: u64,
+    ) -> Result<RoomShare, OverShare> {
+        let without_address = Opener {
+            address: None,
+            ..opener.clone()
+        };
+        self.take(owner, &without_address, bytes)
+    }
+
+    /// Takes `bytes` of `address`'s share alone (for each address that holds a copy).
+    pub fn take_address(
+        self: &Arc<Self>,
+        address: IpAddr,
+        bytes: u64,
+    ) -> Result<RoomShare, OverShare> {
+        // The app's account has no account share: only the address's is counted.
+        let app = self.app.clone();
+        let opener = Opener {
+            address: Some(address),
+            account: None,
+            editor: true,
+        };
+        self.take(&app, &opener, bytes)
+    }
+
     /// Bytes `owner`'s open rooms hold now.
     pub fn held_by(&self, owner: &AccountId) -> u64 {
         self.lock().by_account.get(owner).copied().unwrap_or(0)
