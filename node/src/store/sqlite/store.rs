@@ -244,7 +244,7 @@ impl Store for SqliteStore {
 
     async fn version_chain(&self, file: &FileId, id: u64) -> StoreResult<Vec<VersionRow>> {
         let file = file.clone();
-        self.read(move |c| versions::chain(c, &file, id)).await
+        self.read_bulk(move |c| versions::chain(c, &file, id)).await
     }
 
     async fn version_after(&self, file: &FileId, id: u64) -> StoreResult<Option<VersionRow>> {
