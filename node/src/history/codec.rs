@@ -102,6 +102,15 @@ fn overlay(layers: Vec<Sorted<'_>>, keep: Keep, capacity: usize) -> String {
 /// The document (compact JSON) a chain of rows gives: a base, then the deltas after it,
 /// walked together in id order (the texts and the answer, no map of nodes).
 pub fn materialize(chain: &[VersionData], limit: usize) -> Result<String, String> {
+    materialize_measured(chain, limit).map(|(doc, _)| doc)
+}
+
+/// [`materialize`], with the document's size as the document limits count it (measured
+/// for the limit anyway).
+pub fn materialize_measured(
+    chain: &[VersionData],
+    limit: usize,
+) -> Result<(String, usize), String> {
     let Some((VersionData::Base(base), deltas)) = chain.split_first() else {
         return Err("a version's chain does not start with a base".into());
     };
@@ -127,11 +136,13 @@ pub fn materialize(chain: &[VersionData], limit: usize) -> Result<String, String
     within(doc, limit)
 }
 
-/// `doc` if it counts at most `limit` bytes against the document limits (tiny nodes as
-/// [`MIN_NODE_BYTES`](crate::doc::MIN_NODE_BYTES) each, as the memory work on it takes).
-fn within(doc: String, limit: usize) -> Result<String, String> {
-    match charged_len(&doc)? <= limit {
-        true => Ok(doc),
+/// `doc` and what it counts against the document limits (tiny nodes as
+/// [`MIN_NODE_BYTES`](crate::doc::MIN_NODE_BYTES) each, as the memory work on it takes),
+/// if that is at most `limit`.
+fn within(doc: String, limit: usize) -> Result<(String, usize), String> {
+    let charged = charged_len(&doc)?;
+    match charged <= limit {
+        true => Ok((doc, charged)),
         false => Err("a stored version is larger than a document may be".into()),
     }
 }

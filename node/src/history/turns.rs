@@ -19,8 +19,8 @@
 //!   document's size; the room tells the current one's), and at most what half the
 //!   budget's room allows (so other work still gets the rest). Work that does not fit is
 //!   refused (503), and served once the node has room again. Only versions saved before
-//!   stores kept their size are planned for the largest document a file may hold (the
-//!   eleventh review: three reads of one-node versions at once kept seven eighths of the
+//!   stores kept their size are planned for the largest document a file may hold (a
+//!   reading after the tenth review: three reads of one-node versions at once kept seven eighths of the
 //!   budget's room promised, and other people's uploads were refused at the budget).
 
 use std::collections::HashMap;
@@ -172,7 +172,7 @@ impl HistoryWork {
         file: &FileId,
         work: &Working,
         metrics: &Metrics,
-    ) -> Result<(VersionInfo, String), WorkRefused> {
+    ) -> Result<(VersionInfo, String, usize), WorkRefused> {
         let vid = stored.info.id;
         if work.squeezed && self.known_too_large(file, vid, work.limit) {
             return Err(WorkRefused::NoRoom);

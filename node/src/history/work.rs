@@ -4,7 +4,7 @@
 //! Writes are made by the file's room only, one at a time (its history worker), and fenced
 //! by the room's epoch like every other durable write of the file.
 
-use super::codec::{deflate, delta, inflate, materialize, merge_deltas};
+use super::codec::{deflate, delta, inflate, materialize, materialize_measured, merge_deltas};
 use super::entries::charged_len;
 use super::retention::{thinned, Retention};
 use super::{VersionData, VersionInfo};
@@ -173,15 +173,16 @@ pub async fn rebuild_within(
     stored: Stored,
     limit: usize,
     metrics: &crate::metrics::Metrics,
-) -> StoreResult<(VersionInfo, String)> {
+) -> StoreResult<(VersionInfo, String, usize)> {
     let Stored { info, rows, .. } = stored;
     // Stored versions are compressed: they rebuild to several times what they store.
     let compressed: usize = rows.iter().map(VersionData::len).sum();
-    let doc = crate::lane::run(compressed.saturating_mul(8), metrics, move || {
-        materialize(&rows, limit)
+    let rebuilt = crate::lane::run(compressed.saturating_mul(8), metrics, move || {
+        materialize_measured(&rows, limit)
     })
     .await;
-    Ok((info, doc.map_err(corrupt)?))
+    let (doc, charged) = rebuilt.map_err(corrupt)?;
+    Ok((info, doc, charged))
 }
 
 /// Drops a version, folding what it stores into the version after it: its delta merged

@@ -127,7 +127,7 @@ pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     // Held against the memory budget until the client has read it, as a document is.
     let page = serde_json::to_string(&versions).expect("versions serialize");
     let tail = format!(",\"next\":{}}}", json!(next));
-    let reader = reader(&g, to.address());
+    let reader = opener(&g, to.address());
     to.held_answer(
         state,
         (&g.file.owner, &reader),
@@ -138,13 +138,14 @@ pub async fn list(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     )
 }
 
-/// A stored version's document, rebuilt within what `work` reserved.
+/// A stored version's document, rebuilt within what `work` reserved, and its size as the
+/// document limits count it.
 async fn rebuilt(
     state: &AppState,
     id: &FileId,
     stored: Stored,
     work: &Working,
-) -> Result<(history::VersionInfo, String), ApiError> {
+) -> Result<(history::VersionInfo, String, usize), ApiError> {
     state
         .history_work
         .rebuild(stored, id, work, &state.metrics)
@@ -160,20 +161,20 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     let turn = state.history_work.turn(to.address(), &id, &g.party).await?;
     let stored = history::stored(&*state.store, &id, vid).await?;
     let work = turn.reserve(&state.memory, READ_COST, planned(state, &stored))?;
-    let (info, doc) = rebuilt(state, &id, stored, &work).await?;
+    let (info, doc, _) = rebuilt(state, &id, stored, &work).await?;
     // The answer reserves its own bytes for as long as it is held; the rebuilt document
     // is in the next samples by now.
     drop(work);
     let info = serde_json::to_string(&info).expect("a version serializes");
     let head = format!("{{\"version\":{info},\"doc\":");
     let key = AnswerKey::Version(id, vid, info);
-    let reader = reader(&g, to.address());
+    let reader = opener(&g, to.address());
     to.held_answer(state, (&g.file.owner, &reader), Some(key), &head, doc, "}")
 }
 
-/// Who reads a file's history, for the shares of memory: the owner and its editors are
-/// held to their address's share only, as when they open a room.
-fn reader(g: &Granted, address: std::net::IpAddr) -> Opener {
+/// Who works on a file's history from `address`, for the shares of memory: the owner and
+/// its editors are held to their address's share only, as when they open a room.
+fn opener(g: &Granted, address: std::net::IpAddr) -> Opener {
     Opener {
         address: Some(address),
         account: g.owner.then(|| g.file.owner.clone()),
@@ -240,22 +241,23 @@ async fn side(
     work: &Working,
     opener: &Opener,
 ) -> Result<(String, usize), ApiError> {
-    let doc = match which {
+    match which {
         Side::Current(_) => {
-            state
-                .rooms
-                .document(id, opener.clone())
-                .await
-                .map_err(unavailable)?
-                .1
+            let doc = state.rooms.document(id, opener.clone()).await;
+            let doc = doc.map_err(unavailable)?.1;
+            // It may have grown since its room measured it.
+            let charged = history::charged_len(&doc).map_err(ApiError::unavailable)?;
+            if charged > work.limit {
+                return Err(WorkRefused::NoRoom.into());
+            }
+            Ok((doc, charged))
         }
-        Side::Stored(stored) => rebuilt(state, id, stored, work).await?.1,
-    };
-    let charged = history::charged_len(&doc).map_err(ApiError::unavailable)?;
-    if charged > work.limit {
-        return Err(WorkRefused::NoRoom.into());
+        // Measured, within the work's limit, as it was rebuilt.
+        Side::Stored(stored) => {
+            let (_, doc, charged) = rebuilt(state, id, stored, work).await?;
+            Ok((doc, charged))
+        }
     }
-    Ok((doc, charged))
 }
 
 /// `GET /api/files/{id}/versions/compare?from&to` (`to` defaults to `current`).
@@ -265,11 +267,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     let to_address = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_edit(&g)?;
-    let opener = Opener {
-        address: Some(to_address.address()),
-        account: g.owner.then(|| g.file.owner.clone()),
-        editor: true,
-    };
+    let opener = opener(&g, to_address.address());
     let q = query(&req);
     let from = param(&q, "from").ok_or_else(|| ApiError::bad_request("`from` is required"))?;
     let to = param(&q, "to").unwrap_or("current");
@@ -480,16 +478,12 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
     let turn = state.history_work.turn(address, &id, &g.party).await?;
     // The restore's patch and copies are as large as the larger of the version and the
     // document it starts from.
-    let opener = Opener {
-        address: Some(address),
-        account: g.owner.then(|| g.file.owner.clone()),
-        editor: true,
-    };
     let stored = history::stored(&*state.store, &id, vid).await?;
-    let size = planned(state, &stored).max(current_size(state, &id, &opener).await?);
+    let current = current_size(state, &id, &opener(&g, address)).await?;
+    let size = planned(state, &stored).max(current);
     // Held until the room has made the restore (or refused it).
     let work = turn.reserve(&state.memory, RESTORE_COST, size)?;
-    let (from, doc) = rebuilt(state, &id, stored, &work).await?;
+    let (from, doc, _) = rebuilt(state, &id, stored, &work).await?;
     let (reply, answer) = tokio::sync::oneshot::channel();
     let restore = RestoreRequest {
         from,

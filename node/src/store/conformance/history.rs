@@ -123,7 +123,7 @@ pub async fn versions_plan_for_their_chain(store: &dyn Store) {
         .await
         .expect("stored");
     assert!(history::rebuild_within(again, own, &metrics).await.is_err());
-    let (_, body) = history::rebuild_within(stored, large_size, &metrics)
+    let (_, body, _) = history::rebuild_within(stored, large_size, &metrics)
         .await
         .expect("rebuilt within its chain's size");
     assert_eq!(body, small);
