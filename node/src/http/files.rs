@@ -194,11 +194,11 @@ impl DocumentsTo {
                 state.documents_sent.charge(&self.0, doc.len() as u64);
                 busy(answers_over(over))
             };
+            let shares = &state.answer_shares;
             let shared = key.as_ref().and_then(|k| state.answers.get(k));
             let (body, new) = match shared {
                 Some(body) => (body, false),
                 None => {
-                    let shares = &state.answer_shares;
                     let account = shares
                         .take_account(owner, reader, len as u64)
                         .map_err(refused)?;
@@ -210,7 +210,6 @@ impl DocumentsTo {
                     (HeldBody::new(body, Some(held), Some(account)), true)
                 }
             };
-            let shares = &state.answer_shares;
             let holder = body
                 .hold(self.0, || shares.take_address(self.0, len as u64))
                 .map_err(refused)?;
