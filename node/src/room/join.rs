@@ -27,8 +27,9 @@ pub struct JoinRequest {
     /// An app person's `sub`, color and avatar, shown to others.
     pub profile: Option<Arc<Profile>>,
     /// Whether the joiner may edit the file, as checked before the room was asked for
-    /// (see `shares::Opener::editor`).
-    pub may_edit: bool,
+    /// (see `shares::Opener::editor`); None when it was not checked because the room was
+    /// open (the room checks every joiner itself), and then the join opens no room.
+    pub may_edit: Option<bool>,
 }
 
 /// What others see of a person an app token let in.
@@ -61,6 +62,9 @@ pub enum JoinError {
     /// Opening the room would take its account or its opening address past their share of
     /// the memory open rooms take (1013).
     OverShare(super::shares::OverShare),
+    /// The room closed before a joiner whose access was not checked reached it: check,
+    /// then ask again (never sent to a client).
+    Unchecked,
 }
 
 impl JoinError {
@@ -70,9 +74,9 @@ impl JoinError {
             JoinError::Denied(Denied::Forbidden) => "no access to this file",
             JoinError::NotFound => "file not found",
             JoinError::Full => "the file is full",
-            JoinError::Retry | JoinError::Unavailable(CloseCode::TryAgainLater) => {
-                "try again later"
-            }
+            JoinError::Retry
+            | JoinError::Unchecked
+            | JoinError::Unavailable(CloseCode::TryAgainLater) => "try again later",
             JoinError::Paced(_) => {
                 "this address was sent its share of documents for now; try again later"
             }
@@ -87,9 +91,10 @@ impl JoinError {
             JoinError::Denied(d) => d.close_code(),
             JoinError::NotFound => CloseCode::NotFound,
             JoinError::Full => CloseCode::FileFull,
-            JoinError::Retry | JoinError::Paced(_) | JoinError::OverShare(_) => {
-                CloseCode::TryAgainLater
-            }
+            JoinError::Retry
+            | JoinError::Unchecked
+            | JoinError::Paced(_)
+            | JoinError::OverShare(_) => CloseCode::TryAgainLater,
             JoinError::Unavailable(code) => code,
         }
     }

@@ -90,3 +90,53 @@ async fn a_sign_out_while_a_socket_waits_for_a_slot_closes_it() {
     let (version, _) = get_doc(&n, &first_token, &file).await;
     assert_eq!(version, 0);
 }
+
+/// A hello that arrives while its file's room is open is not checked before the room
+/// (which checks each joiner itself). Such a hello used to open the room for itself if
+/// the room closed while it waited for its account's slot: the lease taken, the epoch
+/// raised and the whole document read for a stranger, who was refused only then. Now a
+/// join that finds no room is checked before a room is opened for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_hello_whose_room_closed_while_it_waited_never_opens_it() {
+    let n = node(&[
+        ("ATRIUM_HEALTH_STATS", "1"),
+        ("ATRIUM_WS_PER_ACCOUNT", "1"),
+        ("ATRIUM_ROOM_IDLE_MS", "1000"),
+    ])
+    .await;
+    let private = shared_file(&n, "none").await;
+    let public = shared_file(&n, "view").await;
+    let stranger = new_account(&n, "stranger").await;
+    // The private file's owner is in it; the public file's owner stays in theirs, where
+    // the stranger's one socket slot is held.
+    let (owner, _) = Client::join(&n, &private.id, &Hello::token(&private.owner)).await;
+    let (_public_owner, _) = Client::join(&n, &public.id, &Hello::token(&public.owner)).await;
+    let mut holder_hello = Hello::token(&stranger);
+    holder_hello.key = Some(public.view_key.clone());
+    let (holder, _) = Client::join(&n, &public.id, &holder_hello).await;
+    assert_eq!(rooms_open(&n).await, 2);
+
+    // The stranger's second socket asks for the private file while its room is open,
+    // and waits for the account's slot.
+    let mut waiter = Client::connect(&n, &private.id).await;
+    waiter.send_json(&Hello::token(&stranger).to_json()).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The owner leaves; the private file's room goes once it has been idle.
+    owner.close().await;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while rooms_open(&n).await != 1 {
+        assert!(Instant::now() < deadline, "the idle room never closed");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // The slot comes free while the waiter is within its grace.
+    holder.close().await;
+    match waiter.next_non_presence(WAIT).await {
+        Event::Close(code) => assert_eq!(code, Some(4003), "closed with the wrong code"),
+        other => panic!("a stranger got {other:?} instead of a close 4003"),
+    }
+    assert_eq!(
+        rooms_open(&n).await,
+        1,
+        "a stranger's refused hello opened the private file's room"
+    );
+}

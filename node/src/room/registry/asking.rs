@@ -47,26 +47,32 @@ impl Again {
 impl Rooms {
     /// Joins a socket to the file's room. A joiner waits in the room's queue while the
     /// room loads, and gets the load's own result; one that reached a room as it was
-    /// closing asks again after a pause (see [`Again`]).
+    /// closing asks again after a pause (see [`Again`]). A join whose access was not
+    /// checked before (`may_edit` is None: its room was open when it began) only enters
+    /// a live room: when there is none, [`JoinError::Unchecked`] tells the caller to
+    /// check before a room is opened for it.
     pub async fn join(
         &self,
         file: &FileId,
-        req: JoinRequest,
+        req: &JoinRequest,
     ) -> Result<(RoomHandle, Joined), JoinError> {
         let mut again = Again::new();
         loop {
-            let join = |reply| RoomCmd::Join(req.clone(), reply);
-            let opener = Opener {
-                address: req.outbox.address(),
-                account: req.account.as_ref().map(|(id, _)| id.clone()),
-                editor: req.may_edit,
+            let handle = match req.may_edit {
+                Some(editor) => {
+                    let opener = Opener {
+                        address: req.outbox.address(),
+                        account: req.account.as_ref().map(|(id, _)| id.clone()),
+                        editor,
+                    };
+                    self.open_by(file, opener)
+                        .ok_or(JoinError::Unavailable(CloseCode::ServiceRestart))?
+                }
+                None => self.live(file).ok_or(JoinError::Unchecked)?,
             };
-            match self
-                .ask(file, opener, CloseCode::ServiceRestart, join)
-                .await?
-            {
-                (_, Some(Err(JoinError::Retry)) | None) => {}
-                (handle, Some(result)) => return result.map(|joined| (handle, joined)),
+            match Self::ask_room(&handle, |reply| RoomCmd::Join(req.clone(), reply)).await {
+                Some(Err(JoinError::Retry)) | None => {}
+                Some(result) => return result.map(|joined| (handle, joined)),
             }
             if !again.pause().await {
                 return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
@@ -135,12 +141,21 @@ impl Rooms {
         let handle = self
             .open_by(file, opener)
             .ok_or(JoinError::Unavailable(unopened))?;
+        let answer = Self::ask_room(&handle, cmd).await;
+        Ok((handle, answer))
+    }
+
+    /// Sends a room the command `cmd` makes around a reply channel; its answer, or None
+    /// when it closed before answering.
+    async fn ask_room<T>(
+        handle: &RoomHandle,
+        cmd: impl FnOnce(oneshot::Sender<T>) -> RoomCmd,
+    ) -> Option<T> {
         let (reply, answer) = oneshot::channel();
-        let answer = match handle.tx.send(cmd(reply)) {
+        match handle.tx.send(cmd(reply)) {
             Ok(()) => answer.await.ok(),
             Err(_) => None,
-        };
-        Ok((handle, answer))
+        }
     }
 
     /// Tells a live room its file's settings changed.

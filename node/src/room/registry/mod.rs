@@ -126,6 +126,11 @@ impl Rooms {
             .map_err(super::JoinError::OverShare)
     }
 
+    /// The file's room if it is in memory and taking commands (never opens one).
+    pub fn live(&self, file: &FileId) -> Option<RoomHandle> {
+        self.lock().get(file).filter(|h| !h.tx.is_closed()).cloned()
+    }
+
     /// The file's room if it is in memory.
     pub fn existing(&self, file: &FileId) -> Option<RoomHandle> {
         self.lock().get(file).cloned()

@@ -116,7 +116,7 @@ impl Harness {
             seat: seat.clone(),
             grant,
             profile,
-            may_edit: false,
+            may_edit: Some(false),
         };
         let (tx, mut reply) = oneshot::channel();
         self.send(RoomCmd::Join(req, tx));

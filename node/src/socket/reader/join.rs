@@ -8,7 +8,8 @@ use atrium_protocol::CloseCode;
 use tokio::time::Instant;
 
 use super::Session;
-use crate::ids::{digest, ClientKey};
+use crate::apptoken::Level;
+use crate::ids::{digest, AccountId, ClientKey};
 use crate::protocol;
 use crate::room::access;
 use crate::room::{JoinError, JoinRequest, Profile};
@@ -110,41 +111,16 @@ pub(super) async fn join(
         None => None,
     };
     // A refused joiner costs a lookup, never a room: the file and the access it
-    // gives are checked before a room is opened, a lease taken or a document read.
-    let open = state.rooms.existing(&session.file).is_some();
-    let mut may_edit = false;
-    if !open {
-        if !state.memory.admits() {
-            session.state.metrics.memory_refusals.inc();
-            return Err((
-                CloseCode::TryAgainLater,
-                "the node is at its memory budget; try again later",
-            ));
+    // gives are checked before a room is opened, a lease taken or a document read. A
+    // room already open checks its joiners itself; if it closes while this hello waits
+    // below, the join comes back here to be checked before it may open one.
+    let account_id = account.as_ref().map(|a| a.id.clone());
+    let mut may_edit = match state.rooms.live(&session.file) {
+        Some(_) => None,
+        None => {
+            Some(check_access(session, account_id.as_ref(), hello.key.as_deref(), grant).await?)
         }
-        match state.store.file(&session.file).await {
-            Ok(record) => {
-                let account_id = account.as_ref().map(|a| &a.id);
-                let (role, _) = access::access(&record, account_id, hello.key.as_deref(), grant)
-                    .and_then(|a| access::role(&record, a))
-                    .map_err(|d| {
-                        let e = JoinError::Denied(d);
-                        (e.close_code(), e.reason())
-                    })?;
-                may_edit = role == access::Role::Editor;
-                let opener = crate::room::shares::Opener {
-                    address: session.outbox.address(),
-                    account: account_id.cloned(),
-                    editor: may_edit,
-                };
-                state.rooms.may_open(&record, &opener).map_err(|e| {
-                    state.metrics.memory_refusals.inc();
-                    (e.close_code(), e.reason())
-                })?;
-            }
-            Err(StoreError::NotFound) => return Err((CloseCode::NotFound, "file not found")),
-            Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
-        }
-    }
+    };
     if let Some(a) = &account {
         let counter = format!("sockets:{}", a.id);
         match account_slot(&state, &counter).await {
@@ -173,7 +149,7 @@ pub(super) async fn join(
         Err(StoreError::NotFound) => 0,
         Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
     };
-    let req = JoinRequest {
+    let mut req = JoinRequest {
         outbox: session.outbox.clone(),
         client,
         account: account.map(|a| (a.id, a.name)),
@@ -190,16 +166,64 @@ pub(super) async fn join(
         // Signed out (or replaced) while waiting for a slot: never welcomed.
         return Err((CloseCode::Unauthorized, "signed out"));
     }
-    match state.rooms.join(&session.file, req).await {
-        Ok((room, _joined)) => {
-            session.room = Some(room);
-            Ok(())
-        }
-        Err(e) => {
-            if let JoinError::Paced(wait) = e {
-                session.retry_after = Some(wait);
+    loop {
+        match state.rooms.join(&session.file, &req).await {
+            Ok((room, _joined)) => {
+                session.room = Some(room);
+                return Ok(());
             }
-            Err((e.close_code(), e.reason()))
+            Err(JoinError::Unchecked) if may_edit.is_none() => {
+                let key = req.key.as_deref();
+                may_edit = Some(check_access(session, account_id.as_ref(), key, grant).await?);
+                req.may_edit = may_edit;
+            }
+            Err(e) => {
+                if let JoinError::Paced(wait) = e {
+                    session.retry_after = Some(wait);
+                }
+                return Err((e.close_code(), e.reason()));
+            }
         }
     }
+}
+
+/// Checks the file and the access the hello's credentials give before a room may be
+/// opened for it, and whether the node has memory for another room; whether the
+/// joiner may edit.
+async fn check_access(
+    session: &Session,
+    account: Option<&AccountId>,
+    key: Option<&str>,
+    grant: Option<Level>,
+) -> Result<bool, (CloseCode, &'static str)> {
+    let state = &session.state;
+    if !state.memory.admits() {
+        state.metrics.memory_refusals.inc();
+        return Err((
+            CloseCode::TryAgainLater,
+            "the node is at its memory budget; try again later",
+        ));
+    }
+    let record = match state.store.file(&session.file).await {
+        Ok(record) => record,
+        Err(StoreError::NotFound) => return Err((CloseCode::NotFound, "file not found")),
+        Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
+    };
+    let (role, _) = access::access(&record, account, key, grant)
+        .and_then(|a| access::role(&record, a))
+        .map_err(|d| {
+            let e = JoinError::Denied(d);
+            (e.close_code(), e.reason())
+        })?;
+    let may_edit = role == access::Role::Editor;
+    let opener = crate::room::shares::Opener {
+        address: session.outbox.address(),
+        account: account.cloned(),
+        editor: may_edit,
+    };
+    state.rooms.may_open(&record, &opener).map_err(|e| {
+        state.metrics.memory_refusals.inc();
+        (e.close_code(), e.reason())
+    })?;
+    Ok(may_edit)
 }
