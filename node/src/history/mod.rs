@@ -36,7 +36,8 @@ pub use entries::charged_len;
 pub use retention::{thinned, Retention};
 pub use turns::HistoryWork;
 pub use work::{
-    new_info, read, rebuild_within, remove, save, save_on_lane, stored, thin, HistoryRules, Stored,
+    encode_on_lane, new_info, read, rebuild_within, remove, save, store_encoded, stored, thin,
+    Encoded, HistoryRules, Stored,
 };
 
 /// What made a version.

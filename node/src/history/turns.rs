@@ -97,6 +97,10 @@ pub enum WorkRefused {
     /// The memory budget has no room for it (503).
     #[error("the server is at its memory budget; try again")]
     NoRoom,
+    /// What it would keep does not fit the owner's storage, or the link's share of it
+    /// (403).
+    #[error(transparent)]
+    Storage(#[from] crate::storage::StorageError),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

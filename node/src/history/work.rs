@@ -51,24 +51,41 @@ pub async fn save(
     insert(store, file, epoch, info, &data, measured).await
 }
 
-/// [`save`] for a room's history worker: the rebuilding and diffing, milliseconds per
-/// megabyte, run on the bulk lane rather than on the runtime's workers.
-pub async fn save_on_lane(
+/// A version encoded for storing: its row, and its document's size as the document
+/// limits count it.
+pub struct Encoded {
+    pub data: VersionData,
+    pub doc_bytes: usize,
+}
+
+/// The encoding half of [`save`] for a room's history worker: the rebuilding and diffing,
+/// milliseconds per megabyte, run on the bulk lane rather than on the runtime's workers.
+/// What is stored is known only now, so the worker checks its size before [`store_encoded`].
+pub async fn encode_on_lane(
     store: &dyn Store,
     file: &FileId,
-    epoch: u64,
     doc: String,
-    info: VersionInfo,
     rules: &HistoryRules,
     metrics: &crate::metrics::Metrics,
-) -> StoreResult<VersionInfo> {
+) -> StoreResult<Encoded> {
     let newest = newest_chain(store, file).await?;
     let rules = *rules;
-    let (data, measured) =
+    let (data, doc_bytes) =
         crate::lane::run(doc.len(), metrics, move || encode(&newest, &doc, &rules))
             .await
             .map_err(corrupt)?;
-    insert(store, file, epoch, info, &data, measured).await
+    Ok(Encoded { data, doc_bytes })
+}
+
+/// Stores a version [`encode_on_lane`] encoded, fenced by `epoch`.
+pub async fn store_encoded(
+    store: &dyn Store,
+    file: &FileId,
+    epoch: u64,
+    info: VersionInfo,
+    encoded: &Encoded,
+) -> StoreResult<VersionInfo> {
+    insert(store, file, epoch, info, &encoded.data, encoded.doc_bytes).await
 }
 
 /// The stored rows of the file's newest version, base first (none for a file without

@@ -91,6 +91,7 @@ impl From<crate::history::turns::WorkRefused> for ApiError {
                 rate_limited(&e.to_string(), std::time::Duration::from_secs(1))
             }
             WorkRefused::NoTurn | WorkRefused::NoRoom => busy(e.to_string()),
+            WorkRefused::Storage(e) => e.into(),
             WorkRefused::Store(e) => e.into(),
         }
     }

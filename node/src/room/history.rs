@@ -15,14 +15,14 @@ use tokio::sync::{mpsc, oneshot};
 use super::core::RoomCore;
 use super::exit::Effect;
 use super::pending::Pending;
-pub use super::versions::{version_message, HistoryJob, HistoryState, NameRequest, SaveJob};
+pub use super::versions::{version_message, Draft, HistoryJob, HistoryState, NameRequest, SaveJob};
 use super::RoomCmd;
 use crate::history::turns::WorkRefused;
 use crate::history::{self, new_info, HistoryRules, VersionInfo, VersionKind};
 use crate::memory::Reservation;
 use crate::metrics::Metrics;
 use crate::outbox::shared;
-use crate::storage::Share;
+use crate::storage::{Share, Storage, StorageError};
 use crate::store::Store;
 
 /// Most people a version names as its editors: the first to edit since the version before.
@@ -73,7 +73,7 @@ impl RoomCore {
             return;
         }
         match self.promise_save() {
-            Ok(memory) => self.save_version(VersionKind::Auto, None, None, None, None, memory),
+            Ok(memory) => self.save_version(Draft::checkpoint(), None, memory),
             // No memory for it now: tried again an interval later, with the same editors.
             Err(NoRoom) => self.history.dirty_since = Some(now),
         }
@@ -107,19 +107,16 @@ impl RoomCore {
     /// Saves the current document as a version once it is durable.
     pub(super) fn save_version(
         &mut self,
-        kind: VersionKind,
-        title: Option<String>,
-        description: Option<String>,
-        restored_from: Option<u64>,
+        draft: Draft,
         reply: Option<oneshot::Sender<Result<VersionInfo, WorkRefused>>>,
         memory: Option<Reservation>,
     ) {
         let editors = std::mem::take(&mut self.history.editors);
         self.history.dirty_since = None;
-        let mut info = new_info(self.version, crate::clock::unix_ms(), kind, editors);
-        info.title = title;
-        info.description = description;
-        info.restored_from = restored_from;
+        let mut info = new_info(self.version, crate::clock::unix_ms(), draft.kind, editors);
+        info.title = draft.title;
+        info.description = draft.description;
+        info.restored_from = draft.restored_from;
         let job = SaveJob {
             file: self.file.clone(),
             epoch: self.epoch,
@@ -127,10 +124,12 @@ impl RoomCore {
             info,
             reply,
             memory,
+            owner: self.record.owner.clone(),
+            within: draft.within,
         };
         self.after_durable(Pending::Version {
             v: self.version,
-            job: HistoryJob::Save(job),
+            job: HistoryJob::Save(Box::new(job)),
         });
     }
 
@@ -145,14 +144,14 @@ impl RoomCore {
             let _ = req.reply.send(Err(WorkRefused::NoRoom));
             return;
         };
-        self.save_version(
-            VersionKind::Named,
-            Some(req.title),
-            req.description,
-            None,
-            Some(req.reply),
-            memory,
-        );
+        let draft = Draft {
+            kind: VersionKind::Named,
+            title: Some(req.title),
+            description: req.description,
+            restored_from: None,
+            within: Some(req.within),
+        };
+        self.save_version(draft, Some(req.reply), memory);
     }
 
     /// A job from outside the room (a deletion): made the room's, fenced by its epoch.
@@ -184,7 +183,7 @@ impl RoomCore {
             editors,
         );
         (self.durable == self.version).then(|| {
-            HistoryJob::Save(SaveJob {
+            HistoryJob::Save(Box::new(SaveJob {
                 file: self.file.clone(),
                 epoch: self.epoch,
                 doc: self.doc.to_json(),
@@ -192,8 +191,22 @@ impl RoomCore {
                 reply: None,
                 // Once a room, and after edits only.
                 memory: self.promise_save_if_room(),
-            })
+                owner: self.record.owner.clone(),
+                within: Some(Share::Whole),
+            }))
         })
+    }
+
+    /// The worker did not keep a version (no storage for it): its edits and editors are
+    /// still to be kept, by the next checkpoint (an interval on) or a restore's version.
+    pub(super) fn not_kept(&mut self, editors: Vec<String>, now: Instant) {
+        self.history.dirty_since.get_or_insert(now);
+        let kept = &mut self.history.editors;
+        for name in editors {
+            if kept.len() < EDITORS_NAMED && !kept.contains(&name) {
+                kept.push(name);
+            }
+        }
     }
 
     /// The worker saved, renamed or deleted a version: everyone in the room hears of it.
@@ -202,12 +215,55 @@ impl RoomCore {
     }
 }
 
+/// What the room's history worker works with.
+pub struct WorkerParts {
+    pub store: Arc<dyn Store>,
+    pub storage: Arc<Storage>,
+    pub rules: HistoryRules,
+    pub metrics: Arc<Metrics>,
+}
+
+impl WorkerParts {
+    /// Encodes a version and stores it if it fits the share of its owner's storage it
+    /// must: its size is known only once encoded, so a check made before (with nothing
+    /// to add) let one version past the limit.
+    pub(super) async fn save(
+        &self,
+        job: &SaveJob,
+        doc: String,
+        info: VersionInfo,
+    ) -> Result<VersionInfo, WorkRefused> {
+        let encoded =
+            history::encode_on_lane(&*self.store, &job.file, doc, &self.rules, &self.metrics)
+                .await?;
+        let bytes = encoded.data.len() as u64;
+        if let Some(share) = job.within {
+            if !self.storage.may_grow(&job.owner, bytes, share) {
+                let what = match info.kind {
+                    VersionKind::Named => "version",
+                    _ => "checkpoint",
+                };
+                self.storage.refused(what);
+                let whole = share == Share::Whole
+                    || !self.storage.may_grow(&job.owner, bytes, Share::Whole);
+                return Err(WorkRefused::Storage(match whole {
+                    true => StorageError::Full,
+                    false => StorageError::LinkShareFull,
+                }));
+            }
+        }
+        // Counted at once, so versions saved within a measure's second add up.
+        self.storage.added(&job.owner, bytes);
+        let stored =
+            history::store_encoded(&*self.store, &job.file, job.epoch, info, &encoded).await?;
+        Ok(stored)
+    }
+}
+
 /// The room's history worker: carries out its jobs one at a time, in order, and tells the
 /// room what it saved. Ends when the room drops its sender.
 pub fn worker(
-    store: Arc<dyn Store>,
-    rules: HistoryRules,
-    metrics: Arc<Metrics>,
+    parts: WorkerParts,
     room: mpsc::UnboundedSender<RoomCmd>,
 ) -> (
     mpsc::UnboundedSender<HistoryJob>,
@@ -215,14 +271,14 @@ pub fn worker(
 ) {
     let (tx, mut rx) = mpsc::unbounded_channel::<HistoryJob>();
     let task = tokio::spawn(async move {
+        let WorkerParts { store, rules, .. } = &parts;
         while let Some(job) = rx.recv().await {
             match job {
-                HistoryJob::Save(job) => {
+                HistoryJob::Save(mut job) => {
                     let (file, epoch) = (job.file.clone(), job.epoch);
-                    let saved = history::save_on_lane(
-                        &*store, &file, epoch, job.doc, job.info, &rules, &metrics,
-                    )
-                    .await;
+                    let doc = std::mem::take(&mut job.doc);
+                    let info = job.info.clone();
+                    let saved = parts.save(&job, doc, info).await;
                     // What the save took may stay resident a moment: kept until sampled.
                     if let Some(memory) = job.memory {
                         memory.hold_until_sampled();
@@ -231,17 +287,22 @@ pub fn worker(
                         Ok(info) => {
                             let _ = room.send(RoomCmd::Announce("saved", info.clone()));
                             let now = crate::clock::unix_ms();
-                            if let Err(e) = history::thin(&*store, &file, epoch, now, &rules).await
+                            if let Err(e) = history::thin(&**store, &file, epoch, now, rules).await
                             {
                                 tracing::warn!(file = %file, error = %e, "thinning versions failed");
                             }
+                        }
+                        Err(WorkRefused::Storage(_)) => {
+                            tracing::debug!(file = %file, "a version did not fit its owner's storage");
+                            let editors = job.info.editors.clone();
+                            let _ = room.send(RoomCmd::NotKept(editors));
                         }
                         Err(e) => {
                             tracing::warn!(file = %file, error = %e, "saving a version failed")
                         }
                     }
                     if let Some(reply) = job.reply {
-                        let _ = reply.send(saved.map_err(WorkRefused::Store));
+                        let _ = reply.send(saved);
                     }
                 }
                 HistoryJob::Delete {
@@ -250,7 +311,7 @@ pub fn worker(
                     id,
                     reply,
                 } => {
-                    let removed = history::remove(&*store, &file, epoch, id, &rules).await;
+                    let removed = history::remove(&**store, &file, epoch, id, rules).await;
                     let _ = reply.send(removed);
                 }
             }

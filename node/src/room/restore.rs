@@ -29,11 +29,13 @@ use serde_json::json;
 use super::core::RoomCore;
 use super::pending::Pending;
 use super::recent::RecentOp;
+use super::versions::Draft;
 pub use super::versions::{RestoreError, Restored};
 use crate::history::{VersionInfo, VersionKind};
 use crate::ids::ClientKey;
 use crate::outbox::shared;
 use crate::protocol;
+use crate::storage::Share;
 use crate::store::LoggedPatch;
 
 mod correct;
@@ -122,13 +124,30 @@ impl RoomCore {
         touched: Option<HashSet<String>>,
         now: Instant,
     ) {
+        let (ops_json, doc) = correct(&self.doc, patch, touched);
+        // The restore's patch is kept in the log and again, about, in the version it saves:
+        // both must fit the share of the owner's storage of whoever restores.
+        let keeps = 2 * ops_json.len() as u64;
+        let storage = &self.rules.storage;
+        if !storage.may_grow(&self.record.owner, keeps, req.within) {
+            storage.refused("restore");
+            let whole = req.within == Share::Whole
+                || !storage.may_grow(&self.record.owner, keeps, Share::Whole);
+            let full = Share::by_link(!whole);
+            let _ = req.reply.send(Err(RestoreError::StorageFull(full)));
+            return;
+        }
+        storage.added(&self.record.owner, ops_json.len() as u64);
         // Edits since the last version are kept as a version of their own first, so the
         // restore can be undone exactly by restoring the version before it.
         if self.history.dirty_since.is_some() {
             let memory = self.promise_save_if_room();
-            self.save_version(VersionKind::Auto, None, None, None, None, memory);
+            let draft = Draft {
+                within: None,
+                ..Draft::checkpoint()
+            };
+            self.save_version(draft, None, memory);
         }
-        let (ops_json, doc) = correct(&self.doc, patch, touched);
         self.doc = doc;
         self.version += 1;
         let v = self.version;
@@ -167,13 +186,13 @@ impl RoomCore {
             },
         });
         self.edited(&req.by, now);
-        self.save_version(
-            VersionKind::Restore,
-            Some(restored_title(&req.from)),
-            None,
-            Some(req.from.id),
-            None,
-            self.promise_save_if_room(),
-        );
+        let draft = Draft {
+            kind: VersionKind::Restore,
+            title: Some(restored_title(&req.from)),
+            description: None,
+            restored_from: Some(req.from.id),
+            within: None,
+        };
+        self.save_version(draft, None, self.promise_save_if_room());
     }
 }

@@ -74,12 +74,13 @@ impl Room {
                 return;
             }
         };
-        let (history, history_task) = history::worker(
-            ctx.store.clone(),
-            ctx.rules.config.history_rules(),
-            ctx.rules.metrics.clone(),
-            tx.clone(),
-        );
+        let parts = history::WorkerParts {
+            store: ctx.store.clone(),
+            storage: ctx.rules.storage.clone(),
+            rules: ctx.rules.config.history_rules(),
+            metrics: ctx.rules.metrics.clone(),
+        };
+        let (history, history_task) = history::worker(parts, tx.clone());
         let person_rate = f64::from(ctx.rules.config.webhook_person_events_per_minute);
         let person_events =
             crate::limits::Bucket::new(person_rate / 60.0, person_rate, std::time::Instant::now());

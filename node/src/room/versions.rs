@@ -9,9 +9,10 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use crate::history::turns::WorkRefused;
-use crate::history::VersionInfo;
-use crate::ids::FileId;
+use crate::history::{VersionInfo, VersionKind};
+use crate::ids::{AccountId, FileId};
 use crate::memory::Reservation;
+use crate::storage::Share;
 use crate::store::StoreResult;
 
 /// What the room remembers between versions.
@@ -33,11 +34,40 @@ pub struct SaveJob {
     /// What saving it takes, promised from the memory budget (none for a small document)
     /// and kept until the version is written.
     pub memory: Option<Reservation>,
+    /// The file's owner, whose storage the version is counted in.
+    pub owner: AccountId,
+    /// The share of the owner's storage the version must fit once its size is known (it
+    /// is not saved past it); None for a restore's versions, kept whatever (the restore
+    /// was checked before it was made, and must stay undoable).
+    pub within: Option<Share>,
+}
+
+/// A version the room is to save, before it has a document: what kind, its words, and
+/// the share of storage it must fit (see [`SaveJob::within`]).
+pub struct Draft {
+    pub kind: VersionKind,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub restored_from: Option<u64>,
+    pub within: Option<Share>,
+}
+
+impl Draft {
+    /// A version saved without being asked for: after edits, within the owner's storage.
+    pub fn checkpoint() -> Self {
+        Self {
+            kind: VersionKind::Auto,
+            title: None,
+            description: None,
+            restored_from: None,
+            within: Some(Share::Whole),
+        }
+    }
 }
 
 /// What the history worker does for a room, in the order it was asked.
 pub enum HistoryJob {
-    Save(SaveJob),
+    Save(Box<SaveJob>),
     /// Delete a version (its delta folded into the next).
     Delete {
         file: FileId,
@@ -51,6 +81,9 @@ pub enum HistoryJob {
 pub struct NameRequest {
     pub title: String,
     pub description: Option<String>,
+    /// The share of the owner's storage the version must fit: the link's guests', or
+    /// the whole.
+    pub within: Share,
     /// Who names it (their name joins the version's editors only if they edited).
     pub reply: oneshot::Sender<Result<VersionInfo, WorkRefused>>,
 }
@@ -80,4 +113,7 @@ pub enum RestoreError {
     /// The room's document is larger than the memory reserved for the restore covers
     /// (ask again when the node has more room).
     NoRoom,
+    /// Its patch does not fit this share of the owner's storage (the whole limit, or the
+    /// link's guests' part of it).
+    StorageFull(Share),
 }

@@ -160,22 +160,43 @@ async fn one_account_cannot_fill_the_disk() {
             send_json(node, "POST", "/api/files", Some(&token), &body).await
         }
     };
-    let first = create(json!({"a": {"blob": noise(40_000)}})).await;
+    let name = |id: String, title: &'static str| {
+        let (node, token) = (&node, token.clone());
+        async move {
+            let versions = format!("/api/files/{id}/versions");
+            send_json(
+                node,
+                "POST",
+                &versions,
+                Some(&token),
+                &json!({"title": title}),
+            )
+            .await
+        }
+    };
+    let restore = |id: String, vid: u64| {
+        let (node, token) = (&node, token.clone());
+        async move {
+            let restore = format!("/api/files/{id}/versions/{vid}/restore");
+            send_json(node, "POST", &restore, Some(&token), &json!({})).await
+        }
+    };
+    let first = create(json!({"a": {"blob": "small"}})).await;
     first.assert_status(201);
     let id = s(&first.body()["id"]).to_string();
-    // 40 KB kept: a 30 KB document does not fit in 56 KiB; a small one does.
-    let refused = create(json!({"b": {"blob": noise(30_000)}})).await;
-    refused.assert_error(403, "storage-full");
-    create(json!({"b": {"blob": noise(1_000)}}))
-        .await
-        .assert_status(201);
+    // A version of the small document fits.
+    let zero = name(id.clone(), "Zero").await;
+    zero.assert_status(201);
+    let zero = zero.body()["id"].as_u64().expect("version id");
 
-    // In the room: a patch that would grow the document past the limit is refused with
-    // `too-large`; one that does not grow it lands.
+    // In the room: 40 KB in a patch fits; a patch that would grow the document past the
+    // limit is refused with `too-large`; one that does not grow it lands.
     let (mut c, _) = Client::join(&node, &id, &Hello::token(&token)).await;
-    c.send_patch(1, vec![put("c", json!({"blob": noise(30_000)}))])
+    c.patch_acked(1, vec![put("a", json!({"blob": noise(40_000)}))])
         .await;
-    let reject = c.await_reject(json!(1)).await;
+    c.send_patch(2, vec![put("c", json!({"blob": noise(30_000)}))])
+        .await;
+    let reject = c.await_reject(json!(2)).await;
     assert_eq!(reject["code"], "too-large", "{reject}");
     assert!(
         reject["message"]
@@ -183,41 +204,35 @@ async fn one_account_cannot_fill_the_disk() {
             .is_some_and(|m| m.contains("storage")),
         "{reject}"
     );
-    c.patch_acked(2, vec![set("a", json!({"x": 1}))]).await;
-
-    // A named version keeps the 40 KB document again (compressed, about half), which
-    // passes the limit: the next is refused, and so is a restore.
-    let versions = format!("/api/files/{id}/versions");
-    let named = send_json(
-        &node,
-        "POST",
-        &versions,
-        Some(&token),
-        &json!({"title": "One"}),
-    )
-    .await;
-    named.assert_status(201);
-    let vid = named.body()["id"].as_u64().expect("version id");
+    c.patch_acked(3, vec![set("a", json!({"x": 1}))]).await;
     tokio::time::sleep(Duration::from_millis(1_100)).await; // past a measure's reuse
-    send_json(
-        &node,
-        "POST",
-        &versions,
-        Some(&token),
-        &json!({"title": "Two"}),
-    )
-    .await
-    .assert_error(403, "storage-full");
-    let restore = format!("/api/files/{id}/versions/{vid}/restore");
-    send_json(&node, "POST", &restore, Some(&token), &json!({}))
+
+    // 40 KB kept: a 30 KB document does not fit in 56 KiB; a small one does.
+    let refused = create(json!({"b": {"blob": noise(30_000)}})).await;
+    refused.assert_error(403, "storage-full");
+    create(json!({"b": {"blob": noise(1_000)}}))
+        .await
+        .assert_status(201);
+
+    // A named version would keep the 40 KB document again (compressed, most of it): it
+    // is refused once its size is known (it used to be kept, one version past the limit).
+    name(id.clone(), "One")
+        .await
+        .assert_error(403, "storage-full");
+    // Restoring the small version shrinks the document, and keeps the 40 KB one as the
+    // version before the restore (a restore stays undoable, whatever it keeps).
+    restore(id.clone(), zero).await.assert_status(200);
+    tokio::time::sleep(Duration::from_millis(1_100)).await; // past a measure's reuse
+                                                            // Restoring that version would grow the document by 40 KB again: refused.
+    restore(id.clone(), zero + 1)
         .await
         .assert_error(403, "storage-full");
     // Past the limit even a small growth waits for room.
-    c.send_patch(3, vec![put("d", json!({"x": 1}))]).await;
+    c.send_patch(4, vec![put("d", json!({"x": 1}))]).await;
     let reject = loop {
-        // The versions saved meanwhile are announced to the room first.
+        // The restore's patch and the versions saved meanwhile come to the room first.
         let m = c.recv_json().await;
-        if m["type"] != "version" {
+        if !["version", "patch", "restored"].contains(&m["type"].as_str().unwrap_or("")) {
             break m;
         }
     };
@@ -227,7 +242,7 @@ async fn one_account_cannot_fill_the_disk() {
         "{reject}"
     );
     // Not a panic or a closed socket: the same socket still deletes.
-    c.patch_acked(4, vec![delete("b")]).await;
+    c.patch_acked(5, vec![delete("b")]).await;
     c.close().await;
 
     // Another account is not affected.

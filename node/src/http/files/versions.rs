@@ -25,7 +25,7 @@ use crate::room::restore::{RestoreError, RestoreRequest};
 use crate::room::shares::Opener;
 use crate::room::{JoinError, RoomCmd};
 use crate::state::AppState;
-use crate::storage::Share;
+use crate::storage::{Share, StorageError};
 
 const MAX_TITLE_CHARS: usize = 200;
 const MAX_DESCRIPTION_CHARS: usize = 2000;
@@ -355,6 +355,7 @@ pub async fn name(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     let req = NameRequest {
         title: t,
         description: d,
+        within: Share::by_link(g.party == Party::Link),
         reply,
     };
     state
@@ -364,8 +365,6 @@ pub async fn name(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRe
     let info = answer
         .await
         .map_err(|_| ApiError::unavailable("the room closed; try again"))??;
-    // Counted at once, so namings within a measure's second add up.
-    state.storage.added(&g.file.owner, info.bytes);
     Ok(json_response(StatusCode::CREATED, &json!(info)))
 }
 
@@ -490,6 +489,7 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
         doc,
         limit: work.limit,
         by: g.name,
+        within: Share::by_link(g.party == Party::Link),
         reply,
     };
     state
@@ -510,6 +510,8 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
             "other restores of this file are waiting; try again",
         )),
         Ok(Err(RestoreError::NoRoom)) => Err(crate::history::turns::WorkRefused::NoRoom.into()),
+        Ok(Err(RestoreError::StorageFull(Share::Whole))) => Err(StorageError::Full.into()),
+        Ok(Err(RestoreError::StorageFull(Share::Link))) => Err(StorageError::LinkShareFull.into()),
         Ok(Err(RestoreError::Unavailable)) | Err(_) => Err(ApiError::unavailable(
             "the room closed before the restore was made; nothing was changed, try again",
         )),

@@ -22,6 +22,9 @@ pub struct RestoreRequest {
     pub limit: usize,
     /// Who restores it (a name, for the version's editors).
     pub by: String,
+    /// The share of the owner's storage the restore must fit: the link's guests', or
+    /// the whole.
+    pub within: crate::storage::Share,
     pub reply: oneshot::Sender<Result<Restored, RestoreError>>,
 }
 

@@ -11,7 +11,7 @@ fn saves(h: &mut Harness) -> Vec<crate::room::history::SaveJob> {
     h.history
         .drain(..)
         .filter_map(|j| match j {
-            HistoryJob::Save(s) => Some(s),
+            HistoryJob::Save(s) => Some(*s),
             HistoryJob::Delete { .. } => None,
         })
         .collect()
@@ -55,6 +55,7 @@ fn a_named_version_waits_for_its_version_to_be_durable() {
     h.send(RoomCmd::NameVersion(NameRequest {
         title: "Mine".into(),
         description: None,
+        within: crate::storage::Share::Whole,
         reply,
     }));
     assert!(h.history.is_empty(), "version 1 is not durable yet");
@@ -76,6 +77,7 @@ fn ask_restore(
         doc: doc.into(),
         limit: usize::MAX,
         by: "Ada".into(),
+        within: crate::storage::Share::Whole,
         reply,
     }));
     answer
@@ -306,6 +308,7 @@ fn versions_of_a_large_document_are_saved_within_the_memory_budget() {
     h.send(RoomCmd::NameVersion(NameRequest {
         title: "Large".into(),
         description: None,
+        within: crate::storage::Share::Whole,
         reply,
     }));
     assert!(
@@ -335,4 +338,79 @@ fn versions_of_a_large_document_are_saved_within_the_memory_budget() {
         "{:?}",
         saved[0].info.editors
     );
+}
+
+/// A version's size is known only once it is encoded: the worker checks it against the
+/// share of the owner's storage it must fit then. Checked before with nothing to add, each
+/// naming by the link's guests could take the owner one version past their share.
+#[tokio::test]
+async fn a_version_that_would_pass_its_share_of_storage_is_not_kept() {
+    use crate::room::history::{SaveJob, WorkerParts};
+    use crate::storage::{Share, Storage, StorageError};
+    use crate::store::Store;
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let store: Arc<dyn Store> =
+        Arc::new(crate::store::sqlite::SqliteStore::open(dir.path()).expect("open"));
+    let email = format!("{}@example.com", crate::ids::random_string(10));
+    let owner = store
+        .create_account(&email, "Ada", "hash")
+        .await
+        .unwrap()
+        .id;
+    let record = crate::store::conformance::record(&owner, 1);
+    store.create_file(&record, Some("{}".into())).await.unwrap();
+    let epoch = store.take_file(&record.id, 0).await.unwrap().epoch;
+    let metrics = crate::metrics::Metrics::new();
+    // 12,000 bytes in all: the link's guests may fill 6,000 of them.
+    let storage = Arc::new(Storage::new(12_000, store.clone(), &metrics));
+    storage
+        .check(&owner, 0, "version")
+        .await
+        .expect("nearly empty");
+    let parts = WorkerParts {
+        store: store.clone(),
+        storage: storage.clone(),
+        rules: crate::history::HistoryRules::default(),
+        metrics: metrics.clone(),
+    };
+    // Random text hardly compresses: each of these versions keeps about 7 KB.
+    let doc = || format!(r#"{{"n":{{"t":"{}"}}}}"#, crate::ids::random_string(9_000));
+    let job = |within| SaveJob {
+        file: record.id.clone(),
+        epoch,
+        doc: String::new(),
+        info: new_info(1, 1, VersionKind::Named, vec![]),
+        reply: None,
+        memory: None,
+        owner: owner.clone(),
+        within: Some(within),
+    };
+    let info = || new_info(1, 1, VersionKind::Named, vec![]);
+
+    let guests = parts.save(&job(Share::Link), doc(), info()).await;
+    assert!(
+        matches!(
+            guests,
+            Err(WorkRefused::Storage(StorageError::LinkShareFull))
+        ),
+        "{guests:?}"
+    );
+    let owners = parts.save(&job(Share::Whole), doc(), info()).await;
+    let kept = owners.expect("within the whole limit");
+    assert!(kept.bytes > 6_000, "{}", kept.bytes);
+    let again = parts.save(&job(Share::Whole), doc(), info()).await;
+    assert!(
+        matches!(again, Err(WorkRefused::Storage(StorageError::Full))),
+        "{again:?}"
+    );
+    // Only the version that fit was kept, and the store holds less than the limit.
+    assert_eq!(store.versions(&record.id, None, 10).await.unwrap().len(), 1);
+    assert!(store.stored_bytes(&owner).await.unwrap() <= 12_000);
+    let refused = metrics
+        .storage_refusals
+        .with_label_values(&["version"])
+        .get();
+    assert_eq!(refused, 2);
 }
