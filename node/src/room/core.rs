@@ -205,7 +205,7 @@ impl RoomCore {
             RoomCmd::RestorePrepared(prepared) => self.restore_prepared(prepared, now),
             RoomCmd::History(job) => self.history_job(job),
             RoomCmd::Announce(event, version) => self.announce(event, &version),
-            RoomCmd::NotKept(editors) => self.not_kept(editors, now),
+            RoomCmd::VersionDone(outcome) => self.version_done(outcome, now),
             RoomCmd::ServerPatch(req) => self.server_patch(req, now),
             RoomCmd::People(req) => {
                 let _ = req.reply.send(self.people_now());

@@ -15,7 +15,9 @@ use tokio::sync::{mpsc, oneshot};
 use super::core::RoomCore;
 use super::exit::Effect;
 use super::pending::Pending;
-pub use super::versions::{version_message, Draft, HistoryJob, HistoryState, NameRequest, SaveJob};
+pub use super::versions::{
+    version_message, Draft, HistoryJob, HistoryState, NameRequest, SaveJob, SaveOutcome,
+};
 use super::RoomCmd;
 use crate::history::turns::WorkRefused;
 use crate::history::{self, new_info, HistoryRules, VersionInfo, VersionKind};
@@ -112,7 +114,11 @@ impl RoomCore {
         memory: Option<Reservation>,
     ) {
         let editors = std::mem::take(&mut self.history.editors);
-        self.history.dirty_since = None;
+        let had_edits = self.history.dirty_since.take().is_some();
+        self.history.queued += 1;
+        if draft.within.is_some() {
+            self.history.unconfirmed += 1;
+        }
         let mut info = new_info(self.version, crate::clock::unix_ms(), draft.kind, editors);
         info.title = draft.title;
         info.description = draft.description;
@@ -126,6 +132,8 @@ impl RoomCore {
             memory,
             owner: self.record.owner.clone(),
             within: draft.within,
+            queued: self.history.queued,
+            had_edits,
         };
         self.after_durable(Pending::Version {
             v: self.version,
@@ -165,7 +173,9 @@ impl RoomCore {
 
     /// The version a room that ends after edits saves (its document is durable by then).
     pub fn closing_version(&mut self) -> Option<HistoryJob> {
-        self.history.dirty_since?;
+        if !self.history.unkept() {
+            return None;
+        }
         if !self
             .rules
             .storage
@@ -175,7 +185,8 @@ impl RoomCore {
             return None;
         }
         let editors = std::mem::take(&mut self.history.editors);
-        self.history.dirty_since = None;
+        let had_edits = self.history.dirty_since.take().is_some();
+        self.history.queued += 1;
         let info = new_info(
             self.durable,
             crate::clock::unix_ms(),
@@ -193,19 +204,31 @@ impl RoomCore {
                 memory: self.promise_save_if_room(),
                 owner: self.record.owner.clone(),
                 within: Some(Share::Whole),
+                queued: self.history.queued,
+                had_edits,
             }))
         })
     }
 
-    /// The worker did not keep a version (no storage for it): its edits and editors are
-    /// still to be kept, by the next checkpoint (an interval on) or a restore's version.
-    pub(super) fn not_kept(&mut self, editors: Vec<String>, now: Instant) {
-        self.history.dirty_since.get_or_insert(now);
-        let kept = &mut self.history.editors;
-        for name in editors {
-            if kept.len() < EDITORS_NAMED && !kept.contains(&name) {
-                kept.push(name);
+    /// What came of a version handed to the worker: one saved is announced to everyone;
+    /// one not kept (no storage for it, or the store failed) puts its edits and editors
+    /// back, to be kept by the next version, unless a later version holds them already.
+    pub(super) fn version_done(&mut self, outcome: SaveOutcome, now: Instant) {
+        if outcome.checked {
+            self.history.unconfirmed = self.history.unconfirmed.saturating_sub(1);
+        }
+        match outcome.saved {
+            Some(info) => self.announce("saved", &info),
+            None if outcome.had_edits && outcome.queued == self.history.queued => {
+                self.history.dirty_since.get_or_insert(now);
+                let kept = &mut self.history.editors;
+                for name in outcome.editors {
+                    if kept.len() < EDITORS_NAMED && !kept.contains(&name) {
+                        kept.push(name);
+                    }
+                }
             }
+            None => {}
         }
     }
 
@@ -252,10 +275,10 @@ impl WorkerParts {
                 }));
             }
         }
-        // Counted at once, so versions saved within a measure's second add up.
-        self.storage.added(&job.owner, bytes);
         let stored =
             history::store_encoded(&*self.store, &job.file, job.epoch, info, &encoded).await?;
+        // Counted at once, so versions saved within a measure's second add up.
+        self.storage.added(&job.owner, bytes);
         Ok(stored)
     }
 }
@@ -280,12 +303,11 @@ pub fn worker(
                     let info = job.info.clone();
                     let saved = parts.save(&job, doc, info).await;
                     // What the save took may stay resident a moment: kept until sampled.
-                    if let Some(memory) = job.memory {
+                    if let Some(memory) = job.memory.take() {
                         memory.hold_until_sampled();
                     }
                     match &saved {
-                        Ok(info) => {
-                            let _ = room.send(RoomCmd::Announce("saved", info.clone()));
+                        Ok(_) => {
                             let now = crate::clock::unix_ms();
                             if let Err(e) = history::thin(&**store, &file, epoch, now, rules).await
                             {
@@ -293,15 +315,20 @@ pub fn worker(
                             }
                         }
                         Err(WorkRefused::Storage(_)) => {
-                            tracing::debug!(file = %file, "a version did not fit its owner's storage");
-                            let editors = job.info.editors.clone();
-                            let _ = room.send(RoomCmd::NotKept(editors));
+                            tracing::debug!(file = %file, "a version did not fit its owner's storage")
                         }
                         Err(e) => {
                             tracing::warn!(file = %file, error = %e, "saving a version failed")
                         }
                     }
-                    if let Some(reply) = job.reply {
+                    let _ = room.send(RoomCmd::VersionDone(SaveOutcome {
+                        queued: job.queued,
+                        checked: job.within.is_some(),
+                        had_edits: job.had_edits,
+                        editors: std::mem::take(&mut job.info.editors),
+                        saved: saved.as_ref().ok().cloned(),
+                    }));
+                    if let Some(reply) = job.reply.take() {
                         let _ = reply.send(saved);
                     }
                 }

@@ -121,9 +121,8 @@ pub enum RoomCmd {
     History(versions::HistoryJob),
     /// Tell everyone in the room a version was saved, renamed or deleted.
     Announce(&'static str, crate::history::VersionInfo),
-    /// A version was not kept (it did not fit its owner's storage): the edits it would
-    /// have kept, by these editors, are still to be kept by the next.
-    NotKept(Vec<String>),
+    /// What came of a version the room's worker was handed: saved, or not kept.
+    VersionDone(versions::SaveOutcome),
     /// A patch from the server API: an edit under a service person.
     ServerPatch(server::ServerPatch),
     /// Who is in the room now.

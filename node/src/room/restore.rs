@@ -140,7 +140,7 @@ impl RoomCore {
         storage.added(&self.record.owner, ops_json.len() as u64);
         // Edits since the last version are kept as a version of their own first, so the
         // restore can be undone exactly by restoring the version before it.
-        if self.history.dirty_since.is_some() {
+        if self.history.unkept() {
             let memory = self.promise_save_if_room();
             let draft = Draft {
                 within: None,

@@ -22,6 +22,34 @@ pub struct HistoryState {
     pub(super) editors: Vec<String>,
     /// When the first edit since the last version was applied.
     pub(super) dirty_since: Option<Instant>,
+    /// Versions handed to the worker so far; a version not kept puts its edits back only
+    /// when it was the last (a later one holds the same document).
+    pub(super) queued: u64,
+    /// Versions handed to the worker that may still not be kept (their share of storage
+    /// is checked there): until they are, the edits they hold may be in no version, so a
+    /// restore and a room's end keep a version of their own.
+    pub(super) unconfirmed: usize,
+}
+
+impl HistoryState {
+    /// Whether the document holds edits that may be in no kept version.
+    pub(super) fn unkept(&self) -> bool {
+        self.dirty_since.is_some() || self.unconfirmed > 0
+    }
+}
+
+/// What came of a version the room handed its worker.
+pub struct SaveOutcome {
+    /// Its place among the room's versions ([`HistoryState::queued`] when it was queued).
+    pub queued: u64,
+    /// Whether its storage was to be checked (it counted in [`HistoryState::unconfirmed`]).
+    pub checked: bool,
+    /// It held edits made since the version before it.
+    pub had_edits: bool,
+    /// Who edited since the version before it.
+    pub editors: Vec<String>,
+    /// Saved (announced to everyone), or not kept.
+    pub saved: Option<VersionInfo>,
 }
 
 /// A version for the worker to save.
@@ -40,6 +68,10 @@ pub struct SaveJob {
     /// is not saved past it); None for a restore's versions, kept whatever (the restore
     /// was checked before it was made, and must stay undoable).
     pub within: Option<Share>,
+    /// Its place among the room's versions, and whether it held edits since the one
+    /// before (see [`SaveOutcome`]).
+    pub queued: u64,
+    pub had_edits: bool,
 }
 
 /// A version the room is to save, before it has a document: what kind, its words, and

@@ -386,6 +386,8 @@ async fn a_version_that_would_pass_its_share_of_storage_is_not_kept() {
         memory: None,
         owner: owner.clone(),
         within: Some(within),
+        queued: 1,
+        had_edits: true,
     };
     let info = || new_info(1, 1, VersionKind::Named, vec![]);
 
@@ -413,4 +415,68 @@ async fn a_version_that_would_pass_its_share_of_storage_is_not_kept() {
         .with_label_values(&["version"])
         .get();
     assert_eq!(refused, 2);
+}
+
+/// What the worker answers for a version handed to it, as the room would get it.
+fn outcome(job: &crate::room::history::SaveJob, saved: bool) -> RoomCmd {
+    RoomCmd::VersionDone(crate::room::history::SaveOutcome {
+        queued: job.queued,
+        checked: job.within.is_some(),
+        had_edits: job.had_edits,
+        editors: job.info.editors.clone(),
+        saved: saved.then(|| job.info.clone()),
+    })
+}
+
+/// A version whose storage is checked by the worker may still not be kept: until the
+/// worker says, a restore keeps a version of the edits before it (so it stays undoable),
+/// and a version not kept puts its edits back for the next, unless a later version holds
+/// them already.
+#[test]
+fn edits_of_a_version_not_kept_go_to_the_next() {
+    let mut h = Harness::with(&[("checkpoint-ms", "1000")], u64::MAX / 4);
+    let a = h.join(As::Owner);
+    let name = |h: &mut Harness, title: &str| {
+        let (reply, _answer) = oneshot::channel();
+        h.send(RoomCmd::NameVersion(NameRequest {
+            title: title.into(),
+            description: None,
+            within: crate::storage::Share::Link,
+            reply,
+        }));
+    };
+    h.patch(&a, 1, put("x", json!({"v": 1})));
+    h.commit();
+    name(&mut h, "One");
+    let one = saves(&mut h).remove(0);
+    assert!(one.had_edits && one.within.is_some());
+    // Not kept: the edits are back, and a checkpoint keeps them an interval later.
+    h.send(outcome(&one, false));
+    h.advance(Duration::from_millis(1_000));
+    h.housekeeping();
+    let checkpoint = saves(&mut h).remove(0);
+    assert_eq!(checkpoint.info.kind, VersionKind::Auto);
+    assert_eq!(checkpoint.info.editors, one.info.editors);
+    h.send(outcome(&checkpoint, true));
+
+    // A naming not answered yet: a restore keeps a version of the document before it.
+    h.patch(&a, 2, put("y", json!({"v": 2})));
+    h.commit();
+    name(&mut h, "Two");
+    let two = saves(&mut h).remove(0);
+    let _answer = ask_restore(&mut h, r#"{"x":{"v":0}}"#);
+    h.prepare_restores();
+    h.end_turn().expect("the restore's append");
+    h.durable(3);
+    let kinds: Vec<_> = saves(&mut h).iter().map(|j| j.info.kind).collect();
+    assert_eq!(
+        kinds,
+        [VersionKind::Auto, VersionKind::Restore],
+        "{kinds:?}"
+    );
+    // "Two" not kept after those: a later version holds its edits, nothing is put back.
+    h.send(outcome(&two, false));
+    h.advance(Duration::from_secs(60));
+    h.housekeeping();
+    assert!(saves(&mut h).is_empty(), "no version of edits kept already");
 }

@@ -176,6 +176,9 @@ pub(super) async fn join(
                 let key = req.key.as_deref();
                 may_edit = Some(check_access(session, account_id.as_ref(), key, grant).await?);
                 req.may_edit = may_edit;
+                if session.outbox.is_closing() {
+                    return Err((CloseCode::Unauthorized, "signed out"));
+                }
             }
             Err(e) => {
                 if let JoinError::Paced(wait) = e {
