@@ -199,6 +199,11 @@ pub async fn start(
         file_changes: KeyedLimiter::per_minute(config.file_changes_per_minute, AUTH_KEYS),
         history_work: crate::history::HistoryWork::default(),
         documents_sent,
+        documents_rebuilt: KeyedLimiter::bytes(
+            config.document_bytes_per_ip_per_second,
+            config.document_burst_bytes_per_ip,
+            AUTH_KEYS,
+        ),
         socket_bytes_by_address: (config.ws_bytes_per_ip_per_second > 0).then(|| {
             Arc::new(KeyedLimiter::bytes(
                 config.ws_bytes_per_ip_per_second,

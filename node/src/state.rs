@@ -56,6 +56,9 @@ pub struct AppState {
     /// Bytes of documents sent to each client address (`ATRIUM_DOCUMENT_BYTES_PER_IP_*`),
     /// shared with the rooms, which charge welcomes to it.
     pub documents_sent: Arc<KeyedLimiter<std::net::IpAddr>>,
+    /// Bytes of versions rebuilt for each account or app person (read or compared), from
+    /// any address: the same rate as [`Self::documents_sent`].
+    pub documents_rebuilt: KeyedLimiter<String>,
     /// Bytes each client address's sockets bring in (`ATRIUM_WS_BYTES_PER_IP_*`); `None`: off.
     pub socket_bytes_by_address: Option<Arc<KeyedLimiter<std::net::IpAddr>>>,
     /// Bytes of unfinished large messages each client address's sockets hold.

@@ -605,3 +605,98 @@ async fn reads_of_small_versions_leave_the_budget_to_others() {
     assert_eq!(made, uploads.values().sum::<u64>(), "uploads: {uploads:?}");
     probe.settle().await;
 }
+
+/// `GET path` as `token` from a loopback `source` address, on a connection of its own;
+/// the answer's status (0 when none came).
+async fn get_as_from(source: [u8; 4], port: u16, path: &str, token: &str) -> u16 {
+    let mut stream = atrium_testkit::tcp::connect_from(source, port).await;
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\nconnection: close\r\n\r\n"
+    );
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return 0;
+    }
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut answer));
+    match read.await {
+        Ok(Ok(_)) if answer.len() >= 12 => std::str::from_utf8(&answer[9..12])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// One account compares its file's versions from six addresses at once (the tenth review's
+/// compare loop: a free account from six addresses, 1.6 of the node's 2 cores). Each
+/// address has its share of document bytes, and the account has one share for all its
+/// addresses: together they are paced as one address is, and another account's comparisons
+/// go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_account_comparing_from_many_addresses_is_paced_as_one() {
+    // 100 KB a second after 1 MB at once, for each address and each account.
+    let r = room(&[
+        ("ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND", "100000"),
+        ("ATRIUM_DOCUMENT_BURST_BYTES_PER_IP", "1000000"),
+    ])
+    .await;
+    let port = r.node.port;
+    // About 200 KB of document: a comparison rebuilds 400 KB.
+    let doc: serde_json::Map<String, Value> = (0..2_000)
+        .map(|k| (format!("n{k}"), json!({"t": "x".repeat(90)})))
+        .collect();
+    let file = create_file(&r.node, &r.owner, "Mine", Some(Value::Object(doc))).await;
+    let id = s(&file["id"]).to_string();
+    let vid = named_version(&r, &id).await;
+    let compare = format!("/api/files/{id}/versions/compare?from={vid}");
+
+    let until = Instant::now() + Duration::from_secs(3);
+    let mut askers = Vec::new();
+    for n in 0..6u8 {
+        let (compare, token) = (compare.clone(), r.owner.clone());
+        askers.push(tokio::spawn(async move {
+            let mut answers = HashMap::<u16, u64>::new();
+            while Instant::now() < until {
+                let status = get_as_from([127, 0, 0, 20 + n], port, &compare, &token).await;
+                *answers.entry(status).or_insert(0) += 1;
+                if status == 429 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            answers
+        }));
+    }
+    let mut answers = HashMap::<u16, u64>::new();
+    for a in askers {
+        for (status, n) in a.await.expect("an asker") {
+            *answers.entry(status).or_insert(0) += n;
+        }
+    }
+    // Another account compares its own file meanwhile paced by nothing of the first's.
+    let other = new_account(&r.node, "other").await;
+    let theirs = create_file(&r.node, &other, "Theirs", Some(json!({"a": {"x": 1}}))).await;
+    let theirs_id = s(&theirs["id"]).to_string();
+    let path = format!("/api/files/{theirs_id}/versions");
+    let named = send_json(&r.node, "POST", &path, Some(&other), &json!({"title": "t"})).await;
+    let theirs_vid = named.body()["id"].as_u64().expect("a version");
+    let theirs_compare = format!("/api/files/{theirs_id}/versions/compare?from={theirs_vid}");
+    let status = get_as_from([127, 0, 0, 30], port, &theirs_compare, &other).await;
+
+    let served = answers.get(&200).copied().unwrap_or(0);
+    figure(
+        json!({"case": "one account compares from six addresses for 3 s",
+                  "per_address_and_account": "100 KB/s after 1 MB", "answers": answers,
+                  "another_account": status}),
+    );
+    assert!(
+        answers.keys().all(|s| [200, 429].contains(s)),
+        "{answers:?}"
+    );
+    // 1 MB at once and 100 KB a second for 3 s is under four comparisons of 400 KB; each
+    // address alone would have had that much.
+    assert!(
+        (1..=5).contains(&served),
+        "the account was served {served} comparisons ({answers:?})"
+    );
+    assert_eq!(status, 200, "another account's comparison");
+}

@@ -45,6 +45,44 @@ fn may_read(g: &Granted) -> Result<(), ApiError> {
     }
 }
 
+/// The account (or app person) a version is rebuilt for, out of debt with its share of
+/// document bytes: the same rate as each address's (`ATRIUM_DOCUMENT_BYTES_PER_IP_*`), for
+/// all its addresses together, so one account reading or comparing its versions from many
+/// addresses is paced as one (a free account's compare loop from six addresses took 1.6
+/// cores). The link's guests have no account here: their addresses pace them.
+struct RebuiltFor(Option<String>);
+
+impl RebuiltFor {
+    fn ready(state: &AppState, g: &Granted) -> Result<Self, ApiError> {
+        let key = match &g.party {
+            Party::Owner => Some(format!("account:{}", g.file.owner)),
+            Party::App(sub) => Some(format!("app:{sub}")),
+            Party::Link => None,
+        };
+        if let Some(key) = &key {
+            state.documents_rebuilt.ready(key).map_err(|wait| {
+                state
+                    .metrics
+                    .documents_paced
+                    .with_label_values(&["download"])
+                    .inc();
+                rate_limited(
+                    "this account's versions were rebuilt for it up to its share for now; try again later",
+                    wait,
+                )
+            })?;
+        }
+        Ok(Self(key))
+    }
+
+    /// Charges `bytes` of rebuilt documents to the account.
+    fn charge(self, state: &AppState, bytes: u64) {
+        if let Some(key) = &self.0 {
+            state.documents_rebuilt.charge(key, bytes);
+        }
+    }
+}
+
 /// Comparing, naming and restoring: editors (the owner is one).
 fn may_edit(g: &Granted) -> Result<(), ApiError> {
     match g.role {
@@ -158,10 +196,12 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     let to = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_read(&g)?;
+    let person = RebuiltFor::ready(state, &g)?;
     let turn = state.history_work.turn(to.address(), &id, &g.party).await?;
     let stored = history::stored(&*state.store, &id, vid).await?;
     let work = turn.reserve(&state.memory, READ_COST, planned(state, &stored))?;
     let (info, doc, _) = rebuilt(state, &id, stored, &work).await?;
+    person.charge(state, doc.len() as u64);
     // The answer reserves its own bytes for as long as it is held; the rebuilt document
     // is in the next samples by now.
     drop(work);
@@ -267,6 +307,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     let to_address = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_edit(&g)?;
+    let person = RebuiltFor::ready(state, &g)?;
     let opener = opener(&g, to_address.address());
     let q = query(&req);
     let from = param(&q, "from").ok_or_else(|| ApiError::bad_request("`from` is required"))?;
@@ -298,6 +339,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
         .map_err(ApiError::unavailable)?;
     drop(work);
     to_address.charge(state, size as u64);
+    person.charge(state, size as u64);
     Ok(json_response(
         StatusCode::OK,
         &json!({"from": from, "to": to, "added": c.added, "removed": c.removed, "changed": c.changed}),
