@@ -172,6 +172,8 @@ impl RoomCore {
             RoomCmd::Leave(conn) => self.leave(conn, now),
             RoomCmd::Patch(conn, patch, ticket) => self.patch(conn, patch, ticket, now),
             RoomCmd::Presence(conn, update) => self.board.update(conn, update, now),
+            // Only a wake: the shell's tick takes what waits.
+            RoomCmd::PresenceWaiting => {}
             RoomCmd::Appended(a) => return self.appended(a, now),
             RoomCmd::SnapshotDone(result) => return self.snapshot_done(result, now),
             RoomCmd::FileChanged(record) => self.file_changed(record, now),

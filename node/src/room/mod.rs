@@ -86,6 +86,9 @@ pub enum RoomCmd {
     /// A patch, with its place in the room's bounded queue.
     Patch(ConnId, Patch, registry::Ticket),
     Presence(ConnId, PresenceUpdate),
+    /// Presence waits in the room's inbox (`RoomHandle::presences`) for its next tick: a
+    /// wake, sent by the first update since the room last took them.
+    PresenceWaiting,
     Appended(Appended),
     SnapshotDone(Result<u64, StoreError>),
     /// The file's settings changed (link, keys, name).

@@ -64,6 +64,7 @@ impl Room {
         ),
         people: Arc<AtomicUsize>,
         serving: Arc<AtomicBool>,
+        presences: Arc<super::registry::PresenceInbox>,
     ) {
         let loaded = match load::load(&file, ctx.clone(), people, opener).await {
             Ok(loaded) => loaded,
@@ -112,6 +113,7 @@ impl Room {
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut commands = Vec::with_capacity(64);
+        let mut updates = Vec::new();
         let exit = loop {
             let exit = tokio::select! {
                 n = rx.recv_many(&mut commands, 256) => {
@@ -124,10 +126,18 @@ impl Room {
                     let share_wanted = room.share.wanted();
                     room.core.housekeeping(Instant::now(), share_wanted)
                 }
-                _ = &mut tick, if room.core.board.wants_tick() => {
-                    room.core.presence_tick(Instant::now());
-                    room.next_tick = tokio::time::Instant::now() + room.core.tick_period();
-                    tick.as_mut().reset(room.next_tick);
+                _ = &mut tick, if room.core.board.wants_tick()
+                    || (presences.told() && !room.core.board.in_round()) => {
+                    let now = Instant::now();
+                    presences.take(&mut updates);
+                    for (conn, update) in updates.drain(..) {
+                        room.core.board.update(conn, update, now);
+                    }
+                    if room.core.board.wants_tick() {
+                        room.core.presence_tick(now);
+                        room.next_tick = tokio::time::Instant::now() + room.core.tick_period();
+                        tick.as_mut().reset(room.next_tick);
+                    }
                     None
                 }
                 _ = std::future::ready(()), if room.core.board.in_round() => {

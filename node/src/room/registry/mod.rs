@@ -12,8 +12,10 @@ use crate::ids::FileId;
 
 mod asking;
 mod inbound;
+mod presences;
 
 pub use inbound::{Inbound, Ticket, INBOUND_BYTES, SMALL_LANE_BYTES, SMALL_PATCH};
+pub use presences::PresenceInbox;
 
 #[derive(Clone)]
 pub struct RoomHandle {
@@ -25,6 +27,8 @@ pub struct RoomHandle {
     pub serving: Arc<AtomicBool>,
     /// Patches handed to the room and not yet handled, in bytes.
     pub inbound: Arc<Inbound>,
+    /// Presence waiting for the room's next tick.
+    pub presences: Arc<PresenceInbox>,
 }
 
 pub type RoomMap = Arc<Mutex<HashMap<FileId, RoomHandle>>>;
@@ -93,6 +97,7 @@ impl Rooms {
             people: people.clone(),
             serving: serving.clone(),
             inbound: Inbound::new(),
+            presences: Arc::default(),
         };
         map.insert(file.clone(), handle.clone());
         let opening = Opening {
@@ -107,6 +112,7 @@ impl Rooms {
             (tx, rx),
             people,
             serving,
+            handle.presences.clone(),
         ));
         Some(handle)
     }

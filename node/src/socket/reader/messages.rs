@@ -80,7 +80,9 @@ async fn take_in(
             match message.parse(&session.state.limits) {
                 Ok(ClientMessage::Presence(mut update)) => {
                     update.wire_bytes = wire;
-                    let _ = room.tx.send(RoomCmd::Presence(session.outbox.id, update));
+                    if room.presences.put(session.outbox.id, update) {
+                        let _ = room.tx.send(RoomCmd::PresenceWaiting);
+                    }
                 }
                 Ok(_) => {}
                 Err(r) => refuse(session, r),
