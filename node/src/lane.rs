@@ -83,6 +83,11 @@ pub fn run<T: Send + 'static>(
         }
         let (done, result) = oneshot::channel();
         let job: Job = Box::new(move || {
+            // Its caller left while it waited (a client gone mid-request): nobody would
+            // read the answer, so it is not worked out.
+            if done.is_closed() {
+                return;
+            }
             let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
             let _ = done.send(out);
         });

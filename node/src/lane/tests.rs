@@ -73,3 +73,46 @@ async fn the_lane_runs_at_a_lower_priority() {
     let there = run(INLINE_BYTES + 1, &crate::metrics::Metrics::unshared(), nice).await;
     assert_eq!(there, (here + crate::priority::LANE_NICENESS).min(19));
 }
+
+/// Work whose caller left while it waited for the lane (a client gone mid-request) is not
+/// worked out: nobody would read its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_whose_caller_left_is_skipped() {
+    let metrics = crate::metrics::Metrics::unshared();
+    // Every lane thread held until the gate opens, so the next job waits its turn.
+    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let mut holders = Vec::new();
+    for _ in 0..width() {
+        let gate = gate.clone();
+        holders.push(tokio::spawn(run(INLINE_BYTES + 1, &metrics, move || {
+            let (open, opened) = &*gate;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = opened.wait(open).unwrap();
+            }
+        })));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let worked = Arc::new(AtomicUsize::new(0));
+    let counted = worked.clone();
+    let left = run(INLINE_BYTES + 1, &metrics, move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+    });
+    // Asked for, then given up on before the lane got to it.
+    let gave_up = tokio::time::timeout(std::time::Duration::from_millis(20), left).await;
+    assert!(gave_up.is_err(), "the lane was held");
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    for h in holders {
+        h.await.unwrap();
+    }
+    // Work queued after it is done, so it was taken from the queue by then.
+    for _ in 0..width() + 1 {
+        run(INLINE_BYTES + 1, &metrics, || ()).await;
+    }
+    assert_eq!(
+        worked.load(Ordering::SeqCst),
+        0,
+        "work nobody waited for ran"
+    );
+}

@@ -133,6 +133,7 @@ impl Room {
                     for (conn, update) in updates.drain(..) {
                         room.core.board.update(conn, update, now);
                     }
+                    updates.shrink_to(64);
                     if room.core.board.wants_tick() {
                         room.core.presence_tick(now);
                         room.next_tick = tokio::time::Instant::now() + room.core.tick_period();

@@ -6,7 +6,7 @@ use hyper::Request;
 
 use crate::apptoken::{is_app_token, AppClaims};
 use crate::http::{app_account, app_claims, bearer_token, caller, ApiError};
-use crate::ids::FileId;
+use crate::ids::{AccountId, FileId};
 use crate::limits::Party;
 use crate::room::access::{self, Denied};
 use crate::state::AppState;
@@ -72,6 +72,9 @@ pub(super) struct Granted {
     pub(super) party: Party,
     /// Who they are, by name: an account's name, an app token's name, or "Guest".
     pub(super) name: String,
+    /// Who asks, when signed in: their account (an app token's person by the account it
+    /// stands for), whatever key they came with.
+    pub(super) caller: Option<AccountId>,
 }
 
 /// The file and the caller's role in it (owner, or a key the link allows), where it is served.
@@ -97,6 +100,11 @@ pub(super) async fn granted(
         (access::Access::Grant { .. }, Some(claims)) => Party::App(claims.sub.clone()),
         _ => Party::Link,
     };
+    let caller = who
+        .account
+        .as_ref()
+        .map(|a| a.id.clone())
+        .or_else(|| who.app.as_ref().map(|c| c.account()));
     let name = match who.account {
         Some(a) => a.name,
         None => app_name.unwrap_or_else(|| "Guest".to_owned()),
@@ -107,6 +115,7 @@ pub(super) async fn granted(
         owner: granted == access::Access::Owner,
         party,
         name,
+        caller,
     })
 }
 

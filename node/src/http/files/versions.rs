@@ -45,40 +45,58 @@ fn may_read(g: &Granted) -> Result<(), ApiError> {
     }
 }
 
-/// The account (or app person) a version is rebuilt for, out of debt with its share of
-/// document bytes: the same rate as each address's (`ATRIUM_DOCUMENT_BYTES_PER_IP_*`), for
-/// all its addresses together, so one account reading or comparing its versions from many
-/// addresses is paced as one (a free account's compare loop from six addresses took 1.6
-/// cores). The link's guests have no account here: their addresses pace them.
-struct RebuiltFor(Option<String>);
+/// Who a version is rebuilt for, out of debt with their share of document bytes: the same
+/// rate as each address's (`ATRIUM_DOCUMENT_BYTES_PER_IP_*`) for a signed-in caller's account
+/// from all its addresses together, whatever key it came with, and one more for the guests
+/// of one owner's files who come by a link key with no account. So one account reading or
+/// comparing versions from many addresses is paced as one (a free account's compare loop
+/// from six addresses took 1.6 cores), and the owner's own share is never a guest's.
+/// What a request plans to rebuild is charged before the work, and settled after: a client
+/// that leaves while its versions are rebuilt has paid for them.
+struct RebuiltFor {
+    key: String,
+    charged: u64,
+}
 
 impl RebuiltFor {
     fn ready(state: &AppState, g: &Granted) -> Result<Self, ApiError> {
-        let key = match &g.party {
-            Party::Owner => Some(format!("account:{}", g.file.owner)),
-            Party::App(sub) => Some(format!("app:{sub}")),
-            Party::Link => None,
+        let (key, message) = match &g.caller {
+            Some(account) => (
+                format!("account:{account}"),
+                "this account's versions were rebuilt for it up to its share for now; try again later",
+            ),
+            None => (
+                format!("links-of:{}", g.file.owner),
+                "versions of this owner's files were rebuilt for guests without an account up to their share for now; try again later",
+            ),
         };
-        if let Some(key) = &key {
-            state.documents_rebuilt.ready(key).map_err(|wait| {
-                state
-                    .metrics
-                    .documents_paced
-                    .with_label_values(&["download"])
-                    .inc();
-                rate_limited(
-                    "this account's versions were rebuilt for it up to its share for now; try again later",
-                    wait,
-                )
-            })?;
-        }
-        Ok(Self(key))
+        state.documents_rebuilt.ready(&key).map_err(|wait| {
+            state
+                .metrics
+                .documents_paced
+                .with_label_values(&["download"])
+                .inc();
+            rate_limited(message, wait)
+        })?;
+        Ok(Self { key, charged: 0 })
     }
 
-    /// Charges `bytes` of rebuilt documents to the account.
-    fn charge(self, state: &AppState, bytes: u64) {
-        if let Some(key) = &self.0 {
-            state.documents_rebuilt.charge(key, bytes);
+    /// Charges what the work plans to rebuild (`count` documents of `size`), before it.
+    fn plan(&mut self, state: &AppState, size: DocSize, count: u64) {
+        if let DocSize::Known(n) = size {
+            let bytes = (n as u64).saturating_mul(count);
+            state.documents_rebuilt.charge(&self.key, bytes);
+            self.charged = self.charged.saturating_add(bytes);
+        }
+    }
+
+    /// Settles the charge at the `bytes` rebuilt.
+    fn settle(self, state: &AppState, bytes: u64) {
+        match bytes.checked_sub(self.charged) {
+            Some(more) => state.documents_rebuilt.charge(&self.key, more),
+            None => state
+                .documents_rebuilt
+                .refund(&self.key, self.charged - bytes),
         }
     }
 }
@@ -196,12 +214,14 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     let to = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_read(&g)?;
-    let person = RebuiltFor::ready(state, &g)?;
+    let mut person = RebuiltFor::ready(state, &g)?;
     let turn = state.history_work.turn(to.address(), &id, &g.party).await?;
     let stored = history::stored(&*state.store, &id, vid).await?;
-    let work = turn.reserve(&state.memory, READ_COST, planned(state, &stored))?;
+    let size = planned(state, &stored);
+    let work = turn.reserve(&state.memory, READ_COST, size)?;
+    person.plan(state, size, 1);
     let (info, doc, _) = rebuilt(state, &id, stored, &work).await?;
-    person.charge(state, doc.len() as u64);
+    person.settle(state, doc.len() as u64);
     // The answer reserves its own bytes for as long as it is held; the rebuilt document
     // is in the next samples by now.
     drop(work);
@@ -307,7 +327,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     let to_address = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_edit(&g)?;
-    let person = RebuiltFor::ready(state, &g)?;
+    let mut person = RebuiltFor::ready(state, &g)?;
     let opener = opener(&g, to_address.address());
     let q = query(&req);
     let from = param(&q, "from").ok_or_else(|| ApiError::bad_request("`from` is required"))?;
@@ -328,6 +348,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     );
     let size = older.planned(state).max(newer.planned(state));
     let mut work = turn.reserve(&state.memory, COMPARE_COST, size)?;
+    person.plan(state, size, 2);
     let ((a, a_charged), (b, b_charged)) = (
         side(state, &id, older, &work, &opener).await?,
         side(state, &id, newer, &work, &opener).await?,
@@ -339,7 +360,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
         .map_err(ApiError::unavailable)?;
     drop(work);
     to_address.charge(state, size as u64);
-    person.charge(state, size as u64);
+    person.settle(state, size as u64);
     Ok(json_response(
         StatusCode::OK,
         &json!({"from": from, "to": to, "added": c.added, "removed": c.removed, "changed": c.changed}),

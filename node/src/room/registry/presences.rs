@@ -10,6 +10,9 @@ use std::sync::Mutex;
 use crate::outbox::ConnId;
 use crate::protocol::PresenceUpdate;
 
+/// Entries an inbox keeps room for between ticks.
+const KEPT: usize = 64;
+
 /// The updates waiting for a room's next tick: at most one per socket (a later update is
 /// folded into the one waiting), so what waits is bounded by the people in the room.
 #[derive(Default)]
@@ -46,6 +49,8 @@ impl PresenceInbox {
         self.told.store(false, Ordering::Release);
         let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         into.extend(waiting.drain());
+        // A room that once held a crowd does not keep its inbox's size.
+        waiting.shrink_to(KEPT);
     }
 }
 

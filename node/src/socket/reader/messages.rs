@@ -51,8 +51,8 @@ pub(super) async fn serve_messages(frames: &mut Frames, session: &Session, room:
     }
 }
 
-/// One message just read: presence goes to the room at once (or is dropped over
-/// its rate); anything else is handled now if the rate allows and nothing waits
+/// One message just read: presence goes to the room's inbox for its next tick (or is
+/// dropped over its rate); anything else is handled now if the rate allows and nothing waits
 /// before it, else it waits. A viewer's patch is refused from its id alone.
 async fn take_in(
     session: &Session,
