@@ -81,6 +81,16 @@ pub enum StorageError {
     Store(#[from] StoreError),
 }
 
+impl StorageError {
+    /// The refusal for a limit met: the whole (`Full`) or the link's share of it.
+    pub fn full(share: Share) -> Self {
+        match share {
+            Share::Whole => StorageError::Full,
+            Share::Link => StorageError::LinkShareFull,
+        }
+    }
+}
+
 /// An owner as this node knows it.
 #[derive(Default)]
 struct Owner {
@@ -214,6 +224,26 @@ impl Storage {
         // Counted until a measure includes it, so requests within its second add up.
         self.added(owner, adding);
         Ok(())
+    }
+
+    /// [`Self::may_grow`] for something a room would keep (`what`: one of
+    /// [`REFUSED_WHAT`]): when it may not, the refusal is counted and the limit it meets is
+    /// said (the whole, or only the link's share of it).
+    pub fn may_keep(
+        self: &Arc<Self>,
+        owner: &AccountId,
+        bytes: u64,
+        share: Share,
+        what: &str,
+    ) -> Result<(), Share> {
+        if self.may_grow(owner, bytes, share) {
+            return Ok(());
+        }
+        self.refused(what);
+        match share == Share::Link && self.may_grow(owner, bytes, Share::Whole) {
+            true => Err(Share::Link),
+            false => Err(Share::Whole),
+        }
     }
 
     /// Whether a room may grow the owner's files by `bytes` more, from what this node

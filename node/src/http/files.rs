@@ -131,6 +131,17 @@ pub async fn doc(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiRes
     }
 }
 
+/// A download refused while a share of document bytes owes (`message` says whose):
+/// 429 with how long until it is out of debt, counted in `atrium_documents_paced_total`.
+pub(super) fn paced(state: &AppState, message: &str, wait: std::time::Duration) -> ApiError {
+    state
+        .metrics
+        .documents_paced
+        .with_label_values(&["download"])
+        .inc();
+    rate_limited(message, wait)
+}
+
 /// The client address a document is about to be sent to, out of debt with its share of
 /// document bytes (`ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND`): checked before the document
 /// is read, charged once its size is known, so downloading a large file in a loop gets
@@ -141,12 +152,8 @@ impl DocumentsTo {
     pub(super) fn ready(state: &AppState, req: &Request<Incoming>) -> Result<Self, ApiError> {
         let address = crate::limits::address_key(client_addr(req));
         state.documents_sent.ready(&address).map_err(|wait| {
-            state
-                .metrics
-                .documents_paced
-                .with_label_values(&["download"])
-                .inc();
-            rate_limited(
+            paced(
+                state,
                 "this address was sent its share of documents for now; try again later",
                 wait,
             )

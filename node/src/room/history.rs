@@ -261,19 +261,13 @@ impl WorkerParts {
                 .await?;
         let bytes = encoded.data.len() as u64;
         if let Some(share) = job.within {
-            if !self.storage.may_grow(&job.owner, bytes, share) {
-                let what = match info.kind {
-                    VersionKind::Named => "version",
-                    _ => "checkpoint",
-                };
-                self.storage.refused(what);
-                let whole = share == Share::Whole
-                    || !self.storage.may_grow(&job.owner, bytes, Share::Whole);
-                return Err(WorkRefused::Storage(match whole {
-                    true => StorageError::Full,
-                    false => StorageError::LinkShareFull,
-                }));
-            }
+            let what = match info.kind {
+                VersionKind::Named => "version",
+                _ => "checkpoint",
+            };
+            self.storage
+                .may_keep(&job.owner, bytes, share, what)
+                .map_err(|full| WorkRefused::Storage(StorageError::full(full)))?;
         }
         let stored =
             history::store_encoded(&*self.store, &job.file, job.epoch, info, &encoded).await?;

@@ -35,7 +35,6 @@ use crate::history::{VersionInfo, VersionKind};
 use crate::ids::ClientKey;
 use crate::outbox::shared;
 use crate::protocol;
-use crate::storage::Share;
 use crate::store::LoggedPatch;
 
 mod correct;
@@ -129,15 +128,12 @@ impl RoomCore {
         // both must fit the share of the owner's storage of whoever restores.
         let keeps = 2 * ops_json.len() as u64;
         let storage = &self.rules.storage;
-        if !storage.may_grow(&self.record.owner, keeps, req.within) {
-            storage.refused("restore");
-            let whole = req.within == Share::Whole
-                || !storage.may_grow(&self.record.owner, keeps, Share::Whole);
-            let full = Share::by_link(!whole);
+        let owner = &self.record.owner;
+        if let Err(full) = storage.may_keep(owner, keeps, req.within, "restore") {
             let _ = req.reply.send(Err(RestoreError::StorageFull(full)));
             return;
         }
-        storage.added(&self.record.owner, ops_json.len() as u64);
+        storage.added(owner, ops_json.len() as u64);
         // Edits since the last version are kept as a version of their own first, so the
         // restore can be undone exactly by restoring the version before it.
         if self.history.unkept() {

@@ -70,14 +70,10 @@ impl RebuiltFor {
                 "versions of this owner's files were rebuilt for guests without an account up to their share for now; try again later",
             ),
         };
-        state.documents_rebuilt.ready(&key).map_err(|wait| {
-            state
-                .metrics
-                .documents_paced
-                .with_label_values(&["download"])
-                .inc();
-            rate_limited(message, wait)
-        })?;
+        state
+            .documents_rebuilt
+            .ready(&key)
+            .map_err(|wait| super::paced(state, message, wait))?;
         Ok(Self { key, charged: 0 })
     }
 
@@ -573,8 +569,7 @@ pub async fn restore(state: &AppState, req: Request<Incoming>, id: FileId, vid: 
             "other restores of this file are waiting; try again",
         )),
         Ok(Err(RestoreError::NoRoom)) => Err(crate::history::turns::WorkRefused::NoRoom.into()),
-        Ok(Err(RestoreError::StorageFull(Share::Whole))) => Err(StorageError::Full.into()),
-        Ok(Err(RestoreError::StorageFull(Share::Link))) => Err(StorageError::LinkShareFull.into()),
+        Ok(Err(RestoreError::StorageFull(full))) => Err(StorageError::full(full).into()),
         Ok(Err(RestoreError::Unavailable)) | Err(_) => Err(ApiError::unavailable(
             "the room closed before the restore was made; nothing was changed, try again",
         )),
