@@ -144,9 +144,14 @@ pub(super) fn paced(state: &AppState, message: &str, wait: std::time::Duration) 
 
 /// The client address a document is about to be sent to, out of debt with its share of
 /// document bytes (`ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND`): checked before the document
-/// is read, charged once its size is known, so downloading a large file in a loop gets
-/// 429 instead of making the node send it as fast as the client reads.
-pub(super) struct DocumentsTo(std::net::IpAddr);
+/// is read, charged once its size is known (or, for a version rebuilt for it, before the
+/// work, settled after), so downloading a large file in a loop gets 429 instead of making
+/// the node send it as fast as the client reads, and a client that leaves while its
+/// versions are rebuilt has paid for them.
+pub(super) struct DocumentsTo {
+    address: std::net::IpAddr,
+    charged: u64,
+}
 
 impl DocumentsTo {
     pub(super) fn ready(state: &AppState, req: &Request<Incoming>) -> Result<Self, ApiError> {
@@ -158,21 +163,35 @@ impl DocumentsTo {
                 wait,
             )
         })?;
-        Ok(Self(address))
+        Ok(Self {
+            address,
+            charged: 0,
+        })
     }
 
     /// The address the documents go to.
     pub(super) fn address(&self) -> std::net::IpAddr {
-        self.0
+        self.address
     }
 
-    /// Charges `bytes` of documents to the address (work done for it, not an answer).
+    /// Charges `bytes` the work is about to rebuild for the address, before it.
+    pub(super) fn plan(&mut self, state: &AppState, bytes: u64) {
+        state.documents_sent.charge(&self.address, bytes);
+        self.charged = self.charged.saturating_add(bytes);
+    }
+
+    /// Settles the address's charge at `bytes` of documents (work done for it, not an
+    /// answer).
     pub(super) fn charge(self, state: &AppState, bytes: u64) {
-        state.documents_sent.charge(&self.0, bytes);
+        state
+            .documents_sent
+            .settle(&self.address, self.charged, bytes);
     }
 
     /// A 200 answer of JSON made of `head`, a document's text and `tail`, built once and
-    /// charged to the address. It is held until the client has read it all: its bytes stay
+    /// charged to the address, whether or not it could be held (the document was read or
+    /// rebuilt for the address all the same: asking again in a loop after a refusal is paced
+    /// like downloading). It is held until the client has read it all: its bytes stay
     /// promised from the memory budget until then, so many clients that ask and never read
     /// make the node answer 503 instead of growing past its budget. An answer for `key`
     /// that somebody still holds is given again as it is: one copy and one promise however
@@ -190,42 +209,53 @@ impl DocumentsTo {
         doc: String,
         tail: &str,
     ) -> ApiResult {
+        let sent = doc.len() as u64;
+        let answer = self.answer(state, (owner, reader), key, head, doc, tail);
+        self.charge(state, sent);
+        answer
+    }
+
+    fn answer(
+        &self,
+        state: &AppState,
+        (owner, reader): (&AccountId, &Opener),
+        key: Option<AnswerKey>,
+        head: &str,
+        doc: String,
+        tail: &str,
+    ) -> ApiResult {
         let len = head.len() + doc.len() + tail.len();
         let mut resp = json_response(StatusCode::OK, &Value::Null);
         if len <= SMALL_ANSWER {
             *resp.body_mut() = http_body_util::Full::new([head, &doc, tail].concat().into());
-        } else {
-            // The document was read or rebuilt for this address all the same: asking again
-            // in a loop after a refusal is paced like downloading.
-            let refused = |over: OverShare| {
-                state.documents_sent.charge(&self.0, doc.len() as u64);
-                busy(answers_over(over))
-            };
-            let shares = &state.answer_shares;
-            let shared = key.as_ref().and_then(|k| state.answers.get(k));
-            let (body, new) = match shared {
-                Some(body) => (body, false),
-                None => {
-                    let account = shares
-                        .take_account(owner, reader, len as u64)
-                        .map_err(refused)?;
-                    let held = state
-                        .memory
-                        .reserve(len as u64)
-                        .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
-                    let body = [head, &doc, tail].concat().into_bytes();
-                    (HeldBody::new(body, Some(held), Some(account)), true)
-                }
-            };
-            let holder = body
-                .hold(self.0, || shares.take_address(self.0, len as u64))
-                .map_err(refused)?;
-            if let Some(key) = key.filter(|_| new) {
-                state.answers.keep(key, &body);
-            }
-            *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from_owner(holder));
+            return Ok(resp);
         }
-        state.documents_sent.charge(&self.0, doc.len() as u64);
+        let refused = |over: OverShare| busy(answers_over(over));
+        let shares = &state.answer_shares;
+        let shared = key.as_ref().and_then(|k| state.answers.get(k));
+        let (body, new) = match shared {
+            Some(body) => (body, false),
+            None => {
+                let account = shares
+                    .take_account(owner, reader, len as u64)
+                    .map_err(refused)?;
+                let held = state
+                    .memory
+                    .reserve(len as u64)
+                    .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
+                let body = [head, &doc, tail].concat().into_bytes();
+                (HeldBody::new(body, Some(held), Some(account)), true)
+            }
+        };
+        let holder = body
+            .hold(self.address, || {
+                shares.take_address(self.address, len as u64)
+            })
+            .map_err(refused)?;
+        if let Some(key) = key.filter(|_| new) {
+            state.answers.keep(key, &body);
+        }
+        *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from_owner(holder));
         Ok(resp)
     }
 }

@@ -132,6 +132,15 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
         self.with_bucket(key, now, |bucket| bucket.give(now, amount as f64));
     }
 
+    /// Settles at `spent` what was charged to `key` before some work (`charged`): the rest
+    /// is taken, or what was not spent given back.
+    pub fn settle(&self, key: &K, charged: u64, spent: u64) {
+        match spent.checked_sub(charged) {
+            Some(more) => self.charge(key, more),
+            None => self.refund(key, charged - spent),
+        }
+    }
+
     /// Runs `f` on `key`'s bucket (made full if the key is new), marking the key
     /// as the most recently used.
     fn with_bucket<T>(&self, key: &K, now: Instant, f: impl FnOnce(&mut Bucket) -> T) -> T {

@@ -48,6 +48,21 @@ fn a_byte_share_lets_one_message_of_any_size_go_then_waits_out_the_debt() {
 }
 
 #[test]
+fn a_charge_made_before_the_work_is_settled_at_what_it_took() {
+    let l = KeyedLimiter::bytes(1000, 1000, 10);
+    // Planned 5,000, took 1,500: 500 owed after the burst.
+    l.charge(&"a", 5000);
+    l.settle(&"a", 5000, 1500);
+    let wait = l.ready(&"a").expect_err("500 bytes owed");
+    assert!(wait > Duration::from_millis(400) && wait <= Duration::from_millis(500));
+    // Planned 100, took 3,000: the rest is taken too.
+    l.charge(&"b", 100);
+    l.settle(&"b", 100, 3000);
+    let wait = l.ready(&"b").expect_err("2,000 bytes owed");
+    assert!(wait > Duration::from_millis(1900) && wait <= Duration::from_millis(2000));
+}
+
+#[test]
 fn keyed_limiter_stays_bounded() {
     let l = KeyedLimiter::per_minute(2, 3);
     assert!(l.allow(&"a"));

@@ -721,3 +721,61 @@ async fn compare_loop(port: u16, path: &str, credentials: &str, first: u8) -> Ha
     }
     answers
 }
+
+/// A guest starts comparing a large file's versions and leaves before the answer (the
+/// review's note: the address was charged only once the work was done, so a client that
+/// left each time got its comparisons rebuilt for free). What the work plans is charged to
+/// the address before it runs: the address's next download, of another account's file,
+/// waits its turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comparison_left_before_its_answer_is_charged_to_the_address() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[
+        ("ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND", "100000"),
+        ("ATRIUM_DOCUMENT_BURST_BYTES_PER_IP", "1000000"),
+    ])
+    .await;
+    let port = r.node.port;
+    let file = create_file(&r.node, &r.owner, "Large", Some(huge::large_document())).await;
+    let id = s(&file["id"]).to_string();
+    set_link(&r.node, &r.owner, &id, "edit").await;
+    let by_key = format!("x-atrium-key: {}", s(&file["edit_key"]));
+    let vid = named_version(&r, &id).await;
+    let other = new_account(&r.node, "other").await;
+    let theirs = create_file(&r.node, &other, "Theirs", Some(json!({"a": {"x": 1}}))).await;
+    let download = format!("/api/files/{}/doc", s(&theirs["id"]));
+    let theirs_credentials = format!("authorization: Bearer {other}");
+
+    // The address may download at first: its share is whole.
+    let guest = [127, 0, 0, 70];
+    let first = get_as_from(guest, port, &download, &theirs_credentials).await;
+    // A comparison of the 8 MB file plans 16 MB of rebuilding; the guest leaves after a
+    // moment, long before it is done.
+    let mut stream = atrium_testkit::tcp::connect_from(guest, port).await;
+    let compare = format!("/api/files/{id}/versions/compare?from={vid}");
+    let request = format!("GET {compare} HTTP/1.1\r\nhost: x\r\n{by_key}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("sent");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut answered = [0u8; 1];
+    let answered_before_leaving = matches!(stream.try_read(&mut answered), Ok(n) if n > 0);
+    drop(stream);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = get_as_from(guest, port, &download, &theirs_credentials).await;
+    // Another address is not charged for it.
+    let elsewhere = get_as_from([127, 0, 0, 71], port, &download, &theirs_credentials).await;
+    figure(
+        json!({"case": "a guest leaves a comparison of an 8 MB file after 300 ms",
+                  "download_before": first, "answered_before_leaving": answered_before_leaving,
+                  "download_after": after, "another_address": elsewhere}),
+    );
+    assert_eq!(first, 200, "the address's first download");
+    assert!(
+        !answered_before_leaving,
+        "the comparison was answered within 300 ms"
+    );
+    assert_eq!(
+        after, 429,
+        "the address's download after the comparison it left"
+    );
+    assert_eq!(elsewhere, 200, "another address's download");
+}

@@ -77,23 +77,22 @@ impl RebuiltFor {
         Ok(Self { key, charged: 0 })
     }
 
-    /// Charges what the work plans to rebuild (`count` documents of `size`), before it.
-    fn plan(&mut self, state: &AppState, size: DocSize, count: u64) {
+    /// Charges what the work plans to rebuild (`count` documents of `size`) to the caller
+    /// and to the address it goes `to`, before the work.
+    fn plan(&mut self, state: &AppState, to: &mut super::DocumentsTo, size: DocSize, count: u64) {
         if let DocSize::Known(n) = size {
             let bytes = (n as u64).saturating_mul(count);
             state.documents_rebuilt.charge(&self.key, bytes);
             self.charged = self.charged.saturating_add(bytes);
+            to.plan(state, bytes);
         }
     }
 
     /// Settles the charge at the `bytes` rebuilt.
     fn settle(self, state: &AppState, bytes: u64) {
-        match bytes.checked_sub(self.charged) {
-            Some(more) => state.documents_rebuilt.charge(&self.key, more),
-            None => state
-                .documents_rebuilt
-                .refund(&self.key, self.charged - bytes),
-        }
+        state
+            .documents_rebuilt
+            .settle(&self.key, self.charged, bytes);
     }
 }
 
@@ -207,7 +206,7 @@ async fn rebuilt(
 
 /// `GET /api/files/{id}/versions/{vid}`: the version and its document.
 pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64) -> ApiResult {
-    let to = super::DocumentsTo::ready(state, &req)?;
+    let mut to = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_read(&g)?;
     let mut person = RebuiltFor::ready(state, &g)?;
@@ -215,7 +214,7 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     let stored = history::stored(&*state.store, &id, vid).await?;
     let size = planned(state, &stored);
     let work = turn.reserve(&state.memory, READ_COST, size)?;
-    person.plan(state, size, 1);
+    person.plan(state, &mut to, size, 1);
     let (info, doc, _) = rebuilt(state, &id, stored, &work).await?;
     person.settle(state, doc.len() as u64);
     // The answer reserves its own bytes for as long as it is held; the rebuilt document
@@ -320,7 +319,7 @@ async fn side(
 pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
     // A comparison rebuilds two documents for its caller: its bytes come from the caller's
     // address's share of documents, as a download's do.
-    let to_address = super::DocumentsTo::ready(state, &req)?;
+    let mut to_address = super::DocumentsTo::ready(state, &req)?;
     let g = granted(state, &req, &id).await?;
     may_edit(&g)?;
     let mut person = RebuiltFor::ready(state, &g)?;
@@ -344,7 +343,7 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     );
     let size = older.planned(state).max(newer.planned(state));
     let mut work = turn.reserve(&state.memory, COMPARE_COST, size)?;
-    person.plan(state, size, 2);
+    person.plan(state, &mut to_address, size, 2);
     let ((a, a_charged), (b, b_charged)) = (
         side(state, &id, older, &work, &opener).await?,
         side(state, &id, newer, &work, &opener).await?,
