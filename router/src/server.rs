@@ -17,7 +17,7 @@ use crate::connections::{Capped, Caps};
 use crate::fleet::Fleet;
 use crate::metrics::Metrics;
 use crate::proxy::{Evictions, Router};
-use crate::shutdown::Drainer;
+use crate::shutdown::{Drainer, Listening};
 use crate::sockets::Tracker;
 use crate::watcher::Watcher;
 
@@ -76,9 +76,11 @@ pub fn run(
         config.connections.max_connections(),
         config.connections.per_address(),
     );
+    // The proxy and the admin port: `run` returns only once neither listens.
+    let listening = Listening::new(2);
     let mut proxy = Service::new(
         "atrium router".into(),
-        Capped::new(proxy, caps, metrics.clone()),
+        listening.app(Capped::new(proxy, caps, metrics.clone())),
     );
     proxy.add_tcp(&config.bind);
     server.add_service(proxy);
@@ -88,7 +90,10 @@ pub fn run(
         metrics,
         tracker: tracker.clone(),
     };
-    let mut admin_service = Service::new("atrium router admin".into(), HttpServer::new_app(admin));
+    let mut admin_service = Service::new(
+        "atrium router admin".into(),
+        listening.app(HttpServer::new_app(admin)),
+    );
     admin_service.add_tcp(&config.admin_bind);
     server.add_service(admin_service);
 
@@ -96,6 +101,7 @@ pub fn run(
         "drain",
         Drainer {
             tracker,
+            listening,
             drain: config.stop.drain(),
             limit: config.stop.shutdown(),
             done: std::sync::Mutex::new(drained_tx),

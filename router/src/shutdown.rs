@@ -8,14 +8,20 @@
 //! grace period before stopping the runtimes, and would cut sockets without a close frame. So
 //! the [`Drainer`] does the work on its own clock and says when nothing is left, and `run`
 //! returns then; pingora's grace period (set a little longer than `ATRIUM_ROUTER_SHUTDOWN_MS`)
-//! is only the backstop.
+//! is only the backstop. Its listeners close as their services see the watch turn, on their
+//! own runtimes, a moment later than the drainer may: `run` also waits until every service
+//! has stopped listening ([`Listening`]), so nothing answers on the router's ports once it
+//! has returned.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use pingora::apps::ServerApp;
+use pingora::protocols::Stream;
 use pingora::server::{ShutdownSignal, ShutdownSignalWatch, ShutdownWatch};
 use pingora::services::background::BackgroundService;
 use tokio::signal::unix::{signal, SignalKind};
@@ -66,9 +72,56 @@ impl ShutdownSignalWatch for When {
     }
 }
 
+/// How many of the router's services still listen on their ports.
+pub struct Listening(AtomicUsize);
+
+impl Listening {
+    /// `services` listening.
+    pub fn new(services: usize) -> Arc<Self> {
+        Arc::new(Self(AtomicUsize::new(services)))
+    }
+
+    /// Wraps a service's `app` so it counts as stopped once the service has stopped
+    /// listening (pingora cleans an app up after its accept loops have ended and dropped
+    /// their listeners).
+    pub fn app<A>(self: &Arc<Self>, app: A) -> Listens<A> {
+        Listens {
+            app: Arc::new(app),
+            listening: self.clone(),
+        }
+    }
+
+    pub fn services(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// A service's app, told to [`Listening`] when its service no longer listens.
+pub struct Listens<A> {
+    app: Arc<A>,
+    listening: Arc<Listening>,
+}
+
+#[async_trait]
+impl<A: ServerApp + Send + Sync + 'static> ServerApp for Listens<A> {
+    async fn process_new(
+        self: &Arc<Self>,
+        stream: Stream,
+        shutdown: &ShutdownWatch,
+    ) -> Option<Stream> {
+        self.app.process_new(stream, shutdown).await
+    }
+
+    async fn cleanup(&self) {
+        self.app.cleanup().await;
+        self.listening.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The background service that drains the router once shutdown starts.
 pub struct Drainer {
     pub tracker: Arc<Tracker>,
+    pub listening: Arc<Listening>,
     pub drain: Duration,
     pub limit: Duration,
     /// Told once the drain is over.
@@ -100,9 +153,13 @@ impl BackgroundService for Drainer {
         while started.elapsed() < self.limit && (t.sockets() > 0 || t.requests() > 0) {
             tokio::time::sleep(POLL).await;
         }
+        while started.elapsed() < self.limit && self.listening.services() > 0 {
+            tokio::time::sleep(POLL).await;
+        }
         tracing::info!(
             sockets = t.sockets(),
             requests = t.requests(),
+            listening = self.listening.services(),
             after_ms = started.elapsed().as_millis() as u64,
             "shutdown complete"
         );

@@ -25,17 +25,10 @@ async fn a_router_starts_and_stops_inside_a_process() {
     let ended = router.stop(Duration::from_secs(10)).await;
     assert_eq!(ended, Ok(()));
     eprintln!("in-process router stopped in {:?}", asked.elapsed());
-    // The listening socket is dropped as the router's tasks wind down, which can be a
-    // moment after `stop` returns (one suite run on 2026-12-05 still got an answer at once).
-    let mut answered = true;
-    for _ in 0..20 {
-        answered = try_http(port, "GET", "/api/health", &[], None)
-            .await
-            .is_some();
-        if !answered {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(!answered, "the router still listens 2 s after it stopped");
+    // It returns once nothing listens on its ports any more.
+    let answered = try_http(port, "GET", "/api/health", &[], None).await;
+    assert!(
+        answered.is_none(),
+        "the router still answered after it stopped"
+    );
 }
