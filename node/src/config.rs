@@ -304,6 +304,13 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_SEND_BUFFER_BYTES", default_value_t = 0)]
     pub send_buffer_bytes: usize,
 
+    /// The most bytes of a connection on the main address the kernel holds unsent
+    /// (`TCP_NOTSENT_LOWAT`): a peer that reads nothing then holds about that much of the
+    /// machine's memory, not up to `tcp_wmem`'s 4 MiB; bytes in flight to a distant reader
+    /// are not limited. `0` leaves the kernel's own limit.
+    #[arg(long, env = "ATRIUM_KERNEL_UNSENT_BYTES", default_value_t = 131_072)]
+    pub kernel_unsent_bytes: usize,
+
     /// An HTTP answer whose client takes none of its bytes for this long has its
     /// connection closed, so asking and never reading holds nothing for good.
     #[arg(long, env = "ATRIUM_WRITE_TIMEOUT_MS", default_value_t = 30_000)]

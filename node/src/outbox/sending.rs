@@ -74,6 +74,13 @@ impl Outbox {
         }
     }
 
+    /// Whether the socket's writer waits for its peer to take bytes it has in hand: what
+    /// the room may leave for later (presence, which a later tick sends at its latest)
+    /// should not pile up behind them.
+    pub fn is_behind(&self) -> bool {
+        self.shared.write_waiting_since.load(Ordering::Acquire) != 0
+    }
+
     /// The socket's client address (its limit key), once set.
     pub fn address(&self) -> Option<std::net::IpAddr> {
         self.shared.address.get().copied()

@@ -94,6 +94,7 @@ pub(super) async fn accept_loop(
         };
         let _ = stream.set_nodelay(true);
         super::send_buffer::cap(&stream, state.config.send_buffer_bytes);
+        super::send_buffer::unsent_at_most(&stream, state.config.kernel_unsent_bytes);
         let state = state.clone();
         let state_write_timeout = state.config.write_timeout();
         tokio::spawn(async move {

@@ -58,6 +58,13 @@ impl Board {
             let Some(conn) = self.round.pop_front() else {
                 break;
             };
+            // A receiver that is not taking what it was sent gets nothing this tick: its
+            // watermark stays, so once it reads again one message brings every change
+            // since, at its latest, instead of a queue of stale ones growing in memory.
+            if self.seats.get(&conn).is_some_and(|s| s.outbox.is_behind()) {
+                self.dirty = true;
+                continue;
+            }
             if let Some(frame) = self.message_for(conn, now) {
                 if let Some(seat) = self.seats.get(&conn) {
                     seat.outbox.send(frame);

@@ -31,7 +31,7 @@ use crate::doc::{DocLimits, Document};
 use crate::ids::{AccountId, ClientKey, FileId};
 use crate::journal::Appended;
 use crate::memory::MemoryGuard;
-use crate::outbox::{outbox, Budget, ConnId, Out, OutboxReceiver};
+use crate::outbox::{outbox, Budget, ConnId, Out, Outbox, OutboxReceiver};
 use crate::protocol::{self, ClientMessage};
 use crate::store::{FileAppend, FileRecord, LinkAccess, StoreError};
 

@@ -11,6 +11,8 @@ pub struct Person {
     pub client: ClientKey,
     pub joined: Joined,
     pub seat: Seat,
+    /// The socket's outbox, as its writer sees it (whether it waits for its peer).
+    pub outbox: Outbox,
     rx: OutboxReceiver,
 }
 
@@ -106,7 +108,7 @@ impl Harness {
             })
         });
         let req = JoinRequest {
-            outbox: out,
+            outbox: out.clone(),
             client,
             account,
             key,
@@ -123,6 +125,7 @@ impl Harness {
         let joined = reply.try_recv().expect("the core answers a join at once")?;
         Ok(Person {
             conn,
+            outbox: out,
             client,
             joined,
             seat,

@@ -41,6 +41,30 @@ fn only_the_latest_state_of_a_tick_is_sent() {
     assert_eq!(got[0]["cursor"], json!([9.0, 0.0]));
 }
 
+/// A receiver whose writer waits for its peer (it is not reading) gets no `presences`
+/// while it waits, so none pile up in its queue; once it takes bytes again, one message
+/// brings the latest state.
+#[test]
+fn a_receiver_that_is_not_reading_gets_the_latest_presence_once_it_reads_again() {
+    let (mut h, a, mut b) = owner_and(As::Viewer);
+    h.tick();
+    b.frames();
+    b.outbox.write_waits();
+    for x in 0..5 {
+        h.presence(&a, json!({"cursor": [f64::from(x), 0.0]}));
+        h.tick();
+    }
+    assert!(
+        seen(&mut b).is_empty(),
+        "presence queued for a socket not reading"
+    );
+    b.outbox.write_progressed();
+    h.tick();
+    let got = seen(&mut b);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["cursor"], json!([4.0, 0.0]));
+}
+
 #[test]
 fn people_on_another_page_hear_only_the_page_change() {
     let (mut h, a, mut b) = owner_and(As::Viewer);
