@@ -130,7 +130,12 @@ def load(name):
     return json.load(open(os.path.join(out, name + ".json")))
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"Benchmark of {label} (`{server}`, checkout {commit}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+# Another build's node is named by its path: this checkout's commit is only the load tool's.
+if server == "target/release/atrium-node":
+    what = f"`{server}` of checkout {commit}"
+else:
+    what = f"`{server}`, driven by the load tool of checkout {commit}"
+print(f"Benchmark of {label} ({what}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
       f"{os.cpu_count()} CPUs ({model}), node pinned to one CPU and the load tool to another; `scripts/bench.sh`.")
 print()
 print("| people | node CPU µs per delivered update | node cores | edit relay p99 ms | send to ack p99 ms | KB per connection | other work on the machine (cores) | generator limited |")
