@@ -307,7 +307,7 @@ pub struct NodeConfig {
     /// The most bytes of a connection on the main address the kernel holds unsent
     /// (`TCP_NOTSENT_LOWAT`): a peer that reads nothing then holds about that much of the
     /// machine's memory, not up to `tcp_wmem`'s 4 MiB; bytes in flight to a distant reader
-    /// are not limited. `0` leaves the kernel's own limit.
+    /// are not limited. At least 16 KiB; `0` leaves the kernel's own limit.
     #[arg(long, env = "ATRIUM_KERNEL_UNSENT_BYTES", default_value_t = 131_072)]
     pub kernel_unsent_bytes: usize,
 

@@ -77,7 +77,7 @@ pub fn run(
         config.connections.per_address(),
     );
     // The proxy and the admin port: `run` returns only once neither listens.
-    let listening = Listening::new(2);
+    let listening = Listening::new();
     let mut proxy = Service::new(
         "atrium router".into(),
         listening.app(Capped::new(proxy, caps, metrics.clone())),

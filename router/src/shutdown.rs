@@ -76,15 +76,16 @@ impl ShutdownSignalWatch for When {
 pub struct Listening(AtomicUsize);
 
 impl Listening {
-    /// `services` listening.
-    pub fn new(services: usize) -> Arc<Self> {
-        Arc::new(Self(AtomicUsize::new(services)))
+    /// None listening yet: each [`Self::app`] counts one.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self(AtomicUsize::new(0)))
     }
 
-    /// Wraps a service's `app` so it counts as stopped once the service has stopped
-    /// listening (pingora cleans an app up after its accept loops have ended and dropped
-    /// their listeners).
+    /// Wraps a service's `app` so it counts as listening until the service has stopped
+    /// (pingora cleans an app up after its accept loops have ended and dropped their
+    /// listeners).
     pub fn app<A>(self: &Arc<Self>, app: A) -> Listens<A> {
+        self.0.fetch_add(1, Ordering::AcqRel);
         Listens {
             app: Arc::new(app),
             listening: self.clone(),
@@ -113,8 +114,15 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for Listens<A> {
     }
 
     async fn cleanup(&self) {
+        // Counted as stopped even if the app's own cleanup panics.
+        struct Stopped<'a>(&'a Listening);
+        impl Drop for Stopped<'_> {
+            fn drop(&mut self) {
+                self.0 .0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let _stopped = Stopped(&self.listening);
         self.app.cleanup().await;
-        self.listening.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

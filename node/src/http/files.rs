@@ -8,7 +8,7 @@ pub use create::create;
 
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL, ETAG, IF_NONE_MATCH};
-use hyper::{Request, StatusCode};
+use hyper::{Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -16,7 +16,7 @@ pub(super) use self::access::served_here;
 use self::access::{owned, readable};
 use super::{
     bearer_token, busy, client_addr, empty, json_response, plain_name, rate_limited, read_json,
-    signed_in, strong_etag, ApiError, ApiResult, SMALL_BODY,
+    signed_in, strong_etag, ApiError, ApiResult, Body, SMALL_BODY,
 };
 use crate::ids::AccountId;
 use crate::ids::{new_secret, FileId};
@@ -189,9 +189,10 @@ impl DocumentsTo {
     }
 
     /// A 200 answer of JSON made of `head`, a document's text and `tail`, built once and
-    /// charged to the address, whether or not it could be held (the document was read or
-    /// rebuilt for the address all the same: asking again in a loop after a refusal is paced
-    /// like downloading). It is held until the client has read it all: its bytes stay
+    /// charged to the address, also when it is refused for a share (the document was read
+    /// or rebuilt for the address all the same: asking again in a loop after a refusal is
+    /// paced like downloading), but not when the node's memory is what refused it (nobody's
+    /// doing, and a retry must not wait for it). It is held until the client has read it all: its bytes stay
     /// promised from the memory budget until then, so many clients that ask and never read
     /// make the node answer 503 instead of growing past its budget. An answer for `key`
     /// that somebody still holds is given again as it is: one copy and one promise however
@@ -210,9 +211,20 @@ impl DocumentsTo {
         tail: &str,
     ) -> ApiResult {
         let sent = doc.len() as u64;
-        let answer = self.answer(state, (owner, reader), key, head, doc, tail);
-        self.charge(state, sent);
-        answer
+        match self.answer(state, (owner, reader), key, head, doc, tail) {
+            Ok(resp) => {
+                self.charge(state, sent);
+                Ok(resp)
+            }
+            Err(NotHeld::OverShare(e)) => {
+                self.charge(state, sent);
+                Err(e)
+            }
+            Err(NotHeld::NodeFull(e)) => {
+                self.charge(state, 0);
+                Err(e)
+            }
+        }
     }
 
     fn answer(
@@ -223,14 +235,14 @@ impl DocumentsTo {
         head: &str,
         doc: String,
         tail: &str,
-    ) -> ApiResult {
+    ) -> Result<Response<Body>, NotHeld> {
         let len = head.len() + doc.len() + tail.len();
         let mut resp = json_response(StatusCode::OK, &Value::Null);
         if len <= SMALL_ANSWER {
             *resp.body_mut() = http_body_util::Full::new([head, &doc, tail].concat().into());
             return Ok(resp);
         }
-        let refused = |over: OverShare| busy(answers_over(over));
+        let refused = |over: OverShare| NotHeld::OverShare(busy(answers_over(over)));
         let shares = &state.answer_shares;
         let shared = key.as_ref().and_then(|k| state.answers.get(k));
         let (body, new) = match shared {
@@ -239,10 +251,9 @@ impl DocumentsTo {
                 let account = shares
                     .take_account(owner, reader, len as u64)
                     .map_err(refused)?;
-                let held = state
-                    .memory
-                    .reserve(len as u64)
-                    .ok_or_else(|| busy("the server is at its memory budget; try again"))?;
+                let held = state.memory.reserve(len as u64).ok_or_else(|| {
+                    NotHeld::NodeFull(busy("the server is at its memory budget; try again"))
+                })?;
                 let body = [head, &doc, tail].concat().into_bytes();
                 (HeldBody::new(body, Some(held), Some(account)), true)
             }
@@ -258,6 +269,13 @@ impl DocumentsTo {
         *resp.body_mut() = http_body_util::Full::new(bytes::Bytes::from_owner(holder));
         Ok(resp)
     }
+}
+
+/// Why a document answer was not held: a share of the reader's or the owner's, or the node's
+/// whole memory budget.
+enum NotHeld {
+    OverShare(ApiError),
+    NodeFull(ApiError),
 }
 
 /// Why a document answer was refused for a share.

@@ -32,10 +32,11 @@ pub fn cap(stream: &TcpStream, bytes: usize) {
     );
 }
 
-/// Lets the kernel hold at most about `bytes` of `stream`'s outgoing bytes unsent: a write
-/// past them takes what fits and the rest waits in the node's send queue. 0 leaves no
-/// bound. Failing is not fatal.
+/// Lets the kernel hold at most about `bytes` of `stream`'s outgoing bytes unsent (at
+/// least [`MIN_UNSENT`]): a write past them takes what fits and the rest waits in the
+/// node's send queue. 0 leaves no bound. Failing is not fatal.
 pub fn unsent_at_most(stream: &TcpStream, bytes: usize) {
+    let bytes = if bytes == 0 { 0 } else { bytes.max(MIN_UNSENT) };
     set(
         stream,
         libc::IPPROTO_TCP,
@@ -44,6 +45,10 @@ pub fn unsent_at_most(stream: &TcpStream, bytes: usize) {
         "bound the unsent bytes",
     );
 }
+
+/// The smallest bound on unsent bytes: below it the writer would be woken for every few
+/// segments a reader takes.
+pub const MIN_UNSENT: usize = 16 * 1024;
 
 #[allow(unsafe_code)]
 fn set(stream: &TcpStream, level: libc::c_int, name: libc::c_int, bytes: usize, what: &str) {

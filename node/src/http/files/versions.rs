@@ -88,6 +88,15 @@ impl RebuiltFor {
         }
     }
 
+    /// The work failed on the node's side (no room, a store error): neither the caller nor
+    /// the address pays for it (a client that left while it ran has paid: its request never
+    /// gets here).
+    fn failed(self, state: &AppState, to: super::DocumentsTo, e: ApiError) -> ApiError {
+        self.settle(state, 0);
+        to.charge(state, 0);
+        e
+    }
+
     /// Settles the charge at the `bytes` rebuilt.
     fn settle(self, state: &AppState, bytes: u64) {
         state
@@ -215,7 +224,10 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     let size = planned(state, &stored);
     let work = turn.reserve(&state.memory, READ_COST, size)?;
     person.plan(state, &mut to, size, 1);
-    let (info, doc, _) = rebuilt(state, &id, stored, &work).await?;
+    let (info, doc, _) = match rebuilt(state, &id, stored, &work).await {
+        Ok(rebuilt) => rebuilt,
+        Err(e) => return Err(person.failed(state, to, e)),
+    };
     person.settle(state, doc.len() as u64);
     // The answer reserves its own bytes for as long as it is held; the rebuilt document
     // is in the next samples by now.
@@ -344,15 +356,22 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     let size = older.planned(state).max(newer.planned(state));
     let mut work = turn.reserve(&state.memory, COMPARE_COST, size)?;
     person.plan(state, &mut to_address, size, 2);
-    let ((a, a_charged), (b, b_charged)) = (
-        side(state, &id, older, &work, &opener).await?,
-        side(state, &id, newer, &work, &opener).await?,
-    );
-    work.fit(a_charged.max(b_charged));
-    let size = a.len() + b.len();
-    let c = crate::lane::run(size, &state.metrics, move || history::compare(&a, &b))
-        .await
-        .map_err(ApiError::unavailable)?;
+    let compared = async {
+        let ((a, a_charged), (b, b_charged)) = (
+            side(state, &id, older, &work, &opener).await?,
+            side(state, &id, newer, &work, &opener).await?,
+        );
+        work.fit(a_charged.max(b_charged));
+        let size = a.len() + b.len();
+        let c = crate::lane::run(size, &state.metrics, move || history::compare(&a, &b))
+            .await
+            .map_err(ApiError::unavailable)?;
+        Ok::<_, ApiError>((c, size))
+    };
+    let (c, size) = match compared.await {
+        Ok(compared) => compared,
+        Err(e) => return Err(person.failed(state, to_address, e)),
+    };
     drop(work);
     to_address.charge(state, size as u64);
     person.settle(state, size as u64);

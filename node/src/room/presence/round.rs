@@ -61,8 +61,11 @@ impl Board {
             // A receiver that is not taking what it was sent gets nothing this tick: its
             // watermark stays, so once it reads again one message brings every change
             // since, at its latest, instead of a queue of stale ones growing in memory.
-            if self.seats.get(&conn).is_some_and(|s| s.outbox.is_behind()) {
-                self.dirty = true;
+            if let Some(seat) = self.seats.get(&conn).filter(|s| s.outbox.is_behind()) {
+                // Another tick only if something waits for it (a later change asks anyway).
+                if seat.watermark < self.counter || !seat.catch_up.is_empty() {
+                    self.dirty = true;
+                }
                 continue;
             }
             if let Some(frame) = self.message_for(conn, now) {
