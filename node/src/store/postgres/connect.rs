@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Timeouts};
 
+use super::bulk::BulkReads;
 use super::rows::{get, unavailable};
 use super::PgStore;
 use crate::store::pg_tls::{self, PgConnect};
@@ -51,24 +52,32 @@ impl PgStore {
         if config.get_application_name().is_none() {
             config.application_name("atrium-node");
         }
-        let manager = Manager::from_config(
-            config,
-            tls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(pool_size.max(1))
-            .runtime(Runtime::Tokio1)
-            .timeouts(Timeouts {
-                wait: Some(POOL_WAIT),
-                create: Some(CONNECT_TIMEOUT),
-                recycle: Some(CONNECT_TIMEOUT),
-            })
-            .build()
-            .map_err(|e| StoreError::Unavailable(format!("postgres pool: {e}")))?;
-        let store = Self { pool };
+        let pool = |config, size: usize| {
+            let manager = Manager::from_config(
+                config,
+                tls.clone(),
+                ManagerConfig {
+                    recycling_method: RecyclingMethod::Fast,
+                },
+            );
+            Pool::builder(manager)
+                .max_size(size.max(1))
+                .runtime(Runtime::Tokio1)
+                .timeouts(Timeouts {
+                    wait: Some(POOL_WAIT),
+                    create: Some(CONNECT_TIMEOUT),
+                    recycle: Some(CONNECT_TIMEOUT),
+                })
+                .build()
+                .map_err(|e| StoreError::Unavailable(format!("postgres pool: {e}")))
+        };
+        // Reads of version rows have connections of their own (opened when first needed),
+        // as many as the bulk lane has threads.
+        let bulk = BulkReads::new(pool(config.clone(), crate::lane::width())?);
+        let store = Self {
+            pool: pool(config, pool_size)?,
+            bulk,
+        };
         store.migrate().await?;
         // Informational only: a server without `pg_stat_ssl` (or a pooler in between) must
         // not stop the node.

@@ -22,6 +22,7 @@
 
 mod app_keys;
 mod append;
+mod bulk;
 mod connect;
 mod files;
 mod log;
@@ -46,6 +47,8 @@ use super::{StoreError, StoreResult};
 /// asks ([`super::pg_tls`]).
 pub struct PgStore {
     pool: Pool,
+    /// For reads of version rows, at the bulk lane's priority.
+    bulk: bulk::BulkReads,
 }
 
 /// One parameter of a statement.
@@ -55,6 +58,13 @@ type Params<'a> = [&'a Param<'a>];
 
 fn now_ms() -> i64 {
     crate::clock::unix_ms()
+}
+
+/// [`PgStore::query`] on a connection of `pool`.
+async fn query_on(pool: &Pool, sql: &str, params: &Params<'_>) -> StoreResult<Vec<Row>> {
+    let client = pool.get().await.map_err(pool_error)?;
+    let stmt = client.prepare_cached(sql).await.map_err(unavailable)?;
+    client.query(&stmt, params).await.map_err(unavailable)
 }
 
 /// A statement inside a transaction, prepared once per connection.
@@ -70,9 +80,7 @@ impl PgStore {
     /// Runs one statement on a pooled connection (prepared once per connection) and
     /// answers its rows.
     async fn query(&self, sql: &str, params: &Params<'_>) -> StoreResult<Vec<Row>> {
-        let client = self.client().await?;
-        let stmt = client.prepare_cached(sql).await.map_err(unavailable)?;
-        client.query(&stmt, params).await.map_err(unavailable)
+        query_on(&self.pool, sql, params).await
     }
 
     /// As [`PgStore::query`], for a statement that answers at most one row.

@@ -3,7 +3,7 @@
 use deadpool_postgres::Transaction;
 
 use super::rows::{big, get, unavailable};
-use super::{prepare, Param, PgStore};
+use super::{prepare, query_on, Param, PgStore};
 use crate::history::{VersionData, VersionInfo, VersionRow};
 use crate::ids::FileId;
 use crate::store::columns::{
@@ -107,6 +107,7 @@ impl PgStore {
         rows.iter().map(|r| version_info_from(r, None)).collect()
     }
 
+    /// A version's chain of rows, read and decoded on the bulk thread ([`super::bulk`]).
     pub(super) async fn chain_of(&self, file: &FileId, id: u64) -> StoreResult<Vec<VersionRow>> {
         let sql = format!(
             "SELECT {VERSION_COLUMNS} FROM versions
@@ -115,8 +116,16 @@ impl PgStore {
                  WHERE file_id = $1 AND id <= $2 AND base IS NOT NULL), 0)
              ORDER BY id"
         );
-        let rows = self.query(&sql, &[&file.as_str(), &big(id)]).await?;
-        let rows: Vec<VersionRow> = rows.iter().map(version_from).collect::<StoreResult<_>>()?;
+        let file = file.as_str().to_owned();
+        let rows = self
+            .bulk
+            .run(|pool| async move {
+                let rows = query_on(&pool, &sql, &[&file, &big(id)]).await?;
+                rows.iter()
+                    .map(version_from)
+                    .collect::<StoreResult<Vec<_>>>()
+            })
+            .await?;
         if rows.last().is_none_or(|(info, _)| info.id != id) {
             return Err(StoreError::NotFound);
         }
@@ -132,10 +141,13 @@ impl PgStore {
             "SELECT {VERSION_COLUMNS} FROM versions WHERE file_id = $1 AND id > $2
              ORDER BY id LIMIT 1"
         );
-        self.query_opt(&sql, &[&file.as_str(), &big(id)])
-            .await?
-            .map(|r| version_from(&r))
-            .transpose()
+        let file = file.as_str().to_owned();
+        self.bulk
+            .run(|pool| async move {
+                let rows = query_on(&pool, &sql, &[&file, &big(id)]).await?;
+                rows.first().map(version_from).transpose()
+            })
+            .await
     }
 
     pub(super) async fn rename_version(

@@ -85,3 +85,39 @@ async fn a_lost_database_is_unavailable() {
         Err(StoreError::Unavailable(_))
     ));
 }
+
+/// Reads of version rows run on the bulk thread (at the bulk lane's priority), with
+/// connections of their own that live there.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn version_rows_are_read_on_the_bulk_thread() {
+    let db = TestDb::create().await;
+    let store = PgStore::connect(&db.url, 1).await.expect("connect");
+    let (name, nice, answered) = store
+        .bulk
+        .run(|pool| async move {
+            #[allow(unsafe_code)]
+            // SAFETY: getpriority takes integers and reads this thread's nice value.
+            let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+            let name = std::thread::current().name().map(str::to_owned);
+            let rows = crate::store::postgres::query_on(&pool, "SELECT 1::int8", &[]).await?;
+            Ok((name, nice, rows.len()))
+        })
+        .await
+        .expect("a bulk read");
+    assert_eq!(name.as_deref(), Some("atrium-pg-bulk"));
+    assert_eq!(nice, crate::priority::LANE_NICENESS);
+    assert_eq!(answered, 1);
+    // The main pool's one connection is not the bulk reads': both answer at once.
+    let main = store.client().await.expect("the main pool's connection");
+    let bulk = store
+        .bulk
+        .run(|pool| async move {
+            let rows = crate::store::postgres::query_on(&pool, "SELECT 2::int8", &[]).await?;
+            Ok(rows.len())
+        })
+        .await
+        .expect("a bulk read while the main pool's connection is out");
+    assert_eq!(bulk, 1);
+    drop(main);
+}
