@@ -211,20 +211,10 @@ impl DocumentsTo {
         tail: &str,
     ) -> ApiResult {
         let sent = doc.len() as u64;
-        match self.answer(state, (owner, reader), key, head, doc, tail) {
-            Ok(resp) => {
-                self.charge(state, sent);
-                Ok(resp)
-            }
-            Err(NotHeld::OverShare(e)) => {
-                self.charge(state, sent);
-                Err(e)
-            }
-            Err(NotHeld::NodeFull(e)) => {
-                self.charge(state, 0);
-                Err(e)
-            }
-        }
+        let answer = self.answer(state, (owner, reader), key, head, doc, tail);
+        let node_full = matches!(answer, Err(NotHeld::NodeFull(_)));
+        self.charge(state, if node_full { 0 } else { sent });
+        answer.map_err(|(NotHeld::OverShare(e) | NotHeld::NodeFull(e))| e)
     }
 
     fn answer(
