@@ -120,6 +120,12 @@ impl Room {
                     if n == 0 {
                         break Exit::Shutdown;
                     }
+                    // A join may replace a socket whose latest presence still waits for
+                    // the tick: taken first, it is the person's when the seat moves over
+                    // (a page change would otherwise be lost with the old socket).
+                    if presences.told() && commands.iter().any(|c| matches!(c, RoomCmd::Join(..))) {
+                        take_presence(&presences, &mut updates, &mut room.core, Instant::now());
+                    }
                     room.turn(&mut commands)
                 }
                 _ = housekeeping.tick() => {
@@ -129,11 +135,7 @@ impl Room {
                 _ = &mut tick, if room.core.board.wants_tick()
                     || (presences.told() && !room.core.board.in_round()) => {
                     let now = Instant::now();
-                    presences.take(&mut updates);
-                    for (conn, update) in updates.drain(..) {
-                        room.core.board.update(conn, update, now);
-                    }
-                    updates.shrink_to(64);
+                    take_presence(&presences, &mut updates, &mut room.core, now);
                     if room.core.board.wants_tick() {
                         room.core.presence_tick(now);
                         room.next_tick = tokio::time::Instant::now() + room.core.tick_period();
@@ -236,4 +238,18 @@ fn refuse_all(rx: &mut mpsc::UnboundedReceiver<RoomCmd>, error: JoinError) {
             _ => {}
         }
     }
+}
+
+/// Applies every presence update waiting in the room's inbox to its board.
+fn take_presence(
+    presences: &super::registry::PresenceInbox,
+    updates: &mut Vec<(crate::outbox::ConnId, crate::protocol::PresenceUpdate)>,
+    core: &mut RoomCore,
+    now: Instant,
+) {
+    presences.take(updates);
+    for (conn, update) in updates.drain(..) {
+        core.board.update(conn, update, now);
+    }
+    updates.shrink_to(64);
 }

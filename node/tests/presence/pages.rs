@@ -124,3 +124,30 @@ async fn presence_t_is_echoed_as_the_sender_wrote_it() {
         break;
     }
 }
+
+/// A page change still waiting for the room's tick when its socket is replaced by a newer
+/// socket of the same client is the person's: the others see the person on the new page.
+/// (The room took waiting presence only at its tick, by socket, and dropped what the old
+/// socket had left.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_change_waiting_when_its_socket_is_replaced_is_kept() {
+    // One tick a second: the page change waits while the socket is replaced.
+    let (node, f) = node_with_file(&[("ATRIUM_PRESENCE_HZ", "1")]).await;
+    let first = f.by_owner();
+    let (mut a, wa) = Client::join(&node, &f.id, &first).await;
+    let (mut b, wb) = Client::join(&node, &f.id, &f.by_edit_key()).await;
+    let (ya, yb) = (you(&wa), you(&wb));
+    a.send_presence(json!({"page": "p1"})).await;
+    b.send_presence(json!({"page": "p1"})).await;
+    wait_entry(&mut b, &yb, &ya, WAIT, |e| e["page"] == "p1").await;
+
+    // To p2, and at once the same client's new socket.
+    a.send_presence(json!({"page": "p2"})).await;
+    let mut again = f.by_owner();
+    again.client = first.client.clone();
+    let (_a2, wa2) = Client::join(&node, &f.id, &again).await;
+    assert_eq!(you(&wa2), ya, "the same person");
+    let e = wait_entry(&mut b, &yb, &ya, WAIT, |e| e["page"] == "p2").await;
+    assert_eq!(e["page"], "p2");
+    drop(a);
+}
