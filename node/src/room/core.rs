@@ -91,6 +91,9 @@ pub struct RoomCore {
     pub(super) finishing: Option<Finishing>,
     /// People in the room, shared with its registry handle.
     pub(super) people: Arc<AtomicUsize>,
+    /// Presence waiting for the tick, shared with its registry handle (the shell takes it
+    /// at the tick; a join that replaces a socket takes that socket's first).
+    pub(super) presences: Arc<super::registry::PresenceInbox>,
     /// Editors this room has added to the node's editor gauge.
     pub(super) editors_counted: i64,
     /// How long the oldest patch has waited for the store.
@@ -151,6 +154,7 @@ impl RoomCore {
             idle_since: Some(now),
             finishing: None,
             people,
+            presences: Arc::default(),
             editors_counted: 0,
             stall: Default::default(),
             history: Default::default(),

@@ -57,6 +57,10 @@ impl RoomCore {
         let charged = self.charge_welcome(&req, welcome_len);
         let mut page = None;
         for conn in &replaced {
+            // What the old socket left for the tick is the person's (its page above all).
+            if let Some(update) = self.presences.take_for(*conn) {
+                self.board.update(*conn, update, now);
+            }
             if let Some(old) = self.participants.remove(conn) {
                 old.outbox.close(
                     CloseCode::Replaced,

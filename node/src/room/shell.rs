@@ -66,7 +66,7 @@ impl Room {
         serving: Arc<AtomicBool>,
         presences: Arc<super::registry::PresenceInbox>,
     ) {
-        let loaded = match load::load(&file, ctx.clone(), people, opener).await {
+        let mut loaded = match load::load(&file, ctx.clone(), people, opener).await {
             Ok(loaded) => loaded,
             Err(error) => {
                 tracing::warn!(file = %file, ?error, "room could not open");
@@ -75,6 +75,8 @@ impl Room {
                 return;
             }
         };
+        // A join that replaces a socket takes what that socket left for the tick.
+        loaded.core.presences = presences.clone();
         let parts = history::WorkerParts {
             store: ctx.store.clone(),
             storage: ctx.rules.storage.clone(),
@@ -119,12 +121,6 @@ impl Room {
                 n = rx.recv_many(&mut commands, 256) => {
                     if n == 0 {
                         break Exit::Shutdown;
-                    }
-                    // A join may replace a socket whose latest presence still waits for
-                    // the tick: taken first, it is the person's when the seat moves over
-                    // (a page change would otherwise be lost with the old socket).
-                    if presences.told() && commands.iter().any(|c| matches!(c, RoomCmd::Join(..))) {
-                        take_presence(&presences, &mut updates, &mut room.core, Instant::now());
                     }
                     room.turn(&mut commands)
                 }

@@ -43,6 +43,12 @@ impl PresenceInbox {
         self.told.load(Ordering::Acquire)
     }
 
+    /// Takes the update waiting from `conn`, if any.
+    pub fn take_for(&self, conn: ConnId) -> Option<PresenceUpdate> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        waiting.remove(&conn)
+    }
+
     /// Takes every waiting update into `into`. The mark is cleared first: an update left
     /// after it tells the room again, one left before it is taken now.
     pub fn take(&self, into: &mut Vec<(ConnId, PresenceUpdate)>) {

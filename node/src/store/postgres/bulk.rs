@@ -5,8 +5,9 @@
 //! priority from relaying (the embedded store's reads of the same rows, on the runtime's
 //! blocking threads, took a core from relaying under a loop of comparisons: honest relay
 //! p99 1.2 -> 11 ms; see `docs/reliability.md`). So these reads have a pool of connections
-//! of their own whose connections live on one thread at the bulk lane's lower priority, and
-//! each read runs there from the pool's checkout to its last row.
+//! of their own (four, which a read waits for rather than fail) whose connections live on
+//! one thread at the bulk lane's lower priority, and each read runs there from the pool's
+//! checkout to its last row: their decoding takes at most that one thread.
 
 use std::future::Future;
 use std::sync::OnceLock;
@@ -32,6 +33,8 @@ fn runtime() -> &'static Handle {
             .spawn(move || {
                 crate::priority::bulk_thread();
                 let runtime = tokio::runtime::Builder::new_current_thread()
+                    // Gives its freed memory back when the node asks, as the lane does.
+                    .on_thread_park(crate::allocator::on_idle)
                     .enable_all()
                     .build()
                     .expect("the bulk reads' runtime starts");

@@ -13,6 +13,8 @@ use crate::store::{StoreError, StoreResult};
 
 /// How long opening a connection (TCP and startup) may take.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections for reads of version rows, besides `ATRIUM_DATABASE_POOL`'s.
+const BULK_CONNECTIONS: usize = 4;
 /// How long a caller waits for a free pooled connection before `Unavailable`.
 const POOL_WAIT: Duration = Duration::from_secs(5);
 /// How long a server session may sit idle inside a transaction before the server
@@ -52,7 +54,7 @@ impl PgStore {
         if config.get_application_name().is_none() {
             config.application_name("atrium-node");
         }
-        let pool = |config, size: usize| {
+        let pool = |config, size: usize, wait| {
             let manager = Manager::from_config(
                 config,
                 tls.clone(),
@@ -64,18 +66,19 @@ impl PgStore {
                 .max_size(size.max(1))
                 .runtime(Runtime::Tokio1)
                 .timeouts(Timeouts {
-                    wait: Some(POOL_WAIT),
+                    wait,
                     create: Some(CONNECT_TIMEOUT),
                     recycle: Some(CONNECT_TIMEOUT),
                 })
                 .build()
                 .map_err(|e| StoreError::Unavailable(format!("postgres pool: {e}")))
         };
-        // Reads of version rows have connections of their own (opened when first needed),
-        // as many as the bulk lane has threads.
-        let bulk = BulkReads::new(pool(config.clone(), crate::lane::width())?);
+        // Reads of version rows have connections of their own (opened when first needed).
+        // A room's own version saves read through them too, so they wait their turn
+        // behind reads (as on the embedded store's bulk threads) rather than fail.
+        let bulk = BulkReads::new(pool(config.clone(), BULK_CONNECTIONS, None)?);
         let store = Self {
-            pool: pool(config, pool_size)?,
+            pool: pool(config, pool_size, Some(POOL_WAIT))?,
             bulk,
         };
         store.migrate().await?;
