@@ -10,7 +10,7 @@ mod slots;
 
 pub use address::{address_key, client_address, Network};
 pub use bucket::Bucket;
-pub use keyed::KeyedLimiter;
+pub use keyed::{KeyedLimiter, Planned};
 pub use party::Party;
 pub use slots::{AddressCounts, AddressSlot, ConnectionCap, ConnectionSlot};
 

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::ids::AccountId;
 use crate::ids::{new_secret, FileId};
+use crate::limits::Planned;
 use crate::memory::{AnswerKey, HeldBody};
 use crate::room::shares::{Opener, OverShare};
 use crate::room::JoinError;
@@ -148,10 +149,7 @@ pub(super) fn paced(state: &AppState, message: &str, wait: std::time::Duration) 
 /// work, settled after), so downloading a large file in a loop gets 429 instead of making
 /// the node send it as fast as the client reads, and a client that leaves while its
 /// versions are rebuilt has paid for them.
-pub(super) struct DocumentsTo {
-    address: std::net::IpAddr,
-    charged: u64,
-}
+pub(super) struct DocumentsTo(Planned<std::net::IpAddr>);
 
 impl DocumentsTo {
     pub(super) fn ready(state: &AppState, req: &Request<Incoming>) -> Result<Self, ApiError> {
@@ -163,29 +161,23 @@ impl DocumentsTo {
                 wait,
             )
         })?;
-        Ok(Self {
-            address,
-            charged: 0,
-        })
+        Ok(Self(Planned::new(address)))
     }
 
     /// The address the documents go to.
     pub(super) fn address(&self) -> std::net::IpAddr {
-        self.address
+        *self.0.key()
     }
 
     /// Charges `bytes` the work is about to rebuild for the address, before it.
     pub(super) fn plan(&mut self, state: &AppState, bytes: u64) {
-        state.documents_sent.charge(&self.address, bytes);
-        self.charged = self.charged.saturating_add(bytes);
+        self.0.plan(&state.documents_sent, bytes);
     }
 
     /// Settles the address's charge at `bytes` of documents (work done for it, not an
     /// answer).
     pub(super) fn charge(self, state: &AppState, bytes: u64) {
-        state
-            .documents_sent
-            .settle(&self.address, self.charged, bytes);
+        self.0.settle(&state.documents_sent, bytes);
     }
 
     /// A 200 answer of JSON made of `head`, a document's text and `tail`, built once and
@@ -249,8 +241,8 @@ impl DocumentsTo {
             }
         };
         let holder = body
-            .hold(self.address, || {
-                shares.take_address(self.address, len as u64)
+            .hold(self.address(), || {
+                shares.take_address(self.address(), len as u64)
             })
             .map_err(refused)?;
         if let Some(key) = key.filter(|_| new) {

@@ -182,3 +182,32 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLimiter<K> {
         self.len() == 0
     }
 }
+
+/// Bytes charged to one key of a [`KeyedLimiter`] before the work they pay for, and
+/// settled at what the work took: a client that leaves while it runs has paid for it.
+pub struct Planned<K> {
+    key: K,
+    charged: u64,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Planned<K> {
+    /// Nothing charged to `key` yet.
+    pub fn new(key: K) -> Self {
+        Self { key, charged: 0 }
+    }
+
+    pub fn key(&self) -> &K {
+        &self.key
+    }
+
+    /// Charges `bytes` the work is about to take, before it.
+    pub fn plan(&mut self, limiter: &KeyedLimiter<K>, bytes: u64) {
+        limiter.charge(&self.key, bytes);
+        self.charged = self.charged.saturating_add(bytes);
+    }
+
+    /// Settles the charge at the `spent` the work took (0 when it failed on the node's side).
+    pub fn settle(self, limiter: &KeyedLimiter<K>, spent: u64) {
+        limiter.settle(&self.key, self.charged, spent);
+    }
+}

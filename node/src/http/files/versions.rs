@@ -17,7 +17,7 @@ use crate::http::{
     empty, json_response, plain_name, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY,
 };
 use crate::ids::FileId;
-use crate::limits::Party;
+use crate::limits::{Party, Planned};
 use crate::memory::AnswerKey;
 use crate::room::access::Role;
 use crate::room::history::NameRequest;
@@ -53,10 +53,7 @@ fn may_read(g: &Granted) -> Result<(), ApiError> {
 /// from six addresses took 1.6 cores), and the owner's own share is never a guest's.
 /// What a request plans to rebuild is charged before the work, and settled after: a client
 /// that leaves while its versions are rebuilt has paid for them.
-struct RebuiltFor {
-    key: String,
-    charged: u64,
-}
+struct RebuiltFor(Planned<String>);
 
 impl RebuiltFor {
     fn ready(state: &AppState, g: &Granted) -> Result<Self, ApiError> {
@@ -74,7 +71,7 @@ impl RebuiltFor {
             .documents_rebuilt
             .ready(&key)
             .map_err(|wait| super::paced(state, message, wait))?;
-        Ok(Self { key, charged: 0 })
+        Ok(Self(Planned::new(key)))
     }
 
     /// Charges what the work plans to rebuild (`count` documents of `size`) to the caller
@@ -82,8 +79,7 @@ impl RebuiltFor {
     fn plan(&mut self, state: &AppState, to: &mut super::DocumentsTo, size: DocSize, count: u64) {
         if let DocSize::Known(n) = size {
             let bytes = (n as u64).saturating_mul(count);
-            state.documents_rebuilt.charge(&self.key, bytes);
-            self.charged = self.charged.saturating_add(bytes);
+            self.0.plan(&state.documents_rebuilt, bytes);
             to.plan(state, bytes);
         }
     }
@@ -99,9 +95,7 @@ impl RebuiltFor {
 
     /// Settles the charge at the `bytes` rebuilt.
     fn settle(self, state: &AppState, bytes: u64) {
-        state
-            .documents_rebuilt
-            .settle(&self.key, self.charged, bytes);
+        self.0.settle(&state.documents_rebuilt, bytes);
     }
 }
 
