@@ -167,6 +167,23 @@ pub struct Stored {
     pub largest: Option<usize>,
 }
 
+/// About how many bytes of document a stored byte of a version rebuilds to: they are
+/// compressed.
+pub const REBUILT_PER_STORED: usize = 8;
+
+impl Stored {
+    /// About how many bytes of document rebuilding it takes: its chain's largest document,
+    /// when every row keeps its size; else (a version saved before rows kept it) an
+    /// estimate from the bytes its rows store, at most `most`. What its work is charged
+    /// before it runs, settled at what it took.
+    pub fn likely_size(&self, most: usize) -> usize {
+        self.largest.unwrap_or_else(|| {
+            let stored: usize = self.rows.iter().map(VersionData::len).sum();
+            stored.saturating_mul(REBUILT_PER_STORED).min(most)
+        })
+    }
+}
+
 /// Version `id` of `file` as stored (`NotFound` without it).
 pub async fn stored(store: &dyn Store, file: &FileId, id: u64) -> StoreResult<Stored> {
     let chain = store.version_chain(file, id).await?;
@@ -194,9 +211,11 @@ pub async fn rebuild_within(
     let Stored { info, rows, .. } = stored;
     // Stored versions are compressed: they rebuild to several times what they store.
     let compressed: usize = rows.iter().map(VersionData::len).sum();
-    let rebuilt = crate::lane::run(compressed.saturating_mul(8), metrics, move || {
-        materialize_measured(&rows, limit)
-    })
+    let rebuilt = crate::lane::run(
+        compressed.saturating_mul(REBUILT_PER_STORED),
+        metrics,
+        move || materialize_measured(&rows, limit),
+    )
     .await;
     let (doc, charged) = rebuilt.map_err(corrupt)?;
     Ok((info, doc, charged))
@@ -271,5 +290,38 @@ pub fn new_info(
         restored_from: None,
         bytes: 0,
         doc_bytes: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_without_kept_sizes_is_likely_as_large_as_its_rows_rebuild_to() {
+        let doc = serde_json::json!({"a": {"text": "x".repeat(4000)}}).to_string();
+        let row = VersionData::Base(deflate(&doc));
+        let stored_bytes = row.len();
+        let info = new_info(1, 0, crate::history::VersionKind::Named, vec![]);
+        let legacy = Stored {
+            info: info.clone(),
+            rows: vec![row.clone()],
+            largest: None,
+        };
+        assert!(
+            stored_bytes * REBUILT_PER_STORED < doc.len(),
+            "compressed well"
+        );
+        assert_eq!(
+            legacy.likely_size(1 << 20),
+            stored_bytes * REBUILT_PER_STORED
+        );
+        assert_eq!(legacy.likely_size(100), 100, "at most the document limit");
+        let kept = Stored {
+            info,
+            rows: vec![row],
+            largest: Some(doc.len()),
+        };
+        assert_eq!(kept.likely_size(100), doc.len(), "a kept size is the size");
     }
 }

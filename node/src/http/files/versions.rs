@@ -74,14 +74,11 @@ impl RebuiltFor {
         Ok(Self(Planned::new(key)))
     }
 
-    /// Charges what the work plans to rebuild (`count` documents of `size`) to the caller
-    /// and to the address it goes `to`, before the work.
-    fn plan(&mut self, state: &AppState, to: &mut super::DocumentsTo, size: DocSize, count: u64) {
-        if let DocSize::Known(n) = size {
-            let bytes = (n as u64).saturating_mul(count);
-            self.0.plan(&state.documents_rebuilt, bytes);
-            to.plan(state, bytes);
-        }
+    /// Charges the `bytes` of documents the work will likely rebuild to the caller and to
+    /// the address it goes `to`, before the work.
+    fn plan(&mut self, state: &AppState, to: &mut super::DocumentsTo, bytes: u64) {
+        self.0.plan(&state.documents_rebuilt, bytes);
+        to.plan(state, bytes);
     }
 
     /// The work failed on the node's side (no room, a store error): neither the caller nor
@@ -217,7 +214,7 @@ pub async fn read(state: &AppState, req: Request<Incoming>, id: FileId, vid: u64
     let stored = history::stored(&*state.store, &id, vid).await?;
     let size = planned(state, &stored);
     let work = turn.reserve(&state.memory, READ_COST, size)?;
-    person.plan(state, &mut to, size, 1);
+    person.plan(state, &mut to, likely(state, &stored));
     let (info, doc, _) = match rebuilt(state, &id, stored, &work).await {
         Ok(rebuilt) => rebuilt,
         Err(e) => return Err(person.failed(state, to, e)),
@@ -249,6 +246,12 @@ fn planned(state: &AppState, stored: &Stored) -> DocSize {
     stored
         .largest
         .map_or(DocSize::AtMost(state.config.max_doc_bytes), DocSize::Known)
+}
+
+/// The bytes of document rebuilding a stored version likely takes (see
+/// [`Stored::likely_size`]): what its work is charged before it runs.
+fn likely(state: &AppState, stored: &Stored) -> u64 {
+    stored.likely_size(state.config.max_doc_bytes) as u64
 }
 
 /// The size of the current document, from its room (opened for `opener` if need be).
@@ -289,6 +292,13 @@ impl Side {
         match self {
             Side::Stored(stored) => planned(state, stored),
             Side::Current(size) => *size,
+        }
+    }
+
+    fn likely(&self, state: &AppState) -> u64 {
+        match self {
+            Side::Stored(stored) => likely(state, stored),
+            Side::Current(DocSize::Known(n) | DocSize::AtMost(n)) => *n as u64,
         }
     }
 }
@@ -349,7 +359,8 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
     );
     let size = older.planned(state).max(newer.planned(state));
     let mut work = turn.reserve(&state.memory, COMPARE_COST, size)?;
-    person.plan(state, &mut to_address, size, 2);
+    let likely = older.likely(state).max(newer.likely(state));
+    person.plan(state, &mut to_address, likely.saturating_mul(2));
     let compared = async {
         let ((a, a_charged), (b, b_charged)) = (
             side(state, &id, older, &work, &opener).await?,

@@ -76,7 +76,7 @@ impl PgStore {
         // Reads of version rows have connections of their own (opened when first needed).
         // A room's own version saves read through them too, so they wait their turn
         // behind reads (as on the embedded store's bulk threads) rather than fail.
-        let bulk = BulkReads::new(pool(config.clone(), BULK_CONNECTIONS, None)?);
+        let bulk = BulkReads::new(pool(config.clone(), BULK_CONNECTIONS, None)?, tls.clone());
         let store = Self {
             pool: pool(config, pool_size, Some(POOL_WAIT))?,
             bulk,

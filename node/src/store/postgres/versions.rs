@@ -2,8 +2,9 @@
 
 use deadpool_postgres::Transaction;
 
+use super::bulk::OwnedParam;
 use super::rows::{big, get, unavailable};
-use super::{prepare, query_on, Param, PgStore};
+use super::{prepare, Param, PgStore};
 use crate::history::{VersionData, VersionInfo, VersionRow};
 use crate::ids::FileId;
 use crate::store::columns::{
@@ -116,11 +117,10 @@ impl PgStore {
                  WHERE file_id = $1 AND id <= $2 AND base IS NOT NULL), 0)
              ORDER BY id"
         );
-        let file = file.as_str().to_owned();
+        let params: Vec<OwnedParam> = vec![Box::new(file.as_str().to_owned()), Box::new(big(id))];
         let rows = self
             .bulk
-            .run(|pool| async move {
-                let rows = query_on(&pool, &sql, &[&file, &big(id)]).await?;
+            .query(sql, params, |rows| {
                 rows.iter()
                     .map(version_from)
                     .collect::<StoreResult<Vec<_>>>()
@@ -141,10 +141,9 @@ impl PgStore {
             "SELECT {VERSION_COLUMNS} FROM versions WHERE file_id = $1 AND id > $2
              ORDER BY id LIMIT 1"
         );
-        let file = file.as_str().to_owned();
+        let params: Vec<OwnedParam> = vec![Box::new(file.as_str().to_owned()), Box::new(big(id))];
         self.bulk
-            .run(|pool| async move {
-                let rows = query_on(&pool, &sql, &[&file, &big(id)]).await?;
+            .query(sql, params, |rows| {
                 rows.first().map(version_from).transpose()
             })
             .await

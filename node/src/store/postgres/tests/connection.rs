@@ -95,12 +95,11 @@ async fn version_rows_are_read_on_the_bulk_thread() {
     let store = PgStore::connect(&db.url, 1).await.expect("connect");
     let (name, nice, answered) = store
         .bulk
-        .run(|pool| async move {
+        .query("SELECT 1::int8".into(), vec![], |rows| {
             #[allow(unsafe_code)]
             // SAFETY: getpriority takes integers and reads this thread's nice value.
             let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
             let name = std::thread::current().name().map(str::to_owned);
-            let rows = crate::store::postgres::query_on(&pool, "SELECT 1::int8", &[]).await?;
             Ok((name, nice, rows.len()))
         })
         .await
@@ -112,12 +111,53 @@ async fn version_rows_are_read_on_the_bulk_thread() {
     let main = store.client().await.expect("the main pool's connection");
     let bulk = store
         .bulk
-        .run(|pool| async move {
-            let rows = crate::store::postgres::query_on(&pool, "SELECT 2::int8", &[]).await?;
-            Ok(rows.len())
-        })
+        .query("SELECT 2::int8".into(), vec![], |rows| Ok(rows.len()))
         .await
         .expect("a bulk read while the main pool's connection is out");
     assert_eq!(bulk, 1);
     drop(main);
+}
+
+/// A bulk read whose caller left is stopped in the server (its statement cancelled, its
+/// connection closed), not run to its end for nobody.
+#[tokio::test]
+async fn a_bulk_read_whose_caller_left_is_stopped_in_the_server() {
+    let db = TestDb::create().await;
+    let store = PgStore::connect(&db.url, 1).await.expect("connect");
+    // A statement that would run for the statement timeout; its caller leaves at once.
+    let sql = "SELECT pg_sleep(25)::text, 'abandoned-read'";
+    let read = store.bulk.query(sql.into(), vec![], |rows| Ok(rows.len()));
+    let left = tokio::time::timeout(Duration::from_millis(300), read).await;
+    assert!(
+        left.is_err(),
+        "the read was still running when its caller left"
+    );
+    let client = store.client().await.expect("the main pool's connection");
+    let running = || async {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE query LIKE '%abandoned-read%' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .expect("pg_stat_activity")
+            .get::<_, i64>(0)
+    };
+    // Well before the statement's own 25 s are up.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while running().await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the abandoned statement still runs in the server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The bulk reads go on, on a new connection.
+    let after = store
+        .bulk
+        .query("SELECT 3::int8".into(), vec![], |rows| Ok(rows.len()))
+        .await
+        .expect("a bulk read after one was abandoned");
+    assert_eq!(after, 1);
 }
