@@ -6,9 +6,10 @@
 //! view key, kept a node at its memory mark and every other owner's file refused 1013
 //! (the re-check of the sixth review). A room's load cost counts against the account
 //! that owns its file and against the client address whose join (or download) opened it,
-//! for as long as the room is open. A room whose account and address hold nothing opens
-//! whatever its size (within the node's budget); past the share, joins that would open
-//! another are refused 1013 and told to come back later. The owner opening their own file,
+//! for as long as the room is open. The largest room each holds is not counted (see
+//! [`Tally`]): one room opens whatever its size (within the node's budget), and the share
+//! is for the rooms beside it; past the share, joins that would open another are refused
+//! 1013 and told to come back later. The owner opening their own file,
 //! and anyone who may edit it (an edit key, an edit grant), is refused for their address's
 //! share only (their rooms still count against the account's): otherwise a guest holding
 //! the owner's one large public file open would keep the owner, and the people they work
@@ -16,7 +17,7 @@
 //! kept a colleague with the edit key out of the owner's other file, 4 joins of 4). The app's own account (the server API's files)
 //! has no account share: its files are every app user's.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -46,8 +47,8 @@ pub struct RoomShares {
 
 #[derive(Default)]
 struct Held {
-    by_account: HashMap<AccountId, u64>,
-    by_address: HashMap<IpAddr, u64>,
+    by_account: HashMap<AccountId, Tally>,
+    by_address: HashMap<IpAddr, Tally>,
     /// When a room was last refused for each share (kept only while the share holds
     /// something): its rooms nobody is in then leave early to make way.
     wanted_account: HashMap<AccountId, Instant>,
@@ -55,14 +56,73 @@ struct Held {
 }
 
 impl Held {
-    /// Counts `bytes` more against `account`'s and `address`'s shares.
-    fn add(&mut self, account: Option<&AccountId>, address: Option<IpAddr>, bytes: u64) {
+    /// Counts a room of `bytes` (that counted `was` until now: 0 for a new one) against
+    /// `account`'s and `address`'s shares.
+    fn count(
+        &mut self,
+        account: Option<&AccountId>,
+        address: Option<IpAddr>,
+        was: u64,
+        bytes: u64,
+    ) {
         if let Some(a) = account {
-            *self.by_account.entry(a.clone()).or_insert(0) += bytes;
+            self.by_account
+                .entry(a.clone())
+                .or_default()
+                .resize(was, bytes);
         }
         if let Some(a) = address {
-            *self.by_address.entry(a).or_insert(0) += bytes;
+            self.by_address.entry(a).or_default().resize(was, bytes);
         }
+    }
+}
+
+/// What one account's (or address's) open rooms hold: in all, and room by room, so that
+/// the largest is known.
+///
+/// The largest room is not counted against the share: any one room opens whatever its
+/// size (as when nothing is held), so the share is for the rooms beside it. Counting it
+/// let one stranger holding an owner's one large public file keep every reader out of all
+/// the owner's other files (the ninth review: an 11 MB file); now that takes a share's
+/// worth of rooms besides it. One account or address holds at most its largest room and a
+/// share.
+#[derive(Default)]
+struct Tally {
+    total: u64,
+    /// Rooms by size: how many hold each.
+    sizes: BTreeMap<u64, u32>,
+}
+
+impl Tally {
+    fn largest(&self) -> u64 {
+        self.sizes.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// Whether a room of `bytes` more fits a `share`: what the rooms hold besides the
+    /// largest of them, that one among them.
+    fn fits(&self, bytes: u64, share: u64) -> bool {
+        let besides = self.total.saturating_add(bytes) - self.largest().max(bytes);
+        besides <= share
+    }
+
+    /// A room that held `was` (0: a new room) now holds `bytes` (0: it closed).
+    fn resize(&mut self, was: u64, bytes: u64) {
+        if was > 0 {
+            if let Some(n) = self.sizes.get_mut(&was) {
+                *n -= 1;
+                if *n == 0 {
+                    self.sizes.remove(&was);
+                }
+            }
+        }
+        if bytes > 0 {
+            *self.sizes.entry(bytes).or_insert(0) += 1;
+        }
+        self.total = self.total.saturating_sub(was).saturating_add(bytes);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.sizes.is_empty()
     }
 }
 
@@ -149,7 +209,7 @@ impl RoomShares {
         self.check_in(&mut held, owner, opener, bytes)?;
         let address = opener.address;
         let account = (*owner != self.app).then(|| owner.clone());
-        held.add(account.as_ref(), address, bytes);
+        held.count(account.as_ref(), address, 0, bytes);
         Ok(RoomShare {
             shares: self.clone(),
             account,
@@ -191,27 +251,26 @@ impl RoomShares {
 
     /// Bytes `owner`'s open rooms hold now.
     pub fn held_by(&self, owner: &AccountId) -> u64 {
-        self.lock().by_account.get(owner).copied().unwrap_or(0)
+        self.lock().by_account.get(owner).map_or(0, |t| t.total)
     }
 }
 
-/// Whether `bytes` more fit `key`'s share: always when it holds nothing.
-fn fits<K: Hash + Eq>(held: &HashMap<K, u64>, key: &K, bytes: u64, share: u64) -> bool {
-    let now = held.get(key).copied().unwrap_or(0);
-    now == 0 || now.saturating_add(bytes) <= share
+/// Whether a room of `bytes` more fits `key`'s share (see [`Tally`]).
+fn fits<K: Hash + Eq>(held: &HashMap<K, Tally>, key: &K, bytes: u64, share: u64) -> bool {
+    held.get(key).is_none_or(|t| t.fits(bytes, share))
 }
 
-/// Gives back `bytes` of `key`'s share; a share that holds nothing is forgotten, and
-/// whether it was wanted with it.
+/// Gives back a room of `bytes` of `key`'s share; a share that holds nothing is forgotten,
+/// and whether it was wanted with it.
 fn give_back<K: Hash + Eq>(
-    held: &mut HashMap<K, u64>,
+    held: &mut HashMap<K, Tally>,
     wanted: &mut HashMap<K, Instant>,
     key: &K,
     bytes: u64,
 ) {
-    if let Some(n) = held.get_mut(key) {
-        *n = n.saturating_sub(bytes);
-        if *n == 0 {
+    if let Some(t) = held.get_mut(key) {
+        t.resize(bytes, 0);
+        if t.is_empty() {
             held.remove(key);
             wanted.remove(key);
         }
@@ -238,13 +297,12 @@ impl RoomShare {
     /// document found to hold more than its estimate): over the share or not, since the
     /// room is open; the next room of its account or address is judged with it.
     pub fn grow_to(&mut self, bytes: u64) {
-        let more = bytes.saturating_sub(self.bytes);
-        if more == 0 {
+        if bytes <= self.bytes {
             return;
         }
         self.shares
             .lock()
-            .add(self.account.as_ref(), self.address, more);
+            .count(self.account.as_ref(), self.address, self.bytes, bytes);
         self.bytes = bytes;
     }
 }
@@ -294,14 +352,63 @@ mod tests {
     }
 
     #[test]
+    fn one_large_room_does_not_keep_an_accounts_readers_out() {
+        let shares = RoomShares::new(100);
+        let owner = AccountId::generate();
+        // A stranger holds the owner's one large public file open.
+        let _public = shares
+            .take(&owner, &at([10, 0, 0, 9].into()), 300)
+            .expect("one of any size");
+        // Readers of the owner's other files, from other addresses, get a share beside it.
+        let readers: Vec<_> = (0..4u8)
+            .map(|k| shares.take(&owner, &at([10, 0, 1, k].into()), 25))
+            .collect();
+        assert!(
+            readers.iter().all(Result::is_ok),
+            "a share beside the large room"
+        );
+        assert_eq!(
+            shares.check(&owner, &at([10, 0, 2, 1].into()), 1),
+            Err(OverShare::Account),
+            "past the share beside it"
+        );
+        assert_eq!(shares.held_by(&owner), 400);
+        // A room larger than the largest becomes the one not counted.
+        let shares = RoomShares::new(100);
+        let _small = shares
+            .take(&owner, &at([10, 0, 0, 1].into()), 90)
+            .expect("first");
+        assert!(
+            shares.check(&owner, &at([10, 0, 0, 2].into()), 500).is_ok(),
+            "90 beside it"
+        );
+        assert_eq!(
+            shares.check(&owner, &at([10, 0, 0, 2].into()), 50),
+            Ok(()),
+            "50 beside 90"
+        );
+        let _more = shares
+            .take(&owner, &at([10, 0, 0, 3].into()), 80)
+            .expect("80 beside 90");
+        assert_eq!(
+            shares.check(&owner, &at([10, 0, 0, 2].into()), 500),
+            Err(OverShare::Account),
+            "170 beside it"
+        );
+    }
+
+    #[test]
     fn the_owner_and_editors_are_refused_for_their_address_only() {
         let shares = RoomShares::new(100);
         let owner = AccountId::generate();
         let (guest, home): (IpAddr, IpAddr) = ([10, 0, 0, 9].into(), [10, 0, 0, 8].into());
-        // A guest holds the owner's one large file open.
+        // A guest holds the owner's large files open, a share beside the largest.
         let _public = shares
             .take(&owner, &at(guest), 300)
             .expect("one of any size");
+        let _also = shares
+            .take(&owner, &at(guest), 100)
+            .expect("a share beside it");
         assert_eq!(shares.check(&owner, &at(home), 10), Err(OverShare::Account));
         let by_owner = Opener {
             address: Some(home),
@@ -311,7 +418,7 @@ mod tests {
         let _private = shares
             .take(&owner, &by_owner, 10)
             .expect("the owner's own file");
-        assert_eq!(shares.held_by(&owner), 310, "still counted");
+        assert_eq!(shares.held_by(&owner), 410, "still counted");
         // Someone the owner works with, with another file's edit key, from another address.
         let colleague = Opener {
             editor: true,
@@ -320,7 +427,7 @@ mod tests {
         let _shared = shares
             .take(&owner, &colleague, 10)
             .expect("an editor of the owner's file");
-        assert_eq!(shares.held_by(&owner), 320, "counted too");
+        assert_eq!(shares.held_by(&owner), 420, "counted too");
         // A reader is still held to the account's share.
         assert_eq!(
             shares.check(&owner, &at([10, 0, 0, 6].into()), 10),
@@ -337,10 +444,17 @@ mod tests {
         let first = shares
             .take(&owner, &at(here), 300)
             .expect("one of any size");
+        let beside = shares
+            .take(&owner, &at(there), 100)
+            .expect("a share beside it");
         assert_eq!(
-            shares.take(&owner, &at(there), 1).err(),
+            shares.take(&owner, &at([10, 0, 0, 3].into()), 1).err(),
             Some(OverShare::Account)
         );
+        drop(beside);
+        let _beside = shares
+            .take(&other, &at(here), 100)
+            .expect("the address's share beside it");
         assert_eq!(
             shares.take(&other, &at(here), 1).err(),
             Some(OverShare::Address)
@@ -351,6 +465,7 @@ mod tests {
             "rooms were refused for its account's and address's shares"
         );
         assert!(!other_room.wanted(), "nothing was refused for its own yet");
+        // `other` holds 100 (largest) and 60 beside it.
         let _more = shares
             .take(&other, &Opener::default(), 40)
             .expect("up to the share");
@@ -366,12 +481,33 @@ mod tests {
         assert_eq!(shares.held_by(&owner), 350, "grown, never shrunk");
         drop(first);
         assert_eq!(shares.held_by(&owner), 0, "given back when the room ends");
-        assert!(shares.check(&owner, &at(here), 100).is_ok());
+        assert!(shares.check(&owner, &at([10, 0, 0, 3].into()), 100).is_ok());
         // The app's own files have no account share.
         let app = crate::apptoken::owner_for(None);
         let _a = shares.take(&app, &Opener::default(), 500).expect("app");
         assert!(shares.take(&app, &Opener::default(), 500).is_ok());
         assert_eq!(shares.held_by(&app), 0);
+    }
+
+    #[test]
+    fn a_grown_room_is_counted_at_its_new_size() {
+        let shares = RoomShares::new(100);
+        let owner = AccountId::generate();
+        let mut a = shares.take(&owner, &Opener::default(), 50).expect("a");
+        let _b = shares.take(&owner, &Opener::default(), 60).expect("b");
+        // 50 beside the largest (60).
+        assert!(shares.check(&owner, &Opener::default(), 50).is_ok());
+        a.grow_to(120);
+        // Now 60 beside the largest (120).
+        assert!(shares.check(&owner, &Opener::default(), 40).is_ok());
+        assert_eq!(
+            shares.check(&owner, &Opener::default(), 41),
+            Err(OverShare::Account)
+        );
+        drop(a);
+        drop(_b);
+        assert_eq!(shares.held_by(&owner), 0);
+        assert!(shares.lock().by_account.is_empty(), "nothing kept for it");
     }
 
     #[test]

@@ -280,24 +280,45 @@ async fn join_from(r: &Room, source: [u8; 4], file: &str, key: &str) -> Result<R
 /// A stranger holds an owner's large public files open with the view key, filling the
 /// owner's account share (the ninth review: one view-key socket on an 11 MB public file
 /// kept a colleague with the edit key of the owner's other file out, 1013 "this account's
-/// open files hold their share", 4 joins of 4). Like the owner, an editor of the file is
-/// held to their own address's share only: the colleague gets in, while a reader of that
-/// file is still refused for the account's share.
+/// open files hold their share", 4 joins of 4). The largest room is not counted against the
+/// share, so one large public file held open keeps nobody out: a reader of the owner's
+/// other file gets in. With a share's worth of public rooms held beside it, a reader is
+/// refused for the account's share, but, like the owner, an editor of the file is held to
+/// their own address's share only: the colleague gets in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stranger_on_public_files_does_not_keep_the_owners_editors_out() {
     const BUDGET_MIB: u64 = 96;
     let _serial = SERIAL.lock().await;
     let budget = format!("{BUDGET_MIB}M");
     let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
-    let doc = empty_nodes(60_000);
+    let stranger = [127, 0, 0, 21];
     let mut held = Vec::new();
+    // One public file larger than the account's share (12 MiB) by itself.
+    let large = create_file(
+        &r.node,
+        &r.owner,
+        "Large public",
+        Some(empty_nodes(150_000)),
+    )
+    .await;
+    set_link(&r.node, &r.owner, s(&large["id"]), "view").await;
+    let on_large = join_from(&r, stranger, s(&large["id"]), s(&large["view_key"])).await;
+    held.push(on_large.expect("the stranger opens the large public file"));
+    let other = create_file(&r.node, &r.owner, "Other", Some(empty_nodes(30_000))).await;
+    set_link(&r.node, &r.owner, s(&other["id"]), "view").await;
+    let first_reader = join_from(&r, [127, 0, 0, 24], s(&other["id"]), s(&other["view_key"])).await;
+    let first_reader = first_reader.unwrap_or_else(|e| {
+        panic!("a reader of the owner's other file was refused {e:?} beside one large public room")
+    });
+    // Then public rooms beside it until the share is full.
+    let doc = empty_nodes(60_000);
     let mut refused_for_share = 0;
-    for k in 0..3 {
+    for k in 0..4 {
         let made = create_file(&r.node, &r.owner, &format!("Public {k}"), Some(doc.clone())).await;
         let id = s(&made["id"]).to_string();
         set_link(&r.node, &r.owner, &id, "view").await;
-        match join_from(&r, [127, 0, 0, 21], &id, s(&made["view_key"])).await {
-            Ok(stranger) => held.push(stranger),
+        match join_from(&r, stranger, &id, s(&made["view_key"])).await {
+            Ok(socket) => held.push(socket),
             Err((1013, reason)) if reason.contains("account") => refused_for_share += 1,
             Err(other) => panic!("the stranger's join: {other:?}"),
         }
@@ -323,10 +344,11 @@ async fn a_stranger_on_public_files_does_not_keep_the_owners_editors_out() {
             held.len()
         )
     });
-    drop(colleague);
+    drop((colleague, first_reader));
     figure(json!({
-        "case": "a stranger holds an owner's public files open; a colleague opens another (budget 96 MiB)",
+        "case": "a stranger holds an owner's public files open; a reader and a colleague open others (budget 96 MiB)",
         "public_rooms_held": held.len(), "stranger_refused_for_share": refused_for_share,
-        "reader_refused": "1013 account share", "colleague": "welcomed",
+        "reader_beside_one_large_room": "welcomed",
+        "reader_beside_a_full_share": "1013 account share", "colleague": "welcomed",
     }));
 }
