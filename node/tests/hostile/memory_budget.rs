@@ -151,15 +151,19 @@ async fn under_every_attack_at_once_the_node_stays_within_its_memory_budget() {
     // The attackers run on threads of their own, as other machines would: on the
     // test's runtime their tasks would queue ahead of the probe's, and the probe
     // would measure the generator rather than the node.
-    // At the lowest CPU priority, so that they take only what the node and the probe
+    // In the idle scheduling class, so that they take only what the node and the probe
     // leave: what the node's honest people lose is then the node's doing, not the
-    // generator's, whose cost on other machines would fall elsewhere.
+    // generator's, whose cost on other machines would fall elsewhere. (At nice 19 they
+    // still ran out their slices of a few milliseconds before a woken probe thread got
+    // the core, and that wait was the tail of the probe's relay times.)
     let attack_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .on_thread_start(|| {
-            // SAFETY: sets this thread's nice value; plain integers, no pointers.
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sets the calling thread's (0) policy from a `sched_param` that lives
+            // for the call.
             unsafe {
-                libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
+                libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
             }
         })
         .enable_all()
