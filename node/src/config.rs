@@ -167,8 +167,9 @@ pub struct NodeConfig {
 
     /// Memory the open rooms of one account's files may take together, and so may the
     /// rooms opened by the joins of one client address (by a load's estimate). A room opens
-    /// whatever its size while its account and address hold none; past the share, a join
-    /// that would open another closes 1013. `auto` (the default): an eighth of the memory
+    /// whatever its size while its address holds none; an account's largest room is not
+    /// counted against its share; past the share, a join that would open another closes
+    /// 1013. `auto` (the default): an eighth of the memory
     /// budget; `off`: no share. The app's own account has none.
     #[arg(long, env = "ATRIUM_ROOM_MEMORY_SHARE", default_value = "auto", value_parser = crate::room::shares::parse_share)]
     pub room_memory_share: u64,

@@ -141,7 +141,7 @@ pub async fn start(
         coordinator: coordinator.clone(),
         node: node.clone(),
         load_costs: Default::default(),
-        shares: crate::room::shares::RoomShares::new(config.room_memory_share()),
+        shares: crate::room::shares::RoomShares::for_rooms(config.room_memory_share()),
         webhooks: webhooks.clone(),
     });
     let hasher = Hasher::new(

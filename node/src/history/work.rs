@@ -89,12 +89,18 @@ pub async fn store_encoded(
 }
 
 /// The stored rows of the file's newest version, base first (none for a file without
-/// versions).
+/// versions, or whose newest chain has a row saved before rows kept their document's size:
+/// the next version is then a base, so that every version saved from now on is planned,
+/// and charged before its work, by kept sizes rather than an estimate a delta of very
+/// compressible text could fool).
 async fn newest_chain(store: &dyn Store, file: &FileId) -> StoreResult<Vec<VersionData>> {
     let Some(last) = store.versions(file, None, 1).await?.into_iter().next() else {
         return Ok(Vec::new());
     };
     let chain = store.version_chain(file, last.id).await?;
+    if chain.iter().any(|(info, _)| info.doc_bytes.is_none()) {
+        return Ok(Vec::new());
+    }
     Ok(chain.into_iter().map(|(_, d)| d).collect())
 }
 

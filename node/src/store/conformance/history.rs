@@ -93,6 +93,41 @@ pub async fn versions_save_read_and_page(store: &dyn Store) {
     assert_err!(store.version_chain(&file, 11).await, StoreError::NotFound);
 }
 
+/// A version saved after a row that does not keep its document's size (written before
+/// rows kept it) starts a chain of its own: a base, so that its work, and every later
+/// version's, is planned by kept sizes and never by an estimate.
+pub async fn versions_after_a_row_without_its_size_start_a_base(store: &dyn Store) {
+    let (_, file) = new_file(store).await;
+    let epoch = take(store, &file).await;
+    let rules = HistoryRules::default();
+    let old = doc(50, 0, 0);
+    let mut info = new_info(1, 1_000, VersionKind::Auto, vec!["Ada".into()]);
+    info.doc_bytes = None;
+    let row = history::VersionData::Base(history::deflate(&old));
+    info.bytes = row.len() as u64;
+    let legacy = store
+        .insert_version(&file, epoch, &info, &row)
+        .await
+        .expect("a row without its size");
+    let unsized_chain = history::stored(store, &file, legacy).await.expect("stored");
+    assert_eq!(unsized_chain.largest, None);
+    let next = save_at(store, &file, epoch, &doc(50, 1, 7), 2, 2_000, &rules).await;
+    let chain = store.version_chain(&file, next.id).await.expect("chain");
+    assert_eq!(
+        chain.len(),
+        1,
+        "a base, not a delta on the row without its size"
+    );
+    let stored = history::stored(store, &file, next.id)
+        .await
+        .expect("stored");
+    assert!(stored.largest.is_some(), "planned by its kept size");
+    // And the chain goes on from there as usual.
+    let after = save_at(store, &file, epoch, &doc(50, 2, 9), 3, 3_000, &rules).await;
+    let chain = store.version_chain(&file, after.id).await.expect("chain");
+    assert_eq!(chain.len(), 2, "a delta on the new base");
+}
+
 /// A version saved after the document shrank is a delta on the larger base: rebuilding it
 /// takes its chain's largest document, not its own size, and that is what it plans for.
 pub async fn versions_plan_for_their_chain(store: &dyn Store) {

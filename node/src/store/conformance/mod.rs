@@ -29,7 +29,8 @@ pub use appends::{
 pub use client_ops::client_op_keeps_the_highest;
 pub use files::{file_cap_per_owner, files_crud, stored_bytes_per_owner};
 pub use history::{
-    deleted_file_history_is_gone, retention_thins_with_age, versions_are_fenced,
+    deleted_file_history_is_gone, retention_thins_with_age,
+    versions_after_a_row_without_its_size_start_a_base, versions_are_fenced,
     versions_named_and_dropped, versions_plan_for_their_chain, versions_save_read_and_page,
 };
 pub(crate) use logs::patch;
@@ -75,6 +76,7 @@ macro_rules! conformance_suite {
             ping_answers,
             versions_save_read_and_page,
             versions_plan_for_their_chain,
+            versions_after_a_row_without_its_size_start_a_base,
             versions_named_and_dropped,
             retention_thins_with_age,
             versions_are_fenced,

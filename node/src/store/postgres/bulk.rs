@@ -9,10 +9,10 @@
 //! one thread at the bulk lane's lower priority, and each read runs there from the pool's
 //! checkout to its last row: their decoding takes at most that one thread.
 //!
-//! A read whose caller left (a client gone mid-request) is stopped in the server too: its
-//! connection is closed rather than handed back, so the rows still on their way are not
-//! received and decoded for nobody (and the next read does not wait behind them), and the
-//! server is asked to cancel the statement, which it may still be running.
+//! A read whose caller left (a client gone mid-request) is stopped in the server too: the
+//! server is asked to cancel the statement, which it may still be running, and its
+//! connection is then closed rather than handed back, so rows still on their way are not
+//! decoded for nobody and the next read does not wait behind them.
 
 use std::future::Future;
 use std::sync::OnceLock;
@@ -83,15 +83,15 @@ impl Drop for Reading {
         if self.finished {
             return;
         }
-        if let Some(client) = self.client.take() {
-            // Out of the pool, then dropped: its socket closes.
-            drop(Object::take(client));
-        }
+        // Out of the pool at once; closed once the cancel is sent (a proxy in between may
+        // drop a cancel for a session whose client has gone).
+        let client = self.client.take().map(Object::take);
         let (cancel, tls) = (self.cancel.clone(), self.tls.clone());
         runtime().spawn(async move {
             if let Err(e) = cancel.cancel_query(tls).await {
                 tracing::debug!(error = %e, "cancelling an abandoned version read");
             }
+            drop(client);
         });
     }
 }
