@@ -208,7 +208,12 @@ impl MemoryGuard {
                 // what they free must show, or the node stays refusing work it has room for.
                 if guard.pressed() && trimmed.elapsed() >= Duration::from_millis(200) {
                     trimmed = tokio::time::Instant::now();
-                    crate::allocator::give_back_free_memory();
+                    // Off the runtime's workers: purging the allocators' free pages (and
+                    // glibc's trim, which walks every arena) takes milliseconds on a large
+                    // heap, and on a worker it held up every socket and room behind it,
+                    // five times a second while the node stayed near its mark.
+                    let _ =
+                        tokio::task::spawn_blocking(crate::allocator::give_back_free_memory).await;
                     // Idle workers collect as they park again: a few empty tasks wake them.
                     for _ in 0..WAKE_TASKS {
                         tokio::spawn(async {});
