@@ -68,8 +68,17 @@ pub fn on_idle() {
     let asked = COLLECTS_ASKED.load(Ordering::Acquire);
     if COLLECTS_DONE.get() != asked {
         COLLECTS_DONE.set(asked);
-        collect();
+        collect_own();
     }
+}
+
+/// Gives the calling thread's free pages back without forcing the purge of everything
+/// (the blocking thread's [`give_back_free_memory`] forces that): a worker parks here, and
+/// a forced collect took tens of milliseconds that the next socket to wake it waited for
+/// (under every attack at once, relays of 30 ms).
+fn collect_own() {
+    // SAFETY: as in `collect`.
+    unsafe { libmimalloc_sys::mi_collect(false) }
 }
 
 fn collect() {
