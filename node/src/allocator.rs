@@ -50,7 +50,7 @@ pub fn init() {
 /// refusing work, for minutes.
 pub fn give_back_free_memory() {
     COLLECTS_ASKED.fetch_add(1, Ordering::AcqRel);
-    collect();
+    collect(true);
     c_malloc::trim();
 }
 
@@ -68,23 +68,19 @@ pub fn on_idle() {
     let asked = COLLECTS_ASKED.load(Ordering::Acquire);
     if COLLECTS_DONE.get() != asked {
         COLLECTS_DONE.set(asked);
-        collect_own();
+        // Not forced: a worker parks here, and a forced purge took tens of milliseconds that
+        // the next socket to wake it waited for (under every attack at once, relays of 30
+        // ms); the blocking thread's [`give_back_free_memory`] forces it.
+        collect(false);
     }
 }
 
-/// Gives the calling thread's free pages back without forcing the purge of everything
-/// (the blocking thread's [`give_back_free_memory`] forces that): a worker parks here, and
-/// a forced collect took tens of milliseconds that the next socket to wake it waited for
-/// (under every attack at once, relays of 30 ms).
-fn collect_own() {
-    // SAFETY: as in `collect`.
-    unsafe { libmimalloc_sys::mi_collect(false) }
-}
-
-fn collect() {
+/// Returns the calling thread's free pages to the OS; `force`d, also purges what mimalloc
+/// would keep for a while (free arenas, delayed frees).
+fn collect(force: bool) {
     // SAFETY: mi_collect takes no pointers; it only returns the calling thread's free
     // pages (and free arenas) to the OS and is safe from any thread at any time.
-    unsafe { libmimalloc_sys::mi_collect(true) }
+    unsafe { libmimalloc_sys::mi_collect(force) }
 }
 
 /// The C library's allocator, which SQLite uses (glibc only; elsewhere nothing to do).

@@ -109,12 +109,11 @@ async fn version_rows_are_read_on_the_bulk_thread() {
     assert_eq!(answered, 1);
     // The main pool's one connection is not the bulk reads': both answer at once.
     let main = store.client().await.expect("the main pool's connection");
-    let bulk = store
-        .bulk
-        .query("SELECT 2::int8".into(), vec![], |rows| Ok(rows.len()))
-        .await
-        .expect("a bulk read while the main pool's connection is out");
-    assert_eq!(bulk, 1);
+    assert_eq!(
+        one_row(&store, "SELECT 2::int8").await,
+        1,
+        "beside the main pool's"
+    );
     drop(main);
 }
 
@@ -154,10 +153,18 @@ async fn a_bulk_read_whose_caller_left_is_stopped_in_the_server() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The bulk reads go on, on a new connection.
-    let after = store
+    assert_eq!(
+        one_row(&store, "SELECT 3::int8").await,
+        1,
+        "after one was abandoned"
+    );
+}
+
+/// The rows a bulk read of `sql` answers.
+async fn one_row(store: &PgStore, sql: &str) -> usize {
+    store
         .bulk
-        .query("SELECT 3::int8".into(), vec![], |rows| Ok(rows.len()))
+        .query(sql.into(), vec![], |rows| Ok(rows.len()))
         .await
-        .expect("a bulk read after one was abandoned");
-    assert_eq!(after, 1);
+        .expect("a bulk read")
 }
