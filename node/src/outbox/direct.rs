@@ -39,6 +39,24 @@ impl Outbox {
         line.deflate = deflate;
     }
 
+    /// Has the kernel acknowledge what the socket received at once rather than after its
+    /// delayed-ACK timer (40 ms or more on Linux). Called for a pong, which the node answers
+    /// with nothing: a client with Nagle's algorithm on (`TCP_NODELAY` unset, the default
+    /// of several WebSocket libraries) holds its next message until the pong is
+    /// acknowledged, so an edit sent just after one waited up to 40 ms. One system call a
+    /// pong, and pongs are paced with pings (`ws::reader::CONTROL_PER_SECOND`); a failure
+    /// only leaves the kernel's own timing.
+    pub fn ack_now(&self) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let line = self.shared.line.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(socket) = &line.socket {
+                let stream: &tokio::net::TcpStream = socket.as_ref().as_ref();
+                let _ = socket2::SockRef::from(stream).set_tcp_quickack(true);
+            }
+        }
+    }
+
     /// Writes `out` at once if the socket takes it, else queues it (or what is
     /// left of it). Its `len` bytes are counted in the queue already.
     pub(super) fn write_or_push(&self, out: Out, len: usize) -> bool {

@@ -37,7 +37,10 @@ pub(super) async fn next_frame(frames: &mut Frames, session: &Session) -> Next {
             outbox.send_control(crate::ws::frame::pong(&payload));
             Next::Skip
         }
-        Ok(Incoming::Pong) => Next::Skip,
+        Ok(Incoming::Pong) => {
+            outbox.ack_now();
+            Next::Skip
+        }
         Ok(Incoming::Close(code)) => {
             // Answer with the client's code (1000 when it gave none).
             outbox.echo_close(code.unwrap_or(CloseCode::Normal.code()));
