@@ -192,72 +192,79 @@ async fn a_draw_over_its_addresss_share_closes_nobody() {
     );
 }
 
-/// What the peer of `stream` has sent that this side has not acknowledged (TCP_INFO).
+/// The quick acknowledgement of a pong (`Outbox::ack_now`), seen from the client's side.
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn unacked(stream: &tokio::net::TcpStream) -> u32 {
+mod quick_ack {
     use std::os::fd::AsRawFd;
-    // SAFETY: getsockopt writes at most `len` bytes into `info`, which lives for the call.
-    unsafe {
-        let mut info: libc::tcp_info = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let rc = libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        );
-        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
-        info.tcpi_unacked
-    }
-}
+    use std::time::{Duration, Instant};
 
-/// A pong gets no answer, so its ACK waited for the kernel's delayed-ACK timer (40 ms or
-/// more), and a client with Nagle's algorithm on held its next edit until then (the
-/// every-attack test's slowest relays, 24-41 ms, once a ping interval). `ack_now`
-/// acknowledges at once.
-#[cfg(target_os = "linux")]
-#[tokio::test]
-async fn ack_now_acknowledges_what_was_read_without_waiting_for_the_timer() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
-        .await
-        .unwrap();
-    let (server, _) = listener.accept().await.unwrap();
-    // Delayed ACKs, as on a connection past its first exchanges.
-    socket2::SockRef::from(&server)
-        .set_tcp_quickack(false)
-        .unwrap();
-    let (mut read, write) = server.into_split();
-    let (out, _rx) = outbox(8, 1 << 20, Metrics::new());
-    out.attach(Arc::new(write), false);
-    let mut byte = [0u8; 1];
-    // The ACK is delayed until the timer unless something sends it; the check right after
-    // the read may still miss that window on a stalled machine, so it has a few tries.
-    let mut delayed = false;
-    for _ in 0..5 {
-        client.write_all(b"p").await.unwrap();
-        read.read_exact(&mut byte).await.unwrap();
-        if unacked(&client) == 1 {
-            delayed = true;
-            break;
+
+    use super::*;
+
+    /// What the peer of `stream` has sent that this side has not acknowledged (TCP_INFO).
+    #[allow(unsafe_code)]
+    fn unacked(stream: &tokio::net::TcpStream) -> u32 {
+        // SAFETY: getsockopt writes at most `len` bytes into `info`, which lives for the call.
+        unsafe {
+            let mut info: libc::tcp_info = std::mem::zeroed();
+            let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+            let rc = libc::getsockopt(
+                stream.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_INFO,
+                (&mut info as *mut libc::tcp_info).cast(),
+                &mut len,
+            );
+            assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+            info.tcpi_unacked
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    assert!(
-        delayed,
-        "the kernel acknowledged at once without being asked"
-    );
-    out.ack_now();
-    // Well inside the timer's 40 ms: only `ack_now` can have sent it.
-    let asked = std::time::Instant::now();
-    while unacked(&client) != 0 {
+
+    /// A pong gets no answer, so its ACK waited for the kernel's delayed-ACK timer (40 ms or
+    /// more), and a client with Nagle's algorithm on held its next edit until then (the
+    /// every-attack test's slowest relays, 24-41 ms, once a ping interval). `ack_now`
+    /// acknowledges at once.
+    #[tokio::test]
+    async fn ack_now_acknowledges_what_was_read_without_waiting_for_the_timer() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        // Delayed ACKs, as on a connection past its first exchanges.
+        socket2::SockRef::from(&server)
+            .set_tcp_quickack(false)
+            .unwrap();
+        let (mut read, write) = server.into_split();
+        let (out, _rx) = outbox(8, 1 << 20, Metrics::new());
+        out.attach(Arc::new(write), false);
+        let mut byte = [0u8; 1];
+        // The ACK is delayed until the timer unless something sends it; the check right after
+        // the read may still miss that window on a stalled machine, so it has a few tries.
+        let mut delayed = false;
+        for _ in 0..5 {
+            client.write_all(b"p").await.unwrap();
+            read.read_exact(&mut byte).await.unwrap();
+            if unacked(&client) == 1 {
+                delayed = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         assert!(
-            asked.elapsed() < std::time::Duration::from_millis(30),
-            "still unacknowledged after ack_now"
+            delayed,
+            "the kernel acknowledged at once without being asked"
         );
-        tokio::task::yield_now().await;
+        out.ack_now();
+        // Well inside the timer's 40 ms: only `ack_now` can have sent it.
+        let asked = Instant::now();
+        while unacked(&client) != 0 {
+            assert!(
+                asked.elapsed() < Duration::from_millis(30),
+                "still unacknowledged after ack_now"
+            );
+            tokio::task::yield_now().await;
+        }
     }
 }

@@ -100,6 +100,28 @@ async fn control_frames_are_read_at_their_pace() {
     );
 }
 
+/// Pongs are control frames too: each one read costs the node a system call (its quick
+/// acknowledgement, `Outbox::ack_now`), so a flood of unasked-for pongs is read at the same
+/// pace as pings.
+#[tokio::test(start_paused = true)]
+async fn pongs_are_read_at_the_control_pace_too() {
+    let pongs: Vec<u8> = (0..100)
+        .flat_map(|_| frame(FIN, false, opcode::PONG, b""))
+        .collect();
+    let mut r = reader(pongs, limits(1000), false);
+    let started = tokio::time::Instant::now();
+    for i in 0..100 {
+        let next = r.next().await;
+        assert!(matches!(next, Ok(Incoming::Pong)), "{i}: {next:?}");
+    }
+    let paced = (100.0 - CONTROL_BURST) / CONTROL_PER_SECOND;
+    assert!(
+        started.elapsed() >= Duration::from_secs_f64(paced - 0.2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_fragment_deadline_holds_while_paced_pings_wait() {
     // An unfinished message, then more pings than the pace lets through in a long time.
