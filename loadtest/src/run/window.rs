@@ -42,7 +42,13 @@ pub struct Target<'a> {
     pub cluster: &'a mut Option<Cluster>,
 }
 
-/// Runs the measured window: `o.duration` seconds, the fault struck at its time.
+/// How long the window goes on at least once a fault is undone: time for the fleet to serve
+/// every file again even when undoing it took long (a NATS cluster electing its leaders on a
+/// loaded machine), so a slow undoing is not read as files never served again.
+const AFTER_FAULT: Duration = Duration::from_secs(5);
+
+/// Runs the measured window: `o.duration` seconds, the fault struck at its time, and at least
+/// [`AFTER_FAULT`] after the fault was undone.
 pub async fn measure(
     o: &Options,
     t: &mut Target<'_>,
@@ -62,7 +68,7 @@ pub async fn measure(
     let busy0 = measure::machine_cpu_seconds();
     m.set_measuring(true);
     let window_start = tokio::time::Instant::now();
-    let window_end = window_start + Duration::from_secs_f64(o.duration);
+    let mut window_end = window_start + Duration::from_secs_f64(o.duration);
     let mut fault_at = o
         .fault
         .map(|f| window_start + Duration::from_secs_f64(f.at));
@@ -72,6 +78,7 @@ pub async fn measure(
             if tokio::time::Instant::now() >= at {
                 fault_at = None;
                 fault = Some(strike(o, f, c, files, window_start).await?);
+                window_end = window_end.max(tokio::time::Instant::now() + AFTER_FAULT);
             }
         }
         let left = window_end - tokio::time::Instant::now();
