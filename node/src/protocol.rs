@@ -7,7 +7,7 @@ mod fields;
 mod hello;
 mod outgoing;
 
-pub use hello::{clean_name, is_deceptive};
+pub use hello::{clean_name, is_deceptive, is_shaping};
 pub use outgoing::{ack, notice, reject, relay};
 
 use self::edits::{parse_patch, parse_presence, patch_id};

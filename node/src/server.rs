@@ -251,6 +251,7 @@ pub async fn start(
         }
         Err(e) => tracing::warn!(error = %e, "could not read the app-token revocations"),
     }
+    warn_of_unclaimed_admins(&state).await;
     tokio::spawn(crate::apptoken::run(
         state.app_sockets.clone(),
         std::time::Duration::from_millis(config.app_token_notice_ms),
@@ -289,4 +290,19 @@ pub async fn start(
         admin_addr,
         done,
     })
+}
+
+/// Says, at start, which emails of `ATRIUM_ADMINS` have no account yet: an email is not
+/// proven, so whoever signs one up first is a server admin, and an operator should do it
+/// before others can reach the node (docs/operations.md).
+async fn warn_of_unclaimed_admins(state: &AppState) {
+    for email in &state.config.admins {
+        if let Err(crate::store::StoreError::NotFound) = state.store.account_by_email(email).await {
+            tracing::warn!(
+                email = %email,
+                "ATRIUM_ADMINS lists an email with no account yet: whoever signs it up first \
+                 becomes a server admin; sign it up now, before others can reach this node"
+            );
+        }
+    }
 }

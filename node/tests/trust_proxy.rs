@@ -110,3 +110,43 @@ async fn an_entry_that_is_neither_an_address_nor_a_range_stops_the_node() {
         );
     }
 }
+
+/// Behind a proxy that adds a line of its own to `X-Forwarded-For` (HAProxy's `option
+/// forwardfor`) rather than append to the client's, the client's own first line is not what
+/// the node believes: the lines are read together, right to left. Six sign-ins, each with
+/// another forged first line, are one client (the eleventh review: only the first line was read,
+/// so each forged address had a limit of its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_first_line_of_x_forwarded_for_is_not_believed() {
+    let node = Node::start(&[
+        ("ATRIUM_AUTH_PER_IP_PER_MINUTE", "2"),
+        ("ATRIUM_AUTH_PER_EMAIL_PER_MINUTE", "100"),
+        ("ATRIUM_ARGON2_MEMORY_KIB", "1024"),
+        ("ATRIUM_ARGON2_ITERATIONS", "1"),
+        ("ATRIUM_TRUST_PROXY", "127.0.0.0/8"),
+    ])
+    .await;
+    let mut limited = 0;
+    for (i, forged) in SIX.iter().enumerate() {
+        let body = json!({"email": format!("line{i}@example.com"), "password": "wrong horse"});
+        let r = http(
+            &node,
+            "POST",
+            "/api/signin",
+            &[
+                ("x-forwarded-for", forged),
+                ("x-forwarded-for", "198.51.100.7"),
+            ],
+            Some(body.to_string().into_bytes()),
+        )
+        .await;
+        assert!(
+            r.status == 401 || r.status == 429,
+            "{} {}",
+            r.status,
+            r.text
+        );
+        limited += usize::from(r.status == 429);
+    }
+    assert_eq!(limited, 4, "the proxy's line names the client");
+}

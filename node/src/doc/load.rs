@@ -72,9 +72,10 @@ impl Document {
             (Err(e), None) if e.classify() == serde_json::error::Category::Data => {
                 Err(not_an_object())
             }
-            (Err(e), None) => Err(PatchError::Invalid(format!(
-                "document is not valid JSON: {e}"
-            ))),
+            // A fixed sentence: the parser's own text is no business of the caller's.
+            (Err(_), None) => Err(PatchError::Invalid(
+                "document is not valid JSON (or nested deeper than JSON may be here)".into(),
+            )),
         }
     }
 

@@ -35,7 +35,7 @@ impl Op {
             _ => return Err("unknown op".into()),
         };
         if let Some(extra) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
-            return Err(format!("unexpected field {extra:?} in {kind} op"));
+            return Err(format!("unexpected field {} in {kind} op", shown(extra)));
         }
         let id = obj.get("id").and_then(Value::as_str).ok_or("missing id")?;
         let id = id.to_owned();
@@ -112,6 +112,20 @@ pub(super) fn check_count(n: usize, limits: &DocLimits) -> Result<(), PatchError
     }
 }
 
+/// A name the client sent, as a message back may show it: quoted when it is short and plain,
+/// else not at all. A reject goes to the sender, but one that repeated any name it was sent
+/// would be larger than what was sent (escaped, a byte can take seven), and before hello
+/// nobody needs a key to send a patch.
+fn shown(name: &str) -> String {
+    const SHOWN_CHARS: usize = 32;
+    let plain =
+        name.len() <= SHOWN_CHARS && name.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+    match plain {
+        true => format!("{name:?}"),
+        false => "(a name too long or odd to repeat)".to_owned(),
+    }
+}
+
 pub(super) fn check_id(id: &str) -> Result<(), String> {
     let ok = !id.is_empty()
         && id.len() <= MAX_ID_LEN
@@ -133,7 +147,8 @@ pub(super) fn check_props(props: &Props, limits: &DocLimits) -> Result<(), Strin
         }
         if depth_exceeds(value, limits.max_depth) {
             return Err(format!(
-                "prop {name:?} nested deeper than {}",
+                "prop {} nested deeper than {}",
+                shown(name),
                 limits.max_depth
             ));
         }

@@ -65,6 +65,9 @@ pub(super) fn file_json(f: &FileRecord, with_keys: bool) -> Value {
 
 pub async fn list(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let account = signed_in(state, bearer_token(&req).as_deref()).await?;
+    // The address's share first: the list is read and written out (most of a megabyte at
+    // 1,000 files) only for an address that owes nothing, a 304 too.
+    let to = DocumentsTo::ready(state, &req)?;
     let files = state.store.files_of(&account.id).await?;
     let items: Vec<Value> = files
         .iter()
@@ -78,8 +81,8 @@ pub async fn list(state: &AppState, req: Request<Incoming>) -> ApiResult {
             })
         })
         .collect();
-    let body = json!({ "files": items });
-    let text = body.to_string();
+    drop(files);
+    let text = json!({ "files": items }).to_string();
     let etag = strong_etag(text.as_bytes());
     let ours = etag.to_str().unwrap_or_default();
     let matches = req
@@ -88,13 +91,19 @@ pub async fn list(state: &AppState, req: Request<Incoming>) -> ApiResult {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(',').any(|t| t.trim() == ours || t.trim() == "*"));
     let mut resp = if matches {
+        // What the client has already costs nothing.
         empty(StatusCode::NOT_MODIFIED)
     } else {
-        // A list of 1,000 files is most of a megabyte: it comes from the address's share
-        // of document bytes (what the client has already, a 304, costs nothing).
-        let to = DocumentsTo::ready(state, &req)?;
-        to.charge(state, text.len() as u64);
-        crate::http::json_text_response(StatusCode::OK, text)
+        // Charged to the address's share of document bytes, and held as a document is until
+        // the client has read it (promised from the memory budget, within the account's and
+        // the address's shares of answers): a list asked on many connections that never
+        // read would otherwise stay in the node outside the budget.
+        let reader = crate::room::shares::Opener {
+            address: Some(to.address()),
+            account: Some(account.id.clone()),
+            editor: true,
+        };
+        to.held_answer(state, (&account.id, &reader), None, "", text, "")?
     };
     let headers = resp.headers_mut();
     headers.insert(ETAG, etag);
@@ -206,6 +215,21 @@ impl DocumentsTo {
         let answer = self.answer(state, (owner, reader), key, head, doc, tail);
         let node_full = matches!(answer, Err(NotHeld::NodeFull(_)));
         self.charge(state, if node_full { 0 } else { sent });
+        answer.map_err(|(NotHeld::OverShare(e) | NotHeld::NodeFull(e))| e)
+    }
+
+    /// A 200 answer of JSON `text` that work of `work_bytes` made for the address (a
+    /// comparison of two versions), held as [`held_answer`](Self::held_answer) holds a
+    /// document, and charged for the work rather than for the answer.
+    pub(super) fn held_result(
+        self,
+        state: &AppState,
+        (owner, reader): (&AccountId, &Opener),
+        text: String,
+        work_bytes: u64,
+    ) -> ApiResult {
+        let answer = self.answer(state, (owner, reader), None, "", text, "");
+        self.charge(state, work_bytes);
         answer.map_err(|(NotHeld::OverShare(e) | NotHeld::NodeFull(e))| e)
     }
 

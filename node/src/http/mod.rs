@@ -16,7 +16,7 @@ mod server;
 mod upgrade;
 mod webhooks;
 
-pub use body::{parse_json, plain_name, read_body, read_json, BodyDeadline};
+pub use body::{parse_json, plain_name, read_body, read_body_promised, read_json, BodyDeadline};
 pub use caller::{
     app_account, app_claims, bearer_token, caller, client_addr, signed_in, ClientAddr,
 };
@@ -71,6 +71,16 @@ pub fn strong_etag(bytes: &[u8]) -> HeaderValue {
     HeaderValue::from_str(&format!("\"{hex}\"")).expect("hex is a valid header value")
 }
 
+/// Every `X-Forwarded-For` line, joined in order (a proxy may add a line of its own rather
+/// than append to the client's, and the client's first line must not be all that is read);
+/// a line that is not text becomes an entry that names no address.
+fn forwarded_for(headers: &hyper::HeaderMap) -> Option<String> {
+    let mut lines = headers.get_all("x-forwarded-for").iter().peekable();
+    lines.peek()?;
+    let lines: Vec<&str> = lines.map(|v| v.to_str().unwrap_or("unknown")).collect();
+    Some(lines.join(","))
+}
+
 /// The connection's slot of `ATRIUM_MAX_CONNECTIONS`, which an upgraded socket keeps.
 #[derive(Clone)]
 pub struct ConnSlot(pub Arc<crate::limits::ConnectionSlot>);
@@ -81,11 +91,8 @@ pub async fn handle(
     mut req: Request<Incoming>,
     peer: std::net::SocketAddr,
 ) -> Response<Body> {
-    let forwarded = req
-        .headers()
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok());
-    let addr = crate::limits::client_address(peer.ip(), forwarded, &state.trusted);
+    let forwarded = forwarded_for(req.headers());
+    let addr = crate::limits::client_address(peer.ip(), forwarded.as_deref(), &state.trusted);
     req.extensions_mut().insert(ClientAddr(addr));
     req.extensions_mut().insert(BodyDeadline(
         tokio::time::Instant::now() + state.config.body_timeout(),

@@ -40,7 +40,12 @@ impl Network {
 }
 
 /// The client's address: the peer, or, when the peer is a trusted proxy, the
-/// right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
+/// right-most `X-Forwarded-For` entry that is not itself a trusted proxy (`forwarded_for`:
+/// every line of the header, joined in order). An entry with a port (`203.0.113.5:4711`,
+/// `[2001:db8::1]:443`, as some balancers write) counts as its address. An entry that names
+/// no address (`unknown`, garbage) ends the walk: whoever wrote it is not known, so the
+/// nearest trusted hop counts as the client, never an address further left, which the
+/// client may have written itself.
 pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[Network]) -> IpAddr {
     let is_trusted = |ip: &IpAddr| trusted.iter().any(|n| n.contains(ip));
     if !is_trusted(&peer) {
@@ -49,10 +54,22 @@ pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[Netw
     let Some(header) = forwarded_for else {
         return peer;
     };
-    header
-        .split(',')
-        .rev()
-        .filter_map(|s| s.trim().parse::<IpAddr>().ok())
-        .find(|a| !is_trusted(a))
-        .unwrap_or(peer)
+    let mut nearest = peer;
+    for entry in header.split(',').rev() {
+        match hop(entry.trim()) {
+            Some(ip) if is_trusted(&ip) => nearest = ip,
+            Some(ip) => return ip,
+            None => return nearest,
+        }
+    }
+    peer
+}
+
+/// One `X-Forwarded-For` entry's address, with or without a port.
+fn hop(entry: &str) -> Option<IpAddr> {
+    entry
+        .parse::<IpAddr>()
+        .ok()
+        .or_else(|| entry.parse::<std::net::SocketAddr>().ok().map(|a| a.ip()))
+        .or_else(|| entry.strip_prefix('[')?.strip_suffix(']')?.parse().ok())
 }

@@ -24,6 +24,20 @@ impl Reservation {
         self.guard.reserved.fetch_sub(bytes, Ordering::AcqRel);
     }
 
+    /// Promises more, up to `bytes` in all, if the budget has room for the difference;
+    /// false (and nothing more promised) when it has not.
+    pub fn grow_to(&mut self, bytes: u64) -> bool {
+        if bytes <= self.bytes {
+            return true;
+        }
+        let more = bytes - self.bytes;
+        if !self.guard.promise(more) {
+            return false;
+        }
+        self.bytes = bytes;
+        true
+    }
+
     /// Gives back what is promised beyond `bytes`: work that now knows how much it takes
     /// leaves the rest to others at once.
     pub fn shrink_to(&mut self, bytes: u64) {

@@ -56,6 +56,10 @@ pub(super) fn parse_patch(fields: &Fields<'_>, limits: &DocLimits) -> Result<Pat
     })
 }
 
+/// The most text a valid `sel` can take: 100 quoted ids of 64 characters and their commas,
+/// with room for spaces.
+const MAX_SELECTION_TEXT: usize = 16 * 1024;
+
 pub(super) fn parse_presence(fields: &Fields<'_>) -> Result<PresenceUpdate, String> {
     let page = match fields.get("page") {
         None => None,
@@ -70,6 +74,11 @@ pub(super) fn parse_presence(fields: &Fields<'_>) -> Result<PresenceUpdate, Stri
     };
     let sel = match fields.get("sel") {
         None => None,
+        // The longest `sel` there can be is 100 ids of 64 characters: a longer text is refused
+        // before it is parsed into a list (a megabyte of short strings is ten in memory).
+        Some(raw) if raw.get().len() > MAX_SELECTION_TEXT => {
+            return Err(format!("`sel` holds at most {MAX_SELECTION} ids"));
+        }
         Some(raw) => {
             let sel: Option<Vec<String>> = serde_json::from_str(raw.get())
                 .map_err(|_| "`sel` must be a list of ids or null".to_owned())?;

@@ -58,23 +58,48 @@ pub fn clean_name(name: &str) -> String {
 
 /// Characters a name or a description typed over HTTP may not hold, since they could make
 /// it look like another: direction controls (embeddings, overrides, isolates, marks),
-/// zero-width spaces and no-breaks, and the fillers that print as nothing. Joiners (ZWNJ,
-/// ZWJ), variation selectors and tags are not among them: scripts and emoji need them.
+/// zero-width spaces and no-breaks, line and paragraph separators, the soft hyphen and the
+/// invisible operators, annotation marks (which hide text), and the fillers and blanks that
+/// print as nothing. Joiners (ZWNJ, ZWJ), variation selectors and tags are not among them:
+/// scripts and emoji need them ([`is_shaping`]; a name must have more than those).
 pub fn is_deceptive(c: char) -> bool {
     matches!(
         c,
-        '\u{061C}'
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
             | '\u{115F}'
             | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180E}'
             | '\u{200B}'
             | '\u{200E}'
             | '\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'
-            | '\u{2066}'..='\u{2069}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{2800}'
             | '\u{3164}'
             | '\u{FEFF}'
             | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{1D173}'..='\u{1D17A}'
+    )
+}
+
+/// Characters that shape the ones around them and print as nothing alone: joiners,
+/// variation selectors, tags. Allowed in a name, but a name of nothing else is blank.
+pub fn is_shaping(c: char) -> bool {
+    matches!(
+        c,
+        '\u{180B}'..='\u{180D}'
+            | '\u{180F}'
+            | '\u{200C}'
+            | '\u{200D}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{E0000}'..='\u{E007F}'
+            | '\u{E0100}'..='\u{E01EF}'
     )
 }
 

@@ -131,6 +131,17 @@ fn presence_fields_keep_missing_apart_from_null() {
     let many: Vec<String> = (0..101).map(|i| format!("\"n{i}\"")).collect();
     let text = format!(r#"{{"type":"presence","sel":[{}]}}"#, many.join(","));
     assert!(parse(&text, &limits()).is_err());
+    // The longest valid `sel` passes; a megabyte of short ids is refused unread.
+    let longest: Vec<String> = (0..100)
+        .map(|i| format!("\"{}{i:02}\"", "q".repeat(62)))
+        .collect();
+    let text = format!(r#"{{"type":"presence","sel":[{}]}}"#, longest.join(", "));
+    assert!(parse(&text, &limits()).is_ok());
+    let text = format!(
+        r#"{{"type":"presence","sel":[{}"a"]}}"#,
+        "\"a\",".repeat(250_000)
+    );
+    assert!(parse(&text, &limits()).is_err());
 }
 
 #[test]

@@ -72,7 +72,12 @@ pub struct RoomCore {
     /// The last version synced to disk.
     pub(super) durable: u64,
     pub(super) recent: RecentOps,
+    /// Every client id that joined: its person, and its highest op (resends are acked, never
+    /// applied twice). Those that never had a patch accepted are forgotten once they are many
+    /// and gone ([`RoomCore::forget_gone_clients`]).
     pub(super) clients: HashMap<ClientKey, ClientState>,
+    /// How many `clients` there may be before those gone are forgotten.
+    pub(super) clients_mark: usize,
     pub(super) participants: HashMap<ConnId, Participant>,
     /// People with edit access waiting for an editor seat, in arrival order.
     pub(super) waiting: VecDeque<ConnId>,
@@ -143,6 +148,7 @@ impl RoomCore {
             durable: opened.version,
             recent: opened.recent,
             clients: HashMap::new(),
+            clients_mark: super::people::FORGET_CLIENTS_FROM,
             participants: HashMap::new(),
             waiting: VecDeque::new(),
             pending: VecDeque::new(),

@@ -14,7 +14,29 @@ use super::{JoinError, JoinRequest, Joined};
 use crate::ids::PersonId;
 use crate::outbox::{shared, ConnId};
 
+/// Client ids a room remembers before it forgets those gone that never had a patch accepted.
+pub(super) const FORGET_CLIENTS_FROM: usize = 4096;
+
 impl RoomCore {
+    /// Forgets clients with no socket here that never had a patch accepted, once there are
+    /// [`FORGET_CLIENTS_FROM`] or twice as many as the last time: a viewer saying hello with a
+    /// new client id on every reconnect added one for good (the eleventh review: about 16 MB an
+    /// hour from one address, unseen by any share). Nothing of theirs needs remembering:
+    /// their highest op is 0, and a person who comes back with the same id after that is
+    /// new to the others. A client with a patch accepted is kept, so a resend is never
+    /// applied twice (what is durable comes back from the store at its next hello; what is
+    /// not yet would not).
+    fn forget_gone_clients(&mut self) {
+        if self.clients.len() < self.clients_mark {
+            return;
+        }
+        let here: std::collections::HashSet<_> =
+            self.participants.values().map(|p| p.client).collect();
+        self.clients
+            .retain(|client, state| state.highest_op > 0 || here.contains(client));
+        self.clients_mark = (2 * self.clients.len()).max(FORGET_CLIENTS_FROM);
+    }
+
     pub(super) fn join(&mut self, req: JoinRequest, now: Instant) -> Result<Joined, JoinError> {
         if let Some(f) = &self.finishing {
             let code = if matches!(f.exit, Exit::Moved) {
@@ -33,16 +55,6 @@ impl RoomCore {
         self.pace_welcome(&req, welcome_len)?;
         self.reserve_welcome(welcome_len)?;
 
-        let state = self
-            .clients
-            .entry(req.client)
-            .or_insert_with(|| ClientState {
-                person: PersonId::generate(),
-                highest_op: 0,
-            });
-        state.highest_op = state.highest_op.max(req.stored_op);
-        let person = state.person.clone();
-
         // A newer hello of the same client replaces the older socket, quietly: for
         // everyone else the person never left.
         let replaced: Vec<ConnId> = self
@@ -54,6 +66,16 @@ impl RoomCore {
         if replaced.is_empty() && self.participants.len() >= self.rules.config.room_people {
             return Err(JoinError::Full);
         }
+        self.forget_gone_clients();
+        let state = self
+            .clients
+            .entry(req.client)
+            .or_insert_with(|| ClientState {
+                person: PersonId::generate(),
+                highest_op: 0,
+            });
+        state.highest_op = state.highest_op.max(req.stored_op);
+        let person = state.person.clone();
         let charged = self.charge_welcome(&req, welcome_len);
         let mut page = None;
         for conn in &replaced {
@@ -94,6 +116,7 @@ impl RoomCore {
             access,
             from_version: self.version,
             profile: req.profile.clone(),
+            events: self.sender_events(now),
         };
         member.seat.set(role, full.is_some());
         let returning = self.board.cancel_leave(&person);

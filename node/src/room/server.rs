@@ -129,23 +129,31 @@ impl RoomCore {
         gone.len()
     }
 
+    /// A new sender's part of the room's bytes of events (`Participant::events`).
+    pub(super) fn sender_events(&self, now: Instant) -> crate::limits::Bucket {
+        let quarter = self.rules.config.room_event_bytes_per_second as f64 / 4.0;
+        crate::limits::Bucket::new(quarter, quarter, now)
+    }
+
     /// An event for everyone in the room; one from a socket goes to everyone but its
     /// sender, named by the sender's person id.
     pub(super) fn event(&mut self, event: Event, now: Instant) {
         let (from, frame) = match event {
             Event::Server(frame) => (None, frame),
             Event::Socket { conn, data } => {
-                let Some(m) = self.participants.get(&conn) else {
+                let Some(m) = self.participants.get_mut(&conn) else {
                     return;
                 };
                 // The room's budget for sockets' events, all senders together: what the
                 // events of a view key can make the node send is this times the people.
                 // Charged by the whole message sent, so tiny events cannot slip past it.
-                if !self.event_bytes.debt(now).is_zero() {
+                // Each sender has a quarter of it of its own, so one cannot take it all.
+                if !self.event_bytes.debt(now).is_zero() || !m.events.debt(now).is_zero() {
                     self.rules.metrics.events_dropped.inc();
                     return;
                 }
                 let message = event_message(m.person.as_str(), None, &data);
+                m.events.charge(now, message.len() as f64);
                 self.event_bytes.charge(now, message.len() as f64);
                 let frame = shared(message);
                 (Some(conn), frame)

@@ -36,6 +36,22 @@ fn wire(out: Out, deflate: bool) -> Bytes {
     }
 }
 
+/// [`wire`], with a large message's compression worked out on the bulk lane rather than on
+/// this worker: deflating a welcome that carries a document of megabytes takes a worker's
+/// milliseconds per megabyte, and every socket and room sharing the worker waited for it
+/// (the eleventh review). The first socket to want it compresses it; the others take it ready.
+async fn framed(out: Out, deflate: bool, metrics: &crate::metrics::Metrics) -> Bytes {
+    match out {
+        Out::Message(m) if deflate && m.payload_len() > crate::lane::INLINE_BYTES => {
+            if let Some(ready) = m.frame_if_ready(true) {
+                return ready;
+            }
+            crate::lane::run(m.payload_len(), metrics, move || m.frame(true)).await
+        }
+        other => wire(other, deflate),
+    }
+}
+
 /// Writes `frames` with as few writes as it can.
 async fn write_all(
     io: &mut WriteIo,
@@ -97,7 +113,9 @@ pub async fn write(
                 if n == 0 {
                     return;
                 }
-                frames.extend(batch.drain(..).map(|o| wire(o, deflate)));
+                for out in batch.drain(..) {
+                    frames.push(framed(out, deflate, metrics).await);
+                }
                 // A peer that stops reading blocks the write; a close request (its
                 // queue overflowing, say) ends the wait.
                 let written = tokio::select! {

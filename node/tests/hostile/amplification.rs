@@ -203,3 +203,59 @@ async fn a_patch_cannot_grow_when_written_out() {
     )
     .await;
 }
+
+/// A reject answers its sender only, but it is still bytes the node holds and sends because
+/// of what one socket sent: it never repeats what it was sent at length. A field name of DEL
+/// bytes (legal raw in a JSON string) was repeated escaped, seven bytes for each one sent:
+/// before hello, with no key, 16 messages of 16 KiB each were 1.8 MiB waiting for the socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reject_never_repeats_what_it_was_sent() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[]).await;
+    let port = r.node.port;
+    let odd = |len: usize| "\u{7f}".repeat(len);
+    let patch = |name: &str| {
+        format!(
+            r#"{{"type":"patch","id":1,"ops":[{{"op":"put","id":"a","props":{{}},"{name}":0}}]}}"#
+        )
+    };
+    let prop = |name: &str| {
+        let deep = format!("{}1{}", "[".repeat(40), "]".repeat(40));
+        format!(
+            r#"{{"type":"patch","id":1,"ops":[{{"op":"put","id":"a","props":{{"{name}":{deep}}}}}]}}"#
+        )
+    };
+    // Before hello, nobody needs a key.
+    let mut stranger = Raw::connect(port, &r.id, "", None).await;
+    let sent = patch(&odd(15 * 1024));
+    stranger.text(&sent).await;
+    let m = stranger.reject().await;
+    let answer = m.to_string().len();
+    assert!(
+        answer < 300,
+        "a reject of {answer} bytes for {} sent: {m}",
+        sent.len()
+    );
+    // An editor's patch: the same, and a nested prop's name too.
+    let mut editor = Raw::join(port, &r.id, &Hello::key(&r.edit_key), "").await;
+    let mut largest = 0;
+    for sent in [
+        patch(&odd(200 * 1024)),
+        prop(&odd(64)),
+        patch(&"k".repeat(40)),
+    ] {
+        editor.text(&sent).await;
+        let m = editor.reject().await;
+        assert_eq!(m["code"], "invalid", "{m}");
+        largest = largest.max(m.to_string().len());
+    }
+    assert!(largest < 300, "a reject of {largest} bytes");
+    // A short plain name is still shown, to help whoever wrote the client.
+    editor.text(&patch("colour")).await;
+    let m = editor.reject().await;
+    assert!(s(&m["message"]).contains("\"colour\""), "{m}");
+    figure(
+        json!({"case": "rejects repeat nothing long", "before_hello_sent": sent.len(),
+                  "before_hello_reject": answer, "largest_reject": largest}),
+    );
+}

@@ -81,3 +81,31 @@ async fn passwords_tokens_and_keys_never_reach_the_logs() {
         );
     }
 }
+
+/// An admin's email is not proven, so a node listing one with no account yet says so at
+/// start, and stops saying so once the account exists (the eleventh review: whoever signs a
+/// listed email up first is a server admin).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listed_admin_without_an_account_is_warned_of_at_start() {
+    let email = unique_email("unclaimed");
+    let mut envs: Vec<(&str, &str)> = FAST_HASH.to_vec();
+    envs.push(("ATRIUM_ADMINS", email.as_str()));
+    let data = tempfile::tempdir().expect("a data folder");
+    let node = Node::start_in(data.path(), &envs).await;
+    let warned = |log: &str| log.contains("ATRIUM_ADMINS lists an email with no account yet");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !warned(&node.log()) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(warned(&node.log()), "no warning at start:\n{}", node.log());
+    signup_answer(&node, &email, "a long enough password", "Admin")
+        .await
+        .assert_status(201);
+    // Started again on the same data, once the account exists: no warning.
+    drop(node);
+    let again = Node::start_in(data.path(), &envs).await;
+    get(&again, "/health", None).await.assert_status(200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let log = again.log();
+    assert!(!warned(&log), "warned of a claimed email:\n{log}");
+}

@@ -12,11 +12,16 @@ pub(super) fn add_client(session: &Session, upstream_request: &mut RequestHeader
         .and_then(|a| a.as_inet())
         .map(|a| a.ip().to_string())
     {
-        let prior = upstream_request
+        // Every line the request came with, in order: a proxy in front may have added a line
+        // of its own after the client's, and keeping only the first would keep the client's.
+        let lines: Vec<&str> = upstream_request
             .headers
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok());
-        let value = forwarded_for(prior, &ip);
+            .get_all("x-forwarded-for")
+            .iter()
+            .map(|v| v.to_str().unwrap_or("unknown"))
+            .collect();
+        let prior = (!lines.is_empty()).then(|| lines.join(", "));
+        let value = forwarded_for(prior.as_deref(), &ip);
         upstream_request.insert_header("x-forwarded-for", value)?;
     }
     Ok(())

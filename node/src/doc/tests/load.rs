@@ -92,3 +92,28 @@ fn a_document_naming_a_node_twice_is_refused() {
     let err = Document::from_json(text.as_bytes(), &DocLimits::default()).unwrap_err();
     assert!(err.to_string().contains("appears twice"), "{err}");
 }
+
+/// A document the JSON parser refuses is answered in a fixed sentence, never the parser's
+/// own text with its positions (the eleventh review found it echoed).
+#[test]
+fn a_document_the_parser_refuses_is_named_without_the_parsers_text() {
+    let deep = format!(
+        r#"{{"n": {{"a": {}1{}}}}}"#,
+        "[".repeat(500),
+        "]".repeat(500)
+    );
+    for bad in [
+        deep.as_str(),
+        r#"{"n": {"a": 1} "m": {}}"#,
+        r#"{"n": {"a": tru}}"#,
+    ] {
+        let Err(PatchError::Invalid(message)) =
+            Document::from_json(bad.as_bytes(), &DocLimits::default())
+        else {
+            panic!("{bad:.40} was taken");
+        };
+        for leak in ["line ", "column", "recursion", "expected"] {
+            assert!(!message.contains(leak), "{message}");
+        }
+    }
+}

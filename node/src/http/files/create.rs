@@ -9,8 +9,8 @@ use crate::apptoken::{is_app_token, owner_for, Grant};
 use crate::doc::{DocLimits, Document, PatchError};
 use crate::http::app_claims;
 use crate::http::{
-    bearer_token, busy, json_response, parse_json, rate_limited, read_body, signed_in, ApiError,
-    ApiResult, SMALL_BODY,
+    bearer_token, busy, json_response, parse_json, rate_limited, read_body_promised, signed_in,
+    ApiError, ApiResult, SMALL_BODY,
 };
 use crate::ids::{new_secret, FileId};
 use crate::state::AppState;
@@ -115,13 +115,11 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     state.storage.check(&account.id, 0, "create").await?;
     // Room for the largest document plus its JSON framing.
     let limit = state.config.max_doc_bytes.saturating_add(SMALL_BODY);
-    // A document sent with the file is read and checked whole, at several times
-    // its size in memory: promised from the memory budget first.
+    // A body declared over the limit is refused as too large whatever the memory.
     let length = req
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    // A body declared over the limit is refused as too large whatever the memory.
     if length.is_some_and(|n| n > limit) {
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -129,16 +127,14 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
             "the body is too large",
         ));
     }
-    let declared = length.unwrap_or(limit);
-    let _memory = match state.memory.reserve((declared * BODY_MEMORY_FACTOR) as u64) {
-        Some(r) => r,
-        None => {
-            state.metrics.memory_refusals.inc();
-            return Err(busy("the node is at its memory budget; try again shortly"));
-        }
-    };
+    // The body's bytes are promised from the memory budget as they come; then, before the
+    // document is read and checked whole at several times its size, the rest of that.
+    let (body, mut memory) = read_body_promised(req, limit, state).await?;
+    if !memory.grow_to((body.len() * BODY_MEMORY_FACTOR) as u64) {
+        state.metrics.memory_refusals.inc();
+        return Err(busy("the node is at its memory budget; try again shortly"));
+    }
     // Read, checked and rebuilt on the bulk lane when large (see `lane`).
-    let body = read_body(req, limit).await?;
     let limits = state.limits.clone();
     let (name, doc, id) =
         crate::lane::run(body.len(), &state.metrics, move || new_file(&body, &limits)).await?;

@@ -7,7 +7,7 @@
 
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::access::{granted, Granted};
@@ -317,7 +317,7 @@ async fn side(
             let doc = state.rooms.document(id, opener.clone()).await;
             let doc = doc.map_err(unavailable)?.1;
             // It may have grown since its room measured it.
-            let charged = history::charged_len(&doc).map_err(ApiError::unavailable)?;
+            let charged = history::charged_len(&doc).map_err(|e| broken(id, e))?;
             if charged > work.limit {
                 return Err(WorkRefused::NoRoom.into());
             }
@@ -370,20 +370,41 @@ pub async fn compare(state: &AppState, req: Request<Incoming>, id: FileId) -> Ap
         let size = a.len() + b.len();
         let c = crate::lane::run(size, &state.metrics, move || history::compare(&a, &b))
             .await
-            .map_err(ApiError::unavailable)?;
-        Ok::<_, ApiError>((c, size))
+            .map_err(|e| broken(&id, e))?;
+        // Written out while the work's memory is still promised: the lists of a large
+        // comparison are as large as the documents.
+        let text = serde_json::to_string(&Compared {
+            from,
+            to,
+            comparison: &c,
+        })
+        .map_err(|e| broken(&id, e.to_string()))?;
+        Ok::<_, ApiError>((text, size))
     };
-    let (c, size) = match compared.await {
+    let (text, size) = match compared.await {
         Ok(compared) => compared,
         Err(e) => return Err(person.failed(state, to_address, e)),
     };
     drop(work);
-    to_address.charge(state, size as u64);
     person.settle(state, size as u64);
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({"from": from, "to": to, "added": c.added, "removed": c.removed, "changed": c.changed}),
-    ))
+    // Held until read, promised from the budget, as a document is.
+    to_address.held_result(state, (&g.file.owner, &opener), text, size as u64)
+}
+
+/// A comparison's answer.
+#[derive(Serialize)]
+struct Compared<'a> {
+    from: &'a str,
+    to: &'a str,
+    #[serde(flatten)]
+    comparison: &'a history::Comparison,
+}
+
+/// A stored version that could not be read or compared: logged, and answered with a fixed
+/// sentence (what went wrong inside is no business of the caller's).
+fn broken(file: &FileId, error: String) -> ApiError {
+    tracing::error!(file = %file, %error, "a version could not be read or compared");
+    ApiError::unavailable("this version cannot be read right now; try again later")
 }
 
 #[derive(Deserialize)]
@@ -464,11 +485,7 @@ pub async fn rename(state: &AppState, req: Request<Incoming>, id: FileId, vid: u
     if t.is_none() && d.is_none() {
         return Err(ApiError::bad_request("give a `title` or a `description`"));
     }
-    let existing = state.store.version_chain(&id, vid).await?;
-    let was = existing
-        .last()
-        .map(|(i, _)| i.clone())
-        .ok_or_else(ApiError::not_found)?;
+    let was = version_info(state, &id, vid).await?;
     if was.kind != VersionKind::Named && was.title.is_none() && t.is_none() {
         return Err(ApiError::bad_request("name a version with a `title` first"));
     }
@@ -477,6 +494,20 @@ pub async fn rename(state: &AppState, req: Request<Incoming>, id: FileId, vid: u
         .rooms
         .tell(&id, RoomCmd::Announce("renamed", info.clone()));
     Ok(json_response(StatusCode::OK, &json!(info)))
+}
+
+/// One version's title, kind and times, without its data: a version's chain is up to a
+/// document's worth of rows, read on the store's one bulk thread, and asking to delete or
+/// rename an automatic version in a loop read it each time (the eleventh review).
+async fn version_info(state: &AppState, id: &FileId, vid: u64) -> Result<VersionInfo, ApiError> {
+    let newest_up_to = state
+        .store
+        .versions(id, Some(vid.saturating_add(1)), 1)
+        .await?;
+    newest_up_to
+        .into_iter()
+        .find(|v| v.id == vid)
+        .ok_or_else(ApiError::not_found)
 }
 
 /// Versions named or renamed in a file: at most `ATRIUM_VERSIONS_NAMED_PER_MINUTE` a
@@ -508,12 +539,7 @@ pub async fn delete(state: &AppState, req: Request<Incoming>, id: FileId, vid: u
     if !g.owner {
         return Err(forbidden("only the file's owner may delete a version"));
     }
-    let chain = state.store.version_chain(&id, vid).await?;
-    let info: VersionInfo = chain
-        .last()
-        .map(|(i, _)| i.clone())
-        .ok_or_else(ApiError::not_found)?;
-    drop(chain);
+    let info = version_info(state, &id, vid).await?;
     if info.kind != VersionKind::Named {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

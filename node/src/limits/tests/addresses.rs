@@ -65,6 +65,21 @@ fn forwarded_for_only_from_trusted_peers() {
     assert_eq!(client_address(proxy, Some("junk"), &trusted), proxy);
 }
 
+/// Entries with ports count as their addresses; an entry that names no address ends the
+/// walk at the nearest trusted hop, so a client cannot hide a forged address behind it.
+#[test]
+fn forwarded_entries_with_ports_count_and_garbage_ends_the_walk() {
+    let pods = Network::parse("10.244.0.0/16").unwrap();
+    let router: IpAddr = "10.244.2.2".parse().unwrap();
+    let got = |xff: &str| client_address(router, Some(xff), &[pods]).to_string();
+    assert_eq!(got("203.0.113.5:4711"), "203.0.113.5");
+    assert_eq!(got("[2001:db8::1]:443, 10.244.1.1"), "2001:db8::1");
+    assert_eq!(got("[2001:db8::2]"), "2001:db8::2");
+    // The client wrote "198.51.100.9" itself; the balancer wrote "unknown".
+    assert_eq!(got("198.51.100.9, unknown, 10.244.1.1"), "10.244.1.1");
+    assert_eq!(got("198.51.100.9, unknown"), "10.244.2.2");
+}
+
 #[test]
 fn networks_cover_their_ranges() {
     let pods = Network::parse("10.244.0.0/16").unwrap();

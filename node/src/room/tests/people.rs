@@ -317,3 +317,135 @@ fn an_app_grant_seats_the_person_and_a_refresh_narrows_or_ends_it() {
     assert_eq!(b.closed(), Some(CloseCode::Forbidden.code()));
     assert!(a.of_type("leave").len() <= 1);
 }
+
+/// Viewers saying hello with a new client id each time are forgotten once many have gone,
+/// so the ids a room remembers stay bounded; an editor whose patch was accepted is kept, so
+/// its resend is still acked and never applied twice.
+#[test]
+fn clients_gone_without_a_patch_are_forgotten_once_many() {
+    let mut h = Harness::new();
+    let owner = h.join(As::Owner);
+    h.patch(&owner, 1, put("a", json!({"n": 1})));
+    h.end_turn();
+    h.durable(1);
+    h.leave(&owner);
+    for n in 0..3 * super::super::people::FORGET_CLIENTS_FROM as u32 {
+        let mut id = [7u8; 16];
+        id[..4].copy_from_slice(&n.to_le_bytes());
+        let p = h
+            .try_join_as(As::Viewer, ClientKey(id), None)
+            .expect("join");
+        h.leave(&p);
+    }
+    let remembered = h.core.clients.len();
+    assert!(
+        remembered <= super::super::people::FORGET_CLIENTS_FROM,
+        "{remembered} client ids remembered"
+    );
+    // The owner's client had a patch accepted: still known, its resend acked, not applied.
+    assert!(h.core.clients.contains_key(&owner.client));
+    let mut back = h
+        .try_join_as(As::Owner, owner.client, Some(1))
+        .expect("join");
+    h.commit();
+    back.frames();
+    h.patch(&back, 1, put("a", json!({"n": 2})));
+    h.end_turn();
+    h.commit();
+    let acks = back.of_type("ack");
+    assert_eq!(acks.len(), 1, "the resend is acked");
+    assert_eq!(h.version(), 1, "and not applied again");
+}
+
+/// A welcome is charged to its address for the list of people it carries, not only for its
+/// document or resume: resuming at the current version in a loop in a crowded room was
+/// charged nothing, and sent the whole list each time.
+#[test]
+fn a_welcome_is_charged_for_its_people_too() {
+    let settings = [
+        ("document-bytes-per-ip-per-second", "1000"),
+        ("document-burst-bytes-per-ip", "1000"),
+        ("room-people", "2000"),
+    ];
+    let mut h = Harness::with(&settings, u64::MAX / 4);
+    let mut crowd = Vec::new();
+    for n in 0..1200u32 {
+        let mut id = [9u8; 16];
+        id[..4].copy_from_slice(&n.to_le_bytes());
+        let from = [10, 0, (n >> 8) as u8, n as u8];
+        let p = h.try_join_from(As::Viewer, ClientKey(id), None, from);
+        crowd.push(p.expect("each from an address that owes nothing"));
+    }
+    h.commit();
+    let me = ClientKey([200; 16]);
+    let at = Some(h.version());
+    let first = h.try_join_from(As::Viewer, me, at, [192, 0, 2, 77]);
+    let first = first.expect("one welcome goes while nothing is owed");
+    h.commit();
+    drop(first);
+    match h.try_join_from(As::Viewer, me, at, [192, 0, 2, 77]) {
+        Err(JoinError::Paced(wait)) => assert!(wait > Duration::from_secs(30), "{wait:?}"),
+        other => panic!(
+            "a second welcome of 1,200 people within the share's second: {:?}",
+            other.map(|p| p.conn)
+        ),
+    }
+}
+
+/// A welcome of a few hundred KB for a room already open is promised from the memory
+/// budget too: at the mark it is refused with 1013 rather than built (each welcome is a copy
+/// of its own, held until its socket takes it).
+#[test]
+fn a_welcome_over_64_kib_is_refused_at_the_memory_mark() {
+    let mut h = Harness::with(&[], 1u64 << 30);
+    let owner = h.join(As::Owner);
+    h.patch(&owner, 1, put("text", json!({"s": "x".repeat(200_000)})));
+    h.end_turn();
+    h.durable(1);
+    let memory = h.core.rules.memory.clone();
+    let left = memory.room_left();
+    let promised = memory.reserve(left - 300_000).expect("under the mark");
+    match h.try_join(As::Viewer, None) {
+        Err(JoinError::Unavailable(code)) => assert_eq!(code, CloseCode::TryAgainLater),
+        other => panic!(
+            "a 200 KB welcome with 300 KB left: {:?}",
+            other.map(|p| p.conn)
+        ),
+    }
+    drop(promised);
+    h.try_join(As::Viewer, None)
+        .expect("with room again, it is welcomed");
+}
+
+/// One socket sending events as fast as it may takes at most a quarter of the room's bytes
+/// of events: another person's event in the same second is still relayed.
+#[test]
+fn one_sender_cannot_take_the_rooms_whole_budget_of_events() {
+    let mut h = Harness::new();
+    let flooder = h.join(As::Viewer);
+    let honest = h.join(As::Viewer);
+    let mut watcher = h.join(As::Viewer);
+    watcher.frames();
+    let data = format!("\"{}\"", "e".repeat(4000));
+    let event = |p: &Person| {
+        RoomCmd::Event(crate::room::server::Event::Socket {
+            conn: p.conn,
+            data: data.clone(),
+        })
+    };
+    // Twenty events of 4 KB in one moment: more than the room's 64 KiB a second.
+    for _ in 0..20 {
+        h.send(event(&flooder));
+    }
+    let from_flooder = watcher.of_type("event").len();
+    assert!(
+        (1..=5).contains(&from_flooder),
+        "{from_flooder} events of 4 KB from one sender, with a quarter of 64 KiB"
+    );
+    h.send(event(&honest));
+    assert_eq!(
+        watcher.of_type("event").len(),
+        1,
+        "the other sender's event is relayed"
+    );
+}

@@ -79,7 +79,7 @@ impl Harness {
             .unwrap_or_else(|e| panic!("join refused: {e:?}"))
     }
 
-    fn try_join_from(
+    pub fn try_join_from(
         &mut self,
         who: As,
         client: ClientKey,

@@ -33,3 +33,30 @@ async fn small_batches_reuse_the_buffer() {
         .unwrap();
     assert_eq!(gather.as_ptr(), kept);
 }
+
+/// A large message is compressed on the bulk lane, once: a second socket takes it ready.
+/// A small one, or one for a socket without deflate, is framed here.
+#[tokio::test]
+async fn a_large_message_is_compressed_on_the_lane_once() {
+    let metrics = crate::metrics::Metrics::new();
+    let big = crate::outbox::shared("x".repeat(200_000));
+    let before = metrics.lane_runs.get();
+    let first = framed(Out::Message(big.clone()), true, &metrics).await;
+    assert_eq!(
+        metrics.lane_runs.get(),
+        before + 1,
+        "compressed on the lane"
+    );
+    assert!(first.len() < 10_000, "{} bytes", first.len());
+    let second = framed(Out::Message(big.clone()), true, &metrics).await;
+    assert_eq!(second, first);
+    let plain = framed(Out::Message(big), false, &metrics).await;
+    assert!(plain.len() > 200_000);
+    let small = crate::outbox::shared("y".repeat(1000));
+    framed(Out::Message(small), true, &metrics).await;
+    assert_eq!(
+        metrics.lane_runs.get(),
+        before + 1,
+        "nothing else went to the lane"
+    );
+}
