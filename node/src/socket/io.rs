@@ -21,7 +21,7 @@ pub(super) type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;
 /// The two halves of an upgraded connection, and for a plain TCP socket its
 /// sending half to share with the outbox's senders. A plain TCP socket splits without
 /// a lock; bytes hyper read past the handshake are put back in front. A write that the
-/// socket takes nothing of for `patience` fails (see [`Shared`]).
+/// socket takes too little of for `patience` fails (see [`Shared`]).
 pub(super) fn split(
     upgraded: Upgraded,
     patience: Duration,
@@ -51,9 +51,10 @@ pub(super) fn split(
 
 /// A sending half the writer shares with the outbox's senders. Who writes when is
 /// the outbox's business (its line); this only waits for the socket to take bytes, and
-/// gives up, with `TimedOut`, once the socket has taken nothing for `patience`: a peer
-/// that stops reading (holding a large welcome, say) holds its queue and the node's
-/// budget for large messages no longer than that.
+/// gives up, with `TimedOut`, once a write has waited `patience` and the socket has taken
+/// less than [`MIN_PROGRESS`](crate::write_deadline::MIN_PROGRESS) meanwhile: a peer that
+/// stops reading, or reads a trickle (holding a large welcome, say), holds its queue and
+/// the node's budget for large messages no longer than that.
 struct Shared {
     half: Arc<OwnedWriteHalf>,
     stall: Stall,
@@ -83,7 +84,7 @@ impl AsyncWrite for Shared {
             match stream.try_write(buf) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                 done => {
-                    self.stall.progressed();
+                    self.stall.wrote(*done.as_ref().unwrap_or(&0));
                     self.outbox.write_progressed();
                     return Poll::Ready(done);
                 }
