@@ -60,6 +60,10 @@ pub struct Rules {
     pub rewrites: Arc<super::rewrites::AddressRewrites>,
 }
 
+/// Client ids a room remembers before it forgets those gone that never had a patch accepted
+/// (`RoomCore::forget_gone_clients`).
+pub(super) const FORGET_CLIENTS_FROM: usize = 4096;
+
 /// One open file's state: its document, its people, and what waits for the disk.
 pub struct RoomCore {
     pub(super) file: FileId,
@@ -148,7 +152,7 @@ impl RoomCore {
             durable: opened.version,
             recent: opened.recent,
             clients: HashMap::new(),
-            clients_mark: super::people::FORGET_CLIENTS_FROM,
+            clients_mark: FORGET_CLIENTS_FROM,
             participants: HashMap::new(),
             waiting: VecDeque::new(),
             pending: VecDeque::new(),

@@ -14,14 +14,12 @@ use super::{JoinError, JoinRequest, Joined};
 use crate::ids::PersonId;
 use crate::outbox::{shared, ConnId};
 
-/// Client ids a room remembers before it forgets those gone that never had a patch accepted.
-pub(super) const FORGET_CLIENTS_FROM: usize = 4096;
-
 impl RoomCore {
     /// Forgets clients with no socket here that never had a patch accepted, once there are
-    /// [`FORGET_CLIENTS_FROM`] or twice as many as the last time: a viewer saying hello with a
-    /// new client id on every reconnect added one for good (the eleventh review: about 16 MB an
-    /// hour from one address, unseen by any share). Nothing of theirs needs remembering:
+    /// [`FORGET_CLIENTS_FROM`](super::core::FORGET_CLIENTS_FROM) or twice as many as the last
+    /// time: a viewer saying hello with a new client id on every reconnect added one for good
+    /// (the eleventh review: about 16 MB an hour from one address, unseen by any share).
+    /// Nothing of theirs needs remembering:
     /// their highest op is 0, and a person who comes back with the same id after that is
     /// new to the others. A client with a patch accepted is kept, so a resend is never
     /// applied twice (what is durable comes back from the store at its next hello; what is
@@ -34,7 +32,7 @@ impl RoomCore {
             self.participants.values().map(|p| p.client).collect();
         self.clients
             .retain(|client, state| state.highest_op > 0 || here.contains(client));
-        self.clients_mark = (2 * self.clients.len()).max(FORGET_CLIENTS_FROM);
+        self.clients_mark = (2 * self.clients.len()).max(super::core::FORGET_CLIENTS_FROM);
     }
 
     pub(super) fn join(&mut self, req: JoinRequest, now: Instant) -> Result<Joined, JoinError> {

@@ -329,7 +329,7 @@ fn clients_gone_without_a_patch_are_forgotten_once_many() {
     h.end_turn();
     h.durable(1);
     h.leave(&owner);
-    for n in 0..3 * super::super::people::FORGET_CLIENTS_FROM as u32 {
+    for n in 0..3 * super::super::core::FORGET_CLIENTS_FROM as u32 {
         let mut id = [7u8; 16];
         id[..4].copy_from_slice(&n.to_le_bytes());
         let p = h
@@ -339,7 +339,7 @@ fn clients_gone_without_a_patch_are_forgotten_once_many() {
     }
     let remembered = h.core.clients.len();
     assert!(
-        remembered <= super::super::people::FORGET_CLIENTS_FROM,
+        remembered <= super::super::core::FORGET_CLIENTS_FROM,
         "{remembered} client ids remembered"
     );
     // The owner's client had a patch accepted: still known, its resend acked, not applied.
