@@ -215,7 +215,7 @@ impl DocumentsTo {
         let answer = self.answer(state, (owner, reader), key, head, doc, tail);
         let node_full = matches!(answer, Err(NotHeld::NodeFull(_)));
         self.charge(state, if node_full { 0 } else { sent });
-        answer.map_err(|(NotHeld::OverShare(e) | NotHeld::NodeFull(e))| e)
+        answer.map_err(ApiError::from)
     }
 
     /// A 200 answer of JSON `text` that work of `work_bytes` made for the address (a
@@ -230,7 +230,7 @@ impl DocumentsTo {
     ) -> ApiResult {
         let answer = self.answer(state, (owner, reader), None, "", text, "");
         self.charge(state, work_bytes);
-        answer.map_err(|(NotHeld::OverShare(e) | NotHeld::NodeFull(e))| e)
+        answer.map_err(ApiError::from)
     }
 
     fn answer(
@@ -282,6 +282,14 @@ impl DocumentsTo {
 enum NotHeld {
     OverShare(ApiError),
     NodeFull(ApiError),
+}
+
+impl From<NotHeld> for ApiError {
+    fn from(not: NotHeld) -> Self {
+        match not {
+            NotHeld::OverShare(e) | NotHeld::NodeFull(e) => e,
+        }
+    }
 }
 
 /// Why a document answer was refused for a share.

@@ -104,30 +104,21 @@ pub fn is_shaping(c: char) -> bool {
 }
 
 /// Format characters (Unicode category Cf) and other characters that print as
-/// nothing: bidi embeddings, overrides, isolates and marks, zero-width spaces and
-/// joiners, the soft hyphen, word joiners, tags, and the Hangul fillers.
+/// nothing, dropped from a guest's name: what [`is_deceptive`] refuses in typed names (but
+/// the braille blank), and also joiners, the Mongolian selectors, tags and the prepended
+/// concatenation marks (a guest name is cleaned, not refused, so it loses them all).
 fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{034F}'
-            | '\u{061C}'
-            | '\u{115F}'
-            | '\u{1160}'
-            | '\u{17B4}'
-            | '\u{17B5}'
-            | '\u{180B}'..='\u{180F}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{2028}'..='\u{202E}'
-            | '\u{2060}'..='\u{206F}'
-            | '\u{3164}'
-            | '\u{FEFF}'
-            | '\u{FFA0}'
-            | '\u{FFF9}'..='\u{FFFB}'
-            | '\u{0600}'..='\u{0605}'
-            | '\u{06DD}'
-            | '\u{070F}'
-            | '\u{1D173}'..='\u{1D17A}'
-            | '\u{E0000}'..='\u{E007F}'
-    )
+    (is_deceptive(c) && c != '\u{2800}')
+        || matches!(
+            c,
+            '\u{0600}'..='\u{0605}'
+                | '\u{06DD}'
+                | '\u{070F}'
+                | '\u{180B}'..='\u{180D}'
+                | '\u{180F}'
+                | '\u{200C}'
+                | '\u{200D}'
+                | '\u{2065}'
+                | '\u{E0000}'..='\u{E007F}'
+        )
 }
