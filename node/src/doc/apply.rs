@@ -39,6 +39,17 @@ impl Document {
     /// can always delete their way back under it. Sizes are as the limit
     /// counts them ([`Document::charged_len`]).
     pub fn apply(&mut self, ops: &[Op], limits: &DocLimits) -> Result<(), PatchError> {
+        self.apply_freeing(ops, limits, 0)
+    }
+
+    /// [`Document::apply`] for a patch that must also make the document `freed` bytes
+    /// smaller (as the limit counts them) to be accepted: it adds that much elsewhere.
+    pub fn apply_freeing(
+        &mut self,
+        ops: &[Op],
+        limits: &DocLimits,
+        freed: usize,
+    ) -> Result<(), PatchError> {
         check_count(ops.len(), limits)?;
         for (i, op) in ops.iter().enumerate() {
             op.validate(limits).map_err(|m| invalid_at(i, m))?;
@@ -73,7 +84,11 @@ impl Document {
             return Err(node_too_large(id, limits.max_node_bytes));
         }
         let end_len = self.charged_len();
-        if end_len > limits.max_doc_bytes && end_len > start_len {
+        let refused = match freed {
+            0 => end_len > limits.max_doc_bytes && end_len > start_len,
+            _ => end_len.saturating_add(freed) > start_len,
+        };
+        if refused {
             let what = self.size_text("would be");
             self.rollback(undo);
             debug_assert_eq!(self.charged_len(), start_len);

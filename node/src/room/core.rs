@@ -60,7 +60,7 @@ pub struct Rules {
     pub rewrites: Arc<super::rewrites::AddressRewrites>,
 }
 
-/// Client ids a room remembers before it forgets those gone that never had a patch accepted
+/// Client ids a room remembers before it forgets those gone whose patches are all durable
 /// (`RoomCore::forget_gone_clients`).
 pub(super) const FORGET_CLIENTS_FROM: usize = 4096;
 
@@ -77,11 +77,14 @@ pub struct RoomCore {
     pub(super) durable: u64,
     pub(super) recent: RecentOps,
     /// Every client id that joined: its person, and its highest op (resends are acked, never
-    /// applied twice). Those that never had a patch accepted are forgotten once they are many
-    /// and gone ([`RoomCore::forget_gone_clients`]).
+    /// applied twice). Those gone whose patches are all durable are forgotten once they are
+    /// many ([`RoomCore::forget_gone_clients`]).
     pub(super) clients: HashMap<ClientKey, ClientState>,
     /// How many `clients` there may be before those gone are forgotten.
     pub(super) clients_mark: usize,
+    /// When clients were last forgotten: a joiner's op id read from the store before then
+    /// may be stale.
+    pub(super) forgot_clients_at: Option<Instant>,
     pub(super) participants: HashMap<ConnId, Participant>,
     /// People with edit access waiting for an editor seat, in arrival order.
     pub(super) waiting: VecDeque<ConnId>,
@@ -153,6 +156,7 @@ impl RoomCore {
             recent: opened.recent,
             clients: HashMap::new(),
             clients_mark: FORGET_CLIENTS_FROM,
+            forgot_clients_at: None,
             participants: HashMap::new(),
             waiting: VecDeque::new(),
             pending: VecDeque::new(),

@@ -77,12 +77,17 @@ impl RoomCore {
         // not grow it still lands, so people can delete their way back under).
         // People who came by the link may fill half of it (guests cannot fill the storage
         // the owner works in).
+        // A writer's first patch in the file also makes its row of op ids in the store,
+        // kept as long as the file: at the limit it lands only if it frees that much.
+        let row = if state.highest_op == 0 {
+            crate::store::CLIENT_ROW_BYTES
+        } else {
+            0
+        };
         let owner = &self.record.owner;
         let share = Share::by_link(matches!(member.access, access::Access::Key { .. }));
-        let room_to_grow = self
-            .rules
-            .storage
-            .may_grow(owner, patch.ops_json.len() as u64, share);
+        let keeps = patch.ops_json.len() as u64 + row;
+        let room_to_grow = self.rules.storage.may_grow(owner, keeps, share);
         // What its `set`s rewrite comes from the room's allowance a second (taken last, so
         // patches refused for other reasons do not spend it).
         let rewrite = self.doc.rewrite_cost(&patch.ops) as f64;
@@ -99,7 +104,7 @@ impl RoomCore {
         } else {
             let mut no_growth = self.rules.limits.clone();
             no_growth.max_doc_bytes = no_growth.max_doc_bytes.min(self.doc.charged_len());
-            self.doc.apply(&patch.ops, &no_growth)
+            self.doc.apply_freeing(&patch.ops, &no_growth, row as usize)
         };
         if let Err(e) = applied {
             if !room_to_grow && matches!(e, crate::doc::PatchError::TooLarge(_)) {
@@ -116,11 +121,12 @@ impl RoomCore {
         }
         // Parsed ops are applied: what their parse took is free once samples show it.
         inbound.parsed();
-        self.rules.storage.added(owner, patch.ops_json.len() as u64);
+        self.rules.storage.added(owner, keeps);
         self.restores.touched(&patch.ops);
-        state.highest_op = patch.id;
         self.version += 1;
         let v = self.version;
+        state.highest_op = patch.id;
+        state.last_version = v;
         let relay = shared(protocol::relay(
             v,
             person.as_str(),

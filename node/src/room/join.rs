@@ -20,6 +20,9 @@ pub struct JoinRequest {
     pub since: Option<u64>,
     /// The client's highest durable op id in this file, read from the store.
     pub stored_op: u64,
+    /// When that read began: a room that has forgotten durable writers since asks for it
+    /// again ([`JoinError::Reread`]).
+    pub stored_op_read_at: std::time::Instant,
     /// Where the room tells the socket its role.
     pub seat: access::Seat,
     /// What an app token's grant gives on this file.
@@ -65,6 +68,10 @@ pub enum JoinError {
     /// The room closed before a joiner whose access was not checked reached it: check,
     /// then ask again (never sent to a client).
     Unchecked,
+    /// The room forgot writers whose patches are durable after the joiner's op id was read
+    /// from the store, and does not know the joiner: the read may miss a patch that was
+    /// not yet durable then. Read it again, then ask again (never sent to a client).
+    Reread,
 }
 
 impl JoinError {
@@ -76,6 +83,7 @@ impl JoinError {
             JoinError::Full => "the file is full",
             JoinError::Retry
             | JoinError::Unchecked
+            | JoinError::Reread
             | JoinError::Unavailable(CloseCode::TryAgainLater) => "try again later",
             JoinError::Paced(_) => {
                 "this address was sent its share of documents for now; try again later"
@@ -93,6 +101,7 @@ impl JoinError {
             JoinError::Full => CloseCode::FileFull,
             JoinError::Retry
             | JoinError::Unchecked
+            | JoinError::Reread
             | JoinError::Paced(_)
             | JoinError::OverShare(_) => CloseCode::TryAgainLater,
             JoinError::Unavailable(code) => code,

@@ -53,4 +53,7 @@ impl Participant {
 pub(super) struct ClientState {
     pub(super) person: PersonId,
     pub(super) highest_op: u64,
+    /// The version of its last patch accepted here (0: none): once durable, the store
+    /// answers for the client and the room may forget it.
+    pub(super) last_version: u64,
 }

@@ -15,23 +15,29 @@ use crate::ids::PersonId;
 use crate::outbox::{shared, ConnId};
 
 impl RoomCore {
-    /// Forgets clients with no socket here that never had a patch accepted, once there are
-    /// [`FORGET_CLIENTS_FROM`](super::core::FORGET_CLIENTS_FROM) or twice as many as the last
-    /// time: a viewer saying hello with a new client id on every reconnect added one for good
-    /// (the eleventh review: about 16 MB an hour from one address, unseen by any share).
-    /// Nothing of theirs needs remembering:
-    /// their highest op is 0, and a person who comes back with the same id after that is
-    /// new to the others. A client with a patch accepted is kept, so a resend is never
-    /// applied twice (what is durable comes back from the store at its next hello; what is
-    /// not yet would not).
-    fn forget_gone_clients(&mut self) {
+    /// Forgets clients with no socket here whose patches are all durable (or who never had
+    /// one accepted), once there are [`FORGET_CLIENTS_FROM`](super::core::FORGET_CLIENTS_FROM)
+    /// or twice as many as the last time: a guest saying hello with a new client id on every
+    /// reconnect (and an edit key, a patch each time) added one for good (the eleventh
+    /// and twelfth reviews). Nothing of theirs is lost: the store keeps a writer's highest op
+    /// once its patch is durable, and the next hello reads it from there; a person who comes
+    /// back after that is new to the others. A hello whose read began before the forgetting
+    /// reads again ([`JoinError::Reread`]), so a resend is never applied twice.
+    fn forget_gone_clients(&mut self, now: Instant) {
         if self.clients.len() < self.clients_mark {
             return;
         }
         let here: std::collections::HashSet<_> =
             self.participants.values().map(|p| p.client).collect();
-        self.clients
-            .retain(|client, state| state.highest_op > 0 || here.contains(client));
+        let durable = self.durable;
+        let before = self.clients.len();
+        self.clients.retain(|client, state| {
+            let writer = state.highest_op > 0;
+            here.contains(client) || (writer && state.last_version > durable)
+        });
+        if self.clients.len() < before {
+            self.forgot_clients_at = Some(now);
+        }
         self.clients_mark = (2 * self.clients.len()).max(super::core::FORGET_CLIENTS_FROM);
     }
 
@@ -64,13 +70,20 @@ impl RoomCore {
         if replaced.is_empty() && self.participants.len() >= self.rules.config.room_people {
             return Err(JoinError::Full);
         }
-        self.forget_gone_clients();
+        self.forget_gone_clients(now);
+        let forgot_since_read = self
+            .forgot_clients_at
+            .is_some_and(|at| req.stored_op_read_at < at);
+        if forgot_since_read && !self.clients.contains_key(&req.client) {
+            return Err(JoinError::Reread);
+        }
         let state = self
             .clients
             .entry(req.client)
             .or_insert_with(|| ClientState {
                 person: PersonId::generate(),
                 highest_op: 0,
+                last_version: 0,
             });
         state.highest_op = state.highest_op.max(req.stored_op);
         let person = state.person.clone();

@@ -62,6 +62,12 @@ pub const SERVER_OP_MARK: [u8; 8] = *b"\xA8svc-op\x01";
 /// [`SERVER_OP_MARK`] in hex, as the stores' SQL spells it.
 pub const SERVER_OP_MARK_HEX: &str = "a87376632d6f7001";
 
+/// What one client's row of a file's `client_ops` (its highest op, so resends are never
+/// applied twice) counts in [`Store::stored_bytes`]: about what it takes on disk with its
+/// key and index. A row is kept for as long as the file, so a guest who says hello with a
+/// new client id before each patch would otherwise add to the disk for free.
+pub const CLIENT_ROW_BYTES: u64 = 128;
+
 #[async_trait]
 pub trait Store: WebhookStore + Send + Sync + 'static {
     /// Creates an account with a fresh id; `Conflict` when the email (in any case) is taken.
@@ -113,8 +119,9 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     ) -> StoreResult<()>;
     async fn file(&self, id: &FileId) -> StoreResult<FileRecord>;
     /// What an account's files keep in the store, in bytes: each file's snapshot, the
-    /// patches of its log, and its versions (compressed, as stored). Text and blobs
-    /// are counted by their length; rows' own overhead is not.
+    /// patches of its log, its versions (compressed, as stored), and [`CLIENT_ROW_BYTES`]
+    /// for each client that ever had a patch of it logged. Text and blobs are counted by
+    /// their length; other rows' own overhead is not.
     async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64>;
     async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>>;
     async fn update_file(&self, id: &FileId, update: FileUpdate) -> StoreResult<FileRecord>;

@@ -270,6 +270,58 @@ async fn one_account_cannot_fill_the_disk() {
     );
 }
 
+/// A guest with the edit key who says hello with a new client id before each patch (an
+/// empty one will do) made the store keep a row of op ids per id, for as long as the file,
+/// counted nowhere (the twelfth review: about 27 MB an hour from one address). Each
+/// writer's row now counts in the owner's storage, so the link's share bounds them; a new
+/// writer at the limit may still delete, and the owner goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_client_ids_count_in_the_owners_storage() {
+    // The link's share, 16 KiB, is 128 rows of 128 bytes.
+    let node = node(&[("ATRIUM_STORAGE_PER_ACCOUNT", "32K")]).await;
+    let f = shared_file(&node, "edit").await;
+    let (mut owner, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
+    owner
+        .patch_acked(1, vec![put("old", json!({"text": noise(400)}))])
+        .await;
+    let mut writers = 0;
+    let reject = loop {
+        let (mut guest, _) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
+        guest.send_patch(1, vec![]).await;
+        let m = guest.recv_json().await;
+        guest.close().await;
+        if m["type"] != "ack" {
+            break m;
+        }
+        writers += 1;
+        assert!(writers <= 128, "{writers} new writers kept a row each");
+    };
+    assert_eq!(reject["code"], "too-large", "{reject}");
+    assert!(
+        reject["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("share")),
+        "{reject}"
+    );
+    assert!(
+        writers >= 100,
+        "only {writers} new writers before the share was used"
+    );
+    // A new writer at the limit may still delete: a patch that frees its row's worth lands.
+    let (mut guest, _) = Client::join(&node, &f.id, &Hello::key(&f.edit_key)).await;
+    guest.patch_acked(1, vec![delete("old")]).await;
+    guest.close().await;
+    // The owner's own patches go on to the whole limit.
+    owner
+        .patch_acked(2, vec![put("mine", json!({"text": noise(1_000)}))])
+        .await;
+    owner.close().await;
+    figure(json!({
+        "case": "new client ids, an empty patch each, from a guest with the edit key",
+        "limit": 32_768, "link_share": 16_384, "row_bytes": 128, "writers_before_refusal": writers,
+    }));
+}
+
 /// A guest with the edit key of a public file can name versions, and each keeps a
 /// document, and can grow the document: the link's guests together fill at most half of
 /// the owner's storage, so the owner still has room to work (the ninth review: a guest

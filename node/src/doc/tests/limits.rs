@@ -123,6 +123,37 @@ fn size_limit_rejects_and_leaves_document_unchanged() {
     assert_eq!(d.to_json(), r#"{"a":{"x":1},"b":{}}"#);
 }
 
+/// A patch that must free some bytes (a new writer's first patch when the owner's storage is
+/// full: its client row is kept too) lands only when it makes the document that much
+/// smaller, and one that does not changes nothing, however far under the limit it stays.
+#[test]
+fn a_patch_that_must_free_bytes_lands_only_when_it_does() {
+    let mut d = Document::new();
+    let text = "t".repeat(300);
+    patch(
+        &mut d,
+        json!([put("a", json!({"text": text})), put("b", json!({"x": 1}))]),
+    )
+    .unwrap();
+    let before = d.to_json();
+    for p in [json!([]), json!([set("b", json!({"x": 2}))])] {
+        let err = d.apply_freeing(&ops(p), &lim(), 128).unwrap_err();
+        assert_eq!(err.code(), "too-large");
+        assert_eq!(d.to_json(), before);
+    }
+    // Deleting a third of the text is not enough; deleting the node is.
+    let third = "t".repeat(200);
+    let err = d
+        .apply_freeing(&ops(json!([set("a", json!({"text": third}))])), &lim(), 128)
+        .unwrap_err();
+    assert_eq!(err.code(), "too-large");
+    assert_eq!(d.to_json(), before);
+    let start = d.charged_len();
+    d.apply_freeing(&ops(json!([{"op": "delete", "id": "a"}])), &lim(), 128)
+        .unwrap();
+    assert!(d.charged_len() + 128 <= start);
+}
+
 /// A node is at most `max_node_bytes` of stored JSON: a patch that would make one larger
 /// is refused whole, one already larger may shrink, and a document whose JSON holds a
 /// larger node is refused before that node is parsed.

@@ -24,6 +24,10 @@ pub struct Harness {
     pub(super) restores: Vec<crate::room::restore::PrepareJob>,
     pub(super) exit: Option<Exit>,
     pub(super) next_client: u8,
+    /// What the store's `client_ops` would hold: each client's highest durable op id.
+    pub(super) stored_ops: std::collections::HashMap<crate::ids::ClientKey, u64>,
+    /// When the next join's op id is read (unset: now, just before the join).
+    pub(super) read_at: Option<Instant>,
 }
 
 impl Harness {
@@ -73,6 +77,8 @@ impl Harness {
             restores: Vec::new(),
             exit: None,
             next_client: 0,
+            stored_ops: Default::default(),
+            read_at: None,
         }
     }
 
@@ -116,6 +122,11 @@ impl Harness {
 
     /// The journal reports everything up to `upto` durable.
     pub fn durable(&mut self, upto: u64) {
+        let landed = self.appends.iter().flat_map(|a| &a.patches);
+        for p in landed.filter(|p| p.version <= upto) {
+            let op = self.stored_ops.entry(p.client).or_default();
+            *op = (*op).max(p.op_id);
+        }
         self.appends
             .retain(|a| a.patches.last().is_some_and(|p| p.version > upto));
         self.send(RoomCmd::Appended(Appended {

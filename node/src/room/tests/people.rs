@@ -318,42 +318,101 @@ fn an_app_grant_seats_the_person_and_a_refresh_narrows_or_ends_it() {
     assert!(a.of_type("leave").len() <= 1);
 }
 
-/// Viewers saying hello with a new client id each time are forgotten once many have gone,
-/// so the ids a room remembers stay bounded; an editor whose patch was accepted is kept, so
-/// its resend is still acked and never applied twice.
+/// A new client id, numbered.
+fn nth_client(n: u32, tag: u8) -> ClientKey {
+    let mut id = [tag; 16];
+    id[..4].copy_from_slice(&n.to_le_bytes());
+    ClientKey(id)
+}
+
+/// Guests saying hello with a new client id each time (viewers, and editors with a patch
+/// each) are forgotten once many have gone and their patches are durable, so the ids a room
+/// remembers stay bounded; a writer who comes back is answered from what the store keeps:
+/// its resend is acked and never applied twice.
 #[test]
-fn clients_gone_without_a_patch_are_forgotten_once_many() {
+fn clients_gone_are_forgotten_once_many_and_their_patches_durable() {
     let mut h = Harness::new();
     let owner = h.join(As::Owner);
     h.patch(&owner, 1, put("a", json!({"n": 1})));
-    h.end_turn();
-    h.durable(1);
+    h.commit();
     h.leave(&owner);
     for n in 0..3 * super::super::core::FORGET_CLIENTS_FROM as u32 {
-        let mut id = [7u8; 16];
-        id[..4].copy_from_slice(&n.to_le_bytes());
-        let p = h
-            .try_join_as(As::Viewer, ClientKey(id), None)
-            .expect("join");
-        h.leave(&p);
+        let client = nth_client(n, 7);
+        if n % 2 == 0 {
+            let p = h.try_join_as(As::Viewer, client, None).expect("join");
+            h.leave(&p);
+        } else {
+            let p = h.try_join_as(As::Editor, client, None).expect("join");
+            h.patch(&p, 1, put("g", json!({ "n": n })));
+            h.commit();
+            h.leave(&p);
+        }
     }
     let remembered = h.core.clients.len();
     assert!(
         remembered <= super::super::core::FORGET_CLIENTS_FROM,
         "{remembered} client ids remembered"
     );
-    // The owner's client had a patch accepted: still known, its resend acked, not applied.
-    assert!(h.core.clients.contains_key(&owner.client));
+    assert!(!h.core.clients.contains_key(&owner.client));
+    // The owner comes back: the store's op id answers for the forgotten client.
+    let version = h.version();
     let mut back = h
-        .try_join_as(As::Owner, owner.client, Some(1))
+        .try_join_as(As::Owner, owner.client, Some(version))
         .expect("join");
     h.commit();
     back.frames();
     h.patch(&back, 1, put("a", json!({"n": 2})));
     h.end_turn();
     h.commit();
-    let acks = back.of_type("ack");
-    assert_eq!(acks.len(), 1, "the resend is acked");
+    assert_eq!(back.of_type("ack").len(), 1, "the resend is acked");
+    assert_eq!(h.version(), version, "and not applied again");
+}
+
+/// A writer whose patch is not durable yet is never forgotten (the store could not answer
+/// for it); once it is, a hello whose op id was read before the forgetting reads it again
+/// rather than trusting a read that may have missed the patch.
+#[test]
+fn a_writer_is_kept_until_durable_and_a_read_older_than_the_forgetting_is_redone() {
+    let mut h = Harness::new();
+    let editor = h.join(As::Editor);
+    h.patch(&editor, 1, put("a", json!({"n": 1})));
+    h.end_turn();
+    h.leave(&editor);
+    let viewers = |h: &mut Harness, tag: u8| {
+        for n in 0..super::super::core::FORGET_CLIENTS_FROM as u32 + 1 {
+            let p = h
+                .try_join_as(As::Viewer, nth_client(n, tag), None)
+                .expect("join");
+            h.leave(&p);
+        }
+    };
+    viewers(&mut h, 7);
+    assert!(
+        h.core.forgot_clients_at.is_some(),
+        "the viewers were forgotten"
+    );
+    assert!(
+        h.core.clients.contains_key(&editor.client),
+        "a writer whose patch is not durable is kept"
+    );
+    h.durable(1);
+    // A hello reads its op id now; the room forgets the durable writer before it arrives.
+    let read_before = h.now;
+    h.advance(Duration::from_millis(1));
+    viewers(&mut h, 8);
+    assert!(!h.core.clients.contains_key(&editor.client));
+    h.read_at = Some(read_before);
+    let stale = h.try_join_as(As::Editor, editor.client, Some(1));
+    assert_eq!(stale.err(), Some(JoinError::Reread));
+    // Read again: the store has the op, so its resend is acked, not applied.
+    let mut back = h
+        .try_join_as(As::Editor, editor.client, Some(1))
+        .expect("join");
+    back.frames();
+    h.patch(&back, 1, put("a", json!({"n": 2})));
+    h.end_turn();
+    h.commit();
+    assert_eq!(back.of_type("ack").len(), 1, "the resend is acked");
     assert_eq!(h.version(), 1, "and not applied again");
 }
 

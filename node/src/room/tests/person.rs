@@ -114,7 +114,9 @@ impl Harness {
             key,
             name: Some(format!("Guest {}", client.0[0])),
             since,
-            stored_op: 0,
+            stored_op: self.stored_ops.get(&client).copied().unwrap_or(0),
+            // As the reader does: read just before the join reaches the room.
+            stored_op_read_at: self.read_at.take().unwrap_or(self.now),
             seat: seat.clone(),
             grant,
             profile,

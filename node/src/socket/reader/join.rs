@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::Session;
 use crate::apptoken::Level;
-use crate::ids::{digest, AccountId, ClientKey};
+use crate::ids::{digest, AccountId, ClientKey, FileId};
 use crate::protocol;
 use crate::room::access;
 use crate::room::{JoinError, JoinRequest, Profile};
@@ -144,11 +144,8 @@ pub(super) async fn join(
         "the node is busy with other joins",
     ))?;
     let client = ClientKey::of(&hello.client);
-    let stored_op = match state.store.client_op(&session.file, client).await {
-        Ok(op) => op.map_or(0, |(id, _)| id),
-        Err(StoreError::NotFound) => 0,
-        Err(_) => return Err((CloseCode::TryAgainLater, "the store is unavailable")),
-    };
+    let stored_op_read_at = std::time::Instant::now();
+    let stored_op = read_stored_op(&state, &session.file, client).await?;
     let mut req = JoinRequest {
         outbox: session.outbox.clone(),
         client,
@@ -157,6 +154,7 @@ pub(super) async fn join(
         name: hello.name,
         since: hello.since,
         stored_op,
+        stored_op_read_at,
         seat: session.seat.clone(),
         grant,
         profile,
@@ -166,6 +164,7 @@ pub(super) async fn join(
         // Signed out (or replaced) while waiting for a slot: never welcomed.
         return Err((CloseCode::Unauthorized, "signed out"));
     }
+    let mut rereads = 0;
     loop {
         match state.rooms.join(&session.file, &req).await {
             Ok((room, _joined)) => {
@@ -180,6 +179,12 @@ pub(super) async fn join(
                     return Err((CloseCode::Unauthorized, "signed out"));
                 }
             }
+            // Rare (a forgetting within the read's moment), so a few tries are plenty.
+            Err(JoinError::Reread) if rereads < 3 => {
+                rereads += 1;
+                req.stored_op_read_at = std::time::Instant::now();
+                req.stored_op = read_stored_op(&state, &session.file, client).await?;
+            }
             Err(e) => {
                 if let JoinError::Paced(wait) = e {
                     session.retry_after = Some(wait);
@@ -187,6 +192,19 @@ pub(super) async fn join(
                 return Err((e.close_code(), e.reason()));
             }
         }
+    }
+}
+
+/// The client's highest op id in the file, as the store has it (0: none).
+async fn read_stored_op(
+    state: &AppState,
+    file: &FileId,
+    client: ClientKey,
+) -> Result<u64, (CloseCode, &'static str)> {
+    match state.store.client_op(file, client).await {
+        Ok(op) => Ok(op.map_or(0, |(id, _)| id)),
+        Err(StoreError::NotFound) => Ok(0),
+        Err(_) => Err((CloseCode::TryAgainLater, "the store is unavailable")),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::support::{account, assert_err, record};
 use crate::ids::{AccountId, FileId};
-use crate::store::{FileRecord, FileUpdate, LinkAccess, Store, StoreError};
+use crate::store::{FileRecord, FileUpdate, LinkAccess, Store, StoreError, CLIENT_ROW_BYTES};
 
 /// The ids of an owner's files, newest first.
 async fn ids_of(store: &dyn Store, owner: &AccountId) -> Vec<FileId> {
@@ -144,7 +144,8 @@ pub async fn files_crud(store: &dyn Store) {
 }
 
 /// What an owner's files keep: a document, the patches of its log and its versions all
-/// count, by their length; another owner's files do not; deleting a file takes its bytes.
+/// count, by their length, and each writer's client row [`CLIENT_ROW_BYTES`]; another
+/// owner's files do not; deleting a file takes its bytes.
 pub async fn stored_bytes_per_owner(store: &dyn Store) {
     use super::support::{append_one, patches, take};
     let a = account(store).await;
@@ -165,8 +166,20 @@ pub async fn stored_bytes_per_owner(store: &dyn Store) {
     append_one(store, &bare.id, epoch, log)
         .await
         .expect("append");
+    // One writer: its patches and its one client row.
+    let one_writer = (doc.len() + logged) as u64 + CLIENT_ROW_BYTES;
+    assert_eq!(store.stored_bytes(&a.id).await.unwrap(), one_writer);
+    // A second writer adds its row once, however many patches it sends.
+    let second = patches(6, 8, 2);
+    let logged_second: usize = second.iter().map(|p| p.ops.len()).sum();
+    append_one(store, &bare.id, epoch, second)
+        .await
+        .expect("append");
     let with_log = store.stored_bytes(&a.id).await.unwrap();
-    assert_eq!(with_log, (doc.len() + logged) as u64);
+    assert_eq!(
+        with_log,
+        one_writer + logged_second as u64 + CLIENT_ROW_BYTES
+    );
 
     let info = crate::history::new_info(5, 1_000, crate::history::VersionKind::Auto, vec![]);
     let rules = crate::history::HistoryRules::default();

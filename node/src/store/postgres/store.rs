@@ -12,7 +12,7 @@ use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, file_from, ACCOUNT_COLUMNS, FILE_COLUMNS};
 use crate::store::{
     Account, ApiKey, FileAppend, FileRecord, FileUpdate, LoggedPatch, Revocation, SnapshotWrite,
-    Store, StoreError, StoreResult, TakenFile,
+    Store, StoreError, StoreResult, TakenFile, CLIENT_ROW_BYTES,
 };
 
 #[async_trait]
@@ -116,7 +116,8 @@ impl Store for PgStore {
     }
 
     async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64> {
-        // `octet_length` of the text and the blobs, as the embedded store counts them.
+        // `octet_length` of the text and the blobs, and each writer's row, as the embedded
+        // store counts them.
         let sql = "SELECT \
             COALESCE((SELECT SUM(octet_length(s.doc)) FROM snapshots s \
                       JOIN files f ON f.id = s.file_id WHERE f.owner = $1), 0) \
@@ -124,8 +125,11 @@ impl Store for PgStore {
                       JOIN files f ON f.id = o.file_id WHERE f.owner = $1), 0) \
           + COALESCE((SELECT SUM(COALESCE(octet_length(v.base), 0) \
                                + COALESCE(octet_length(v.delta), 0)) FROM versions v \
-                      JOIN files f ON f.id = v.file_id WHERE f.owner = $1), 0)";
-        let rows = self.query(sql, &[&owner.as_str()]).await?;
+                      JOIN files f ON f.id = v.file_id WHERE f.owner = $1), 0) \
+          + $2 * (SELECT COUNT(*) FROM client_ops c \
+                  JOIN files f ON f.id = c.file_id WHERE f.owner = $1)";
+        let row_bytes = CLIENT_ROW_BYTES as i64;
+        let rows = self.query(sql, &[&owner.as_str(), &row_bytes]).await?;
         // SUM of integers is a bigint in Postgres.
         let total: i64 = rows[0].get(0);
         Ok(total.max(0) as u64)

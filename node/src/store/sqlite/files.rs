@@ -6,7 +6,7 @@ use super::now_ms;
 use super::rows::{read_file, unavailable, unique_or_unavailable};
 use crate::ids::{AccountId, FileId};
 use crate::store::columns::{file_from, FILE_COLUMNS};
-use crate::store::{FileRecord, FileUpdate, StoreError, StoreResult};
+use crate::store::{FileRecord, FileUpdate, StoreError, StoreResult, CLIENT_ROW_BYTES};
 
 /// [`crate::store::Store::create_file_capped`].
 pub(super) fn insert(
@@ -71,7 +71,8 @@ pub(super) fn of_owner(c: &Connection, owner: &AccountId) -> StoreResult<Vec<Fil
 }
 
 /// [`crate::store::Store::stored_bytes`]: `octet_length` reads a value's length from
-/// its record header, never the value itself, so the sum costs a walk of the rows.
+/// its record header, never the value itself, so the sum costs a walk of the rows; each
+/// writer's row counts [`CLIENT_ROW_BYTES`].
 pub(super) fn stored_bytes(c: &Connection, owner: &AccountId) -> StoreResult<u64> {
     let mut stmt = c
         .prepare_cached(
@@ -82,11 +83,15 @@ pub(super) fn stored_bytes(c: &Connection, owner: &AccountId) -> StoreResult<u64
                          JOIN files f ON f.id = o.file_id WHERE f.owner = ?1), 0) \
              + COALESCE((SELECT SUM(COALESCE(octet_length(v.base), 0) \
                                   + COALESCE(octet_length(v.delta), 0)) FROM versions v \
-                         JOIN files f ON f.id = v.file_id WHERE f.owner = ?1), 0)",
+                         JOIN files f ON f.id = v.file_id WHERE f.owner = ?1), 0) \
+             + ?2 * (SELECT COUNT(*) FROM client_ops c \
+                     JOIN files f ON f.id = c.file_id WHERE f.owner = ?1)",
         )
         .map_err(unavailable)?;
     let total: i64 = stmt
-        .query_row([owner.as_str()], |r| r.get(0))
+        .query_row(params![owner.as_str(), CLIENT_ROW_BYTES as i64], |r| {
+            r.get(0)
+        })
         .map_err(unavailable)?;
     Ok(total.max(0) as u64)
 }
