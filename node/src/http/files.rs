@@ -5,6 +5,7 @@ mod create;
 pub mod versions;
 
 pub use create::create;
+pub(crate) use create::{initial_doc, read_new_file_body};
 
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL, ETAG, IF_NONE_MATCH};

@@ -1,5 +1,6 @@
 //! `POST /api/files`: a new file, with its initial document when one is sent.
 
+use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use serde::Deserialize;
@@ -13,6 +14,7 @@ use crate::http::{
     ApiError, ApiResult, SMALL_BODY,
 };
 use crate::ids::{new_secret, FileId};
+use crate::memory::Reservation;
 use crate::state::AppState;
 use crate::store::{Account, FileRecord, LinkAccess, StoreError};
 
@@ -42,22 +44,57 @@ fn new_file(body: &[u8], limits: &DocLimits) -> Result<NewFileParts, ApiError> {
     let body: NewFile = parse_json(body)?;
     let id = body.id;
     let name = file_name(body.name.as_deref().unwrap_or("Untitled"))?;
-    let doc = match body.doc {
-        None => None,
-        Some(raw) if raw.get() == "null" => None,
-        Some(raw) => match Document::from_json(raw.get().as_bytes(), limits) {
-            Ok(doc) => Some(doc.to_json()),
-            Err(PatchError::TooLarge(m)) => {
-                return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", m))
-            }
-            Err(PatchError::Invalid(m)) => {
-                return Err(ApiError::bad_request(format!(
-                    "`doc` is not a valid document: {m}"
-                )))
-            }
-        },
-    };
+    let doc = initial_doc(body.doc.as_deref(), limits)?;
     Ok((name, doc, id))
+}
+
+/// A new file's `doc` as the store keeps it (none for absent or `null`), read and checked
+/// node by node: 413 `too-large` past the limits, 400 when it is not a document.
+pub(crate) fn initial_doc(
+    raw: Option<&serde_json::value::RawValue>,
+    limits: &DocLimits,
+) -> Result<Option<String>, ApiError> {
+    let Some(raw) = raw.filter(|r| r.get() != "null") else {
+        return Ok(None);
+    };
+    match Document::from_json(raw.get().as_bytes(), limits) {
+        Ok(doc) => Ok(Some(doc.to_json())),
+        Err(PatchError::TooLarge(m)) => {
+            Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", m))
+        }
+        Err(PatchError::Invalid(m)) => Err(ApiError::bad_request(format!(
+            "`doc` is not a valid document: {m}"
+        ))),
+    }
+}
+
+/// The body of a request that makes a file, at most the largest document plus its framing,
+/// with the memory that reading and checking its document takes promised from the budget:
+/// its bytes as they arrive, then the rest before the document is read (413 `too-large`
+/// when it is declared larger; 503 with `Retry-After` past the budget).
+pub(crate) async fn read_new_file_body(
+    req: Request<Incoming>,
+    state: &AppState,
+) -> Result<(Bytes, Reservation), ApiError> {
+    let limit = state.config.max_doc_bytes.saturating_add(SMALL_BODY);
+    // A body declared over the limit is refused as too large whatever the memory.
+    let length = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if length.is_some_and(|n| n > limit) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            "the body is too large",
+        ));
+    }
+    let (body, mut memory) = read_body_promised(req, limit, state).await?;
+    if !memory.grow_to((body.len() * BODY_MEMORY_FACTOR) as u64) {
+        state.metrics.memory_refusals.inc();
+        return Err(busy("the node is at its memory budget; try again shortly"));
+    }
+    Ok((body, memory))
 }
 
 /// Who owns a file an app token creates, per its `create` claim (403 without one), with
@@ -113,27 +150,7 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     // An account already at its storage limit is refused before its body is read (the
     // measure is reused by the check below, once the document's size is known).
     state.storage.check(&account.id, 0, "create").await?;
-    // Room for the largest document plus its JSON framing.
-    let limit = state.config.max_doc_bytes.saturating_add(SMALL_BODY);
-    // A body declared over the limit is refused as too large whatever the memory.
-    let length = req
-        .headers()
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    if length.is_some_and(|n| n > limit) {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too-large",
-            "the body is too large",
-        ));
-    }
-    // The body's bytes are promised from the memory budget as they come; then, before the
-    // document is read and checked whole at several times its size, the rest of that.
-    let (body, mut memory) = read_body_promised(req, limit, state).await?;
-    if !memory.grow_to((body.len() * BODY_MEMORY_FACTOR) as u64) {
-        state.metrics.memory_refusals.inc();
-        return Err(busy("the node is at its memory budget; try again shortly"));
-    }
+    let (body, _memory) = read_new_file_body(req, state).await?;
     // Read, checked and rebuilt on the bulk lane when large (see `lane`).
     let limits = state.limits.clone();
     let (name, doc, id) =

@@ -10,9 +10,8 @@ use serde_json::json;
 
 use super::{limit, query_id, server_key};
 use crate::apptoken::owner_for;
-use crate::doc::{Document, PatchError};
-use crate::http::files::{file_json, file_name};
-use crate::http::{json_response, parse_json, read_body, ApiError, ApiResult, SMALL_BODY};
+use crate::http::files::{file_json, file_name, initial_doc, read_new_file_body};
+use crate::http::{json_response, parse_json, ApiError, ApiResult};
 use crate::ids::{new_secret, AccountId, FileId};
 use crate::state::AppState;
 use crate::store::{FileRecord, LinkAccess, StoreError};
@@ -34,27 +33,14 @@ struct NewFile {
 /// `POST /api/server/files`: 201 with the file (keys included), 409 `file-exists`.
 pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     server_key(state, &req).await?;
-    let limit = state.config.max_doc_bytes.saturating_add(SMALL_BODY);
-    let body = read_body(req, limit).await?;
+    // Promised from the memory budget as any file's creation is (the key is trusted, but a
+    // leaked one must not be a way to take the node's memory).
+    let (body, _memory) = read_new_file_body(req, state).await?;
     let limits = state.limits.clone();
     let (body, doc) = crate::lane::run(body.len(), &state.metrics, move || {
         let b: NewFile = parse_json(&body)?;
-        let doc = match &b.doc {
-            None => None,
-            Some(raw) if raw.get() == "null" => None,
-            Some(raw) => match Document::from_json(raw.get().as_bytes(), &limits) {
-                Ok(doc) => Some(doc.to_json()),
-                Err(PatchError::TooLarge(m)) => {
-                    return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", m))
-                }
-                Err(PatchError::Invalid(m)) => {
-                    return Err(ApiError::bad_request(format!(
-                        "`doc` is not a valid document: {m}"
-                    )))
-                }
-            },
-        };
-        Ok((b, doc))
+        let doc = initial_doc(b.doc.as_deref(), &limits)?;
+        Ok::<_, ApiError>((b, doc))
     })
     .await?;
     let id = FileId::parse(&body.id)
