@@ -158,3 +158,54 @@ async fn ipv6_addresses_of_one_64_share_the_address_limit() {
         .await
         .assert_status(401);
 }
+
+/// A sign-in's email is kept in the per-(address, email) limiter only when it could be an
+/// email (at most 254 bytes): one of 60 KB, kept twice as the table's key, let one request
+/// from each of many addresses hold about 120 KB for good (the twelfth review: gigabytes at
+/// the table's 100,000 keys). Each is still a bad credential, counted for its address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_ins_with_huge_emails_from_many_addresses_keep_nothing() {
+    let node = node(&[TRUST_THE_TEST]).await;
+    let rss = || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", node.pid())).unwrap();
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .unwrap();
+        line.trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let email = format!("{}@example.test", "a".repeat(60_000));
+    // Warm the node's buffers with a few, then measure 600 more, each from its own address.
+    for n in 0..10 {
+        let from = format!("10.2.0.{n}");
+        signin_from(node.port, &email, "wrong password", &from)
+            .await
+            .assert_error(401, "bad-credentials");
+    }
+    let before = rss();
+    for n in 0..600u32 {
+        let from = format!("10.1.{}.{}", n / 250, n % 250);
+        signin_from(node.port, &email, "wrong password", &from)
+            .await
+            .assert_error(401, "bad-credentials");
+    }
+    let grown_mib = rss().saturating_sub(before) as f64 / 1024.0;
+    figure(
+        json!({"case": "600 sign-ins with a 60 KB email, each from its own address",
+                  "rss_growth_mib": (grown_mib * 10.0).round() / 10.0}),
+    );
+    assert!(
+        grown_mib < 16.0,
+        "600 sign-ins with a 60 KB email grew the node by {grown_mib:.1} MiB"
+    );
+    // The address's own limit still counts them: the 21st from one address in a minute is 429.
+    let mut codes = Vec::new();
+    for _ in 0..21 {
+        codes.push(signin_from(node.port, &email, "x", "10.3.0.1").await.status);
+    }
+    assert_eq!(codes.last(), Some(&429), "{codes:?}");
+}

@@ -62,16 +62,17 @@ pub(super) fn check_signup_rate(
 pub(super) fn check_signin_rate(
     state: &AppState,
     addr: IpAddr,
-    email: &str,
+    email: Option<&str>,
 ) -> Result<(), ApiError> {
     let addr = address_key(addr);
     state
         .auth_by_address
         .check(&addr)
-        .and_then(|()| {
-            state
+        .and_then(|()| match email {
+            Some(email) => state
                 .signin_by_address_email
-                .check(&(addr, email.to_lowercase()))
+                .check(&(addr, email.to_lowercase())),
+            None => Ok(()),
         })
         .map_err(|wait| rate_limited(TOO_MANY, wait))
 }
