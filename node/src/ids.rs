@@ -90,6 +90,23 @@ impl PersonId {
     pub fn generate() -> Self {
         Self(random_string(10))
     }
+
+    /// The person `client` is in a room whose secret salt is `salt`: the same for the room's
+    /// whole life, however often the room forgets the client in between (so `you` stays
+    /// stable without a room keeping every client id it has seen), different in another
+    /// room, and never telling the client id (a keyed digest of its digest).
+    pub fn of_client(salt: &[u8; 16], client: &ClientKey) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(salt);
+        hasher.update(client.0);
+        let digest = hasher.finalize();
+        let chars = digest[..10].iter();
+        Self(
+            chars
+                .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+                .collect(),
+        )
+    }
 }
 
 /// The digest of a client id: rooms and the store key dedupe by it, so the secret

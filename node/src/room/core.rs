@@ -85,6 +85,9 @@ pub struct RoomCore {
     /// When clients were last forgotten: a joiner's op id read from the store before then
     /// may be stale.
     pub(super) forgot_clients_at: Option<Instant>,
+    /// What each client's person id is made from, with its client id
+    /// ([`PersonId::of_client`]): random for each life of the room.
+    pub(super) person_salt: [u8; 16],
     pub(super) participants: HashMap<ConnId, Participant>,
     /// People with edit access waiting for an editor seat, in arrival order.
     pub(super) waiting: VecDeque<ConnId>,
@@ -157,6 +160,7 @@ impl RoomCore {
             clients: HashMap::new(),
             clients_mark: FORGET_CLIENTS_FROM,
             forgot_clients_at: None,
+            person_salt: rand::random(),
             participants: HashMap::new(),
             waiting: VecDeque::new(),
             pending: VecDeque::new(),

@@ -50,8 +50,10 @@ impl Participant {
     }
 }
 
+/// What a room remembers of a client id (its person is [`PersonId::of_client`], kept
+/// nowhere).
+#[derive(Default)]
 pub(super) struct ClientState {
-    pub(super) person: PersonId,
     pub(super) highest_op: u64,
     /// The version of its last patch accepted here (0: none): once durable, the store
     /// answers for the client and the room may forget it.

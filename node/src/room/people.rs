@@ -8,7 +8,7 @@ use serde_json::json;
 use super::access::{self, Role};
 use super::core::RoomCore;
 use super::exit::{Effect, Exit};
-use super::participant::{ClientState, Participant};
+use super::participant::Participant;
 use super::pending::Pending;
 use super::{JoinError, JoinRequest, Joined};
 use crate::ids::PersonId;
@@ -20,9 +20,10 @@ impl RoomCore {
     /// or twice as many as the last time: a guest saying hello with a new client id on every
     /// reconnect (and an edit key, a patch each time) added one for good (the eleventh
     /// and twelfth reviews). Nothing of theirs is lost: the store keeps a writer's highest op
-    /// once its patch is durable, and the next hello reads it from there; a person who comes
-    /// back after that is new to the others. A hello whose read began before the forgetting
-    /// reads again ([`JoinError::Reread`]), so a resend is never applied twice.
+    /// once its patch is durable, and the next hello reads it from there; a person's id comes
+    /// from the client id and the room's salt, so one who comes back is the same person to
+    /// the others. A hello whose read began before the forgetting reads again
+    /// ([`JoinError::Reread`]), so a resend is never applied twice.
     fn forget_gone_clients(&mut self, now: Instant) {
         if self.clients.len() < self.clients_mark {
             return;
@@ -77,16 +78,9 @@ impl RoomCore {
         if forgot_since_read && !self.clients.contains_key(&req.client) {
             return Err(JoinError::Reread);
         }
-        let state = self
-            .clients
-            .entry(req.client)
-            .or_insert_with(|| ClientState {
-                person: PersonId::generate(),
-                highest_op: 0,
-                last_version: 0,
-            });
+        let state = self.clients.entry(req.client).or_default();
         state.highest_op = state.highest_op.max(req.stored_op);
-        let person = state.person.clone();
+        let person = PersonId::of_client(&self.person_salt, &req.client);
         let charged = self.charge_welcome(&req, welcome_len);
         let mut page = None;
         for conn in &replaced {

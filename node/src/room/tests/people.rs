@@ -328,7 +328,7 @@ fn nth_client(n: u32, tag: u8) -> ClientKey {
 /// Guests saying hello with a new client id each time (viewers, and editors with a patch
 /// each) are forgotten once many have gone and their patches are durable, so the ids a room
 /// remembers stay bounded; a writer who comes back is answered from what the store keeps:
-/// its resend is acked and never applied twice.
+/// its resend is acked and never applied twice; and whoever comes back is the same person.
 #[test]
 fn clients_gone_are_forgotten_once_many_and_their_patches_durable() {
     let mut h = Harness::new();
@@ -336,10 +336,12 @@ fn clients_gone_are_forgotten_once_many_and_their_patches_durable() {
     h.patch(&owner, 1, put("a", json!({"n": 1})));
     h.commit();
     h.leave(&owner);
+    let mut first_viewer = None;
     for n in 0..3 * super::super::core::FORGET_CLIENTS_FROM as u32 {
         let client = nth_client(n, 7);
         if n % 2 == 0 {
             let p = h.try_join_as(As::Viewer, client, None).expect("join");
+            first_viewer.get_or_insert(p.joined.person.clone());
             h.leave(&p);
         } else {
             let p = h.try_join_as(As::Editor, client, None).expect("join");
@@ -354,11 +356,18 @@ fn clients_gone_are_forgotten_once_many_and_their_patches_durable() {
         "{remembered} client ids remembered"
     );
     assert!(!h.core.clients.contains_key(&owner.client));
-    // The owner comes back: the store's op id answers for the forgotten client.
+    // The owner comes back: the store's op id answers for the forgotten client, and it is
+    // the same person to the others (`you` is stable while the room lives).
     let version = h.version();
     let mut back = h
         .try_join_as(As::Owner, owner.client, Some(version))
         .expect("join");
+    assert_eq!(back.joined.person, owner.joined.person);
+    assert!(!h.core.clients.contains_key(&nth_client(0, 7)));
+    let viewer_again = h
+        .try_join_as(As::Viewer, nth_client(0, 7), None)
+        .expect("join");
+    assert_eq!(Some(viewer_again.joined.person), first_viewer);
     h.commit();
     back.frames();
     h.patch(&back, 1, put("a", json!({"n": 2})));
