@@ -96,6 +96,42 @@ pub struct VersionInfo {
     pub doc_bytes: Option<u64>,
 }
 
+/// What thinning needs of a version: the kept fields alone, so a file with many named
+/// versions is not read whole (titles, descriptions, editors) after every save.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionAge {
+    pub id: u64,
+    pub created_at: i64,
+    pub kind: VersionKind,
+}
+
+impl From<&VersionInfo> for VersionAge {
+    fn from(v: &VersionInfo) -> Self {
+        Self {
+            id: v.id,
+            created_at: v.created_at,
+            kind: v.kind,
+        }
+    }
+}
+
+/// What a version row counts in its owner's storage besides what it stores: about what
+/// the row, its key and its numbers take on disk. Its title, description and editors count
+/// by their length ([`VersionInfo::text_bytes`]).
+pub const VERSION_ROW_BYTES: u64 = 128;
+
+impl VersionInfo {
+    /// Bytes of text the version's row keeps: its title, description and editors (as the
+    /// stores keep them: a JSON array of names).
+    pub fn text_bytes(&self) -> u64 {
+        let title = self.title.as_ref().map_or(0, String::len);
+        let description = self.description.as_ref().map_or(0, String::len);
+        // `["a","b"]`: each name quoted, with a comma between, in brackets (escapes aside).
+        let editors: usize = self.editors.iter().map(|e| e.len() + 3).sum::<usize>() + 2;
+        (title + description + editors) as u64
+    }
+}
+
 /// What a version row stores: a compressed base or a compressed delta, never both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VersionData {

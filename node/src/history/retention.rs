@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::{VersionInfo, VersionKind};
+use super::{VersionAge, VersionKind};
 
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 24 * HOUR_MS;
@@ -31,8 +31,8 @@ impl Default for Retention {
 }
 
 /// The ids of the versions the policy drops at `now` (Unix ms), oldest first.
-pub fn thinned(versions: &[VersionInfo], now: i64, policy: &Retention) -> Vec<u64> {
-    let mut newest_first: Vec<&VersionInfo> = versions.iter().collect();
+pub fn thinned(versions: &[VersionAge], now: i64, policy: &Retention) -> Vec<u64> {
+    let mut newest_first: Vec<&VersionAge> = versions.iter().collect();
     newest_first.sort_by_key(|v| std::cmp::Reverse(v.id));
     let mut buckets = HashSet::new();
     let mut dropped = Vec::new();

@@ -72,6 +72,7 @@ fn retention_keeps_the_day_then_hours_then_days() {
         info(8, now - H, VersionKind::Auto),           // kept
         info(9, now - 50 * 24 * H, VersionKind::Auto), // newest by id: always kept
     ];
+    let vs: Vec<VersionAge> = vs.iter().map(Into::into).collect();
     assert_eq!(thinned(&vs, now, &p), [1, 3, 5]);
     let none = Retention {
         all_ms: 0,

@@ -270,7 +270,7 @@ pub async fn thin(
     now: i64,
     rules: &HistoryRules,
 ) -> StoreResult<usize> {
-    let all = store.versions(file, None, u64::MAX).await?;
+    let all = store.version_ages(file).await?;
     let drop = thinned(&all, now, &rules.retention);
     for id in &drop {
         remove(store, file, epoch, *id, rules).await?;

@@ -259,7 +259,9 @@ impl WorkerParts {
         let encoded =
             history::encode_on_lane(&*self.store, &job.file, doc, &self.rules, &self.metrics)
                 .await?;
-        let bytes = encoded.data.len() as u64;
+        // What it stores, its text and its row: a named version of an unchanged document
+        // stores a few bytes of delta but up to 8 KB of title and description.
+        let bytes = encoded.data.len() as u64 + info.text_bytes() + history::VERSION_ROW_BYTES;
         if let Some(share) = job.within {
             let what = match info.kind {
                 VersionKind::Named => "version",

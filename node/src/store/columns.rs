@@ -2,7 +2,7 @@
 //! reads one column of its rows ([`Columns`]), the records are built here.
 
 use super::{Account, FileRecord, LinkAccess, LoggedPatch};
-use crate::history::{VersionData, VersionInfo, VersionKind, VersionRow};
+use crate::history::{VersionAge, VersionData, VersionInfo, VersionKind, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 
 /// The file columns, in the order [`file_from`] reads them.
@@ -77,6 +77,18 @@ pub(crate) const VERSION_COLUMNS: &str =
 pub(crate) const VERSION_INFO_COLUMNS: &str =
     "id, version, created_at, kind, title, description, editors, restored_from, doc_bytes, \
      CAST(length(coalesce(base, delta)) AS BIGINT)";
+
+/// What thinning reads of a version ([`version_age_from`]).
+pub(crate) const VERSION_AGE_COLUMNS: &str = "id, created_at, kind";
+
+/// A version's age from [`VERSION_AGE_COLUMNS`].
+pub(crate) fn version_age_from<R: Columns>(row: &R) -> Result<VersionAge, R::Error> {
+    Ok(VersionAge {
+        id: row.int(0)? as u64,
+        created_at: row.int(1)?,
+        kind: VersionKind::parse(&row.text(2)?).unwrap_or(VersionKind::Auto),
+    })
+}
 
 /// A version's info from [`VERSION_INFO_COLUMNS`] (or the first nine of [`VERSION_COLUMNS`],
 /// with `bytes` given).

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use crate::apptoken::Revocation;
-use crate::history::{VersionData, VersionInfo, VersionRow};
+use crate::history::{VersionAge, VersionData, VersionInfo, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 pub(crate) use records::SnapshotAndLog;
 pub use records::{
@@ -119,7 +119,8 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     ) -> StoreResult<()>;
     async fn file(&self, id: &FileId) -> StoreResult<FileRecord>;
     /// What an account's files keep in the store, in bytes: each file's snapshot, the
-    /// patches of its log, its versions (compressed, as stored), and [`CLIENT_ROW_BYTES`]
+    /// patches of its log, its versions (compressed, as stored, with their text and
+    /// [`crate::history::VERSION_ROW_BYTES`] each), and [`CLIENT_ROW_BYTES`]
     /// for each client that ever had a patch of it logged. Text and blobs are counted by
     /// their length; other rows' own overhead is not.
     async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64>;
@@ -200,6 +201,9 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
         before: Option<u64>,
         limit: u64,
     ) -> StoreResult<Vec<VersionInfo>>;
+    /// Every version of a file, newest first, with only what thinning needs (no text):
+    /// kept light, as a file's named versions are many.
+    async fn version_ages(&self, file: &FileId) -> StoreResult<Vec<VersionAge>>;
     /// The rows a version is read from: the newest base at or before it, then every row
     /// after that base up to the version itself, in id order. `NotFound` without it.
     async fn version_chain(&self, file: &FileId, id: u64) -> StoreResult<Vec<VersionRow>>;

@@ -322,6 +322,72 @@ async fn new_client_ids_count_in_the_owners_storage() {
     }));
 }
 
+/// A named version of an unchanged document stores a few bytes of delta, but keeps its title
+/// and description (up to about 8 KB) for good: a guest with the edit key naming versions
+/// filled the disk outside the owner's storage (the twelfth review: about 125 MB a day per
+/// file). Each version's text and row now count, so the link's share bounds them; renaming
+/// needs the storage for what it adds too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_text_of_named_versions_counts_in_the_owners_storage() {
+    let node = node(&[
+        ("ATRIUM_STORAGE_PER_ACCOUNT", "128K"),
+        ("ATRIUM_VERSIONS_NAMED_PER_MINUTE", "1000"),
+    ])
+    .await;
+    let f = shared_file(&node, "edit").await;
+    let versions = format!("/api/files/{}/versions", f.id);
+    let key = [("x-atrium-key", f.edit_key.as_str())];
+    // About 6.6 KB of text a version: 200 and 2,000 characters of three bytes each.
+    let naming = |n: usize| json!({"title": format!("{n}{}", "字".repeat(190)), "description": "字".repeat(2_000)});
+    // The first with a short title alone, to be renamed below.
+    let short = Some(json!({"title": "short"}).to_string().into_bytes());
+    http(&node, "POST", &versions, &key, short)
+        .await
+        .assert_status(201);
+    let mut answers = Vec::new();
+    for n in 0..40 {
+        let body = Some(naming(n).to_string().into_bytes());
+        let r = http(&node, "POST", &versions, &key, body).await;
+        answers.push(r.status);
+        if r.status != 201 {
+            r.assert_error(403, "storage-full");
+            assert!(r.text.contains("share"), "{}", r.text);
+            break;
+        }
+    }
+    let named = answers.iter().filter(|s| **s == 201).count();
+    assert!(
+        (5..=10).contains(&named) && answers.last() == Some(&403),
+        "the guest's namings of an unchanged document: {answers:?}"
+    );
+    // A rename that lengthens a version's text by more than a naming keeps is held to the
+    // share as well: 8,000 bytes of description for the short one.
+    let list = http(&node, "GET", &versions, &key, None).await;
+    let oldest = list.body()["versions"]
+        .as_array()
+        .and_then(|v| v.last().cloned());
+    let first = oldest.and_then(|v| v["id"].as_u64()).expect("a version");
+    let path = format!("{versions}/{first}");
+    let longer = json!({"description": "😀".repeat(2_000)});
+    let r = http(
+        &node,
+        "PATCH",
+        &path,
+        &key,
+        Some(longer.to_string().into_bytes()),
+    )
+    .await;
+    r.assert_error(403, "storage-full");
+    // The owner still names versions, within the whole limit.
+    name_as(&node, &f.id, &f.owner, "the owner's")
+        .await
+        .assert_status(201);
+    figure(json!({
+        "case": "a guest names versions of an unchanged document with long text",
+        "limit": 131_072, "link_share": 65_536, "text_bytes_each": 6_600, "guest_named": named,
+    }));
+}
+
 /// A guest with the edit key of a public file can name versions, and each keeps a
 /// document, and can grow the document: the link's guests together fill at most half of
 /// the owner's storage, so the owner still has room to work (the ninth review: a guest

@@ -489,6 +489,21 @@ pub async fn rename(state: &AppState, req: Request<Incoming>, id: FileId, vid: u
     if was.kind != VersionKind::Named && was.title.is_none() && t.is_none() {
         return Err(ApiError::bad_request("name a version with a `title` first"));
     }
+    // Longer text is kept as long as the version (a renamed automatic version is never
+    // thinned again): it needs the storage, as a naming does.
+    let mut renamed = was.clone();
+    if let Some(t) = &t {
+        renamed.title = Some(t.clone());
+    }
+    if let Some(d) = &d {
+        renamed.description = d.clone();
+    }
+    let growth = renamed.text_bytes().saturating_sub(was.text_bytes());
+    let share = Share::by_link(g.party == Party::Link);
+    state
+        .storage
+        .check_share(&g.file.owner, growth, "version", share)
+        .await?;
     let info = state.store.name_version(&id, vid, t, d).await?;
     state
         .rooms

@@ -187,12 +187,28 @@ pub async fn stored_bytes_per_owner(store: &dyn Store) {
         .await
         .expect("save a version");
     let with_version = store.stored_bytes(&a.id).await.unwrap();
+    // Its data (compressed), its editors' `[]` and its row.
+    let row = crate::history::VERSION_ROW_BYTES + 2;
     assert!(
-        with_version > with_log && with_version <= with_log + doc.len() as u64 + 64,
+        with_version > with_log + row && with_version <= with_log + row + doc.len() as u64 + 64,
         "a version of {} bytes (compressed) took {} ",
         doc.len(),
         with_version - with_log
     );
+    // Its title and description count by their length.
+    let versions = store.versions(&bare.id, None, 1).await.unwrap();
+    let (title, description) = ("t".repeat(100), "d".repeat(1_000));
+    store
+        .name_version(
+            &bare.id,
+            versions[0].id,
+            Some(title),
+            Some(Some(description)),
+        )
+        .await
+        .expect("name");
+    let named = store.stored_bytes(&a.id).await.unwrap();
+    assert_eq!(named, with_version + 1_100);
 
     // Another owner's file counts for that owner alone.
     let b = account(store).await;
@@ -200,7 +216,7 @@ pub async fn stored_bytes_per_owner(store: &dyn Store) {
         .create_file(&record(&b.id, 1), Some(doc.into()))
         .await
         .expect("create");
-    assert_eq!(store.stored_bytes(&a.id).await.unwrap(), with_version);
+    assert_eq!(store.stored_bytes(&a.id).await.unwrap(), named);
     assert_eq!(store.stored_bytes(&b.id).await.unwrap(), doc.len() as u64);
 
     store.delete_file(&bare.id).await.expect("delete");

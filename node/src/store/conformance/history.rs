@@ -91,6 +91,12 @@ pub async fn versions_save_read_and_page(store: &dyn Store) {
     let page = store.versions(&file, Some(2), 30).await.expect("list");
     assert_eq!(page.iter().map(|v| v.id).collect::<Vec<_>>(), [1]);
     assert_err!(store.version_chain(&file, 11).await, StoreError::NotFound);
+    // What thinning reads: every version, newest first, as the list has them.
+    let all = store.versions(&file, None, u64::MAX).await.expect("list");
+    let ages = store.version_ages(&file).await.expect("ages");
+    let want: Vec<history::VersionAge> = all.iter().map(Into::into).collect();
+    assert_eq!(ages, want);
+    assert_eq!(ages.len(), 10);
 }
 
 /// A version saved after a row that does not keep its document's size (written before

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::rows::{get, insert_error, unavailable, unsigned};
 use super::{append, now_ms, Param, PgStore};
-use crate::history::{VersionData, VersionInfo, VersionRow};
+use crate::history::{VersionAge, VersionData, VersionInfo, VersionRow, VERSION_ROW_BYTES};
 use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, file_from, ACCOUNT_COLUMNS, FILE_COLUMNS};
 use crate::store::{
@@ -116,21 +116,26 @@ impl Store for PgStore {
     }
 
     async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64> {
-        // `octet_length` of the text and the blobs, and each writer's row, as the embedded
-        // store counts them.
-        let sql = "SELECT \
+        // `octet_length` of the text and the blobs, and each writer's and version's row, as
+        // the embedded store counts them.
+        let sql = "SELECT CAST( \
             COALESCE((SELECT SUM(octet_length(s.doc)) FROM snapshots s \
                       JOIN files f ON f.id = s.file_id WHERE f.owner = $1), 0) \
           + COALESCE((SELECT SUM(octet_length(o.ops)) FROM ops o \
                       JOIN files f ON f.id = o.file_id WHERE f.owner = $1), 0) \
           + COALESCE((SELECT SUM(COALESCE(octet_length(v.base), 0) \
-                               + COALESCE(octet_length(v.delta), 0)) FROM versions v \
+                               + COALESCE(octet_length(v.delta), 0) \
+                               + COALESCE(octet_length(v.title), 0) \
+                               + COALESCE(octet_length(v.description), 0) \
+                               + octet_length(v.editors) + $3::bigint) FROM versions v \
                       JOIN files f ON f.id = v.file_id WHERE f.owner = $1), 0) \
-          + $2 * (SELECT COUNT(*) FROM client_ops c \
-                  JOIN files f ON f.id = c.file_id WHERE f.owner = $1)";
-        let row_bytes = CLIENT_ROW_BYTES as i64;
-        let rows = self.query(sql, &[&owner.as_str(), &row_bytes]).await?;
-        // SUM of integers is a bigint in Postgres.
+          + $2::bigint * (SELECT COUNT(*) FROM client_ops c \
+                  JOIN files f ON f.id = c.file_id WHERE f.owner = $1) AS BIGINT)";
+        let (client_row, version_row) = (CLIENT_ROW_BYTES as i64, VERSION_ROW_BYTES as i64);
+        let rows = self
+            .query(sql, &[&owner.as_str(), &client_row, &version_row])
+            .await?;
+        // A SUM of bigints is a numeric in Postgres: cast back whole.
         let total: i64 = rows[0].get(0);
         Ok(total.max(0) as u64)
     }
@@ -215,6 +220,10 @@ impl Store for PgStore {
         limit: u64,
     ) -> StoreResult<Vec<VersionInfo>> {
         self.list_versions(file, before, limit).await
+    }
+
+    async fn version_ages(&self, file: &FileId) -> StoreResult<Vec<VersionAge>> {
+        self.version_ages_of(file).await
     }
 
     async fn version_chain(&self, file: &FileId, id: u64) -> StoreResult<Vec<VersionRow>> {

@@ -5,10 +5,11 @@ use deadpool_postgres::Transaction;
 use super::bulk::OwnedParam;
 use super::rows::{big, get, unavailable};
 use super::{prepare, Param, PgStore};
-use crate::history::{VersionData, VersionInfo, VersionRow};
+use crate::history::{VersionAge, VersionData, VersionInfo, VersionRow};
 use crate::ids::FileId;
 use crate::store::columns::{
-    version_from, version_info_from, VERSION_COLUMNS, VERSION_INFO_COLUMNS,
+    version_age_from, version_from, version_info_from, VERSION_AGE_COLUMNS, VERSION_COLUMNS,
+    VERSION_INFO_COLUMNS,
 };
 use crate::store::{StoreError, StoreResult};
 
@@ -89,6 +90,15 @@ impl PgStore {
         super::webhooks::record(&tx, &[event]).await?;
         tx.commit().await.map_err(unavailable)?;
         Ok(id as u64)
+    }
+
+    /// [`crate::store::Store::version_ages`].
+    pub(super) async fn version_ages_of(&self, file: &FileId) -> StoreResult<Vec<VersionAge>> {
+        let sql = format!(
+            "SELECT {VERSION_AGE_COLUMNS} FROM versions WHERE file_id = $1 ORDER BY id DESC"
+        );
+        let rows = self.query(&sql, &[&file.as_str()]).await?;
+        rows.iter().map(version_age_from).collect()
     }
 
     pub(super) async fn list_versions(

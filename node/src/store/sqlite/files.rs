@@ -4,6 +4,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 
 use super::now_ms;
 use super::rows::{read_file, unavailable, unique_or_unavailable};
+use crate::history::VERSION_ROW_BYTES;
 use crate::ids::{AccountId, FileId};
 use crate::store::columns::{file_from, FILE_COLUMNS};
 use crate::store::{FileRecord, FileUpdate, StoreError, StoreResult, CLIENT_ROW_BYTES};
@@ -72,7 +73,8 @@ pub(super) fn of_owner(c: &Connection, owner: &AccountId) -> StoreResult<Vec<Fil
 
 /// [`crate::store::Store::stored_bytes`]: `octet_length` reads a value's length from
 /// its record header, never the value itself, so the sum costs a walk of the rows; each
-/// writer's row counts [`CLIENT_ROW_BYTES`].
+/// writer's row counts [`CLIENT_ROW_BYTES`], each version's [`VERSION_ROW_BYTES`] besides
+/// its text.
 pub(super) fn stored_bytes(c: &Connection, owner: &AccountId) -> StoreResult<u64> {
     let mut stmt = c
         .prepare_cached(
@@ -82,16 +84,24 @@ pub(super) fn stored_bytes(c: &Connection, owner: &AccountId) -> StoreResult<u64
              + COALESCE((SELECT SUM(octet_length(o.ops)) FROM ops o \
                          JOIN files f ON f.id = o.file_id WHERE f.owner = ?1), 0) \
              + COALESCE((SELECT SUM(COALESCE(octet_length(v.base), 0) \
-                                  + COALESCE(octet_length(v.delta), 0)) FROM versions v \
+                                  + COALESCE(octet_length(v.delta), 0) \
+                                  + COALESCE(octet_length(v.title), 0) \
+                                  + COALESCE(octet_length(v.description), 0) \
+                                  + octet_length(v.editors) + ?3) FROM versions v \
                          JOIN files f ON f.id = v.file_id WHERE f.owner = ?1), 0) \
              + ?2 * (SELECT COUNT(*) FROM client_ops c \
                      JOIN files f ON f.id = c.file_id WHERE f.owner = ?1)",
         )
         .map_err(unavailable)?;
     let total: i64 = stmt
-        .query_row(params![owner.as_str(), CLIENT_ROW_BYTES as i64], |r| {
-            r.get(0)
-        })
+        .query_row(
+            params![
+                owner.as_str(),
+                CLIENT_ROW_BYTES as i64,
+                VERSION_ROW_BYTES as i64
+            ],
+            |r| r.get(0),
+        )
         .map_err(unavailable)?;
     Ok(total.max(0) as u64)
 }

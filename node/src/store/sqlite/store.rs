@@ -9,7 +9,7 @@ use rusqlite::{params, OptionalExtension};
 use super::append::append_batch;
 use super::rows::{found, read_file, unavailable};
 use super::{now_ms, versions, SqliteStore};
-use crate::history::{VersionData, VersionInfo, VersionRow};
+use crate::history::{VersionAge, VersionData, VersionInfo, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, ACCOUNT_COLUMNS};
 use crate::store::{
@@ -240,6 +240,11 @@ impl Store for SqliteStore {
         let file = file.clone();
         self.read(move |c| versions::list(c, &file, before, limit))
             .await
+    }
+
+    async fn version_ages(&self, file: &FileId) -> StoreResult<Vec<VersionAge>> {
+        let file = file.clone();
+        self.read(move |c| versions::ages(c, &file)).await
     }
 
     async fn version_chain(&self, file: &FileId, id: u64) -> StoreResult<Vec<VersionRow>> {

@@ -3,10 +3,11 @@
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::rows::{found, unavailable};
-use crate::history::{VersionData, VersionInfo, VersionRow};
+use crate::history::{VersionAge, VersionData, VersionInfo, VersionRow};
 use crate::ids::FileId;
 use crate::store::columns::{
-    version_from, version_info_from, VERSION_COLUMNS, VERSION_INFO_COLUMNS,
+    version_age_from, version_from, version_info_from, VERSION_AGE_COLUMNS, VERSION_COLUMNS,
+    VERSION_INFO_COLUMNS,
 };
 use crate::store::{StoreError, StoreResult};
 
@@ -100,6 +101,19 @@ pub(super) fn list(
         .query_map(params![file.as_str(), before, limit], |r| {
             version_info_from(r, None)
         })
+        .map_err(unavailable)?;
+    rows.collect::<Result<_, _>>().map_err(unavailable)
+}
+
+/// [`crate::store::Store::version_ages`].
+pub(super) fn ages(c: &Connection, file: &FileId) -> StoreResult<Vec<VersionAge>> {
+    let mut stmt = c
+        .prepare_cached(&format!(
+            "SELECT {VERSION_AGE_COLUMNS} FROM versions WHERE file_id = ?1 ORDER BY id DESC"
+        ))
+        .map_err(unavailable)?;
+    let rows = stmt
+        .query_map([file.as_str()], |r| version_age_from(r))
         .map_err(unavailable)?;
     rows.collect::<Result<_, _>>().map_err(unavailable)
 }
