@@ -353,3 +353,54 @@ async fn a_stranger_on_public_files_does_not_keep_the_owners_editors_out() {
         "reader_beside_a_full_share": "1013 account share", "colleague": "welcomed",
     }));
 }
+
+/// Rooms of empty files count against the shares too: a room's own structures (its task,
+/// queues, lease, board) take memory whatever its document, and a file with no snapshot was
+/// estimated at nothing, so one address downloading a free account's empty files opened a
+/// room each for their idle time, held by no share (the twelfth review). Each room now
+/// counts `room::load::ROOM_BYTES` (32 KiB) besides its document.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rooms_of_empty_files_count_against_the_shares() {
+    const FROM: &str = "10.9.8.7";
+    const FILES: usize = 200;
+    let _serial = SERIAL.lock().await;
+    let r = room(&[
+        ("ATRIUM_ROOM_MEMORY_SHARE", "1M"),
+        ("ATRIUM_FILE_CREATES_PER_MINUTE", "1000"),
+        TRUST_THE_TEST,
+    ])
+    .await;
+    let account = new_account(&r.node, "empties").await;
+    let mut ids = Vec::new();
+    for n in 0..FILES {
+        let made = create_file(&r.node, &account, &format!("Empty {n}"), None).await;
+        ids.push(s(&made["id"]).to_string());
+    }
+    let rooms_before = metric(&metrics_text(&r.node).await, "atrium_rooms", &[]);
+    let rss_before = rss_kib(r.node.pid());
+    let auth = format!("Bearer {account}");
+    let headers = [("authorization", auth.as_str()), ("x-forwarded-for", FROM)];
+    let mut answers = std::collections::BTreeMap::<u16, usize>::new();
+    for id in &ids {
+        let path = format!("/api/files/{id}/doc");
+        let got = atrium_testkit::http::request(r.node.port, "GET", &path, &headers, None).await;
+        *answers.entry(got.status).or_default() += 1;
+    }
+    let rooms = metric(&metrics_text(&r.node).await, "atrium_rooms", &[]) - rooms_before;
+    let rss_growth_kib = rss_kib(r.node.pid()).saturating_sub(rss_before);
+    figure(json!({
+        "case": "one address downloads 200 empty files of one account (share 1 MiB)",
+        "answers": answers, "rooms_opened": rooms,
+        "rss_growth_kib_per_room": rss_growth_kib as f64 / rooms.max(1.0),
+    }));
+    assert!(answers.get(&503).is_some_and(|n| *n > 0), "{answers:?}");
+    // A 1 MiB share holds 32 rooms of 32 KiB, and an account's largest room is not counted.
+    assert!(
+        rooms <= 40.0,
+        "{rooms} rooms of empty files opened: {answers:?}"
+    );
+    // The owner's own room still opens (the account's largest room is never refused).
+    get(&r.node, &format!("/api/files/{}/doc", r.id), Some(&r.owner))
+        .await
+        .assert_status(200);
+}
