@@ -279,6 +279,12 @@ pub struct NodeConfig {
     #[arg(long, env = "ATRIUM_SESSION_TTL_MS", default_value_t = 30 * 24 * 3_600_000)]
     pub session_ttl_ms: u64,
 
+    /// Most sessions one account keeps: a sign-in past it ends the account's oldest
+    /// (its token answers 401, its sockets close 4001), so signing in in a loop does not
+    /// fill the store. `0` turns it off.
+    #[arg(long, env = "ATRIUM_SESSIONS_PER_ACCOUNT", default_value_t = 100)]
+    pub sessions_per_account: u64,
+
     /// How long a request body may take to arrive in full, from the end of its
     /// headers; past it the answer is 408 `timeout` and the connection closes.
     #[arg(long, env = "ATRIUM_BODY_TIMEOUT_MS", default_value_t = 10_000)]

@@ -50,6 +50,17 @@ async fn start_session(state: &AppState, account: &Account, status: StatusCode) 
         .store
         .create_session(digest(&token), &account.id, expires_at)
         .await?;
+    // Past the account's sessions, its oldest end as a sign-out ends them.
+    let keep = state.config.sessions_per_account;
+    if keep > 0 {
+        let ended = state.store.trim_sessions(&account.id, keep).await?;
+        if !ended.is_empty() {
+            for d in &ended {
+                state.sockets.sign_out(*d);
+            }
+            crate::cluster::announce_signouts(state, &ended).await;
+        }
+    }
     Ok(json_response(
         status,
         &json!({"token": token, "account": account_json(state, account)}),

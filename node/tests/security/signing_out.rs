@@ -113,7 +113,10 @@ async fn signing_out_everywhere_ends_every_session_of_the_account() {
     let email = unique_email("everywhere");
     let (first, _) = signup(&node, &email).await;
     let mut tokens = vec![first.clone()];
+    // Sessions are ordered by when they were made, to the millisecond.
+    let pause = || tokio::time::sleep(Duration::from_millis(3));
     for _ in 0..2 {
+        pause().await;
         tokens.push(signin(&node, &email).await);
     }
     let a = s(&create_file(&node, &first, "A", None).await["id"]).to_string();
@@ -153,4 +156,56 @@ async fn signing_out_everywhere_ends_every_session_of_the_account() {
     figure(
         json!({"case": "sign out everywhere", "sessions": 3, "sockets": 3, "slowest_close_ms": slowest.as_millis()}),
     );
+}
+
+/// An account keeps at most `ATRIUM_SESSIONS_PER_ACCOUNT` sessions: signing in in a loop
+/// added a row each time, for the session's 30 days, and signing out everywhere then read
+/// them all at once (the twelfth review: about 170 MB a month from one address). Past the
+/// cap the oldest session ends as a sign-out ends it: its token 401, its socket 4001.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_keeps_at_most_its_sessions_and_the_oldest_end() {
+    let node = node(&[("ATRIUM_SESSIONS_PER_ACCOUNT", "3")]).await;
+    let email = unique_email("looper");
+    let (first, _) = signup(&node, &email).await;
+    let f = create_file(&node, &first, "Mine", None).await;
+    let (mut socket, _) = Client::join(&node, s(&f["id"]), &Hello::token(&first)).await;
+    let mut tokens = vec![first.clone()];
+    // Sessions are ordered by when they were made, to the millisecond.
+    let pause = || tokio::time::sleep(Duration::from_millis(3));
+    for _ in 0..2 {
+        pause().await;
+        tokens.push(signin(&node, &email).await);
+    }
+    // Three sessions: all still work.
+    for t in &tokens {
+        assert_token_works(&node, t).await;
+    }
+    // A fourth ends the first, here and on its socket.
+    pause().await;
+    tokens.push(signin(&node, &email).await);
+    socket
+        .expect_close_within(4001, Duration::from_secs(2))
+        .await;
+    get(&node, "/api/me", Some(&first))
+        .await
+        .assert_error(401, "unauthorized");
+    for t in &tokens[1..] {
+        assert_token_works(&node, t).await;
+    }
+    // Another five: only the newest three ever work.
+    for _ in 0..5 {
+        pause().await;
+        tokens.push(signin(&node, &email).await);
+    }
+    let working = {
+        let mut n = 0;
+        for t in &tokens {
+            n += usize::from(get(&node, "/api/me", Some(t)).await.status == 200);
+        }
+        n
+    };
+    assert_eq!(working, 3, "of {} sessions", tokens.len());
+    for t in &tokens[tokens.len() - 3..] {
+        assert_token_works(&node, t).await;
+    }
 }

@@ -95,3 +95,34 @@ pub async fn sessions_expire_and_end_by_account(store: &dyn Store) {
         .expect("again")
         .is_empty());
 }
+
+/// Trimming an account's sessions keeps its newest and ends the rest, answering theirs;
+/// another account's are untouched.
+pub async fn sessions_trimmed_to_the_newest(store: &dyn Store) {
+    let a = account(store).await;
+    let b = account(store).await;
+    let other = session(store, &b.id, LATER).await;
+    let mut made = Vec::new();
+    for _ in 0..5 {
+        made.push(session(store, &a.id, LATER).await);
+        // Sessions are ordered by when they were made, to the millisecond.
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    let mut ended = store.trim_sessions(&a.id, 2).await.expect("trim");
+    ended.sort_unstable();
+    let mut oldest = made[..3].to_vec();
+    oldest.sort_unstable();
+    assert_eq!(ended, oldest);
+    for d in &made[..3] {
+        assert_err!(store.session_account(*d).await, StoreError::NotFound);
+    }
+    for d in &made[3..] {
+        assert_eq!(store.session_account(*d).await.expect("kept").id, a.id);
+    }
+    assert!(store
+        .trim_sessions(&a.id, 2)
+        .await
+        .expect("again")
+        .is_empty());
+    assert_eq!(store.session_account(other).await.expect("b's").id, b.id);
+}

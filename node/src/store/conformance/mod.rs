@@ -20,7 +20,10 @@ mod support;
 mod takes;
 mod webhooks;
 
-pub use accounts::{accounts_and_email_case, sessions, sessions_expire_and_end_by_account};
+pub use accounts::{
+    accounts_and_email_case, sessions, sessions_expire_and_end_by_account,
+    sessions_trimmed_to_the_newest,
+};
 pub use app_keys::{api_keys_by_digest, revocations_last_until_they_end};
 pub use appends::{
     empty_appends, gapless_appends, one_fenced_file_does_not_fail_the_batch,
@@ -58,6 +61,7 @@ macro_rules! conformance_suite {
             accounts_and_email_case,
             sessions,
             sessions_expire_and_end_by_account,
+            sessions_trimmed_to_the_newest,
             files_crud,
             file_cap_per_owner,
             stored_bytes_per_owner,

@@ -84,8 +84,16 @@ impl Store for PgStore {
     }
 
     async fn delete_sessions_of(&self, account: &AccountId) -> StoreResult<Vec<[u8; 32]>> {
-        let sql = "DELETE FROM sessions WHERE account_id = $1 RETURNING token_digest";
-        let rows = self.query(sql, &[&account.as_str()]).await?;
+        self.trim_sessions(account, 0).await
+    }
+
+    async fn trim_sessions(&self, account: &AccountId, keep: u64) -> StoreResult<Vec<[u8; 32]>> {
+        let sql = "DELETE FROM sessions WHERE account_id = $1 AND token_digest NOT IN (
+                       SELECT token_digest FROM sessions WHERE account_id = $1
+                       ORDER BY created_at DESC, token_digest DESC LIMIT $2)
+                   RETURNING token_digest";
+        let keep = keep.min(i64::MAX as u64) as i64;
+        let rows = self.query(sql, &[&account.as_str(), &keep]).await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
             let d: &[u8] = get(row, 0)?;

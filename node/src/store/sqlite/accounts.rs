@@ -30,11 +30,26 @@ pub(super) fn delete_sessions_of(
     c: &mut Connection,
     account: &AccountId,
 ) -> StoreResult<Vec<[u8; 32]>> {
+    trim_sessions(c, account, 0)
+}
+
+/// [`crate::store::Store::trim_sessions`]: newest by creation (then by digest, for ties).
+pub(super) fn trim_sessions(
+    c: &mut Connection,
+    account: &AccountId,
+    keep: u64,
+) -> StoreResult<Vec<[u8; 32]>> {
     let mut stmt = c
-        .prepare("DELETE FROM sessions WHERE account_id = ?1 RETURNING token_digest")
+        .prepare_cached(
+            "DELETE FROM sessions WHERE account_id = ?1 AND token_digest NOT IN (
+                 SELECT token_digest FROM sessions WHERE account_id = ?1
+                 ORDER BY created_at DESC, token_digest DESC LIMIT ?2)
+             RETURNING token_digest",
+        )
         .map_err(unavailable)?;
+    let keep = keep.min(i64::MAX as u64) as i64;
     let rows = stmt
-        .query_map([account.as_str()], |r| r.get::<_, Vec<u8>>(0))
+        .query_map(params![account.as_str(), keep], |r| r.get::<_, Vec<u8>>(0))
         .map_err(unavailable)?;
     let mut out = Vec::new();
     for row in rows {

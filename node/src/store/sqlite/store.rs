@@ -92,6 +92,12 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn trim_sessions(&self, account: &AccountId, keep: u64) -> StoreResult<Vec<[u8; 32]>> {
+        let account = account.clone();
+        self.run(move |c| super::accounts::trim_sessions(c, &account, keep))
+            .await
+    }
+
     async fn delete_expired_sessions(&self) -> StoreResult<u64> {
         self.run(move |c| {
             c.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now_ms()])
