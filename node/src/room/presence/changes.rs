@@ -35,7 +35,6 @@ impl Board {
             address,
             full: String::new(),
             short: String::new(),
-            credit: Credit::new(now),
             deferred: None,
         };
         seat.catch_up = self.on_page(seat.page.as_deref(), conn);
@@ -79,7 +78,10 @@ impl Board {
         if update.t.is_some() {
             seat.t = update.t;
         }
-        seat.credit.earn(update.wire_bytes, now);
+        let credit = self.relay_credits.entry(seat.address);
+        credit
+            .or_insert_with(|| Credit::new(now))
+            .earn(update.wire_bytes, now);
         if page_moved {
             let page = seat.page.clone();
             let catch_up = self.on_page(page.as_deref(), conn);

@@ -22,7 +22,7 @@ mod changes;
 mod round;
 mod seat;
 
-use seat::Seat;
+use seat::{Credit, Seat};
 
 /// Most people in one `presences` message.
 pub const MAX_PEOPLE: usize = 60;
@@ -36,7 +36,9 @@ pub const SLICE: usize = 64;
 /// ([`RELAY_PER_BYTE`] per byte received on the wire) and by time
 /// ([`RELAY_PER_SECOND`]), holding at most [`RELAY_BURST`]. A change it cannot pay
 /// for waits for the credit, keeping its latest state; everyday presence (a
-/// cursor, a few selected ids) never waits.
+/// cursor, a few selected ids) never waits. The credit is the client address's in the
+/// room, shared by its sockets: more sockets, or joining again, earn no more by time
+/// (the twelfth review: a hundred sockets of one address each started with a full one).
 pub const RELAY_PER_BYTE: f64 = 16.0;
 pub const RELAY_PER_SECOND: f64 = 2048.0;
 pub const RELAY_BURST: f64 = 16.0 * 1024.0;
@@ -69,6 +71,10 @@ pub struct Board {
     /// shared by its sockets in this room, so neither more sockets nor joining again and
     /// again earns more; those back to full are forgotten at the next tick.
     catch_up_credits: HashMap<Option<std::net::IpAddr>, seat::Credit>,
+    /// What each client address's people may still announce of their own entries (see
+    /// [`RELAY_PER_BYTE`]), shared by its sockets in this room; those back to full are
+    /// forgotten at the next tick.
+    relay_credits: HashMap<Option<std::net::IpAddr>, seat::Credit>,
 }
 
 impl Board {
@@ -95,7 +101,11 @@ impl Board {
         };
         seat.encode();
         let page_too = page_too || seat.deferred == Some(true);
-        if !seat.credit.pay(seat.full.len(), now) {
+        let credit = self.relay_credits.entry(seat.address);
+        if !credit
+            .or_insert_with(|| Credit::new(now))
+            .pay(seat.full.len(), now)
+        {
             seat.deferred = Some(page_too);
             self.dirty = true;
             return;

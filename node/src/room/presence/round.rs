@@ -49,6 +49,7 @@ impl Board {
         self.round.extend(self.seats.keys().copied());
         self.round_started = Some(now);
         self.catch_up_credits.retain(|_, c| !c.is_full(now));
+        self.relay_credits.retain(|_, c| !c.is_full(now));
     }
 
     /// Serves the next slice of the round.

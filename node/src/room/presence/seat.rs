@@ -84,7 +84,6 @@ pub(super) struct Seat {
     pub(super) address: Option<std::net::IpAddr>,
     pub(super) full: String,
     pub(super) short: String,
-    pub(super) credit: Credit,
     /// A change waits for credit: announced at a later tick.
     pub(super) deferred: Option<bool>,
 }
@@ -136,7 +135,6 @@ mod tests {
     #[test]
     fn entries_are_the_json_of_the_state() {
         let (outbox, _rx) = crate::outbox::outbox(4, 1024, crate::metrics::Metrics::new());
-        let now = Instant::now();
         let mut seat = Seat {
             outbox,
             person: PersonId::generate(),
@@ -152,7 +150,6 @@ mod tests {
             address: None,
             full: String::new(),
             short: String::new(),
-            credit: Credit::new(now),
             deferred: None,
         };
         seat.encode();

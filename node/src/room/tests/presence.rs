@@ -253,3 +253,58 @@ fn flipping_pages_draws_the_page_no_faster_than_the_catch_up_credit() {
         "the flips drew little: {got}"
     );
 }
+
+/// What a person's entries may cost the others is paid from the credit of their address,
+/// shared by its sockets in the room: ten sockets of one address, each with a large
+/// selection and a cursor moving every tick, get no more out than one would (the twelfth
+/// review: each socket started with a full credit of its own, so a hundred sockets of one
+/// address sent a hundred bursts to everyone).
+#[test]
+fn sockets_of_one_address_share_one_relay_credit() {
+    use super::super::presence::{RELAY_PER_BYTE, RELAY_PER_SECOND};
+    let mut h = Harness::new();
+    let mut watcher = h.join_from(As::Viewer, [198, 51, 100, 1]);
+    let sel: Vec<String> = (0..100)
+        .map(|i| format!("{}{i:02}", "q".repeat(62)))
+        .collect();
+    let movers: Vec<Person> = (0..10)
+        .map(|_| h.join_from(As::Viewer, [203, 0, 113, 7]))
+        .collect();
+    h.tick();
+    watcher.frames();
+    let mut sent = 0usize;
+    let mut send = |h: &mut Harness, p: &Person, update: Value| {
+        let mut msg = update.clone();
+        msg["type"] = json!("presence");
+        sent += msg.to_string().len();
+        h.presence(p, update);
+    };
+    for p in &movers {
+        send(&mut h, p, json!({"sel": sel}));
+    }
+    let (ticks, every) = (20u32, Duration::from_millis(50));
+    let mut got = 0usize;
+    for n in 0..ticks {
+        for p in &movers {
+            send(&mut h, p, json!({"cursor": [n, n]}));
+        }
+        h.advance(every);
+        h.tick();
+        got += seen(&mut watcher)
+            .iter()
+            .map(|e| e.to_string().len())
+            .sum::<usize>();
+    }
+    let secs = (every * ticks).as_secs_f64();
+    let allowed = RELAY_BURST + RELAY_PER_SECOND * secs + RELAY_PER_BYTE * sent as f64;
+    assert!(
+        (got as f64) < allowed,
+        "the watcher was sent {got} bytes of entries for {sent} bytes sent (one credit: {allowed})"
+    );
+    // Ten credits of their own would have sent each socket's selection twice at once.
+    assert!(
+        (got as f64) < 3.0 * RELAY_BURST,
+        "the watcher was sent {got} bytes of entries: more than one address's credit"
+    );
+    assert!(got > 6_000, "a large entry went out: {got}");
+}
