@@ -70,6 +70,12 @@ impl Bucket {
         self.tokens = (self.tokens + amount).min(self.burst);
     }
 
+    /// Whether it holds all it may: no different from a new one.
+    pub fn is_full(&self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.tokens + elapsed * self.rate >= self.burst
+    }
+
     /// How long until the bucket is out of debt.
     pub fn debt(&self, now: Instant) -> Duration {
         self.wait_for(now, 0.0)

@@ -23,9 +23,6 @@ pub(super) struct Participant {
     /// The version its welcome brought it to: it gets relays only above it.
     pub(super) from_version: u64,
     pub(super) profile: Option<Arc<Profile>>,
-    /// Its own part of the room's bytes of events: a quarter, so that one sender cannot
-    /// take the whole room's and silence everyone else's events.
-    pub(super) events: crate::limits::Bucket,
 }
 
 impl Participant {

@@ -121,7 +121,6 @@ impl RoomCore {
             access,
             from_version: self.version,
             profile: req.profile.clone(),
-            events: self.sender_events(now),
         };
         member.seat.set(role, full.is_some());
         let returning = self.board.cancel_leave(&person);

@@ -7,6 +7,7 @@
 //! room also keeps the latest ones in memory ([`ServerOps`]) to answer retries that arrive
 //! while the first is still on its way to the disk.
 
+use std::net::IpAddr;
 use std::time::Instant;
 
 use serde_json::{json, Value};
@@ -16,8 +17,13 @@ use atrium_protocol::CloseCode;
 use super::core::RoomCore;
 use super::pending::Pending;
 use super::recent::RecentOp;
+use crate::limits::Bucket;
 use crate::outbox::{shared, ConnId};
 use crate::store::LoggedPatch;
+
+/// Addresses whose part of the room's events a room remembers before it forgets those
+/// back to full.
+const FORGET_EVENT_SENDERS_FROM: usize = 256;
 
 pub mod requests;
 pub use requests::{
@@ -129,10 +135,19 @@ impl RoomCore {
         gone.len()
     }
 
-    /// A new sender's part of the room's bytes of events (`Participant::events`).
-    pub(super) fn sender_events(&self, now: Instant) -> crate::limits::Bucket {
+    /// The part of the room's bytes of events of the senders at `address`: a quarter,
+    /// shared by the address's sockets in the room (more sockets, or joining again, get no
+    /// more). Those back to full are forgotten once there are many.
+    fn sender_events(&mut self, address: Option<IpAddr>, now: Instant) -> &mut Bucket {
+        if self.event_senders.len() >= FORGET_EVENT_SENDERS_FROM
+            && !self.event_senders.contains_key(&address)
+        {
+            self.event_senders.retain(|_, b| !b.is_full(now));
+        }
         let quarter = self.rules.config.room_event_bytes_per_second as f64 / 4.0;
-        crate::limits::Bucket::new(quarter, quarter, now)
+        self.event_senders
+            .entry(address)
+            .or_insert_with(|| Bucket::new(quarter, quarter, now))
     }
 
     /// An event for everyone in the room; one from a socket goes to everyone but its
@@ -141,19 +156,22 @@ impl RoomCore {
         let (from, frame) = match event {
             Event::Server(frame) => (None, frame),
             Event::Socket { conn, data } => {
-                let Some(m) = self.participants.get_mut(&conn) else {
+                let Some(m) = self.participants.get(&conn) else {
                     return;
                 };
+                let message = event_message(m.person.as_str(), None, &data);
+                let address = m.outbox.address();
                 // The room's budget for sockets' events, all senders together: what the
                 // events of a view key can make the node send is this times the people.
                 // Charged by the whole message sent, so tiny events cannot slip past it.
-                // Each sender has a quarter of it of its own, so one cannot take it all.
-                if !self.event_bytes.debt(now).is_zero() || !m.events.debt(now).is_zero() {
+                // Each address has a quarter of it of its own, so one cannot take it all.
+                let room_owes = !self.event_bytes.debt(now).is_zero();
+                let sender = self.sender_events(address, now);
+                if room_owes || !sender.debt(now).is_zero() {
                     self.rules.metrics.events_dropped.inc();
                     return;
                 }
-                let message = event_message(m.person.as_str(), None, &data);
-                m.events.charge(now, message.len() as f64);
+                sender.charge(now, message.len() as f64);
                 self.event_bytes.charge(now, message.len() as f64);
                 let frame = shared(message);
                 (Some(conn), frame)
