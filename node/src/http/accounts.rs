@@ -46,14 +46,16 @@ async fn start_session(state: &AppState, account: &Account, status: StatusCode) 
     let token = new_secret();
     let ttl = i64::try_from(state.config.session_ttl_ms).unwrap_or(i64::MAX / 2);
     let expires_at = crate::clock::unix_ms().saturating_add(ttl);
+    let made = digest(&token);
     state
         .store
-        .create_session(digest(&token), &account.id, expires_at)
+        .create_session(made, &account.id, expires_at)
         .await?;
-    // Past the account's sessions, its oldest end as a sign-out ends them.
+    // Past the account's sessions, its oldest end as a sign-out ends them (never the one
+    // just made, whatever the clocks of the nodes that made the others).
     let keep = state.config.sessions_per_account;
     if keep > 0 {
-        let ended = state.store.trim_sessions(&account.id, keep).await?;
+        let ended = state.store.trim_sessions(&account.id, made, keep).await?;
         if !ended.is_empty() {
             for d in &ended {
                 state.sockets.sign_out(*d);

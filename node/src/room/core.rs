@@ -136,6 +136,9 @@ pub struct Opened {
     pub doc: Document,
     pub version: u64,
     pub recent: RecentOps,
+    /// When the file was taken from the store: a joiner's op id read before then is read
+    /// again, as after a forgetting (the new room knows none of the file's clients).
+    pub taken_at: Instant,
 }
 
 impl RoomCore {
@@ -161,7 +164,7 @@ impl RoomCore {
             recent: opened.recent,
             clients: HashMap::new(),
             clients_mark: FORGET_CLIENTS_FROM,
-            forgot_clients_at: None,
+            forgot_clients_at: Some(opened.taken_at),
             person_salt: rand::random(),
             participants: HashMap::new(),
             waiting: VecDeque::new(),

@@ -69,8 +69,9 @@ pub enum JoinError {
     /// then ask again (never sent to a client).
     Unchecked,
     /// The room forgot writers whose patches are durable after the joiner's op id was read
-    /// from the store, and does not know the joiner: the read may miss a patch that was
-    /// not yet durable then. Read it again, then ask again (never sent to a client).
+    /// from the store (or was opened after it: it knew nobody then), and does not know the
+    /// joiner: the read may miss a patch that was not yet durable then. Read it again, then
+    /// ask again; after a few tries, a close 1013 "try again later".
     Reread,
 }
 

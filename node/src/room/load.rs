@@ -60,6 +60,9 @@ pub async fn load(
     // The patches before the snapshot are only for resume: no more of them than the recent
     // operations hold, by count and by bytes, however large the ones the log kept.
     let (behind, behind_bytes) = (config.room_ops as u64, config.room_ops_bytes as u64);
+    // Op ids read from the store before this may miss a patch the file's last room (here
+    // or on another node) made durable just before it let the file go.
+    let taken_at = Instant::now();
     let taken = match ctx.store.take_file_within(file, behind, behind_bytes).await {
         Ok(taken) => taken,
         Err(e) => {
@@ -128,7 +131,8 @@ pub async fn load(
     };
     // A document of tiny nodes holds more than its estimate: what it holds counts against
     // the shares, and judges the file's next load.
-    let held = cost.max((doc.charged_len() * crate::doc::HELD_BYTES_PER_COUNTED_BYTE) as u64);
+    let counted = (doc.charged_len() * crate::doc::HELD_BYTES_PER_COUNTED_BYTE) as u64;
+    let held = cost.max(counted + ROOM_BYTES);
     if held > cost {
         share.grow_to(held);
         ctx.load_costs.note(file, held);
@@ -151,6 +155,7 @@ pub async fn load(
         doc,
         version,
         recent,
+        taken_at,
     };
     let rules = ctx.rules.clone();
     Ok(Loaded {

@@ -101,8 +101,14 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     async fn delete_session(&self, token_digest: [u8; 32]) -> StoreResult<()>;
     /// Deletes every session of an account; returns their digests (to close their sockets).
     async fn delete_sessions_of(&self, account: &AccountId) -> StoreResult<Vec<[u8; 32]>>;
-    /// Deletes the account's sessions but the `keep` newest; returns their token digests.
-    async fn trim_sessions(&self, account: &AccountId, keep: u64) -> StoreResult<Vec<[u8; 32]>>;
+    /// Deletes the account's sessions but `newest` (just made) and the `keep - 1` newest
+    /// others, by when they were made; returns their token digests.
+    async fn trim_sessions(
+        &self,
+        account: &AccountId,
+        newest: [u8; 32],
+        keep: u64,
+    ) -> StoreResult<Vec<[u8; 32]>>;
     /// Deletes the sessions that expired; returns how many.
     async fn delete_expired_sessions(&self) -> StoreResult<u64>;
 

@@ -64,6 +64,7 @@ impl Harness {
             doc: Document::new(),
             version: 0,
             recent,
+            taken_at: now,
         };
         let core = RoomCore::new(opened, rules, Arc::new(AtomicUsize::new(0)), now);
         Self {

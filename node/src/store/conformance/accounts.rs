@@ -96,8 +96,8 @@ pub async fn sessions_expire_and_end_by_account(store: &dyn Store) {
         .is_empty());
 }
 
-/// Trimming an account's sessions keeps its newest and ends the rest, answering theirs;
-/// another account's are untouched.
+/// Trimming an account's sessions keeps the one just made and the newest others, and ends
+/// the rest, answering theirs; another account's are untouched.
 pub async fn sessions_trimmed_to_the_newest(store: &dyn Store) {
     let a = account(store).await;
     let b = account(store).await;
@@ -108,21 +108,23 @@ pub async fn sessions_trimmed_to_the_newest(store: &dyn Store) {
         // Sessions are ordered by when they were made, to the millisecond.
         tokio::time::sleep(std::time::Duration::from_millis(3)).await;
     }
-    let mut ended = store.trim_sessions(&a.id, 2).await.expect("trim");
+    // The one just made is kept whatever its time says: here the oldest (a node with a
+    // slow clock made it), with the newest other one.
+    let mut ended = store.trim_sessions(&a.id, made[0], 2).await.expect("trim");
     ended.sort_unstable();
-    let mut oldest = made[..3].to_vec();
-    oldest.sort_unstable();
-    assert_eq!(ended, oldest);
-    for d in &made[..3] {
+    let mut between = made[1..4].to_vec();
+    between.sort_unstable();
+    assert_eq!(ended, between);
+    for d in &made[1..4] {
         assert_err!(store.session_account(*d).await, StoreError::NotFound);
     }
-    for d in &made[3..] {
-        assert_eq!(store.session_account(*d).await.expect("kept").id, a.id);
+    for d in [made[0], made[4]] {
+        assert_eq!(store.session_account(d).await.expect("kept").id, a.id);
     }
-    assert!(store
-        .trim_sessions(&a.id, 2)
-        .await
-        .expect("again")
-        .is_empty());
+    let again = store.trim_sessions(&a.id, made[4], 2).await.expect("again");
+    assert!(again.is_empty());
+    // One kept: the one just made.
+    let ended = store.trim_sessions(&a.id, made[4], 1).await.expect("trim");
+    assert_eq!(ended, vec![made[0]]);
     assert_eq!(store.session_account(other).await.expect("b's").id, b.id);
 }

@@ -175,10 +175,17 @@ pub async fn stored_bytes_per_owner(store: &dyn Store) {
     append_one(store, &bare.id, epoch, second)
         .await
         .expect("append");
+    // A server API patch's op id is forgotten within a day: its row does not count.
+    let mut server = super::support::patch(9, 3, 1);
+    server.client.0[..8].copy_from_slice(&crate::store::SERVER_OP_MARK);
+    let logged_server = server.ops.len() as u64;
+    append_one(store, &bare.id, epoch, vec![server])
+        .await
+        .expect("append");
     let with_log = store.stored_bytes(&a.id).await.unwrap();
     assert_eq!(
         with_log,
-        one_writer + logged_second as u64 + CLIENT_ROW_BYTES
+        one_writer + logged_second as u64 + CLIENT_ROW_BYTES + logged_server
     );
 
     let info = crate::history::new_info(5, 1_000, crate::history::VersionKind::Auto, vec![]);

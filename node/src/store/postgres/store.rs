@@ -12,7 +12,7 @@ use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, file_from, ACCOUNT_COLUMNS, FILE_COLUMNS};
 use crate::store::{
     Account, ApiKey, FileAppend, FileRecord, FileUpdate, LoggedPatch, Revocation, SnapshotWrite,
-    Store, StoreError, StoreResult, TakenFile, CLIENT_ROW_BYTES,
+    Store, StoreError, StoreResult, TakenFile, CLIENT_ROW_BYTES, SERVER_OP_MARK_HEX,
 };
 
 #[async_trait]
@@ -84,24 +84,25 @@ impl Store for PgStore {
     }
 
     async fn delete_sessions_of(&self, account: &AccountId) -> StoreResult<Vec<[u8; 32]>> {
-        self.trim_sessions(account, 0).await
+        let sql = "DELETE FROM sessions WHERE account_id = $1 RETURNING token_digest";
+        digests(&self.query(sql, &[&account.as_str()]).await?)
     }
 
-    async fn trim_sessions(&self, account: &AccountId, keep: u64) -> StoreResult<Vec<[u8; 32]>> {
-        let sql = "DELETE FROM sessions WHERE account_id = $1 AND token_digest NOT IN (
+    async fn trim_sessions(
+        &self,
+        account: &AccountId,
+        newest: [u8; 32],
+        keep: u64,
+    ) -> StoreResult<Vec<[u8; 32]>> {
+        let sql = "DELETE FROM sessions WHERE account_id = $1 AND token_digest <> $2
+                     AND token_digest NOT IN (
                        SELECT token_digest FROM sessions WHERE account_id = $1
-                       ORDER BY created_at DESC, token_digest DESC LIMIT $2)
+                         AND token_digest <> $2
+                       ORDER BY created_at DESC, token_digest DESC LIMIT $3)
                    RETURNING token_digest";
-        let keep = keep.min(i64::MAX as u64) as i64;
-        let rows = self.query(sql, &[&account.as_str(), &keep]).await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let d: &[u8] = get(row, 0)?;
-            if let Ok(d) = <[u8; 32]>::try_from(d) {
-                out.push(d);
-            }
-        }
-        Ok(out)
+        let others = keep.saturating_sub(1).min(i64::MAX as u64) as i64;
+        let params: [&Param<'_>; 3] = [&account.as_str(), &&newest[..], &others];
+        digests(&self.query(sql, &params).await?)
     }
 
     async fn delete_expired_sessions(&self) -> StoreResult<u64> {
@@ -126,7 +127,8 @@ impl Store for PgStore {
     async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64> {
         // `octet_length` of the text and the blobs, and each writer's and version's row, as
         // the embedded store counts them.
-        let sql = "SELECT CAST( \
+        let sql = format!(
+            "SELECT CAST( \
             COALESCE((SELECT SUM(octet_length(s.doc)) FROM snapshots s \
                       JOIN files f ON f.id = s.file_id WHERE f.owner = $1), 0) \
           + COALESCE((SELECT SUM(octet_length(o.ops)) FROM ops o \
@@ -138,10 +140,13 @@ impl Store for PgStore {
                                + octet_length(v.editors) + $3::bigint) FROM versions v \
                       JOIN files f ON f.id = v.file_id WHERE f.owner = $1), 0) \
           + $2::bigint * (SELECT COUNT(*) FROM client_ops c \
-                  JOIN files f ON f.id = c.file_id WHERE f.owner = $1) AS BIGINT)";
+                  JOIN files f ON f.id = c.file_id WHERE f.owner = $1 \
+                  AND substring(c.client from 1 for 8) <> '\\x{SERVER_OP_MARK_HEX}'::bytea) \
+          AS BIGINT)"
+        );
         let (client_row, version_row) = (CLIENT_ROW_BYTES as i64, VERSION_ROW_BYTES as i64);
         let rows = self
-            .query(sql, &[&owner.as_str(), &client_row, &version_row])
+            .query(&sql, &[&owner.as_str(), &client_row, &version_row])
             .await?;
         // A SUM of bigints is a numeric in Postgres: cast back whole.
         let total: i64 = rows[0].get(0);
@@ -298,4 +303,16 @@ impl Store for PgStore {
     async fn prune_server_ops(&self, before_ms: i64) -> StoreResult<u64> {
         self.forget_server_ops(before_ms).await
     }
+}
+
+/// The token digests a `RETURNING token_digest` gave.
+fn digests(rows: &[tokio_postgres::Row]) -> StoreResult<Vec<[u8; 32]>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let d: &[u8] = get(row, 0)?;
+        if let Ok(d) = <[u8; 32]>::try_from(d) {
+            out.push(d);
+        }
+    }
+    Ok(out)
 }

@@ -7,7 +7,9 @@ use super::rows::{read_file, unavailable, unique_or_unavailable};
 use crate::history::VERSION_ROW_BYTES;
 use crate::ids::{AccountId, FileId};
 use crate::store::columns::{file_from, FILE_COLUMNS};
-use crate::store::{FileRecord, FileUpdate, StoreError, StoreResult, CLIENT_ROW_BYTES};
+use crate::store::{
+    FileRecord, FileUpdate, StoreError, StoreResult, CLIENT_ROW_BYTES, SERVER_OP_MARK_HEX,
+};
 
 /// [`crate::store::Store::create_file_capped`].
 pub(super) fn insert(
@@ -73,11 +75,11 @@ pub(super) fn of_owner(c: &Connection, owner: &AccountId) -> StoreResult<Vec<Fil
 
 /// [`crate::store::Store::stored_bytes`]: `octet_length` reads a value's length from
 /// its record header, never the value itself, so the sum costs a walk of the rows; each
-/// writer's row counts [`CLIENT_ROW_BYTES`], each version's [`VERSION_ROW_BYTES`] besides
-/// its text.
+/// writer's row counts [`CLIENT_ROW_BYTES`] (the server API's, forgotten within a day, do
+/// not), each version's [`VERSION_ROW_BYTES`] besides its text.
 pub(super) fn stored_bytes(c: &Connection, owner: &AccountId) -> StoreResult<u64> {
     let mut stmt = c
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT \
                COALESCE((SELECT SUM(octet_length(s.doc)) FROM snapshots s \
                          JOIN files f ON f.id = s.file_id WHERE f.owner = ?1), 0) \
@@ -90,8 +92,9 @@ pub(super) fn stored_bytes(c: &Connection, owner: &AccountId) -> StoreResult<u64
                                   + octet_length(v.editors) + ?3) FROM versions v \
                          JOIN files f ON f.id = v.file_id WHERE f.owner = ?1), 0) \
              + ?2 * (SELECT COUNT(*) FROM client_ops c \
-                     JOIN files f ON f.id = c.file_id WHERE f.owner = ?1)",
-        )
+                     JOIN files f ON f.id = c.file_id WHERE f.owner = ?1 \
+                     AND substr(c.client, 1, 8) <> X'{SERVER_OP_MARK_HEX}')"
+        ))
         .map_err(unavailable)?;
     let total: i64 = stmt
         .query_row(

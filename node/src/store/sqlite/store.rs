@@ -92,9 +92,14 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn trim_sessions(&self, account: &AccountId, keep: u64) -> StoreResult<Vec<[u8; 32]>> {
+    async fn trim_sessions(
+        &self,
+        account: &AccountId,
+        newest: [u8; 32],
+        keep: u64,
+    ) -> StoreResult<Vec<[u8; 32]>> {
         let account = account.clone();
-        self.run(move |c| super::accounts::trim_sessions(c, &account, keep))
+        self.run(move |c| super::accounts::trim_sessions(c, &account, newest, keep))
             .await
     }
 
