@@ -56,12 +56,7 @@ async fn start_session(state: &AppState, account: &Account, status: StatusCode) 
     let keep = state.config.sessions_per_account;
     if keep > 0 {
         let ended = state.store.trim_sessions(&account.id, made, keep).await?;
-        if !ended.is_empty() {
-            for d in &ended {
-                state.sockets.sign_out(*d);
-            }
-            crate::cluster::announce_signouts(state, &ended).await;
-        }
+        signout::signed_out(state, &ended).await;
     }
     Ok(json_response(
         status,

@@ -203,7 +203,7 @@ pub const ROOM_BYTES: u64 = 32 * 1024;
 
 /// Memory a loaded file is expected to take, in bytes: its document (a few times
 /// its JSON while it is built) and its recent operations (the log's patches, and their
-/// relay frames), and at least [`ROOM_BYTES`].
+/// relay frames), plus [`ROOM_BYTES`] for the room itself.
 fn load_cost(taken: &TakenFile) -> u64 {
     let snapshot = taken.snapshot.as_ref().map_or(0, |(_, json)| json.len());
     let log: usize = taken.log.iter().map(|p| p.ops.len() * 2 + 128).sum();

@@ -156,22 +156,23 @@ impl RoomCore {
         let (from, frame) = match event {
             Event::Server(frame) => (None, frame),
             Event::Socket { conn, data } => {
-                let Some(m) = self.participants.get(&conn) else {
+                let Some(address) = self.participants.get(&conn).map(|m| m.outbox.address()) else {
                     return;
                 };
-                let message = event_message(m.person.as_str(), None, &data);
-                let address = m.outbox.address();
                 // The room's budget for sockets' events, all senders together: what the
                 // events of a view key can make the node send is this times the people.
                 // Charged by the whole message sent, so tiny events cannot slip past it.
                 // Each address has a quarter of it of its own, so one cannot take it all.
+                // Checked before the message is built: a flood that is dropped costs nothing.
                 let room_owes = !self.event_bytes.debt(now).is_zero();
-                let sender = self.sender_events(address, now);
-                if room_owes || !sender.debt(now).is_zero() {
+                if room_owes || !self.sender_events(address, now).debt(now).is_zero() {
                     self.rules.metrics.events_dropped.inc();
                     return;
                 }
-                sender.charge(now, message.len() as f64);
+                let person = self.participants[&conn].person.as_str();
+                let message = event_message(person, None, &data);
+                self.sender_events(address, now)
+                    .charge(now, message.len() as f64);
                 self.event_bytes.charge(now, message.len() as f64);
                 let frame = shared(message);
                 (Some(conn), frame)

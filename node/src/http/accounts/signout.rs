@@ -31,12 +31,18 @@ pub async fn signout_all(state: &AppState, req: Request<Incoming>) -> ApiResult 
     }
     let account = signed_in(state, bearer_token(&req).as_deref()).await?;
     let digests = state.store.delete_sessions_of(&account.id).await?;
-    for d in &digests {
-        state.sockets.sign_out(*d);
-    }
-    crate::cluster::announce_signouts(state, &digests).await;
+    signed_out(state, &digests).await;
     tracing::info!(account = %account.id, sessions = digests.len(), "signed out everywhere");
     Ok(empty(StatusCode::NO_CONTENT))
+}
+
+/// Sessions the store no longer has: their sockets close 4001 here at once, and on every
+/// other node through the coordinator.
+pub(super) async fn signed_out(state: &AppState, digests: &[[u8; 32]]) {
+    for d in digests {
+        state.sockets.sign_out(*d);
+    }
+    crate::cluster::announce_signouts(state, digests).await;
 }
 
 /// App tokens are not sessions: they end at their `exp`, or by revocation.
