@@ -565,8 +565,9 @@ pub struct NodeConfig {
     pub webhook_max_queued: u64,
 
     /// Webhooks: `person.joined` and `person.left` events one room records a minute at most
-    /// (as a burst too); beyond it they are dropped and counted, so a guest reconnecting in a
-    /// loop through a public link cannot fill the outbox.
+    /// (as a burst too), each client address a quarter of them; beyond it they are dropped
+    /// and counted, so a guest reconnecting in a loop through a public link cannot fill the
+    /// outbox, nor keep the others' comings and goings from being told.
     #[arg(
         long,
         env = "ATRIUM_WEBHOOK_PERSON_EVENTS_PER_MINUTE",

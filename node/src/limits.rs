@@ -6,12 +6,14 @@ mod address;
 mod bucket;
 mod keyed;
 mod party;
+mod quarters;
 mod slots;
 
 pub use address::{address_key, client_address, Network};
 pub use bucket::Bucket;
 pub use keyed::{KeyedLimiter, Planned};
 pub use party::Party;
+pub use quarters::AddressQuarters;
 pub use slots::{AddressCounts, AddressSlot, ConnectionCap, ConnectionSlot};
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
 //! The node's memory budget (`ATRIUM_MEMORY_BUDGET`): new work is refused, with the
 //! contract's codes, before the process grows past what it was told it may use.
 //!
-//! Two measures meet here. The process's resident memory, sampled a few times a
-//! second, catches everything; reservations, taken before a large allocation is
-//! made (a room's document being loaded, a file's initial document being read),
-//! and the growth of large patches taken into rooms (counted until two samples have
-//! passed), catch what a sample would see too late. Work is admitted while the sample
+//! Two measures meet here. The process's resident memory, sampled every 10 ms, catches
+//! everything; reservations, taken before a large allocation is made (a room's document
+//! being loaded, a file's initial document being read), and growth counted as it is
+//! admitted (large patches taken into rooms, new sockets, inflated text; counted until
+//! two growth periods of samples have passed), catch what a sample would see too late. Work is admitted while the sample
 //! plus what is reserved and grown stays under the high-water mark (the budget less a
 //! tenth of it, and less at least 16 MiB), so the rest is headroom for what is already
 //! running: sockets' queues, the patches of rooms that are open, requests in flight.
@@ -35,8 +35,16 @@ const MIN_HEADROOM: u64 = 16 << 20;
 /// Empty tasks spawned to wake the runtime's idle workers when memory is to be given
 /// back (each collects its heap as it parks again).
 const WAKE_TASKS: usize = 4;
-/// How often resident memory is sampled.
-const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+/// How often resident memory is sampled. Often: a burst of sockets (a hundred upgrades,
+/// their first messages) took a node from 24 to 57 MiB within one 100 ms interval, every
+/// admission in it judged by the sample before, and what is not promised (sockets' buffers,
+/// inflated text) showed only after. A read of `/proc/self/status` costs microseconds.
+const SAMPLE_EVERY: Duration = Duration::from_millis(10);
+/// How often, at most, freed memory is given back while the node is near its mark.
+const GIVE_BACK_EVERY: Duration = Duration::from_millis(200);
+/// Growth admitted is counted for this many samples at least, twice at most: it can take
+/// that long to be allocated (a patch waits for its room, a frame for its bytes).
+const GROWTH_SAMPLES: u32 = 10;
 
 pub struct MemoryGuard {
     budget: u64,
@@ -44,9 +52,9 @@ pub struct MemoryGuard {
     rss: AtomicU64,
     /// Bytes promised to allocations that have not shown up in a sample yet.
     reserved: AtomicU64,
-    /// Growth admitted since the last sample, and in the sample interval before it (the
-    /// patches a burst brings between two samples: without these, every one of them would
-    /// be judged by a sample taken before any of them).
+    /// Growth admitted in this growth period ([`GROWTH_SAMPLES`] samples) and the one before
+    /// it (the patches or sockets a burst brings between two samples: without these, every
+    /// one of them would be judged by a sample taken before any of them).
     grown: [AtomicU64; 2],
 }
 
@@ -54,6 +62,10 @@ pub struct MemoryGuard {
 /// document's growth, its relay frame (kept in the recent-ops ring too), its text
 /// waiting for the journal, and the parsed ops while it is applied.
 const PATCH_BYTES_PER_JSON_BYTE: u64 = 6;
+
+/// What a socket is counted for as it opens: about twice what an idle one holds
+/// (docs/scaling.md, "Memory per connection"), for the buffers of its upgrade and first messages.
+const SOCKET_BYTES: u64 = 32 << 10;
 
 /// What a large patch refused at the budget is told (`too-large`).
 pub const AT_BUDGET: &str = "the server is at its memory budget: only small changes are taken now";
@@ -124,6 +136,14 @@ impl MemoryGuard {
         self.expected() < self.high_water()
     }
 
+    /// Whether a new socket may open, its first buffers (the upgrade's, its task's, its
+    /// first messages': [`SOCKET_BYTES`]) then counted as growth until samples show them.
+    /// A hundred sockets arriving between two samples were each judged by the sample before
+    /// them all.
+    pub fn admits_socket(&self) -> bool {
+        self.admit_growth(SOCKET_BYTES)
+    }
+
     /// Whether memory is within an eighth of the high-water mark: what can be let go
     /// (rooms nobody is in) goes now rather than when it would anyway.
     pub fn pressed(&self) -> bool {
@@ -176,54 +196,64 @@ impl MemoryGuard {
         true
     }
 
-    /// Counts `bytes` of growth until two samples have passed.
+    /// Counts `bytes` of growth until two growth periods have passed.
     fn grew(&self, bytes: u64) {
         self.grown[0].fetch_add(bytes, Ordering::AcqRel);
     }
 
-    /// A new sample: growth admitted two intervals ago shows in it by now.
+    /// A new sample that ends a growth period ([`GROWTH_SAMPLES`] samples): growth
+    /// admitted two periods ago shows in it by now.
     fn sampled(&self, rss: u64) {
         self.rss.store(rss, Ordering::Release);
         let last = self.grown[0].swap(0, Ordering::AcqRel);
         self.grown[1].store(last, Ordering::Release);
     }
 
-    /// Samples resident memory until the process ends. Near the high-water mark,
-    /// it also asks the allocator to give freed memory back to the system, so
-    /// memory a finished burst left free does not keep the node refusing work.
+    /// Samples resident memory until the guard is dropped, on a thread of its own: on the
+    /// runtime, the sampler waited behind the very burst it was to see (24 ms late while a
+    /// hundred sockets arrived). Near the high-water mark, it also asks the allocator to
+    /// give freed memory back to the system, so memory a finished burst left free does not
+    /// keep the node refusing work.
     pub fn spawn_sampler(self: &Arc<Self>, metrics: Arc<crate::metrics::Metrics>) {
         let guard = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(SAMPLE_EVERY);
-            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut trimmed = tokio::time::Instant::now();
-            loop {
-                every.tick().await;
+        let runtime = tokio::runtime::Handle::current();
+        let sampler = move || {
+            let mut trimmed = std::time::Instant::now();
+            for n in 1u32.. {
+                std::thread::sleep(SAMPLE_EVERY);
                 let Some(guard) = guard.upgrade() else { return };
                 let rss = crate::stats::rss_bytes();
-                guard.sampled(rss);
+                if n % GROWTH_SAMPLES == 0 {
+                    guard.sampled(rss);
+                } else {
+                    guard.rss.store(rss, Ordering::Release);
+                }
                 metrics.memory_rss.set(rss as i64);
                 metrics.memory_promised.set(guard.promised() as i64);
                 // From an eighth below the mark, where rooms nobody is in start to leave:
                 // what they free must show, or the node stays refusing work it has room for.
-                if guard.pressed() && trimmed.elapsed() >= Duration::from_millis(200) {
-                    trimmed = tokio::time::Instant::now();
-                    // Off the runtime's workers: purging the allocators' free pages (and
-                    // glibc's trim, which walks every arena) takes milliseconds on a large
-                    // heap, and on a worker it held up every socket and room behind it,
-                    // five times a second while the node stayed near its mark.
-                    let _ =
-                        tokio::task::spawn_blocking(crate::allocator::give_back_free_memory).await;
+                // Here, off the runtime's workers: purging the allocators' free pages (and
+                // glibc's trim, which walks every arena) takes milliseconds on a large heap.
+                if guard.pressed() && trimmed.elapsed() >= GIVE_BACK_EVERY {
+                    trimmed = std::time::Instant::now();
+                    crate::allocator::give_back_free_memory();
                     // Idle workers collect as they park again: a few empty tasks wake them.
                     for _ in 0..WAKE_TASKS {
-                        tokio::spawn(async {});
+                        drop(runtime.spawn(async {}));
                     }
                     guard
                         .rss
                         .store(crate::stats::rss_bytes(), Ordering::Release);
                 }
             }
-        });
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("memory-sampler".into())
+            .spawn(sampler)
+        {
+            // Without it the budget sees no growth but what is promised: said loudly.
+            tracing::error!(error = %e, "could not start the memory sampler");
+        }
     }
 }
 
@@ -266,7 +296,7 @@ impl Drop for ParseCost {
 
 /// A large frame is read once its bytes fit, counted as growth until samples include them.
 /// The bytes that then come count again as they arrive, with the text they become (a copy,
-/// beside them for a moment): a frame that trickles in for longer than two samples would
+/// beside them for a moment): a frame that trickles in for longer than two growth periods would
 /// otherwise come in uncounted (a suite run of a hundred sockets sending 1 MiB patches
 /// went 24 MiB past the mark). What a fragmented message claims is not held for its life:
 /// it may claim a megabyte and send 60 KB.
@@ -277,6 +307,15 @@ impl crate::ws::Allowance for MemoryGuard {
 
     fn arrived(&self, bytes: usize) {
         self.grew(FRAME_BYTES_PER_BYTE * bytes as u64);
+    }
+
+    /// Text a compressed message became is counted once it is larger than a small patch: a
+    /// kilobyte on the wire may be 80 KB of text (the ratio's bound for a new socket), and
+    /// thirty such sockets at once went unseen until a sample caught them.
+    fn inflated(&self, bytes: usize) {
+        if bytes > SMALL_PATCH {
+            self.grew(bytes as u64);
+        }
     }
 }
 

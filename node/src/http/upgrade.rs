@@ -38,7 +38,7 @@ pub(super) async fn upgrade(
             ));
         }
     }
-    if !state.memory.admits() {
+    if !state.memory.admits_socket() {
         state.metrics.memory_refusals.inc();
         return Err(busy("the node is at its memory budget; try again shortly"));
     }

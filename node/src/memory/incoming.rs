@@ -82,6 +82,10 @@ impl Allowance for SocketAllowance {
     fn release(&self, bytes: usize) {
         self.shares.give_back(self.address, bytes);
     }
+
+    fn inflated(&self, bytes: usize) {
+        self.memory.inflated(bytes);
+    }
 }
 
 #[cfg(test)]

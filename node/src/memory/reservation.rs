@@ -12,7 +12,7 @@ pub struct Reservation {
 }
 
 impl Reservation {
-    /// Keeps the promise until two samples of resident memory have passed, so that one
+    /// Keeps the promise until two growth periods of samples have passed, so that one
     /// includes the allocation it was made for. Counted in samples, not time: under a
     /// loaded CPU the sampler runs late, and a promise kept for a fixed 300 ms ended
     /// before any sample saw the parse it was for, letting a second 30 MiB parse in

@@ -40,13 +40,44 @@ fn growth_counts_until_two_samples_include_it() {
     guard.sampled(rss);
     assert!(
         !guard.admit_growth(room / 2),
-        "still counted one sample later"
+        "still counted one period later"
     );
     guard.sampled(rss);
     assert!(
         guard.admit_growth(room / 2),
-        "two samples later it is theirs to show"
+        "two periods later it is theirs to show"
     );
+}
+
+/// Sockets opening between two samples are each judged with those before them, and count
+/// until samples include them.
+#[test]
+fn sockets_count_as_they_open() {
+    let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
+    let room = guard.high_water() - guard.rss();
+    let opened = (0..).take_while(|_| guard.admits_socket()).count() as u64;
+    assert_eq!(opened, room / SOCKET_BYTES);
+    let rss = guard.rss();
+    guard.sampled(rss);
+    assert!(!guard.admits_socket(), "still counted one period later");
+    guard.sampled(rss);
+    assert!(
+        guard.admits_socket(),
+        "two periods later it is theirs to show"
+    );
+}
+
+/// Text a compressed message became counts once larger than a small patch: a kilobyte on
+/// the wire can be many times that.
+#[test]
+fn inflated_text_counts_past_a_small_patch() {
+    use crate::ws::Allowance;
+    let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
+    let room = guard.room_left();
+    guard.inflated(SMALL_PATCH);
+    assert_eq!(guard.room_left(), room, "a small message is not counted");
+    guard.inflated(80_000);
+    assert_eq!(room - guard.room_left(), 80_000);
 }
 
 #[test]
@@ -97,7 +128,7 @@ fn a_parse_is_judged_by_what_it_may_take() {
         "small patches still"
     );
     // A large patch refused after its parse holds nothing once samples can show what its
-    // parse left resident: two samples later, however long they take to come.
+    // parse left resident: two periods later, however long they take to come.
     drop(first);
     assert!(
         guard.admits_parse(&big).is_none(),
@@ -112,11 +143,11 @@ fn a_parse_is_judged_by_what_it_may_take() {
     guard.sampled(rss);
     assert!(
         guard.admits_parse(&big).is_some(),
-        "given back two samples after it was dropped"
+        "given back two periods after it was dropped"
     );
 }
 
-/// A welcome's or a load's promise kept "until sampled" lasts two samples of resident
+/// A welcome's or a load's promise kept "until sampled" lasts two growth periods of resident
 /// memory, not a span of time: a late sampler (a loaded CPU) must not see it end before any
 /// sample could include the allocation.
 #[test]
@@ -135,7 +166,7 @@ fn a_held_promise_lasts_two_samples_not_a_time() {
     guard.sampled(rss);
     assert!(
         guard.reserve(room / 2).is_some(),
-        "two samples later it is theirs"
+        "two periods later it is theirs"
     );
 }
 
@@ -163,6 +194,6 @@ fn a_frames_bytes_count_as_they_arrive() {
     guard.sampled(rss);
     assert!(
         Allowance::admits(&*guard, frame),
-        "two samples after it came"
+        "two periods after it came"
     );
 }

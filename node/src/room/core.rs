@@ -121,8 +121,8 @@ pub struct RoomCore {
     pub(super) server_ops: super::server::requests::ServerOps,
     /// Bytes of socket events the room may still relay (`ATRIUM_ROOM_EVENT_BYTES_PER_SECOND`).
     pub(super) event_bytes: crate::limits::Bucket,
-    /// Each sending address's part of them (`RoomCore::sender_events`).
-    pub(super) event_senders: HashMap<Option<std::net::IpAddr>, crate::limits::Bucket>,
+    /// Each sending address's part of them.
+    pub(super) event_senders: crate::limits::AddressQuarters,
     /// Bytes of stored nodes the room's patches may still rewrite ([`REWRITE_PER_SECOND`]).
     pub(super) rewrites: crate::limits::Bucket,
     effects: Vec<Effect>,
@@ -184,7 +184,7 @@ impl RoomCore {
             restores: Default::default(),
             server_ops,
             event_bytes,
-            event_senders: HashMap::new(),
+            event_senders: crate::limits::AddressQuarters::new(event_rate, event_rate),
             rewrites: crate::limits::Bucket::new(REWRITE_PER_SECOND, rewrite_burst, now),
             effects: Vec::new(),
         }

@@ -14,8 +14,10 @@ pub enum Effect {
     Snapshot(SnapshotJob),
     /// Save or delete a version, on the room's history worker (in order).
     History(super::versions::HistoryJob),
-    /// A webhook event of the file: its type and its `data` (the shell stamps the time).
-    Webhook(&'static str, serde_json::Value),
+    /// A `person.*` webhook event of the file: its type, its `data` (the shell stamps the
+    /// time), and the client address of the person it names (whose part of the room's
+    /// allowance it takes).
+    Webhook(&'static str, serde_json::Value, Option<std::net::IpAddr>),
     /// Prepare a restore's patch on the bulk lane; the result comes back as `RestorePrepared`.
     Restore(super::restore::prepare::PrepareJob),
 }

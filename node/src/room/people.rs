@@ -129,7 +129,12 @@ impl RoomCore {
             self.broadcast(shared(join.to_string()), "join");
         }
         if replaced.is_empty() {
-            self.effect(Effect::Webhook("person.joined", person_data(&member)));
+            let address = member.outbox.address();
+            self.effect(Effect::Webhook(
+                "person.joined",
+                person_data(&member),
+                address,
+            ));
         }
         self.board
             .join(conn, req.outbox.clone(), person.clone(), page, now);
@@ -153,7 +158,8 @@ impl RoomCore {
 
     pub(super) fn leave(&mut self, conn: ConnId, now: Instant) {
         if let Some(m) = self.participants.remove(&conn) {
-            self.effect(Effect::Webhook("person.left", person_data(&m)));
+            let address = m.outbox.address();
+            self.effect(Effect::Webhook("person.left", person_data(&m), address));
             self.rules.metrics.people.dec();
             self.board.leave(conn, true, now);
             self.waiting.retain(|c| *c != conn);

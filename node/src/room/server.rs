@@ -7,7 +7,6 @@
 //! room also keeps the latest ones in memory ([`ServerOps`]) to answer retries that arrive
 //! while the first is still on its way to the disk.
 
-use std::net::IpAddr;
 use std::time::Instant;
 
 use serde_json::{json, Value};
@@ -17,13 +16,8 @@ use atrium_protocol::CloseCode;
 use super::core::RoomCore;
 use super::pending::Pending;
 use super::recent::RecentOp;
-use crate::limits::Bucket;
 use crate::outbox::{shared, ConnId};
 use crate::store::LoggedPatch;
-
-/// Addresses whose part of the room's events a room remembers before it forgets those
-/// back to full.
-const FORGET_EVENT_SENDERS_FROM: usize = 256;
 
 pub mod requests;
 pub use requests::{
@@ -135,21 +129,6 @@ impl RoomCore {
         gone.len()
     }
 
-    /// The part of the room's bytes of events of the senders at `address`: a quarter,
-    /// shared by the address's sockets in the room (more sockets, or joining again, get no
-    /// more). Those back to full are forgotten once there are many.
-    fn sender_events(&mut self, address: Option<IpAddr>, now: Instant) -> &mut Bucket {
-        if self.event_senders.len() >= FORGET_EVENT_SENDERS_FROM
-            && !self.event_senders.contains_key(&address)
-        {
-            self.event_senders.retain(|_, b| !b.is_full(now));
-        }
-        let quarter = self.rules.config.room_event_bytes_per_second as f64 / 4.0;
-        self.event_senders
-            .entry(address)
-            .or_insert_with(|| Bucket::new(quarter, quarter, now))
-    }
-
     /// An event for everyone in the room; one from a socket goes to everyone but its
     /// sender, named by the sender's person id.
     pub(super) fn event(&mut self, event: Event, now: Instant) {
@@ -165,13 +144,14 @@ impl RoomCore {
                 // Each address has a quarter of it of its own, so one cannot take it all.
                 // Checked before the message is built: a flood that is dropped costs nothing.
                 let room_owes = !self.event_bytes.debt(now).is_zero();
-                if room_owes || !self.sender_events(address, now).debt(now).is_zero() {
+                if room_owes || !self.event_senders.of(address, now).debt(now).is_zero() {
                     self.rules.metrics.events_dropped.inc();
                     return;
                 }
                 let person = self.participants[&conn].person.as_str();
                 let message = event_message(person, None, &data);
-                self.sender_events(address, now)
+                self.event_senders
+                    .of(address, now)
                     .charge(now, message.len() as f64);
                 self.event_bytes.charge(now, message.len() as f64);
                 let frame = shared(message);

@@ -45,6 +45,9 @@ pub struct Room {
     /// `person.*` webhook events the room may still record
     /// (`ATRIUM_WEBHOOK_PERSON_EVENTS_PER_MINUTE`).
     person_events: crate::limits::Bucket,
+    /// Each client address's part of them: a guest joining in a loop uses up a quarter,
+    /// and the others' comings and goings are still told.
+    person_senders: crate::limits::AddressQuarters,
 }
 
 impl Room {
@@ -87,6 +90,7 @@ impl Room {
         let person_rate = f64::from(ctx.rules.config.webhook_person_events_per_minute);
         let person_events =
             crate::limits::Bucket::new(person_rate / 60.0, person_rate, std::time::Instant::now());
+        let person_senders = crate::limits::AddressQuarters::new(person_rate / 60.0, person_rate);
         let mut room = Room {
             core: loaded.core,
             file: file.clone(),
@@ -99,6 +103,7 @@ impl Room {
             next_tick: tokio::time::Instant::now(),
             history: Some(history),
             person_events,
+            person_senders,
         };
         let mut lease_lost = room.lease.as_ref().map(LeaseKeeper::lost);
         // The tick's timer and the lease watch are made once for the room's life: made

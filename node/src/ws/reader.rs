@@ -98,6 +98,8 @@ pub trait Allowance: Send + Sync {
     /// The message those bytes were for is complete (or never will be): what the reader
     /// held for it is handed on or dropped.
     fn release(&self, _bytes: usize) {}
+    /// A compressed message became `bytes` of text: memory no frame's size foretold.
+    fn inflated(&self, _bytes: usize) {}
 }
 
 /// Reads client frames from `R` and reassembles messages.

@@ -269,3 +269,66 @@ async fn a_guest_churning_through_a_link_cannot_push_out_file_updates() {
         .len();
     assert!(people <= 4, "{people} person events reached the app");
 }
+
+/// A guest joining and leaving in a loop from one address used up the room's whole allowance
+/// of `person.*` events, and the app stopped hearing who else came: each client address may
+/// now take a quarter of it (all its sockets together), and the others' joins are still told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_churning_from_one_address_leaves_the_others_joins_told() {
+    let hooks = Receiver::start().await;
+    let (node, key) = node_with_key(
+        None,
+        &[
+            ("ATRIUM_WEBHOOK_DEBOUNCE_MS", "0"),
+            ("ATRIUM_WEBHOOK_PERSON_EVENTS_PER_MINUTE", "40"),
+            TRUST_THE_TEST,
+        ],
+    )
+    .await;
+    endpoint(&node, &key, &hooks.url(), None).await;
+    let shared = shared_file(&node, "view").await;
+    let guest = Hello::key(&shared.view_key);
+    let from = |address: &'static str| [("x-forwarded-for", address)];
+    // 40 events from one address (20 joins and leaves, as one guest): a quarter is 10.
+    for _ in 0..20 {
+        let (c, _) = Client::join_with(&node, &shared.id, &guest, &from("203.0.113.7")).await;
+        c.close().await;
+    }
+    // Then three people from other addresses, each named.
+    let mut stay = Vec::new();
+    for (n, address) in ["198.51.100.1", "198.51.100.2", "198.51.100.3"]
+        .into_iter()
+        .enumerate()
+    {
+        let mut hello = Hello::key(&shared.view_key);
+        hello.name = Some(format!("Visitor {n}"));
+        stay.push(Client::join_with(&node, &shared.id, &hello, &from(address)).await);
+    }
+    let named = |g: &[Got], n: usize| {
+        of_file(g, &shared.id).iter().any(|g| {
+            g.kind() == "person.joined"
+                && g.json["data"]["person"]["name"] == format!("Visitor {n}")
+        })
+    };
+    let got = hooks
+        .wait_for(Duration::from_secs(30), "the three visitors' joins", |g| {
+            (0..3).all(|n| named(g, n))
+        })
+        .await;
+    let churned = of_file(&got, &shared.id)
+        .iter()
+        .filter(|g| g.kind().starts_with("person.") && g.json["data"]["person"]["name"] == "Guest")
+        .count();
+    assert!(
+        churned <= 10,
+        "the churning address's quarter: {churned} events told"
+    );
+    wait_metric(
+        &node,
+        "atrium_webhook_dropped_total",
+        &[],
+        |v| v >= 30.0,
+        Duration::from_secs(10),
+    )
+    .await;
+}

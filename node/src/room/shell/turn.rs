@@ -66,8 +66,11 @@ impl Room {
                         let _ = history.send(job);
                     }
                 }
-                Effect::Webhook(kind, data) => {
-                    if kind.starts_with("person.") && !self.person_events.take(Instant::now()) {
+                Effect::Webhook(kind, data, address) => {
+                    let senders = &mut self.person_senders;
+                    if kind.starts_with("person.")
+                        && !senders.take_with(&mut self.person_events, address, Instant::now())
+                    {
                         if self.ctx.webhooks.active() {
                             self.ctx.rules.metrics.webhooks.dropped.inc();
                         }

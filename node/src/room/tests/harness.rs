@@ -100,7 +100,7 @@ impl Harness {
                 Effect::Append(a) => self.appends.push(a),
                 Effect::Snapshot(job) => self.snapshots.push(job),
                 Effect::History(job) => self.history.push(job),
-                Effect::Webhook(kind, data) => self.webhooks.push((kind, data)),
+                Effect::Webhook(kind, data, _) => self.webhooks.push((kind, data)),
                 Effect::Restore(job) => self.restores.push(job),
             }
         }

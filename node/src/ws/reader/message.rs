@@ -72,9 +72,13 @@ impl<R> Reader<R> {
                     ratio => (self.received.saturating_mul(ratio) + INFLATE_CREDIT)
                         .saturating_sub(self.inflated),
                 };
+                let compressed = h.rsv1 || self.partial.as_ref().is_some_and(|p| p.compressed);
                 let message = data_frame(&mut self.partial, &self.limits, allowance, h, payload)?;
                 if let Some(Incoming::Text(text)) = &message {
                     self.inflated += text.len();
+                    if let (true, Some(memory)) = (compressed, &self.allowance) {
+                        memory.inflated(text.len());
+                    }
                 }
                 Ok(message)
             }

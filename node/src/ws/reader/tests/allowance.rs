@@ -11,6 +11,8 @@ struct Gate {
     asked: AtomicUsize,
     /// Bytes admitted and not yet released.
     held: AtomicUsize,
+    /// Bytes of text compressed messages became.
+    inflated: AtomicUsize,
 }
 
 impl Allowance for Gate {
@@ -26,6 +28,36 @@ impl Allowance for Gate {
     fn release(&self, bytes: usize) {
         self.held.fetch_sub(bytes, Ordering::SeqCst);
     }
+
+    fn inflated(&self, bytes: usize) {
+        self.inflated.fetch_add(bytes, Ordering::SeqCst);
+    }
+}
+
+/// Text that compressed messages became is told to the allowance, fragmented or not; plain
+/// text is not (its frames' sizes said it).
+#[tokio::test]
+async fn inflated_text_is_told_to_the_allowance() {
+    let message = "a fairly compressible line of text; ".repeat(2_000);
+    let data = client_deflate(message.as_bytes());
+    assert!(data.len() < LARGE_FRAME, "small on the wire");
+    let (a, b) = data.split_at(data.len() / 2);
+    let wire = [
+        frame(FIN, true, opcode::TEXT, &data),
+        frame(MORE, true, opcode::TEXT, a),
+        frame(FIN, false, opcode::CONTINUATION, b),
+        text("plain"),
+    ]
+    .concat();
+    let mut r = reader(wire, limits(1 << 20), true);
+    let gate = Arc::new(Gate::default());
+    gate.open.store(true, Ordering::SeqCst);
+    r.set_allowance(gate.clone());
+    for _ in 0..3 {
+        assert!(matches!(r.next().await, Ok(Incoming::Text(_))));
+    }
+    assert_eq!(gate.inflated.load(Ordering::SeqCst), 2 * message.len());
+    assert_eq!(gate.asked.load(Ordering::SeqCst), 0, "no frame was large");
 }
 
 #[tokio::test]
