@@ -38,7 +38,7 @@ mod write;
 use entry::Entry;
 pub use entry::MIN_NODE_BYTES;
 pub use limits::{DocLimits, PatchError, BUILD_BYTES_PER_JSON_BYTE, HELD_BYTES_PER_COUNTED_BYTE};
-pub use op::{parse_ops, Op, Props};
+pub use op::{parse_ops, parse_ops_text, Op, OpsError, Props};
 
 /// A document: its nodes, each held as its compact JSON text (see [`Entry`]),
 /// in id order, so serialization is concatenation and deterministic: equal

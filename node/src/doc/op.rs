@@ -73,6 +73,119 @@ impl Op {
     }
 }
 
+/// A patch's `ops` read from their text one op at a time, and written back compact (as a
+/// parsed array would be): a patch is refused at its first bad op before the ops after it
+/// are made into values, and an over-long list before any is. Read whole, a 60 KB patch of
+/// `[[0,0,…],…]` became 30,000 values only to be refused, and at one address's byte rate
+/// that kept both cores of a debug node busy.
+pub fn parse_ops_text(text: &str, limits: &DocLimits) -> Result<(Vec<Op>, String), OpsError> {
+    use serde::de::Deserializer;
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let texts = reader
+        .deserialize_any(ListOps {
+            most: limits.max_ops,
+        })
+        .and_then(|texts| reader.end().map(|()| texts))
+        .map_err(|_| OpsError::NotJson)?;
+    let texts = match texts {
+        OpTexts::Listed(texts) => texts,
+        OpTexts::Counted(n) => return Err(check_count(n, limits).unwrap_err().into()),
+        OpTexts::NotAList => return Err(PatchError::Invalid("ops must be an array".into()).into()),
+    };
+    let mut ops = Vec::with_capacity(texts.len());
+    let mut json = String::new();
+    for (i, op) in texts.iter().enumerate() {
+        let value: Value = serde_json::from_str(op.get()).map_err(|_| OpsError::NotJson)?;
+        let op = Op::parse(&value).map_err(|m| invalid_at(i, m))?;
+        op.validate(limits).map_err(|m| invalid_at(i, m))?;
+        ops.push(op);
+        // Room for the whole text once the first op is good: a patch refused at its first op
+        // holds none.
+        json.reserve(text.len() + 2);
+        json.push(if i == 0 { '[' } else { ',' });
+        json.push_str(&value.to_string());
+    }
+    if json.is_empty() {
+        json.push('[');
+    }
+    json.push(']');
+    Ok((ops, json))
+}
+
+/// Why a patch's `ops` text was refused.
+#[derive(Debug)]
+pub enum OpsError {
+    NotJson,
+    Patch(PatchError),
+}
+
+impl From<PatchError> for OpsError {
+    fn from(e: PatchError) -> Self {
+        OpsError::Patch(e)
+    }
+}
+
+/// The `ops` value as the texts of its elements; past `most` of them only counted (each
+/// skipped without being built); or not an array at all.
+enum OpTexts<'a> {
+    Listed(Vec<&'a serde_json::value::RawValue>),
+    Counted(usize),
+    NotAList,
+}
+
+/// Reads [`OpTexts`], keeping at most `most` texts.
+struct ListOps {
+    most: usize,
+}
+
+impl<'de> serde::de::Visitor<'de> for ListOps {
+    type Value = OpTexts<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut texts = Vec::new();
+        while let Some(op) = seq.next_element::<&'de serde_json::value::RawValue>()? {
+            if texts.len() == self.most {
+                let mut n = self.most + 1;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                return Ok(OpTexts::Counted(n));
+            }
+            texts.push(op);
+        }
+        Ok(OpTexts::Listed(texts))
+    }
+
+    // Any other value is valid JSON that is not a list: skipped, then refused as such.
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::IgnoredAny;
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(OpTexts::NotAList)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(OpTexts::NotAList)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(OpTexts::NotAList)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(OpTexts::NotAList)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(OpTexts::NotAList)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(OpTexts::NotAList)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(OpTexts::NotAList)
+    }
+}
+
 /// Validates and parses the `ops` array of a patch.
 pub fn parse_ops(ops: &Value, limits: &DocLimits) -> Result<Vec<Op>, PatchError> {
     let list = ops

@@ -1,10 +1,8 @@
 //! Patches and presence updates, checked against the contract and the limits.
 
-use serde_json::Value;
-
 use super::fields::{number_text, pair, Fields};
 use super::{Patch, PresenceUpdate, Refusal, MAX_SELECTION};
-use crate::doc::{parse_ops, DocLimits, PatchError};
+use crate::doc::{parse_ops_text, DocLimits, OpsError, PatchError};
 use crate::ids::is_valid_id;
 
 pub(super) fn patch_id(fields: &Fields<'_>) -> Option<u64> {
@@ -25,16 +23,16 @@ pub(super) fn parse_patch(fields: &Fields<'_>, limits: &DocLimits) -> Result<Pat
     let raw_ops = fields
         .get("ops")
         .ok_or_else(|| Refusal::invalid(Some(id), "a patch needs `ops`"))?;
-    let value: Value = serde_json::from_str(raw_ops.get())
-        .map_err(|_| Refusal::invalid(Some(id), "`ops` is not valid JSON"))?;
-    let ops = parse_ops(&value, limits).map_err(|e| Refusal {
-        id: Some(id),
-        code: e.code(),
-        message: match e {
-            PatchError::Invalid(m) | PatchError::TooLarge(m) => m,
+    let (ops, ops_json) = parse_ops_text(raw_ops.get(), limits).map_err(|e| match e {
+        OpsError::NotJson => Refusal::invalid(Some(id), "`ops` is not valid JSON"),
+        OpsError::Patch(e) => Refusal {
+            id: Some(id),
+            code: e.code(),
+            message: match e {
+                PatchError::Invalid(m) | PatchError::TooLarge(m) => m,
+            },
         },
     })?;
-    let ops_json = value.to_string();
     // Everyone else gets the ops as the node writes them, which can be longer than
     // what came (`1e15` is written `1000000000000000.0`): a relay may not be larger
     // than what its sender sent, give or take a little.

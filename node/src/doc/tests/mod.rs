@@ -8,6 +8,7 @@ use super::*;
 mod limits;
 mod load;
 mod ops;
+mod ops_text;
 mod random;
 
 fn lim() -> DocLimits {
