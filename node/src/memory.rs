@@ -5,10 +5,11 @@
 //! everything; reservations, taken before a large allocation is made (a room's document
 //! being loaded, a file's initial document being read), and growth counted as it is
 //! admitted (large patches taken into rooms, new sockets, inflated text; counted until
-//! two growth periods of samples have passed), catch what a sample would see too late. Work is admitted while the sample
-//! plus what is reserved and grown stays under the high-water mark (the budget less a
-//! tenth of it, and less at least 16 MiB), so the rest is headroom for what is already
-//! running: sockets' queues, the patches of rooms that are open, requests in flight.
+//! two growth periods of samples have passed), catch what a sample would see too late.
+//! Work is admitted while the sample plus what is reserved and grown stays under the
+//! high-water mark (the budget less a tenth of it, and less at least 16 MiB), so the rest
+//! is headroom for what is already running: sockets' queues, the patches of rooms that
+//! are open, requests in flight.
 //!
 //! Refusing is all it does: nothing already accepted is dropped. Sockets get 1013
 //! (try again later) or an HTTP 503 with `Retry-After` before the upgrade; requests
@@ -296,8 +297,8 @@ impl Drop for ParseCost {
 
 /// A large frame is read once its bytes fit, counted as growth until samples include them.
 /// The bytes that then come count again as they arrive, with the text they become (a copy,
-/// beside them for a moment): a frame that trickles in for longer than two growth periods would
-/// otherwise come in uncounted (a suite run of a hundred sockets sending 1 MiB patches
+/// beside them for a moment): a frame that trickles in for longer than two growth periods
+/// would otherwise come in uncounted (a suite run of a hundred sockets sending 1 MiB patches
 /// went 24 MiB past the mark). What a fragmented message claims is not held for its life:
 /// it may claim a megabyte and send 60 KB.
 impl crate::ws::Allowance for MemoryGuard {
