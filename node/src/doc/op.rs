@@ -96,9 +96,7 @@ pub fn parse_ops_text(text: &str, limits: &DocLimits) -> Result<(Vec<Op>, String
     let mut json = String::new();
     for (i, op) in texts.iter().enumerate() {
         let value: Value = serde_json::from_str(op.get()).map_err(|_| OpsError::NotJson)?;
-        let op = Op::parse(&value).map_err(|m| invalid_at(i, m))?;
-        op.validate(limits).map_err(|m| invalid_at(i, m))?;
-        ops.push(op);
+        ops.push(parse_op(i, &value, limits)?);
         // Room for the whole text once the first op is good: a patch refused at its first op
         // holds none.
         json.reserve(text.len() + 2);
@@ -194,12 +192,15 @@ pub fn parse_ops(ops: &Value, limits: &DocLimits) -> Result<Vec<Op>, PatchError>
     check_count(list.len(), limits)?;
     list.iter()
         .enumerate()
-        .map(|(i, v)| {
-            let op = Op::parse(v).map_err(|m| invalid_at(i, m))?;
-            op.validate(limits).map_err(|m| invalid_at(i, m))?;
-            Ok(op)
-        })
+        .map(|(i, v)| parse_op(i, v, limits))
         .collect()
+}
+
+/// The `i`th op of a patch, read and checked against the limits.
+fn parse_op(i: usize, v: &Value, limits: &DocLimits) -> Result<Op, PatchError> {
+    let op = Op::parse(v).map_err(|m| invalid_at(i, m))?;
+    op.validate(limits).map_err(|m| invalid_at(i, m))?;
+    Ok(op)
 }
 
 pub(super) fn invalid_at(index: usize, msg: String) -> PatchError {

@@ -144,15 +144,14 @@ impl RoomCore {
                 // Each address has a quarter of it of its own, so one cannot take it all.
                 // Checked before the message is built: a flood that is dropped costs nothing.
                 let room_owes = !self.event_bytes.debt(now).is_zero();
-                if room_owes || !self.event_senders.of(address, now).debt(now).is_zero() {
+                let sender = self.event_senders.of(address, now);
+                if room_owes || !sender.debt(now).is_zero() {
                     self.rules.metrics.events_dropped.inc();
                     return;
                 }
                 let person = self.participants[&conn].person.as_str();
                 let message = event_message(person, None, &data);
-                self.event_senders
-                    .of(address, now)
-                    .charge(now, message.len() as f64);
+                sender.charge(now, message.len() as f64);
                 self.event_bytes.charge(now, message.len() as f64);
                 let frame = shared(message);
                 (Some(conn), frame)
