@@ -21,6 +21,7 @@ use common::*;
 
 crate::both_backends!(
     a_node_started_before_its_coordinator_waits_for_it,
+    a_slot_given_back_during_an_outage_is_not_kept,
     coordinator_killed_and_restarted,
     postgres_cut_off_and_restored
 );
@@ -170,6 +171,60 @@ async fn a_node_started_before_its_coordinator_waits_for_it(backend: Backend) {
         c.patch_acked(1, vec![put("a", serde_json::json!({}))])
             .await,
         1
+    );
+}
+
+/// A socket that ends while the coordinator cannot be reached gives its account's slot
+/// back once it can: a return that failed must not count for as long as the node stays a
+/// member, leaving the person a tab short (here: locked out of a second one).
+async fn a_slot_given_back_during_an_outage_is_not_kept(backend: Backend) {
+    let mut server = PrivateServer::start(backend).await;
+    // A lease long enough that the node stays a member through the outage, so the slots
+    // it counted before still count after.
+    let lease_ms = 20_000;
+    let cap = [("ATRIUM_WS_PER_ACCOUNT", "2")];
+    let cluster = Cluster::start_on(&server.url(), 1, lease_ms, &cap).await;
+    let owner = cluster.account("tabs").await;
+    let file = create_file(&cluster.nodes[0], &owner, "Tabs", None).await;
+    let file = s(&file["id"]).to_string();
+    let port = cluster.dir.port_of("n0");
+    // Each tab is a client of its own (a client's second socket replaces its first).
+    let tab = || Hello::token(&owner);
+    let (_kept, _) = attempt(port, &file, &tab(), WAIT)
+        .await
+        .expect("the first tab");
+    let (leaving, _) = attempt(port, &file, &tab(), WAIT)
+        .await
+        .expect("the second tab");
+    match attempt(port, &file, &tab(), WAIT).await {
+        Err(Refusal::Closed(Some(4029))) => {}
+        Err(e) => panic!("a third tab: {e:?}, not 4029"),
+        Ok(_) => panic!("a third tab was welcomed with a cap of two"),
+    }
+    server.kill();
+    leaving.close().await;
+    // The node's first return fails: its request times out or finds no connection.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    server.launch().await;
+    let back = Instant::now();
+    let _again = loop {
+        match attempt(port, &file, &tab(), WAIT).await {
+            Ok((c, _)) => break c,
+            Err(Refusal::Closed(Some(4029))) if back.elapsed() < Duration::from_secs(30) => {
+                tokio::time::sleep(Duration::from_millis(200)).await
+            }
+            Err(e) => panic!(
+                "the tab closed during the outage still held its slot {} s after the \
+                 coordinator was back: {e:?}\n{}",
+                back.elapsed().as_secs(),
+                cluster.logs()
+            ),
+        }
+    };
+    eprintln!(
+        "slot returned late ({}): a second tab welcomed {} ms after the coordinator was back",
+        backend.name(),
+        back.elapsed().as_millis()
     );
 }
 

@@ -6,6 +6,7 @@
 //! closes a socket the client stopped answering. Sockets count against their
 //! address from the upgrade and against their account from the hello.
 
+mod account_slots;
 mod io;
 mod reader;
 mod writer;
@@ -153,9 +154,7 @@ async fn finish(session: &Session) {
         state.app_sockets.remove(session.outbox.id);
     }
     if let Some(counter) = &session.account_slot {
-        if let Err(e) = state.coordinator.count_down(counter, &state.node).await {
-            tracing::warn!(error = %e, "could not give back an account socket slot");
-        }
+        account_slots::give_back(state, counter.clone()).await;
     }
 }
 

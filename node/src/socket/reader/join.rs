@@ -1,11 +1,7 @@
 //! The join: signing the socket in, checking its access, taking its account's
 //! slot and a turn, then entering the file's room.
 
-use std::time::Duration;
-
-use atrium_coordinator::CoordinatorError;
 use atrium_protocol::CloseCode;
-use tokio::time::Instant;
 
 use super::Session;
 use crate::apptoken::Level;
@@ -13,39 +9,9 @@ use crate::ids::{digest, AccountId, ClientKey, FileId};
 use crate::protocol;
 use crate::room::access;
 use crate::room::{JoinError, JoinRequest, Profile};
+use crate::socket::account_slots;
 use crate::state::AppState;
 use crate::store::StoreError;
-
-/// How long a socket over its account's cap waits for a slot before 4029. A person's
-/// reconnecting tab (after a 1012 or a 4009) can arrive before the socket it replaces has given
-/// its slot back, on this node or on the one it left; that must not look like an eleventh tab.
-/// The old socket gives its slot back once its close handshake is over, which may take up to
-/// `CLOSE_DEADLINE` (2 s), so the grace outlasts it.
-const SLOT_GRACE: Duration = Duration::from_secs(3);
-
-/// The longest pause between two asks for a slot.
-const SLOT_ASK_EVERY: Duration = Duration::from_millis(500);
-
-/// Takes one of the account's fleet-wide socket slots, asking again with backoff within
-/// [`SLOT_GRACE`] while they are all held.
-async fn account_slot(state: &AppState, counter: &str) -> Result<bool, CoordinatorError> {
-    let limit = state.config.ws_per_account;
-    let deadline = Instant::now() + SLOT_GRACE;
-    let mut wait = Duration::from_millis(50);
-    loop {
-        match state
-            .coordinator
-            .count_up(counter, &state.node, limit)
-            .await
-        {
-            Ok(false) if limit > 0 && Instant::now() + wait < deadline => {
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(SLOT_ASK_EVERY);
-            }
-            other => return other,
-        }
-    }
-}
 
 /// The claims of the hello's app token. The socket is followed for its expiry and
 /// revocations before the revocations are checked again: a revocation at any moment
@@ -122,8 +88,8 @@ pub(super) async fn join(
         }
     };
     if let Some(a) = &account {
-        let counter = format!("sockets:{}", a.id);
-        match account_slot(&state, &counter).await {
+        let counter = account_slots::counter(&a.id);
+        match account_slots::take(&state, &counter).await {
             Ok(true) => session.account_slot = Some(counter),
             Ok(false) => {
                 return Err((
