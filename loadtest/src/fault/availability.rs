@@ -39,7 +39,13 @@ pub enum Answer {
 /// Every answer the probe had: by router, by file, in order, with ms since the fault struck.
 pub type Probed = Vec<Vec<Vec<(f64, Answer)>>>;
 
-/// Asks every file's document through every router every [`PROBE_EVERY`] until `stop`.
+/// How long probing goes on past `stop` while some file's last answer through some router
+/// was not a 200: one request timing out in the last round on a loaded machine is a file
+/// served late, not a file never served again.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// Asks every file's document through every router every [`PROBE_EVERY`] until `stop`, and
+/// then while some file's last answer was not a 200, for at most [`SETTLE`] more.
 pub async fn probe(
     routers: Vec<Endpoint>,
     files: Vec<FileKeys>,
@@ -58,7 +64,14 @@ pub async fn probe(
     } else {
         asks.len().div_ceil(4).clamp(64, 256)
     };
-    while !stop.load(Ordering::Relaxed) {
+    let mut stopped: Option<Instant> = None;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            let since = *stopped.get_or_insert_with(Instant::now);
+            if settled(&seen) || since.elapsed() >= SETTLE {
+                break;
+            }
+        }
         let round = Instant::now();
         let answers: Vec<(f64, Answer)> = futures_util::stream::iter(asks.iter().copied())
             .map(|(r, f)| {
@@ -84,6 +97,13 @@ pub async fn probe(
         tokio::time::sleep(PROBE_EVERY.saturating_sub(round.elapsed())).await;
     }
     seen
+}
+
+/// Whether every file's last answer through every router was a 200.
+pub fn settled(seen: &Probed) -> bool {
+    seen.iter()
+        .flatten()
+        .all(|answers| answers.last().is_some_and(|a| a.1 == Answer::Served))
 }
 
 /// Whether a request failed because its connection was refused.

@@ -105,3 +105,21 @@ fn the_stale_router_figure_counts_from_the_kill_over_the_dead_nodes_files() {
     assert_eq!(by[1].recover_ms, None);
     assert!(by_router(&probed, &names[..1], 0.0).is_empty());
 }
+
+#[test]
+fn probing_settles_once_every_last_answer_is_a_200() {
+    use availability::Answer::{Down, Failed, Served};
+    let mut probed: Probed = vec![
+        vec![vec![(0.0, Failed), (100.0, Served)], vec![(0.0, Served)]],
+        vec![vec![(5.0, Served)], vec![(5.0, Served), (105.0, Failed)]],
+    ];
+    // The second router's last answer for the second file failed: not settled.
+    assert!(!availability::settled(&probed));
+    probed[1][1].push((205.0, Down));
+    assert!(!availability::settled(&probed));
+    probed[1][1].push((305.0, Served));
+    assert!(availability::settled(&probed));
+    // A file never asked is not settled either.
+    probed[0].push(Vec::new());
+    assert!(!availability::settled(&probed));
+}
