@@ -5,6 +5,8 @@
 //! `ATRIUM_WEBHOOK_RETRY_FOR_MS` after the event, then the message is marked failed.
 //! Requests run on tasks of their own, bounded in number (node-wide and per endpoint)
 //! and in time, so a slow or dead endpoint holds up only its own messages.
+//! Pairs take turns: of the due pairs, those sent least lately go first, so a file's
+//! message waits for one turn of the other busy files, not behind their backlogs.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -32,6 +34,8 @@ const DUE_LIMIT: i64 = 1_000;
 /// files a look.
 const OWNER_TTL: Duration = Duration::from_secs(1);
 const OWNER_LOOKUPS: usize = 100;
+/// Pairs whose last turn is remembered, at most (beyond, only the due ones are kept).
+const TURNS_KEPT: usize = 4 * DUE_LIMIT as usize;
 
 /// The (endpoint, file) pairs being sent, requests per endpoint, and the messages whose
 /// try ended since the outbox was last read (a list read before their end still holds
@@ -50,6 +54,42 @@ struct Sender {
     in_flight: Arc<Mutex<InFlight>>,
     owners: HashMap<String, (bool, Instant)>,
     ring: Option<(Ring, Instant)>,
+    turns: Turns,
+}
+
+/// When each (endpoint, file) pair was last sent, in turns counted by the node, so the
+/// due pairs can be served least lately sent first.
+#[derive(Default)]
+struct Turns {
+    last: HashMap<(String, String), u64>,
+    count: u64,
+}
+
+impl Turns {
+    /// Orders `due` (read oldest first) by each pair's last turn, never sent first; the
+    /// read's order among equals.
+    fn order(&mut self, due: &mut [WebhookMessage]) {
+        due.sort_by_cached_key(|m| {
+            self.last
+                .get(&(m.endpoint.clone(), m.file.clone()))
+                .copied()
+                .unwrap_or(0)
+        });
+        if self.last.len() > TURNS_KEPT {
+            let due: HashSet<(&str, &str)> = due
+                .iter()
+                .map(|m| (m.endpoint.as_str(), m.file.as_str()))
+                .collect();
+            self.last
+                .retain(|(e, f), _| due.contains(&(e.as_str(), f.as_str())));
+        }
+    }
+
+    /// The pair's message is being sent: its turn is now the latest.
+    fn taken(&mut self, pair: &(String, String)) {
+        self.count += 1;
+        self.last.insert(pair.clone(), self.count);
+    }
 }
 
 pub(super) async fn run(state: Arc<AppState>) {
@@ -63,6 +103,7 @@ pub(super) async fn run(state: Arc<AppState>) {
         in_flight: Arc::default(),
         owners: HashMap::new(),
         ring: None,
+        turns: Turns::default(),
         state,
     };
     let mut stopping = sender.state.stopping.clone();
@@ -140,13 +181,14 @@ impl Sender {
             debounce_ms: config.webhook_debounce_ms as i64,
             limit: DUE_LIMIT,
         };
-        let due = match self.state.store.due_webhooks(q).await {
+        let mut due = match self.state.store.due_webhooks(q).await {
             Ok(due) => due,
             Err(e) => {
                 tracing::debug!(error = %e, "webhook outbox unreadable");
                 return;
             }
         };
+        self.turns.order(&mut due);
         let mut lookups = 0;
         for msg in due {
             let pair = (msg.endpoint.clone(), msg.file.clone());
@@ -170,8 +212,9 @@ impl Sender {
                 {
                     continue;
                 }
-                flight.pairs.insert(pair);
                 *flight.per_endpoint.entry(msg.endpoint.clone()).or_default() += 1;
+                self.turns.taken(&pair);
+                flight.pairs.insert(pair);
             }
             let (state, client, in_flight) = (
                 self.state.clone(),
