@@ -68,6 +68,11 @@ const PATCH_BYTES_PER_JSON_BYTE: u64 = 6;
 /// (docs/scaling.md, "Memory per connection"), for the buffers of its upgrade and first messages.
 const SOCKET_BYTES: u64 = 32 << 10;
 
+/// What a new connection is counted for as it opens: the most its request's head may hold
+/// (`server::HEAD_BYTES`, 32 KiB) and its task. Thousands of connections sending heads they
+/// never finish held hyper's default 400 KB each.
+pub(crate) const CONNECTION_BYTES: u64 = 40 << 10;
+
 /// What a large patch refused at the budget is told (`too-large`).
 pub const AT_BUDGET: &str = "the server is at its memory budget: only small changes are taken now";
 
@@ -143,6 +148,12 @@ impl MemoryGuard {
     /// them all.
     pub fn admits_socket(&self) -> bool {
         self.admit_growth(SOCKET_BYTES)
+    }
+
+    /// Whether a new connection may be served, its head's buffer ([`CONNECTION_BYTES`]) then
+    /// counted as growth until samples show it.
+    pub fn admits_connection(&self) -> bool {
+        self.admit_growth(CONNECTION_BYTES)
     }
 
     /// Whether memory is within an eighth of the high-water mark: what can be let go

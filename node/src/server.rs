@@ -237,7 +237,8 @@ pub async fn start(
 
     let accept = tokio::spawn(accept_loop(listener, state.clone(), stop_rx.clone()));
     if let Some(admin) = admin {
-        tokio::spawn(admin_loop(admin, metrics.clone(), stop_rx.clone()));
+        let node_id = state.config.node_id.to_string();
+        tokio::spawn(admin_loop(admin, metrics.clone(), node_id, stop_rx.clone()));
     }
     tokio::spawn(crate::cluster::run(state.clone()));
     tokio::spawn(crate::cluster::rooms::run(state.clone()));

@@ -2,13 +2,14 @@
 
 use std::sync::Arc;
 
-use hyper::body::Incoming;
-use hyper::{Method, Request};
+use hyper::body::{Body as _, Incoming};
+use hyper::{Method, Request, Response};
 
+use super::caller::client_addr;
 use super::error::method_not_allowed;
 use super::files::versions;
 use super::upgrade::upgrade;
-use super::{accounts, app, assets, files, ops, server, webhooks, ApiError, ApiResult};
+use super::{accounts, app, assets, files, ops, server, webhooks, ApiError, ApiResult, Body};
 use crate::ids::FileId;
 use crate::state::AppState;
 
@@ -22,8 +23,10 @@ pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiR
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let method = req.method().clone();
     match (&method, segments.as_slice()) {
-        (&Method::GET, [""]) => Ok(assets::index(&req)),
-        (&Method::GET, ["assets", rest @ ..]) => assets::serve(&req, rest),
+        (&Method::GET, [""]) => paced_static(state, &req, assets::index(&req)),
+        (&Method::GET, ["assets", rest @ ..]) => {
+            paced_static(state, &req, assets::serve(&req, rest)?)
+        }
         (_, ["assets", ..]) => Err(method_not_allowed()),
         (&Method::GET, ["health"]) => ops::health(state, req).await,
         (&Method::GET, ["ready"]) => ops::ready(state).await,
@@ -149,12 +152,33 @@ pub(super) async fn route(state: &Arc<AppState>, req: Request<Incoming>) -> ApiR
                 _ => Err(method_not_allowed()),
             }
         }
-        (&Method::GET, ["api", "openapi.yaml"]) => Ok(ops::openapi()),
+        (&Method::GET, ["api", "openapi.yaml"]) => paced_static(state, &req, ops::openapi()),
         // With an admin address, /metrics is not a route here at all.
         (_, ["metrics"]) if state.config.admin_bind.is_some() => Err(ApiError::not_found()),
         (_, path) if KNOWN.contains(&path) => Err(method_not_allowed()),
         _ => Err(ApiError::not_found()),
     }
+}
+
+/// The page, its assets and the API's description are sent from the client address's share
+/// of document bytes (`ATRIUM_DOCUMENT_BYTES_PER_IP_PER_SECOND`), as downloads are: the
+/// 100 KB description asked for in a loop was 2,500 bytes out for each byte in, paced only
+/// by the request rate. A 304 costs nothing.
+fn paced_static(state: &AppState, req: &Request<Incoming>, resp: Response<Body>) -> ApiResult {
+    let bytes = resp.body().size_hint().exact().unwrap_or(0);
+    if bytes == 0 {
+        return Ok(resp);
+    }
+    let address = crate::limits::address_key(client_addr(req));
+    state.documents_sent.ready(&address).map_err(|wait| {
+        files::paced(
+            state,
+            "this address was sent its share of downloads for now; try again later",
+            wait,
+        )
+    })?;
+    state.documents_sent.charge(&address, bytes);
+    Ok(resp)
 }
 
 /// Routes that exist for some method: another method gets 405, not 404.

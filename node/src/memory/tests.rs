@@ -67,6 +67,21 @@ fn sockets_count_as_they_open() {
     );
 }
 
+#[test]
+fn connections_count_as_they_open() {
+    let guard = MemoryGuard::new(crate::stats::rss_bytes() + (64 << 20));
+    let room = guard.high_water() - guard.rss();
+    let opened = (0..).take_while(|_| guard.admits_connection()).count() as u64;
+    assert_eq!(opened, room / CONNECTION_BYTES);
+    let rss = guard.rss();
+    guard.sampled(rss);
+    guard.sampled(rss);
+    assert!(
+        guard.admits_connection(),
+        "two periods later it is theirs to show"
+    );
+}
+
 /// Text a compressed message became counts once larger than a small patch: a kilobyte on
 /// the wire can be many times that.
 #[test]

@@ -51,12 +51,21 @@ impl Listeners {
     }
 }
 
-/// HTTP/1 connections, with ten seconds for a request's headers to arrive.
+/// The most a request's head (its line and headers) may take; a longer one is answered
+/// 431. Hyper's default, about 400 KB a connection, let connections that never finished
+/// their heads hold gigabytes.
+pub(crate) const HEAD_BYTES: usize = 32 << 10;
+
+const _: () = assert!(HEAD_BYTES as u64 <= crate::memory::CONNECTION_BYTES);
+
+/// HTTP/1 connections, with ten seconds for a request's head to arrive, and at most
+/// [`HEAD_BYTES`] of it.
 fn http1_builder() -> http1::Builder {
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(std::time::Duration::from_secs(10));
+        .header_read_timeout(std::time::Duration::from_secs(10))
+        .max_buf_size(HEAD_BYTES);
     builder
 }
 
@@ -85,8 +94,10 @@ pub(super) async fn accept_loop(
             Ok(slot) => Arc::new(slot),
             Err(why) => {
                 state.metrics.connections_refused.inc();
-                if matches!(why, Refusal::AddressFull) {
-                    state.metrics.rate_limited.inc();
+                match why {
+                    Refusal::AddressFull => state.metrics.rate_limited.inc(),
+                    Refusal::MemoryBudget => state.metrics.memory_refusals.inc(),
+                    Refusal::NodeFull => {}
                 }
                 refuse(stream, why, &refusing);
                 continue;
@@ -123,30 +134,38 @@ pub(super) async fn accept_loop(
     }
 }
 
-/// A new connection's place: one of the node's `ATRIUM_MAX_CONNECTIONS`, and one of its
+/// A new connection's place: one of the node's `ATRIUM_MAX_CONNECTIONS`, one of its
 /// address's `ATRIUM_CONNECTIONS_PER_IP` unless it comes from a trusted proxy (a router
-/// carries many clients on its connections; they are counted by the router).
+/// carries many clients on its connections; they are counted by the router), and room in
+/// the memory budget for its head.
 fn place(
     state: &AppState,
     peer: std::net::IpAddr,
 ) -> Result<crate::limits::ConnectionSlot, Refusal> {
     let slot = state.connections.take().ok_or(Refusal::NodeFull)?;
-    let Some(by_address) = &state.connections_by_address else {
-        return Ok(slot);
+    // Its place decided first, so a refused connection is not counted as memory.
+    let slot = match &state.connections_by_address {
+        Some(by_address) if !state.trusted.iter().any(|n| n.contains(&peer)) => {
+            let address = by_address.take(peer).ok_or(Refusal::AddressFull)?;
+            slot.with_address(address)
+        }
+        _ => slot,
     };
-    if state.trusted.iter().any(|n| n.contains(&peer)) {
-        return Ok(slot);
+    if !state.memory.admits_connection() {
+        return Err(Refusal::MemoryBudget);
     }
-    let address = by_address.take(peer).ok_or(Refusal::AddressFull)?;
-    Ok(slot.with_address(address))
+    Ok(slot)
 }
 
-/// Serves /metrics (and /health) on the admin address.
+/// Serves /metrics and /health on the admin address: probes of liveness there are not
+/// refused with the main address's connections at the memory budget or its limits.
 pub(super) async fn admin_loop(
     listener: TcpListener,
     metrics: Arc<crate::metrics::Metrics>,
+    node_id: String,
     mut stop: watch::Receiver<bool>,
 ) {
+    let alive = Arc::new(serde_json::json!({"ok": true, "node": node_id}));
     loop {
         let stream = tokio::select! {
             _ = stop.changed() => return,
@@ -155,13 +174,14 @@ pub(super) async fn admin_loop(
                 Err(_) => continue,
             },
         };
-        let metrics = metrics.clone();
+        let (metrics, alive) = (metrics.clone(), alive.clone());
         tokio::spawn(async move {
             let service = service_fn(|req: hyper::Request<hyper::body::Incoming>| {
-                let metrics = metrics.clone();
+                let (metrics, alive) = (metrics.clone(), alive.clone());
                 async move {
                     let resp = match req.uri().path() {
                         "/metrics" => crate::http::metrics_response(&metrics),
+                        "/health" => crate::http::json_response(hyper::StatusCode::OK, &alive),
                         _ => crate::http::empty(hyper::StatusCode::NOT_FOUND),
                     };
                     Ok::<_, std::convert::Infallible>(resp)

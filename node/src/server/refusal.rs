@@ -1,11 +1,14 @@
-//! Connections the node will not serve: over `ATRIUM_MAX_CONNECTIONS` (503) or over
-//! their address's `ATRIUM_CONNECTIONS_PER_IP` (429). A short answer, then closed.
+//! Connections the node will not serve: over `ATRIUM_MAX_CONNECTIONS` or at the memory
+//! budget (503), or over their address's `ATRIUM_CONNECTIONS_PER_IP` (429). A short answer,
+//! then closed.
 
 use std::sync::Arc;
 
 /// Refusals being written at once; past this a refused connection is closed
-/// without an answer (an answer costs a task and a descriptor for up to a second).
-pub(super) const REFUSALS_IN_FLIGHT: usize = 64;
+/// without an answer (an answer costs a task, about 5 KiB, and a descriptor for up to two
+/// seconds). Enough that a hundred sockets refused together at the memory budget are each
+/// told why.
+pub(super) const REFUSALS_IN_FLIGHT: usize = 256;
 
 /// Why a connection is refused, and what it is told.
 #[derive(Clone, Copy)]
@@ -14,12 +17,14 @@ pub(super) enum Refusal {
     NodeFull,
     /// The client's address is at `ATRIUM_CONNECTIONS_PER_IP`.
     AddressFull,
+    /// The node is at its memory budget (`ATRIUM_MEMORY_BUDGET`).
+    MemoryBudget,
 }
 
 impl Refusal {
     fn status_line(self) -> &'static str {
         match self {
-            Self::NodeFull => "503 Service Unavailable",
+            Self::NodeFull | Self::MemoryBudget => "503 Service Unavailable",
             Self::AddressFull => "429 Too Many Requests",
         }
     }
@@ -31,6 +36,9 @@ impl Refusal {
             }
             Self::AddressFull => {
                 r#"{"error":{"code":"rate-limited","message":"this address has as many connections open as it may; close one or try again shortly"}}"#
+            }
+            Self::MemoryBudget => {
+                r#"{"error":{"code":"unavailable","message":"the node is at its memory budget; try again shortly"}}"#
             }
         }
     }

@@ -120,3 +120,91 @@ async fn an_answer_nobody_reads_is_given_up() {
         .await
         .assert_status(200);
 }
+
+/// Connections from many addresses each send a request head they never finish: 400 KB of
+/// one header. Hyper kept up to about 400 KB of each, and the review took a node told 64 MiB
+/// to 1.26 GiB with 3,000 of them. Now a head may take 32 KiB (longer: 431), and each new
+/// connection counts against the memory budget as it opens (at the budget: 503).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfinished_request_heads_stay_within_the_memory_budget() {
+    let _serial = SERIAL.lock().await;
+    const BUDGET_MIB: u64 = 64;
+    const ADDRESSES: u8 = 10;
+    // A hundred from each address where the open-file limit allows (the node's default
+    // connection cap is that limit less 256; both ends are in this machine's limit).
+    let fds = raise_fd_limit() as usize;
+    let per_address = 100.min(fds.saturating_sub(512) / 2 / usize::from(ADDRESSES));
+    let budget = format!("{BUDGET_MIB}M");
+    let node = Node::start(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
+    let rss0 = rss_kib(node.pid());
+    let pad = Arc::new(vec![b'a'; 400_000]);
+    let mut attackers = Vec::new();
+    for a in 0..ADDRESSES {
+        for _ in 0..per_address {
+            let (pad, port) = (pad.clone(), node.port);
+            attackers.push(tokio::spawn(async move {
+                let mut c = connect_from([127, 0, 0, 10 + a], port).await;
+                let head = b"GET /health HTTP/1.1\r\nhost: a\r\nx-pad: ";
+                let sent = async {
+                    c.write_all(head).await?;
+                    c.write_all(&pad).await
+                };
+                // Refused or cut off (431) part way: the rest cannot be sent.
+                let _ = tokio::time::timeout(Duration::from_secs(5), sent).await;
+                let said = first_words(&mut c).await;
+                // Held open, saying nothing more, as the attack does.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                said.get(..12).unwrap_or("nothing").to_string()
+            }));
+        }
+    }
+    let mut peak = rss0;
+    let started = Instant::now();
+    while attackers.iter().any(|a| !a.is_finished()) {
+        peak = peak.max(rss_kib(node.pid()));
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the attackers never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut answers = HashMap::<String, u64>::new();
+    for a in attackers {
+        *answers.entry(a.await.expect("attacker")).or_insert(0) += 1;
+    }
+    let peak_mib = peak as f64 / 1024.0;
+    figure(
+        json!({"case": "connections from 10 addresses send 400 KB heads and wait",
+                  "connections": per_address * usize::from(ADDRESSES),
+                  "rss_start_mib": rss0 / 1024, "peak_rss_mib": (peak_mib * 10.0).round() / 10.0,
+                  "budget_mib": BUDGET_MIB, "answers": answers}),
+    );
+    assert!(
+        peak_mib < BUDGET_MIB as f64,
+        "resident memory reached {peak_mib:.1} MiB with a budget of {BUDGET_MIB} MiB ({answers:?})"
+    );
+    // Liveness is answered on the admin address whatever the main one refuses.
+    let admin = node
+        .admin_port()
+        .expect("the test's nodes have an admin address");
+    let alive = http_at(admin, "GET", "/health", &[], None).await;
+    alive.assert_status(200);
+    assert_eq!(
+        alive.json.as_ref().map(|j| j["ok"].clone()),
+        Some(json!(true))
+    );
+    // Once they are gone, someone else is served.
+    let mut served = String::new();
+    for _ in 0..50 {
+        let mut c = connect_from([127, 0, 0, 2], node.port).await;
+        c.write_all(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        served = first_words(&mut c).await;
+        if served.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+}

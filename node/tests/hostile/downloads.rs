@@ -228,3 +228,60 @@ async fn the_list_of_files_draws_on_the_share() {
         json!({"case": "the list of 60 files against a 20 KB share", "list_bytes": first.text.len(), "answers": answers}),
     );
 }
+
+/// Four connections of one address ask for the API's description (100 KB for a 40-byte
+/// request) in a loop for three seconds: the review had 41 MB a second of it, paced only
+/// by the request rate. Static answers are now sent from the address's share of downloads;
+/// past it, 429; another address is served at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_description_asked_in_a_loop_is_paced_per_address() {
+    let _serial = SERIAL.lock().await;
+    let node = Node::start(&SHARE).await;
+    let port = node.port;
+    let get = |source: [u8; 4]| async move {
+        let mut stream = atrium_testkit::tcp::connect_from(source, port).await;
+        let request = "GET /api/openapi.yaml HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let mut out = Vec::new();
+        let _ = tokio::time::timeout(WAIT, stream.read_to_end(&mut out)).await;
+        let text = String::from_utf8_lossy(&out).to_string();
+        let status: u16 = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        (status, text.contains("share of downloads"), out.len())
+    };
+    let started = Instant::now();
+    let loops = (0..4).map(|_| async {
+        let (mut bytes, mut whole, mut paced) = (0usize, 0usize, 0usize);
+        while started.elapsed() < Duration::from_secs(3) {
+            match get([127, 0, 0, 10]).await {
+                (200, _, n) => {
+                    whole += 1;
+                    bytes += n;
+                }
+                (429, true, _) => paced += 1,
+                // The address's request rate answers the rest.
+                (429, false, _) => {}
+                other => panic!("the description answered {other:?}"),
+            }
+        }
+        (bytes, whole, paced)
+    });
+    let results = futures_util::future::join_all(loops).await;
+    let secs = started.elapsed().as_secs_f64();
+    let bytes: usize = results.iter().map(|r| r.0).sum();
+    let whole: usize = results.iter().map(|r| r.1).sum();
+    let paced: usize = results.iter().map(|r| r.2).sum();
+    let one = include_str!("../../../docs/openapi.yaml").len() as f64;
+    let share = BURST + RATE * secs + 4.0 * one;
+    let (other, _, _) = get([127, 0, 0, 20]).await;
+    figure(
+        json!({"case": "the API description asked in a loop by four connections of one address",
+                  "answers_200": whole, "paced_429": paced, "mb_sent": (bytes as f64 / 1e6).round(),
+                  "mb_share": (share / 1e6).round(), "seconds": secs}),
+    );
+    assert!(
+        bytes as f64 <= share,
+        "{bytes} bytes of the description in {secs:.1} s: past the address's share ({share})"
+    );
+    assert!(paced > 0, "no request was refused for the share");
+    assert_eq!(other, 200, "another address was refused the description");
+}
