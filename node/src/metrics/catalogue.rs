@@ -126,7 +126,7 @@ impl Metrics {
             memory_refusals: counter(
                 &r,
                 "atrium_memory_refusals_total",
-                "Sockets, rooms and requests refused because the node was at its memory budget.",
+                "Connections, sockets, rooms and requests refused because the node was at its memory budget.",
             ),
             storage_refusals: counter_vec(
                 &r,
