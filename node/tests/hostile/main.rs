@@ -41,6 +41,7 @@ const FAST_HASH: [(&str, &str); 2] = [
 mod address_bytes;
 mod amplification;
 mod before_hello;
+mod bodies;
 mod bystanders;
 mod connections;
 mod counting;
