@@ -6,7 +6,7 @@
 //! [`Capped`] wraps the proxy's app: a connection takes its places before its first request
 //! is read and keeps them through every request it carries, an upgraded socket's tunnel
 //! included; one over a cap gets a short answer (429 `rate-limited` or 503 `unavailable`,
-//! `Retry-After: 2`) and is closed.
+//! `Retry-After: 2`) and is closed. Its request heads are held to their limits (`heads`).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -19,6 +19,7 @@ use pingora::protocols::Stream;
 use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::heads::{HeadGuard, Heads};
 use crate::metrics::Metrics;
 
 /// Refusals being written at once; past this a refused connection is closed without one.
@@ -142,6 +143,7 @@ impl Drop for Place {
 pub struct Capped<A> {
     inner: Arc<A>,
     caps: Arc<Caps>,
+    heads: Arc<Heads>,
     metrics: Arc<Metrics>,
     refusing: Arc<tokio::sync::Semaphore>,
 }
@@ -151,6 +153,7 @@ impl<A> Capped<A> {
         Self {
             inner: Arc::new(inner),
             caps,
+            heads: Heads::new(),
             metrics,
             refusing: Arc::new(tokio::sync::Semaphore::new(REFUSALS_IN_FLIGHT)),
         }
@@ -181,9 +184,12 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for Capped<A> {
                 return None;
             }
         };
+        // Its heads held to their limits, each request's from its first byte.
+        let (guarded, heads) = HeadGuard::new(stream, self.heads.clone());
         // Every request of this connection runs here, so its places last as long as it does.
-        let mut next = self.inner.process_new(stream, shutdown).await;
+        let mut next = self.inner.process_new(Box::new(guarded), shutdown).await;
         while let Some(stream) = next {
+            heads.next_request();
             next = self.inner.process_new(stream, shutdown).await;
         }
         None

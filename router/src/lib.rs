@@ -11,6 +11,8 @@
 //! - `watcher`: the background service that feeds the fleet from the coordinator;
 //! - `proxy`: the pingora [`Router`](proxy::Router): routing, retries, `X-Forwarded-For`;
 //! - `connections`: client connections capped in all and per address;
+//! - `heads`: client request heads held to 32 KiB and 10 s, and the router's unfinished ones
+//!   to 64 MiB;
 //! - `sockets`: proxied sockets and in-flight requests, frame boundaries, the 1012 close frame;
 //! - `tunnel`: an upgraded socket's bytes carried between client and node, and its drain;
 //! - `shutdown`: SIGTERM handling (stop accepting, drain, close sockets, exit);
@@ -23,6 +25,7 @@ pub mod admin;
 pub mod config;
 pub mod connections;
 pub mod fleet;
+pub mod heads;
 pub mod metrics;
 pub mod proxy;
 pub mod route;

@@ -7,10 +7,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
+use pingora::protocols::Stream;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session, UpgradedTunnel};
 use pingora::{Error, ErrorType};
 
 use super::{forwarded, Ctx, Router};
+use crate::heads::HeadGuard;
 use crate::route::classify;
 
 #[async_trait]
@@ -118,6 +120,15 @@ impl ProxyHttp for Router {
 
     fn tunnel_upgrade(&self, _session: &Session, ctx: &Ctx) -> bool {
         ctx.upgrade
+    }
+
+    /// Client connections come wrapped in their [`HeadGuard`]; a socket is tunnelled on the
+    /// connection under it (past the upgrade's head the guard passes bytes untouched).
+    fn downstream_connection<'a>(&self, stream: &'a Stream) -> Option<&'a Stream> {
+        stream
+            .as_any()
+            .downcast_ref::<HeadGuard>()
+            .map(HeadGuard::connection)
     }
 
     async fn upgraded_tunnel(

@@ -142,7 +142,10 @@ where
         // Atrium's patch: an upgrade the service tunnels itself stops being proxied here once
         // the 101 is written downstream (see proxy_tunnel.rs).
         let tunnel = if session.is_upgrade_req() && self.inner.tunnel_upgrade(session, ctx) {
-            crate::proxy_tunnel::sockets(session, client_session)
+            session.downstream_session.stream().and_then(|down| {
+                let down = self.inner.downstream_connection(down).unwrap_or(down);
+                crate::proxy_tunnel::sockets(down, client_session)
+            })
         } else {
             None
         };

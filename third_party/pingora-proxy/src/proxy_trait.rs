@@ -507,6 +507,17 @@ pub trait ProxyHttp {
         false
     }
 
+    /// Atrium's patch: the client's own connection under `stream` when the service's app
+    /// wrapped it (a wrapper whose bytes, once a request's head is read, are the socket's
+    /// untouched), so that an upgrade can still be tunnelled on its socket. `None` (the
+    /// default): `stream` is the connection as accepted.
+    fn downstream_connection<'a>(
+        &self,
+        _stream: &'a pingora_core::protocols::Stream,
+    ) -> Option<&'a pingora_core::protocols::Stream> {
+        None
+    }
+
     /// Atrium's patch: carries an upgraded connection (see [Self::tunnel_upgrade]) until it
     /// ends; the request ends when this returns. The body filters are not called for its bytes.
     async fn upgraded_tunnel(

@@ -14,7 +14,6 @@ use pingora_core::protocols::http::HttpTask;
 use pingora_core::protocols::l4::stream::Stream as L4Stream;
 use pingora_core::protocols::Stream;
 
-use crate::Session;
 
 /// An upgraded connection, handed over after the `101` was written downstream.
 #[derive(Debug)]
@@ -30,10 +29,11 @@ pub struct UpgradedTunnel {
     pub upstream_ended: bool,
 }
 
-/// The two sockets an upgrade may be tunnelled on, duplicated before proxying starts; `None`
-/// unless both are plain TCP sockets (not TLS, not virtual, not a mock).
-pub(crate) fn sockets(session: &Session, upstream: &HttpSessionV1) -> Option<(TcpStream, TcpStream)> {
-    let down = duplicate(session.downstream_session.stream()?)?;
+/// The two sockets an upgrade may be tunnelled on (the client's connection, as the service
+/// unwrapped it, and the upstream's), duplicated before proxying starts; `None` unless both
+/// are plain TCP sockets (not TLS, not virtual, not a mock).
+pub(crate) fn sockets(downstream: &Stream, upstream: &HttpSessionV1) -> Option<(TcpStream, TcpStream)> {
+    let down = duplicate(downstream)?;
     let up = duplicate(upstream.stream())?;
     Some((down, up))
 }
