@@ -1,6 +1,6 @@
 //! Request heads (the request line and headers) held to what a client needs: at most
 //! [`HEAD_BYTES`] within [`HEAD_TIME`] of its first byte, and no more than [`HEADS_BYTES`] of
-//! unfinished heads across the router. The HTTP library reads a head of up to 1 MiB, waits up
+//! unfinished heads across the router (a head that arrives whole is taken however full). The HTTP library reads a head of up to 1 MiB, waits up
 //! to a minute for each read of it and parses it again from its start after every read: a
 //! thousand connections that never finished their heads held 1.1 GiB, and heads sent 200
 //! bytes at a time cost a core.
@@ -132,8 +132,10 @@ impl HeadGuard {
         self.heads.unfinished.fetch_sub(read, Ordering::Relaxed);
     }
 
-    /// Counts `n` more bytes of this head, refusing past a limit.
-    fn count(&mut self, n: usize) -> io::Result<()> {
+    /// Counts `n` more bytes of this head, refusing past a limit. The router-wide bound is
+    /// for heads left unfinished (`finished`: this read ended it), so that a full router
+    /// still takes the everyday head that arrives whole.
+    fn count(&mut self, n: usize, finished: bool) -> io::Result<()> {
         self.head.read += n;
         let all = self.heads.unfinished.fetch_add(n, Ordering::Relaxed) + n;
         if self.head.read > HEAD_BYTES {
@@ -142,7 +144,7 @@ impl HeadGuard {
                 "request head over 32 KiB",
             ));
         }
-        if all > HEADS_BYTES {
+        if all > HEADS_BYTES && !finished {
             return Err(io::Error::other(
                 "too many request heads unfinished across the router",
             ));
@@ -190,14 +192,14 @@ impl AsyncRead for HeadGuard {
         }
         match this.head.end_in(new) {
             Some(end) => {
-                this.count(end)?;
+                this.count(end, true)?;
                 this.head.done = true;
                 this.head.deadline = None;
                 this.release();
             }
             None => {
                 let n = new.len();
-                this.count(n)?;
+                this.count(n, false)?;
             }
         }
         Poll::Ready(Ok(()))

@@ -115,4 +115,10 @@ async fn unfinished_heads_are_bounded_across_the_router() {
     assert_eq!(refused.kind(), io::ErrorKind::Other, "{refused}");
     drop(guard);
     assert_eq!(heads.unfinished(), HEADS_BYTES - 100);
+    // Someone's everyday request, its head whole in one read, is taken all the same.
+    let (mut guard, _watch, mut client) = guarded(&heads);
+    let head = b"GET /api/files HTTP/1.1\r\nhost: x\r\nauthorization: Bearer abc\r\n\r\n";
+    client.write_all(head).await.unwrap();
+    assert_eq!(read_some(&mut guard).await.unwrap(), head);
+    assert_eq!(heads.unfinished(), HEADS_BYTES - 100);
 }
