@@ -33,7 +33,8 @@ pub const HEAD_BYTES: usize = 32 * 1024;
 /// How long a head may take from its first byte.
 pub const HEAD_TIME: Duration = Duration::from_secs(10);
 
-/// The most the router holds of heads not yet finished, all connections together.
+/// The most the router holds of heads not yet finished, all connections together, counted
+/// twice over (a head's buffer grows by doubling).
 pub const HEADS_BYTES: usize = 64 * 1024 * 1024;
 
 /// Bytes of unfinished heads across the router.
@@ -57,6 +58,9 @@ impl Heads {
 struct Head {
     /// Bytes of this head read so far (counted in [`Heads`] until it ends).
     read: usize,
+    /// Whether a byte other than a line end came yet: empty lines before a request line are
+    /// skipped by the HTTP library (and count against the limits here), never its end.
+    began: bool,
     /// The last two bytes read, to find a blank line across reads.
     tail: [u8; 2],
     /// Past the head: bytes pass untouched.
@@ -69,6 +73,7 @@ impl Head {
     fn new() -> Self {
         Self {
             read: 0,
+            began: false,
             tail: [0; 2],
             done: false,
             deadline: None,
@@ -76,9 +81,16 @@ impl Head {
     }
 
     /// Where in `bytes` the head ends (just past its blank line), if it does: a line feed
-    /// right after a line feed, or after a line feed and a carriage return.
+    /// right after a line feed, or after a line feed and a carriage return, once the request
+    /// line has begun.
     fn end_in(&mut self, bytes: &[u8]) -> Option<usize> {
         for (i, &b) in bytes.iter().enumerate() {
+            if !self.began {
+                if b == b'\r' || b == b'\n' {
+                    continue;
+                }
+                self.began = true;
+            }
             let [before, last] = self.tail;
             if b == b'\n' && (last == b'\n' || (last == b'\r' && before == b'\n')) {
                 return Some(i + 1);
@@ -129,7 +141,7 @@ impl HeadGuard {
     /// Gives back what this head counted across the router.
     fn release(&mut self) {
         let read = std::mem::take(&mut self.head.read);
-        self.heads.unfinished.fetch_sub(read, Ordering::Relaxed);
+        self.heads.unfinished.fetch_sub(2 * read, Ordering::Relaxed);
     }
 
     /// Counts `n` more bytes of this head, refusing past a limit. The router-wide bound is
@@ -137,7 +149,7 @@ impl HeadGuard {
     /// still takes the everyday head that arrives whole.
     fn count(&mut self, n: usize, finished: bool) -> io::Result<()> {
         self.head.read += n;
-        let all = self.heads.unfinished.fetch_add(n, Ordering::Relaxed) + n;
+        let all = self.heads.unfinished.fetch_add(2 * n, Ordering::Relaxed) + 2 * n;
         if self.head.read > HEAD_BYTES {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,

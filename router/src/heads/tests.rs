@@ -32,6 +32,12 @@ fn a_head_ends_at_its_blank_line_across_reads() {
             Some((1, 1)),
         ),
         (&[&b"GET / HTTP/1.1\r\nhost: x\r\n"[..]][..], None),
+        // Empty lines before the request line are skipped, never its end.
+        (
+            &[&b"\r\n\r\n\n"[..], &b"GET / HTTP/1.1\r\nx: y\r\n\r\n"[..]][..],
+            Some((1, 24)),
+        ),
+        (&[&b"\r\n\r\nGET / HTTP/1.1\r\nx-pad: aaaa"[..]][..], None),
     ] {
         let mut head = Head::new();
         let found = pieces
@@ -84,13 +90,30 @@ async fn a_head_over_32_kib_fails_its_read_and_a_body_passes() {
     );
 }
 
+#[tokio::test]
+async fn empty_lines_before_a_head_count_and_do_not_end_it() {
+    let heads = Heads::new();
+    let (mut guard, _watch, mut client) = guarded(&heads);
+    client
+        .write_all(b"\r\n\r\nGET / HTTP/1.1\r\nx-pad: ")
+        .await
+        .unwrap();
+    client.write_all(&[b'a'; 40_000]).await.unwrap();
+    let refused = loop {
+        if let Err(e) = read_some(&mut guard).await {
+            break e;
+        }
+    };
+    assert_eq!(refused.kind(), io::ErrorKind::InvalidData, "{refused}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_head_that_takes_over_10_s_fails_its_read() {
     let heads = Heads::new();
     let (mut guard, _watch, mut client) = guarded(&heads);
     client.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
     assert_eq!(read_some(&mut guard).await.unwrap().len(), 16);
-    assert_eq!(heads.unfinished(), 16);
+    assert_eq!(heads.unfinished(), 2 * 16);
     // Nothing more comes: the read waits for the head's deadline, then fails.
     let refused = read_some(&mut guard).await.unwrap_err();
     assert_eq!(refused.kind(), io::ErrorKind::TimedOut, "{refused}");
