@@ -1,9 +1,9 @@
 //! Request heads (the request line and headers) held to what a client needs: at most
 //! [`HEAD_BYTES`] within [`HEAD_TIME`] of its first byte, and no more than [`HEADS_BYTES`] of
-//! unfinished heads across the router (a head that arrives whole is taken however full). The HTTP library reads a head of up to 1 MiB, waits up
-//! to a minute for each read of it and parses it again from its start after every read: a
-//! thousand connections that never finished their heads held 1.1 GiB, and heads sent 200
-//! bytes at a time cost a core.
+//! unfinished heads across the router (a head that arrives whole is taken however full). The
+//! HTTP library reads a head of up to 1 MiB, waits up to a minute for each read of it and
+//! parses it again from its start after every read: a thousand connections that never
+//! finished their heads held 1.1 GiB, and heads sent 200 bytes at a time cost a core.
 //!
 //! [`HeadGuard`] wraps a client's connection and watches the bytes read from it until the
 //! blank line that ends a head; past a limit the read fails, and the library closes the
