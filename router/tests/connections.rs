@@ -100,13 +100,6 @@ async fn one_address_cannot_take_every_connection() {
     router.stop(Duration::from_secs(10)).await.unwrap();
 }
 
-/// Resident memory of this process (the router runs inside it), in KiB.
-fn rss_kib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * 4
-}
-
 /// Connections from four addresses each send a request head of one 1 MB header and never
 /// end it, half of them after empty lines (skipped before a request line, not its end). The HTTP library read up to 1 MiB of each and waited a minute a read: the review's
 /// thousand such connections held 1.1 GiB of the router, and kept it. A head may now take

@@ -241,13 +241,6 @@ async fn flooding_node(
     port
 }
 
-/// Resident memory of this process (the router runs inside it), in KiB.
-fn rss_kib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * 4
-}
-
 /// A client that never reads, on a node that sends without end: the tunnel holds at most one
 /// read of the node's socket (64 KiB) for it and stops reading the node until the client takes
 /// it, so the rest waits in the node's own socket, costing the router nothing. Twenty such

@@ -8,6 +8,15 @@ fn guarded(heads: &Arc<Heads>) -> (HeadGuard, HeadWatch, DuplexStream) {
     (guard, watch, client)
 }
 
+/// Reads until a read fails, and answers the failure.
+async fn read_until_refused(guard: &mut HeadGuard) -> io::Error {
+    loop {
+        if let Err(e) = read_some(guard).await {
+            return e;
+        }
+    }
+}
+
 /// Reads what there is to read now, or the error.
 async fn read_some(guard: &mut HeadGuard) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; 64 * 1024];
@@ -99,11 +108,7 @@ async fn empty_lines_before_a_head_count_and_do_not_end_it() {
         .await
         .unwrap();
     client.write_all(&[b'a'; 40_000]).await.unwrap();
-    let refused = loop {
-        if let Err(e) = read_some(&mut guard).await {
-            break e;
-        }
-    };
+    let refused = read_until_refused(&mut guard).await;
     assert_eq!(refused.kind(), io::ErrorKind::InvalidData, "{refused}");
 }
 
@@ -130,11 +135,7 @@ async fn unfinished_heads_are_bounded_across_the_router() {
         .await
         .unwrap();
     client.write_all(&[b'a'; 1000]).await.unwrap();
-    let refused = loop {
-        if let Err(e) = read_some(&mut guard).await {
-            break e;
-        }
-    };
+    let refused = read_until_refused(&mut guard).await;
     assert_eq!(refused.kind(), io::ErrorKind::Other, "{refused}");
     drop(guard);
     assert_eq!(heads.unfinished(), HEADS_BYTES - 100);

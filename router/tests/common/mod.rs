@@ -19,6 +19,13 @@ pub const WAIT: Duration = Duration::from_secs(10);
 pub const LEASE_MS: u64 = 3_000;
 pub const PASSWORD: &str = "correct horse battery staple";
 
+/// Resident memory of this process (a router run `inside` it), in KiB.
+pub fn rss_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4
+}
+
 /// Cluster tests run one at a time: each starts five processes on a small machine.
 pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
     static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
