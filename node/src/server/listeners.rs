@@ -2,6 +2,7 @@
 //! `ATRIUM_MAX_CONNECTIONS`) and the admin address (/metrics).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use hyper::server::conn::http1;
@@ -77,6 +78,7 @@ pub(super) async fn accept_loop(
     let refusing = Arc::new(tokio::sync::Semaphore::new(
         super::refusal::REFUSALS_IN_FLIGHT,
     ));
+    let heads = Arc::new(AtomicUsize::new(0));
     loop {
         let (stream, peer) = tokio::select! {
             _ = stop.changed() => return,
@@ -90,7 +92,7 @@ pub(super) async fn accept_loop(
                 }
             },
         };
-        let slot = match place(&state, peer.ip()) {
+        let slot = match place(&state, peer.ip(), &heads) {
             Ok(slot) => Arc::new(slot),
             Err(why) => {
                 state.metrics.connections_refused.inc();
@@ -108,11 +110,14 @@ pub(super) async fn accept_loop(
         super::send_buffer::unsent_at_most(&stream, state.config.kernel_unsent_bytes);
         let state = state.clone();
         let state_write_timeout = state.config.write_timeout();
+        let first_head = Arc::new(FirstHead::new(heads.clone()));
         tokio::spawn(async move {
             let metrics = state.metrics.clone();
             metrics.tcp_connections.inc();
             let conn_slot = slot.clone();
+            let head = first_head.clone();
             let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                head.arrived();
                 let state = state.clone();
                 req.extensions_mut()
                     .insert(crate::http::ConnSlot(conn_slot.clone()));
@@ -141,6 +146,7 @@ pub(super) async fn accept_loop(
 fn place(
     state: &AppState,
     peer: std::net::IpAddr,
+    heads: &AtomicUsize,
 ) -> Result<crate::limits::ConnectionSlot, Refusal> {
     let slot = state.connections.take().ok_or(Refusal::NodeFull)?;
     // Its place decided first, so a refused connection is not counted as memory.
@@ -151,10 +157,44 @@ fn place(
         }
         _ => slot,
     };
-    if !state.memory.admits_connection() {
+    // At the budget, only while many connections have yet to send a first head: those are
+    // what holds memory here; a node that stays near its mark still takes everyday requests.
+    if !state.memory.admits_connection() && heads.load(Ordering::Acquire) >= HEADS_AT_THE_MARK {
         return Err(Refusal::MemoryBudget);
     }
     Ok(slot)
+}
+
+/// Connections still waiting for their first request head past which, at the memory
+/// budget's mark, new connections are refused.
+const HEADS_AT_THE_MARK: usize = 64;
+
+/// One connection's place among those that have not sent their first request head yet.
+struct FirstHead {
+    waiting: Arc<AtomicUsize>,
+    arrived: std::sync::atomic::AtomicBool,
+}
+
+impl FirstHead {
+    fn new(waiting: Arc<AtomicUsize>) -> Self {
+        waiting.fetch_add(1, Ordering::AcqRel);
+        Self {
+            waiting,
+            arrived: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn arrived(&self) {
+        if !self.arrived.swap(true, Ordering::AcqRel) {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for FirstHead {
+    fn drop(&mut self) {
+        self.arrived();
+    }
 }
 
 /// Serves /metrics and /health on the admin address: probes of liveness there are not
