@@ -1,8 +1,9 @@
 //! The node's listeners: the main address (HTTP and sockets, within
-//! `ATRIUM_MAX_CONNECTIONS`) and the admin address (/metrics).
+//! `ATRIUM_MAX_CONNECTIONS`, request heads within 32 KiB, new connections within the memory
+//! budget) and the admin address (/metrics and /health).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use hyper::server::conn::http1;
@@ -172,7 +173,7 @@ const HEADS_AT_THE_MARK: usize = 64;
 /// One connection's place among those that have not sent their first request head yet.
 struct FirstHead {
     waiting: Arc<AtomicUsize>,
-    arrived: std::sync::atomic::AtomicBool,
+    arrived: AtomicBool,
 }
 
 impl FirstHead {
@@ -180,7 +181,7 @@ impl FirstHead {
         waiting.fetch_add(1, Ordering::AcqRel);
         Self {
             waiting,
-            arrived: std::sync::atomic::AtomicBool::new(false),
+            arrived: AtomicBool::new(false),
         }
     }
 
