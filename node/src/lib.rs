@@ -35,6 +35,7 @@ pub mod ids;
 pub mod journal;
 pub mod lane;
 pub mod limits;
+pub mod linger;
 pub mod memory;
 pub mod metrics;
 pub mod outbox;

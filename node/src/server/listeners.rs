@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use super::refusal::{refuse, Refusal};
 use super::StartError;
 use crate::config::NodeConfig;
+use crate::linger::Lingering;
 use crate::state::AppState;
 use crate::write_deadline::WriteDeadline;
 
@@ -128,12 +129,16 @@ pub(super) async fn accept_loop(
             });
             let conn = http1_builder()
                 .serve_connection(
-                    TokioIo::new(WriteDeadline::new(stream, state_write_timeout)),
+                    TokioIo::new(Lingering::new(
+                        WriteDeadline::new(stream, state_write_timeout),
+                        slot.clone(),
+                    )),
                     service,
                 )
                 .with_upgrades();
             let _ = conn.await;
-            // An upgraded socket keeps its own clone of the slot.
+            // An upgraded socket keeps its own clone of the slot; a closed connection
+            // lingering keeps another (see `linger`).
             drop(slot);
             metrics.tcp_connections.dec();
         });

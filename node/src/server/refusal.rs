@@ -51,7 +51,7 @@ pub(super) fn refuse(
     why: Refusal,
     refusing: &Arc<tokio::sync::Semaphore>,
 ) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let Ok(permit) = refusing.clone().try_acquire_owned() else {
         return;
     };
@@ -70,20 +70,9 @@ pub(super) fn refuse(
             .await
             .is_ok_and(|w| w.is_ok())
         {
-            let _ = stream.shutdown().await;
             // Read what the client sent, briefly, so closing does not reset the
             // connection before the client has read the answer.
-            let mut sink = [0u8; 4096];
-            let _ = tokio::time::timeout(second, async {
-                let mut left = 64 * 1024;
-                while left > 0 {
-                    match stream.read(&mut sink).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => left -= n.min(left),
-                    }
-                }
-            })
-            .await;
+            crate::linger::close_gently(stream, second, 64 * 1024).await;
         }
     });
 }

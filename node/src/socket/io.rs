@@ -12,8 +12,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 
+use crate::linger::Lingering;
 use crate::outbox::Outbox;
-use crate::write_deadline::{Stall, WriteDeadline};
+use crate::write_deadline::Stall;
 
 pub(super) type ReadIo = Box<dyn AsyncRead + Send + Unpin>;
 pub(super) type WriteIo = Box<dyn AsyncWrite + Send + Unpin>;
@@ -27,9 +28,10 @@ pub(super) fn split(
     patience: Duration,
     outbox: &Outbox,
 ) -> (ReadIo, WriteIo, Option<Arc<OwnedWriteHalf>>) {
-    match upgraded.downcast::<TokioIo<WriteDeadline>>() {
+    match upgraded.downcast::<TokioIo<Lingering>>() {
         Ok(parts) => {
-            let (read, write) = parts.io.into_inner().into_inner().into_split();
+            let stream = parts.io.into_inner().into_inner().into_inner();
+            let (read, write) = stream.into_split();
             let read: ReadIo = match early_bytes(parts.read_buf) {
                 None => Box::new(read),
                 Some(early) => Box::new(std::io::Cursor::new(early).chain(read)),
