@@ -56,6 +56,10 @@ impl RoomCore {
                 .send(Err(ServerPatchError::Refused(e.code(), e.to_string())));
             return;
         }
+        // A restore being prepared must make its ops for these nodes anew, as for a
+        // socket's patch: otherwise the room took the version whole while the log and the
+        // clients kept these nodes (the fifteenth review).
+        self.restores.touched(&req.ops);
         self.version += 1;
         let v = self.version;
         let relay = shared(

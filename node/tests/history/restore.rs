@@ -280,3 +280,86 @@ async fn a_restore_larger_than_a_send_queue_reaches_everyone() {
             .await;
     }
 }
+
+/// Patches from the app's server while a restore is being prepared: the restore must make
+/// its ops for their nodes anew, as it does for a socket's patch. It did not (the fifteenth
+/// review): the room took the version whole, while the clients and the log kept the server's
+/// nodes, so the room and everyone in it held different documents at the same version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_patches_during_a_restore_end_where_everyone_ends() {
+    let admin = unique_email("admin");
+    let node = Node::start(&[("ATRIUM_ADMINS", admin.as_str())]).await;
+    let (owner, _) = signup(&node, &admin).await;
+    let (key, _) = make_key(&node, &owner, &["server"]).await;
+    // Large enough that the restore's patch takes a while to make.
+    let shapes = (0..60_000).map(|n| (format!("s{n}"), json!({"x": n})));
+    let file = create_file(&node, &owner, "Big", Some(Value::Object(shapes.collect()))).await;
+    let id = s(&file["id"]).to_owned();
+    let base = name(&node, &id, &owner, "base").await["id"]
+        .as_u64()
+        .unwrap();
+    let (mut me, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
+    let changes = (0..1_000).map(|n| put(&format!("s{n}"), json!({"x": -1})));
+    me.patch_acked(1, changes.collect()).await;
+    me.close().await;
+    let (mut watcher, welcome) = Client::join(&node, &id, &Hello::token(&owner)).await;
+
+    let server_patches = async {
+        let mut acked = Vec::new();
+        for k in 0..60 {
+            let body = json!({"op_id": format!("srv-{k}"), "ops": [put(&format!("srv{k}"), json!({"k": k}))]});
+            let path = format!("/api/files/{id}/patches");
+            let r = send_json(&node, "POST", &path, Some(&key), &body).await;
+            r.assert_status(200);
+            acked.push((r.body()["v"].as_u64().unwrap(), format!("srv{k}")));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        acked
+    };
+    let (restored, acked) = tokio::join!(restore_as(&node, &id, &owner, base), server_patches);
+    restored.assert_status(200);
+    let restore_v = restored.body()["v"].as_u64().unwrap();
+
+    let (last_v, room) = get_doc(&node, &owner, &id).await;
+    let mut seen = welcome["doc"].as_object().unwrap().clone();
+    let mut v = welcome["version"].as_u64().unwrap();
+    while v < last_v {
+        let m = watcher.recv_json().await;
+        if m["type"] == "patch" {
+            v = m["v"].as_u64().unwrap();
+            apply_ops(&mut seen, m["ops"].as_array().unwrap());
+        }
+    }
+    let (before, after): (Vec<_>, Vec<_>) = acked.iter().partition(|(v, _)| *v < restore_v);
+    eprintln!(
+        "server patches acked before the restore: {}, after: {}",
+        before.len(),
+        after.len()
+    );
+    assert!(
+        !before.is_empty() && !after.is_empty(),
+        "the restore came in the middle of the server's patches"
+    );
+    let only_room = room
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| !seen.contains_key(*k))
+        .count();
+    let only_client = seen
+        .keys()
+        .filter(|k| room.get(k.as_str()).is_none())
+        .count();
+    assert!(
+        only_room == 0 && only_client == 0,
+        "the room and a client differ at version {last_v}: {only_room} nodes only in the room, \
+         {only_client} only at the client"
+    );
+    assert_eq!(Value::Object(seen), room, "a client did not converge");
+    for (_, node_id) in &after {
+        assert!(
+            room.get(node_id).is_some(),
+            "{node_id}, acked after the restore, was lost"
+        );
+    }
+}

@@ -30,23 +30,6 @@ pub async fn node_with_key(
     (node, session, key, id)
 }
 
-/// A new API key of `scopes`: (secret, id).
-pub async fn make_key(node: &Node, admin: &str, scopes: &[&str]) -> (String, String) {
-    let r = send_json(
-        node,
-        "POST",
-        "/api/admin/api-keys",
-        Some(admin),
-        &json!({"name": "Import job", "scopes": scopes}),
-    )
-    .await;
-    r.assert_status(201);
-    (
-        s(&r.body()["key"]).to_owned(),
-        s(&r.body()["id"]).to_owned(),
-    )
-}
-
 /// `POST /api/files/{file}/patches` with `key`.
 pub async fn server_patch(
     node: &Node,

@@ -50,7 +50,9 @@ impl RestoreState {
         self.preparing.is_none() && self.waiting.is_empty()
     }
 
-    /// An edit was applied: its nodes, if a restore is being prepared.
+    /// An edit was applied: its nodes, if a restore is being prepared. Every path that changes
+    /// the room's document calls this (a socket's patch, the server API's): a change it misses
+    /// is in the log and at the clients but not in the restored document.
     pub(in crate::room) fn touched(&mut self, ops: &[Op]) {
         let Some(f) = &mut self.preparing else {
             return;

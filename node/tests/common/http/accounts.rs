@@ -67,3 +67,20 @@ pub async fn signin_from(port: u16, email: &str, password: &str, from: &str) -> 
 pub async fn new_account(node: &Node, who: &str) -> String {
     signup(node, &unique_email(who)).await.0
 }
+
+/// A new API key of `scopes`: (secret, id).
+pub async fn make_key(node: &Node, admin: &str, scopes: &[&str]) -> (String, String) {
+    let r = send_json(
+        node,
+        "POST",
+        "/api/admin/api-keys",
+        Some(admin),
+        &json!({"name": "Import job", "scopes": scopes}),
+    )
+    .await;
+    r.assert_status(201);
+    (
+        s(&r.body()["key"]).to_owned(),
+        s(&r.body()["id"]).to_owned(),
+    )
+}
