@@ -143,6 +143,12 @@ pub fn role(file: &FileRecord, access: Access) -> Result<(Role, Option<&'static 
     }
 }
 
+/// Whether someone of `role` may list and read the file's versions, and so hear of them on
+/// the socket (`version`, `restored`): editors, and viewers while the owner allows it.
+pub fn sees_history(role: Role, file: &FileRecord) -> bool {
+    role == Role::Editor || file.viewers_see_history
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,7 @@ use super::participant::{ClientState, Participant};
 use super::pending::Pending;
 use super::recent::RecentOps;
 use super::snapshot::SnapshotState;
-use super::{presence, RoomCmd};
+use super::{access, presence, RoomCmd};
 use crate::config::NodeConfig;
 use crate::doc::{DocLimits, Document};
 use crate::ids::{ClientKey, FileId};
@@ -277,15 +277,31 @@ impl RoomCore {
 
     /// Sends one encoded message to everyone in the room.
     pub(super) fn broadcast(&self, frame: Msg, kind: &str) {
+        self.broadcast_to(frame, kind, |_| true);
+    }
+
+    /// Sends a history message (`version`, `restored`) to those in the room who may read the
+    /// file's history: a viewer the HTTP API refuses must not hear titles, descriptions and
+    /// editors' names on the socket (the fifteenth review).
+    pub(super) fn broadcast_history(&self, frame: Msg, kind: &str) {
+        self.broadcast_to(frame, kind, |m| {
+            access::role(&self.record, m.access)
+                .is_ok_and(|(role, _)| access::sees_history(role, &self.record))
+        });
+    }
+
+    fn broadcast_to(&self, frame: Msg, kind: &str, to: impl Fn(&Participant) -> bool) {
         debug_assert!(atrium_protocol::SERVER_MESSAGES.contains(&kind), "{kind}");
-        for m in self.participants.values() {
+        let mut sent = 0;
+        for m in self.participants.values().filter(|m| to(m)) {
             m.outbox.send(frame.clone());
+            sent += 1;
         }
         self.rules
             .metrics
             .messages_sent
             .with_label_values(&[kind])
-            .inc_by(self.participants.len() as u64);
+            .inc_by(sent);
     }
 
     pub fn file(&self) -> &FileId {

@@ -87,7 +87,7 @@ impl RoomCore {
                 done,
             } => {
                 self.relay_patch(v, &relay);
-                self.broadcast(notice, "restored");
+                self.broadcast_history(notice, "restored");
                 let _ = reply.send(Ok(done));
             }
             Pending::Server {

@@ -232,9 +232,10 @@ impl RoomCore {
         }
     }
 
-    /// The worker saved, renamed or deleted a version: everyone in the room hears of it.
+    /// The worker saved, renamed or deleted a version: those in the room who may read the
+    /// history hear of it.
     pub(super) fn announce(&mut self, event: &str, version: &VersionInfo) {
-        self.broadcast(shared(version_message(event, version)), "version");
+        self.broadcast_history(shared(version_message(event, version)), "version");
     }
 }
 

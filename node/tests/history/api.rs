@@ -400,3 +400,61 @@ async fn restores_are_rate_limited_per_file() {
         .await
         .assert_status(200);
 }
+
+/// A viewer the HTTP API keeps out of the history hears nothing of it on the socket either:
+/// no `version` (titles, descriptions, who edited) and no `restored`, though the restore's
+/// `patch` reaches it. Before the fifteenth review every history message went to everyone in
+/// the file. Once the owner lets viewers see the history, they hear of versions too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewers_hear_of_versions_only_when_they_may_read_the_history() {
+    let node = Node::start(&[]).await;
+    let file = shared_file(&node, "view").await;
+    let (id, owner) = (file.id.clone(), file.owner.clone());
+    let (mut me, _) = Client::join(&node, &id, &Hello::token(&owner)).await;
+    let (mut viewer, _) = Client::join(&node, &id, &Hello::key(&file.view_key)).await;
+    me.patch_acked(1, vec![put("a", shape(1))]).await;
+    let secret = name(&node, &id, &owner, "Layoffs plan").await;
+    me.recv_type("version", WAIT)
+        .await
+        .expect("the owner hears of the version");
+    me.patch_acked(2, vec![put("b", shape(2))]).await;
+    let v = secret["id"].as_u64().unwrap();
+    restore_as(&node, &id, &owner, v).await.assert_status(200);
+    me.recv_type("restored", WAIT)
+        .await
+        .expect("the owner hears of the restore");
+
+    // The viewer gets the edits and the restore's patch, and nothing of the history.
+    let mut heard = Vec::new();
+    let restored = loop {
+        let m = viewer.recv_json().await;
+        heard.push(m["type"].as_str().unwrap_or("").to_owned());
+        if m["type"] == "patch" && m["by"] == "restore" {
+            break m;
+        }
+    };
+    assert_eq!(restored["ops"], json!([{"op": "delete", "id": "b"}]));
+    while let Some(m) = viewer.recv_json_timeout(Duration::from_millis(500)).await {
+        heard.push(m["type"].as_str().unwrap_or("").to_owned());
+    }
+    assert!(
+        !heard.iter().any(|t| t == "version" || t == "restored"),
+        "a viewer who may not see the history heard of it: {heard:?}"
+    );
+
+    // Allowed, the viewer hears of the next version.
+    patch_file(
+        &node,
+        Some(&owner),
+        &id,
+        &json!({"viewers_see_history": true}),
+    )
+    .await
+    .assert_status(200);
+    name(&node, &id, &owner, "Shared plan").await;
+    let told = viewer
+        .recv_type("version", WAIT)
+        .await
+        .expect("an allowed viewer hears of versions");
+    assert_eq!(told["version"]["title"], "Shared plan");
+}

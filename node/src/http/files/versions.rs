@@ -38,10 +38,10 @@ fn forbidden(what: &str) -> ApiError {
 
 /// Listing and reading: editors, and viewers when the owner allows it.
 fn may_read(g: &Granted) -> Result<(), ApiError> {
-    match g.role {
-        Role::Editor => Ok(()),
-        Role::Viewer if g.file.viewers_see_history => Ok(()),
-        Role::Viewer => Err(forbidden("viewers of this file may not see its history")),
+    if crate::room::access::sees_history(g.role, &g.file) {
+        Ok(())
+    } else {
+        Err(forbidden("viewers of this file may not see its history"))
     }
 }
 
