@@ -119,7 +119,8 @@ pub struct StopSettings {
 #[derive(Debug, Clone, Args)]
 pub struct ConnectionSettings {
     /// Most client connections open at once (each may hold one to a node as well). Default:
-    /// half the open-file limit less 256; more are answered 503 and closed.
+    /// a quarter of the open-file limit less 256 (a socket holds four descriptors); more are
+    /// answered 503 and closed.
     #[arg(long, env = "ATRIUM_ROUTER_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
 

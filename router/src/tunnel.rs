@@ -114,8 +114,38 @@ struct Tunnel {
     close_sent: bool,
 }
 
+/// The most the kernel may hold unsent on the router's side of either connection, as the
+/// node's `ATRIUM_KERNEL_UNSENT_BYTES` default does on its own sockets.
+const UNSENT: u32 = 128 * 1024;
+
+/// The receive buffer of the router's side of either connection: small enough that a reader
+/// who stops soon stops the writer on the far side (a client that does not read stops the
+/// node, whose send queue, memory budget and closes of sockets that take nothing then apply;
+/// a node that paces a client stops the client), ample for a node on the same network and a
+/// socket's messages (a client 100 ms away still sends 5 MB a second).
+const CLIENT_RECEIVE: usize = 256 * 1024;
+const NODE_RECEIVE: usize = 64 * 1024;
+
+/// Bounds what the kernel holds of a tunnelled socket, both ways. Left to itself, Linux grew
+/// the router's buffers to megabytes a socket, outside every budget and toward the machine's
+/// TCP memory limit: toward a client that never read (4.5 MiB a socket in the fifteenth
+/// review) and from a client flooding pings at a node that paced it (5-8 MiB). Failing is
+/// not fatal: the kernel's own sizing.
+fn bound_kernel_buffers(client: &std::net::TcpStream, node: &std::net::TcpStream) {
+    for (socket, receive) in [(client, CLIENT_RECEIVE), (node, NODE_RECEIVE)] {
+        let socket = socket2::SockRef::from(socket);
+        if let Err(e) = socket.set_tcp_notsent_lowat(UNSENT) {
+            tracing::debug!(error = %e, "could not bound a tunnel's unsent bytes");
+        }
+        if let Err(e) = socket.set_recv_buffer_size(receive) {
+            tracing::debug!(error = %e, "could not bound a tunnel's receive buffer");
+        }
+    }
+}
+
 impl Tunnel {
     fn new(sockets: Sockets, write_timeout: Duration) -> io::Result<Self> {
+        bound_kernel_buffers(&sockets.client, &sockets.node);
         let stream = |s: std::net::TcpStream| {
             s.set_nonblocking(true)?;
             TcpStream::from_std(s)

@@ -70,20 +70,49 @@ impl StopSettings {
 }
 
 impl ConnectionSettings {
-    /// `ATRIUM_ROUTER_MAX_CONNECTIONS`, or half of the open-file limit less a reserve of 256
-    /// (a proxied connection holds a descriptor to its node too), at least 64.
+    /// `ATRIUM_ROUTER_MAX_CONNECTIONS`, or a quarter of the open-file limit less a reserve of
+    /// 256, at least 64: a socket holds four descriptors (its connection and its node's, each
+    /// twice while tunnelled: pingora's sessions keep theirs until the tunnel ends). At half,
+    /// sockets at half the cap used every descriptor, and the router then accepted nothing,
+    /// refusing no one (the fifteenth review).
     pub fn max_connections(&self) -> usize {
         self.max_connections.unwrap_or_else(|| {
             let files = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
                 .map(|(soft, _)| soft)
                 .unwrap_or(1024);
-            let files = usize::try_from(files).unwrap_or(usize::MAX);
-            (files.saturating_sub(256) / 2).max(64)
+            default_max_connections(usize::try_from(files).unwrap_or(usize::MAX))
         })
     }
 
     /// `ATRIUM_ROUTER_CONNECTIONS_PER_IP`; `None` when it is 0 (no cap).
     pub fn per_address(&self) -> Option<usize> {
         (self.connections_per_ip > 0).then_some(self.connections_per_ip)
+    }
+}
+
+/// Descriptors a socket holds while it is tunnelled (see [`ConnectionSettings::max_connections`]).
+const DESCRIPTORS_A_SOCKET: usize = 4;
+
+/// The connection cap for an open-file limit of `files`: every connection a socket, with 256
+/// descriptors to spare (listeners, the coordinator, logs).
+fn default_max_connections(files: usize) -> usize {
+    (files.saturating_sub(256) / DESCRIPTORS_A_SOCKET).max(64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At the default cap, every connection a socket still leaves the reserve: the review's
+    /// router with 1,200 open files (cap 472 at half) ran out at 292 sockets and then accepted
+    /// and refused no one.
+    #[test]
+    fn the_default_cap_leaves_descriptors_for_every_connection_as_a_socket() {
+        for files in [1_024, 1_200, 20_000, 1_048_576] {
+            let cap = default_max_connections(files);
+            assert!(cap * DESCRIPTORS_A_SOCKET + 256 <= files, "{files}: {cap}");
+        }
+        assert_eq!(default_max_connections(1_200), 236);
+        assert_eq!(default_max_connections(300), 64);
     }
 }

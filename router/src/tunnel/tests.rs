@@ -208,3 +208,70 @@ async fn closing_between_frames_sends_1012_at_once() {
     assert_eq!(read_to_end(&mut s.client).await, close.to_vec());
     assert_eq!(s.carried.await.unwrap().unwrap(), End::Closed);
 }
+
+/// A client that never reads holds little of the router's kernel memory: the router's side of
+/// the client's connection keeps at most [`UNSENT`] unsent and its side of the node's
+/// receives at most [`NODE_RECEIVE`], so the node soon cannot write (and its own bounds act).
+/// Left to the kernel, both grew to megabytes a socket (the fifteenth review: 4.5 MiB).
+#[tokio::test]
+async fn a_client_that_never_reads_soon_stops_the_nodes_writes() {
+    let Setup { node, client, .. } = setup(None).await;
+    // The test node's own send buffer small, so what it gets written is what the router
+    // and the client took.
+    socket2::SockRef::from(&node)
+        .set_send_buffer_size(16 * 1024)
+        .unwrap();
+    let (_node_reader, mut node_writer) = node.into_split();
+    let chunk = frame(60_000, 1, false);
+    let mut taken = 0usize;
+    loop {
+        let wrote =
+            tokio::time::timeout(Duration::from_millis(500), node_writer.write_all(&chunk)).await;
+        match wrote {
+            Ok(Ok(())) => taken += chunk.len(),
+            _ => break,
+        }
+        assert!(taken < 64 << 20, "the node's writes never stopped");
+    }
+    let taken_kib = taken / 1024;
+    println!(
+        "FIGURE a client that never reads: the node wrote {taken_kib} KiB before it had to wait"
+    );
+    assert!(
+        taken_kib < 2048,
+        "the router's kernel took {taken_kib} KiB for a client that reads nothing"
+    );
+    drop(client);
+}
+
+/// The other way: a node that does not read (it paces a client) soon stops the client's
+/// writes, the router holding little of them. A client flooding pings at a pacing node parked
+/// 5-8 MiB a socket in the router's kernel buffers (the fifteenth review).
+#[tokio::test]
+async fn a_node_that_does_not_read_soon_stops_the_clients_writes() {
+    let Setup { node, client, .. } = setup(None).await;
+    socket2::SockRef::from(&client)
+        .set_send_buffer_size(16 * 1024)
+        .unwrap();
+    let (_client_reader, mut client_writer) = client.into_split();
+    let chunk = frame(60_000, 1, true);
+    let mut taken = 0usize;
+    loop {
+        let wrote =
+            tokio::time::timeout(Duration::from_millis(500), client_writer.write_all(&chunk)).await;
+        match wrote {
+            Ok(Ok(())) => taken += chunk.len(),
+            _ => break,
+        }
+        assert!(taken < 64 << 20, "the client's writes never stopped");
+    }
+    let taken_kib = taken / 1024;
+    println!(
+        "FIGURE a node that does not read: the client wrote {taken_kib} KiB before it had to wait"
+    );
+    assert!(
+        taken_kib < 2048,
+        "the router's kernel took {taken_kib} KiB for a node that reads nothing"
+    );
+    drop(node);
+}

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod costs;
 mod drain;
 mod failover;
 mod history;
