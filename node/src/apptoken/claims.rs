@@ -70,7 +70,12 @@ impl AppClaims {
         self.avatar = self.avatar.filter(|a| {
             a.len() <= 2048 && a.starts_with("https://") && !a.contains(['"', '<', '>', ' '])
         });
-        self.jti = self.jti.filter(|j| !j.is_empty() && j.len() <= 256);
+        // A `jti` that could not be revoked (the revoke route takes 1 to 256 bytes) is not
+        // taken: the token is refused, as one with a `sub` too long is (the fifteenth review).
+        if self.jti.as_ref().is_some_and(|j| j.len() > MAX_SUB) {
+            return Err("`jti` must be at most 256 bytes".into());
+        }
+        self.jti = self.jti.filter(|j| !j.is_empty());
         Ok(self)
     }
 

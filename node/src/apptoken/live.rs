@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::claims::AppClaims;
+use crate::ids::digest;
 use crate::outbox::{ConnId, Outbox};
 
 /// Revoked `sub`s (tokens issued at or before the revocation) and token ids, each
@@ -21,12 +22,39 @@ pub struct Revocations {
     ttl_ms: i64,
 }
 
+/// The most revocations a node takes from its own route (past it: 503 until some are
+/// forgotten); each holds about 100 bytes here, whatever the length of its `sub` or `jti`.
+/// Those other nodes announce are always taken: each was bounded where it was made.
+pub const MAX_REVOCATIONS: usize = 1_000_000;
+
+/// A `sub` or a `jti`, by its digest: the sets cost the same for 256-byte claims as for short
+/// ones (the fifteenth review: a kilobyte a revocation, kept a day).
+type Claim = [u8; 32];
+
 #[derive(Default)]
 struct RevocationSets {
     /// `sub` to (revoked at, Unix s; forgotten at, Unix ms).
-    subs: HashMap<String, (i64, i64)>,
+    subs: HashMap<Claim, (i64, i64)>,
     /// `jti` to when it is forgotten (Unix ms).
-    jtis: HashMap<String, i64>,
+    jtis: HashMap<Claim, i64>,
+    /// The sets are swept of forgotten entries once they hold this many (not on every add,
+    /// which made adding a million of them quadratic).
+    sweep_at: usize,
+}
+
+impl RevocationSets {
+    fn len(&self) -> usize {
+        self.subs.len() + self.jtis.len()
+    }
+
+    fn sweep_if_due(&mut self, now: i64) {
+        if self.len() < self.sweep_at {
+            return;
+        }
+        self.subs.retain(|_, (_, u)| *u > now);
+        self.jtis.retain(|_, u| *u > now);
+        self.sweep_at = (2 * self.len()).max(1024);
+    }
 }
 
 /// One revocation, as it travels between nodes.
@@ -52,18 +80,25 @@ impl Revocations {
         self.add_until(r, crate::clock::unix_ms() + self.ttl_ms);
     }
 
+    /// Whether this node may take another revocation of its own ([`MAX_REVOCATIONS`]).
+    pub fn has_room(&self) -> bool {
+        let now = crate::clock::unix_ms();
+        let mut sets = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        sets.sweep_if_due(now);
+        sets.len() < MAX_REVOCATIONS
+    }
+
     /// Remembers `r` until `until` (Unix ms): as the store has it.
     pub fn add_until(&self, r: &Revocation, until: i64) {
         let now = crate::clock::unix_ms();
         let mut sets = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        sets.subs.retain(|_, (_, u)| *u > now);
-        sets.jtis.retain(|_, u| *u > now);
+        sets.sweep_if_due(now);
         if let Some(sub) = &r.sub {
-            let e = sets.subs.entry(sub.clone()).or_insert((r.at, until));
+            let e = sets.subs.entry(digest(sub)).or_insert((r.at, until));
             *e = (e.0.max(r.at), until);
         }
         if let Some(jti) = &r.jti {
-            sets.jtis.insert(jti.clone(), until);
+            sets.jtis.insert(digest(jti), until);
         }
     }
 
@@ -73,11 +108,11 @@ impl Revocations {
         let now = crate::clock::unix_ms();
         let sets = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(jti) = &claims.jti {
-            if sets.jtis.get(jti).is_some_and(|u| *u > now) {
+            if sets.jtis.get(&digest(jti)).is_some_and(|u| *u > now) {
                 return true;
             }
         }
-        match sets.subs.get(&claims.sub) {
+        match sets.subs.get(&digest(&claims.sub)) {
             Some((at, until)) if *until > now => claims.iat.is_none_or(|iat| iat <= *at),
             _ => false,
         }

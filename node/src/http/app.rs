@@ -120,8 +120,15 @@ pub async fn api_key(
             format!("this API key lacks the `{scope}` scope"),
         ));
     }
-    // Accepted: the key's own limits apply, not its address's (`http::pacing`).
+    // Accepted: the key's own rate applies, not its address's (`http::pacing`), on every
+    // route a key opens (revocations and webhooks had neither: the fifteenth review).
     super::KeyAccepted::mark(req);
+    if let Err(wait) = state.server_api.check(&key.id) {
+        return Err(super::rate_limited(
+            "this API key sends more requests a second than ATRIUM_SERVER_API_PER_SECOND allows",
+            wait,
+        ));
+    }
     Ok(key)
 }
 
@@ -145,10 +152,18 @@ pub async fn revoke(state: &AppState, req: Request<Incoming>) -> ApiResult {
             "name a `sub` or a `jti` (or both), each 1 to 256 bytes",
         ));
     }
+    if !state.app_tokens.revocations().has_room() {
+        return Err(super::busy(
+            "the node holds as many revocations as it may; each is forgotten after \
+             ATRIUM_APP_TOKEN_REVOCATION_TTL_MS",
+        ));
+    }
+    // Tokens are taken with an `iat` up to the allowed skew ahead of this node's clock, so a
+    // revocation covers those too: an app whose clock runs ahead issued them before it.
     let r = Revocation {
         sub: body.sub,
         jti: body.jti,
-        at: crate::clock::unix_ms() / 1000,
+        at: crate::clock::unix_ms() / 1000 + state.config.app_token_skew_s as i64,
     };
     let until = crate::clock::unix_ms() + state.config.app_token_revocation_ttl_ms as i64;
     // Stored first, so a node that starts later knows it too; then here at once,

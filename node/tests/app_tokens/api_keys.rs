@@ -151,3 +151,71 @@ async fn revocations_outlive_a_restart() {
     let node = Node::start_in(data.path(), &envs).await;
     Client::join_expect_close(&node, &file, &Hello::token(&token), 4001).await;
 }
+
+/// What the fifteenth review found around revocation: a `sub` revocation missed tokens whose
+/// `iat` was within the allowed skew ahead (an app whose clock runs ahead had issued them
+/// before it); a token with a `jti` over 256 bytes was taken but could never be revoked by it;
+/// and the revoke and webhook routes answered a key at any rate (480 revocations a second,
+/// each kept a day).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocations_cover_the_skew_and_every_key_route_keeps_the_keys_rate() {
+    let admin = unique_email("admin");
+    let node = node(&[
+        ("ATRIUM_ADMINS", &admin),
+        ("ATRIUM_APP_TOKEN_SKEW_S", "30"),
+        ("ATRIUM_SERVER_API_PER_SECOND", "5"),
+    ])
+    .await;
+    let (session, _) = signup(&node, &admin).await;
+    let (key, _) = make_key(&node, &session, &["revoke", "server"]).await;
+    let file = unique("doc");
+    app_file(&node, &file).await;
+    let doc = format!("/api/files/{file}/doc");
+    let grant = json!({ file.clone(): "view" });
+
+    // Issued by an app whose clock runs 20 s ahead of the node's.
+    let mut ahead = claims("bob", 120, grant.clone());
+    ahead["iat"] = json!(jwt::now_s() + 20);
+    let ahead = hs().sign(&ahead);
+    get(&node, &doc, Some(&ahead)).await.assert_status(200);
+    let r = post(&node, "/api/app/revoke", &key, json!({"sub": "bob"})).await;
+    r.assert_status(200);
+    assert!(
+        r.body()["at"].as_i64().unwrap() >= jwt::now_s() + 29,
+        "{}",
+        r.text
+    );
+    get(&node, &doc, Some(&ahead))
+        .await
+        .assert_error(401, "unauthorized");
+
+    // A `jti` the revoke route could not name is refused with the token.
+    let mut long = claims("carl", 120, grant);
+    long["jti"] = json!("j".repeat(300));
+    get(&node, &doc, Some(&hs().sign(&long)))
+        .await
+        .assert_error(401, "unauthorized");
+
+    // The key's rate, on revocations and on webhooks.
+    let mut limited = 0;
+    for n in 0..20 {
+        let r = post(
+            &node,
+            "/api/app/revoke",
+            &key,
+            json!({"jti": format!("j{n}")}),
+        )
+        .await;
+        limited += u32::from(r.status == 429 && r.header("retry-after").is_some());
+    }
+    assert!(limited >= 10, "{limited} of 20 revocations rate-limited");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut limited = 0;
+    for _ in 0..20 {
+        limited += u32::from(get(&node, "/api/webhooks", Some(&key)).await.status == 429);
+    }
+    assert!(
+        limited >= 10,
+        "{limited} of 20 webhook listings rate-limited"
+    );
+}
