@@ -125,3 +125,46 @@ async fn a_file_created_under_a_token_belongs_to_its_sub() {
     .await;
     r.assert_error(409, "file-exists");
 }
+
+/// A person's token (`"create": "sub"`) chooses only ids its own grant gives it edit on. Any
+/// id was taken (the fifteenth review): one team's member claimed an id in another team's
+/// prefix, owned it, and read what that team then wrote there; the app's own later creation
+/// of the id got 409. The app's token (`"create": "app"`) still chooses any id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_chooses_only_ids_within_their_own_grant() {
+    let node = node(&[]).await;
+    let (mine, theirs) = (unique("team_1"), unique("team_9"));
+    let create = |sub: &str, grant: Value, how: &str| {
+        let mut c = claims(sub, 60, grant);
+        c["create"] = json!(how);
+        hs().sign(&c)
+    };
+    let mallory = create(
+        "mallory",
+        json!({"team_1*": "edit", "team_9*": "view"}),
+        "sub",
+    );
+    let made = |token: String, id: String| {
+        let node = &node;
+        async move {
+            send_json(
+                node,
+                "POST",
+                "/api/files",
+                Some(&token),
+                &json!({"id": id, "name": "x"}),
+            )
+            .await
+        }
+    };
+    made(mallory.clone(), theirs.clone())
+        .await
+        .assert_error(403, "forbidden");
+    let r = made(mallory, mine.clone()).await;
+    r.assert_status(201);
+    assert_eq!(r.body()["id"], json!(mine));
+    // The id is still free for the app.
+    made(create("backend", json!({}), "app"), theirs)
+        .await
+        .assert_status(201);
+}

@@ -6,7 +6,7 @@ use hyper::{Request, StatusCode};
 use serde::Deserialize;
 
 use super::{file_json, file_name};
-use crate::apptoken::{is_app_token, owner_for, Grant};
+use crate::apptoken::{is_app_token, owner_for, Grant, Level};
 use crate::doc::{DocLimits, Document, PatchError};
 use crate::http::app_claims;
 use crate::http::{
@@ -100,7 +100,10 @@ pub(crate) async fn read_new_file_body(
 /// Who owns a file an app token creates, per its `create` claim (403 without one), with
 /// the owner's stand-in account made if it is not there yet: files need an owner
 /// account, and this one can never sign in (no email, no password).
-async fn app_owner(state: &AppState, token: &str) -> Result<Account, ApiError> {
+async fn app_owner(
+    state: &AppState,
+    token: &str,
+) -> Result<(Account, crate::apptoken::AppClaims), ApiError> {
     let claims = app_claims(state, token).await?;
     let owner = match claims.create {
         Some(Grant::Sub) => claims.account(),
@@ -124,7 +127,7 @@ async fn app_owner(state: &AppState, token: &str) -> Result<Account, ApiError> {
         id: owner,
     };
     match state.store.insert_account(&account).await {
-        Ok(()) | Err(StoreError::Conflict) => Ok(account),
+        Ok(()) | Err(StoreError::Conflict) => Ok((account, claims)),
         Err(e) => Err(e.into()),
     }
 }
@@ -136,9 +139,12 @@ const BODY_MEMORY_FACTOR: usize = 2 + crate::doc::BUILD_BYTES_PER_JSON_BYTE;
 pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let token = bearer_token(&req);
     let app = token.as_deref().is_some_and(is_app_token);
-    let account = match token.as_deref() {
-        Some(t) if app => app_owner(state, t).await?,
-        t => signed_in(state, t).await?,
+    let (account, claims) = match token.as_deref() {
+        Some(t) if app => {
+            let (account, claims) = app_owner(state, t).await?;
+            (account, Some(claims))
+        }
+        t => (signed_in(state, t).await?, None),
     };
     // The rate first, before the body is read: a burst costs nothing.
     if let Err(wait) = state.file_creates.check(&account.id) {
@@ -155,12 +161,26 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let limits = state.limits.clone();
     let (name, doc, id) =
         crate::lane::run(body.len(), &state.metrics, move || new_file(&body, &limits)).await?;
+    let chosen = id.is_some();
     let id = match id {
         None => FileId::generate(),
         Some(_) if !app => return Err(ApiError::bad_request("only app tokens choose a file's id")),
         Some(id) => FileId::parse(&id)
             .ok_or_else(|| ApiError::bad_request("a file id must match [A-Za-z0-9_-]{1,64}"))?,
     };
+    // A person's token names only ids its own grant gives it edit on: otherwise anyone allowed
+    // to create files could claim ids in another team's prefix and own what that team then
+    // writes there (the fifteenth review). The app's own token (`"create": "app"`) names any.
+    if let Some(claims) = claims.as_ref().filter(|c| c.create == Some(Grant::Sub)) {
+        if chosen && claims.level(&id) != Some(Level::Edit) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "a token with `\"create\": \"sub\"` may choose only an id its `files` grant \
+                 gives it edit on",
+            ));
+        }
+    }
     let record = FileRecord {
         id,
         owner: account.id.clone(),
