@@ -23,9 +23,9 @@ pub struct Revocations {
 }
 
 /// The most revocations a node takes from its own route (past it: 503 until some are
-/// forgotten); each holds about 100 bytes here, whatever the length of its `sub` or `jti`.
+/// forgotten); each holds about 100 bytes here (20 MB in all), whatever the length of its `sub` or `jti`.
 /// Those other nodes announce are always taken: each was bounded where it was made.
-pub const MAX_REVOCATIONS: usize = 1_000_000;
+pub const MAX_REVOCATIONS: usize = 200_000;
 
 /// A `sub` or a `jti`, by its digest: the sets cost the same for 256-byte claims as for short
 /// ones (the fifteenth review: a kilobyte a revocation, kept a day).
@@ -48,9 +48,12 @@ impl RevocationSets {
     }
 
     fn sweep_if_due(&mut self, now: i64) {
-        if self.len() < self.sweep_at {
-            return;
+        if self.len() >= self.sweep_at {
+            self.sweep(now);
         }
+    }
+
+    fn sweep(&mut self, now: i64) {
         self.subs.retain(|_, (_, u)| *u > now);
         self.jtis.retain(|_, u| *u > now);
         self.sweep_at = (2 * self.len()).max(1024);
@@ -84,7 +87,9 @@ impl Revocations {
     pub fn has_room(&self) -> bool {
         let now = crate::clock::unix_ms();
         let mut sets = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        sets.sweep_if_due(now);
+        if sets.len() >= MAX_REVOCATIONS {
+            sets.sweep(now);
+        }
         sets.len() < MAX_REVOCATIONS
     }
 

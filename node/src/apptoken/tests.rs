@@ -250,3 +250,25 @@ fn owners_of_app_files_never_meet_atrium_accounts() {
     let long = owner_for(Some("auth0|0123456789abcdef"));
     assert!(long.as_str().starts_with("sbh-"), "{long}");
 }
+
+/// A node takes at most `MAX_REVOCATIONS` of its own, and those forgotten make room again;
+/// each costs the same whatever its claim's length (held by digest).
+#[test]
+fn revocations_are_bounded_and_forgotten() {
+    use super::live::{Revocation, MAX_REVOCATIONS};
+    let revocations = Revocations::new(Duration::from_secs(3600));
+    let now = crate::clock::unix_ms();
+    let long = "j".repeat(256);
+    let fill = |until: i64| {
+        for n in 0..MAX_REVOCATIONS {
+            let jti = Some(format!("{long}{n}"));
+            let at = now / 1000;
+            revocations.add_until(&Revocation { sub: None, jti, at }, until);
+        }
+    };
+    // Already past their time: they are swept, not counted.
+    fill(now - 1);
+    assert!(revocations.has_room(), "forgotten revocations take no room");
+    fill(now + 3_600_000);
+    assert!(!revocations.has_room(), "full at the bound");
+}

@@ -209,6 +209,25 @@ async fn closing_between_frames_sends_1012_at_once() {
     assert_eq!(s.carried.await.unwrap().unwrap(), End::Closed);
 }
 
+/// KiB `writer` writes, in frames of 60 KB (`mask`ed as a client's), before a write has to
+/// wait half a second: what the far side and the router between took. The writer's own send
+/// buffer is made small, so little of it is its own.
+async fn written_before_waiting(writer: TcpStream, mask: bool) -> usize {
+    socket2::SockRef::from(&writer)
+        .set_send_buffer_size(16 * 1024)
+        .unwrap();
+    let (_reader, mut writer) = writer.into_split();
+    let chunk = frame(60_000, 1, mask);
+    let mut taken = 0usize;
+    while let Ok(Ok(())) =
+        tokio::time::timeout(Duration::from_millis(500), writer.write_all(&chunk)).await
+    {
+        taken += chunk.len();
+        assert!(taken < 64 << 20, "the writes never stopped");
+    }
+    taken / 1024
+}
+
 /// A client that never reads holds little of the router's kernel memory: the router's side of
 /// the client's connection keeps at most [`UNSENT`] unsent and its side of the node's
 /// receives at most [`NODE_RECEIVE`], so the node soon cannot write (and its own bounds act).
@@ -216,24 +235,7 @@ async fn closing_between_frames_sends_1012_at_once() {
 #[tokio::test]
 async fn a_client_that_never_reads_soon_stops_the_nodes_writes() {
     let Setup { node, client, .. } = setup(None).await;
-    // The test node's own send buffer small, so what it gets written is what the router
-    // and the client took.
-    socket2::SockRef::from(&node)
-        .set_send_buffer_size(16 * 1024)
-        .unwrap();
-    let (_node_reader, mut node_writer) = node.into_split();
-    let chunk = frame(60_000, 1, false);
-    let mut taken = 0usize;
-    loop {
-        let wrote =
-            tokio::time::timeout(Duration::from_millis(500), node_writer.write_all(&chunk)).await;
-        match wrote {
-            Ok(Ok(())) => taken += chunk.len(),
-            _ => break,
-        }
-        assert!(taken < 64 << 20, "the node's writes never stopped");
-    }
-    let taken_kib = taken / 1024;
+    let taken_kib = written_before_waiting(node, false).await;
     println!(
         "FIGURE a client that never reads: the node wrote {taken_kib} KiB before it had to wait"
     );
@@ -250,22 +252,7 @@ async fn a_client_that_never_reads_soon_stops_the_nodes_writes() {
 #[tokio::test]
 async fn a_node_that_does_not_read_soon_stops_the_clients_writes() {
     let Setup { node, client, .. } = setup(None).await;
-    socket2::SockRef::from(&client)
-        .set_send_buffer_size(16 * 1024)
-        .unwrap();
-    let (_client_reader, mut client_writer) = client.into_split();
-    let chunk = frame(60_000, 1, true);
-    let mut taken = 0usize;
-    loop {
-        let wrote =
-            tokio::time::timeout(Duration::from_millis(500), client_writer.write_all(&chunk)).await;
-        match wrote {
-            Ok(Ok(())) => taken += chunk.len(),
-            _ => break,
-        }
-        assert!(taken < 64 << 20, "the client's writes never stopped");
-    }
-    let taken_kib = taken / 1024;
+    let taken_kib = written_before_waiting(client, true).await;
     println!(
         "FIGURE a node that does not read: the client wrote {taken_kib} KiB before it had to wait"
     );
