@@ -46,6 +46,9 @@ where
     .await;
 }
 
+/// Only [`Lingering::into_inner`] and drop take the stream, and both take `self`.
+const TAKEN_ONLY_WITH_SELF: &str = "a connection's stream is there until it is taken";
+
 /// A connection's stream that, when dropped, lingers (see the module) in a task of its
 /// own, holding the connection's place until it is closed.
 pub struct Lingering {
@@ -64,17 +67,11 @@ impl Lingering {
 
     /// The stream, for a connection that goes on as a socket: it closes its own way.
     pub fn into_inner(mut self) -> WriteDeadline {
-        // Only this and drop take the stream, and both take `self`.
-        self.stream
-            .take()
-            .expect("a connection's stream is there until it is taken")
+        self.stream.take().expect(TAKEN_ONLY_WITH_SELF)
     }
 
-    fn stream(&mut self) -> io::Result<Pin<&mut WriteDeadline>> {
-        match self.stream.as_mut() {
-            Some(s) => Ok(Pin::new(s)),
-            None => Err(io::ErrorKind::NotConnected.into()),
-        }
+    fn stream(&mut self) -> Pin<&mut WriteDeadline> {
+        Pin::new(self.stream.as_mut().expect(TAKEN_ONLY_WITH_SELF))
     }
 }
 
@@ -99,10 +96,7 @@ impl AsyncRead for Lingering {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        match self.stream() {
-            Ok(s) => s.poll_read(cx, buf),
-            Err(e) => Poll::Ready(Err(e)),
-        }
+        self.stream().poll_read(cx, buf)
     }
 }
 
@@ -112,10 +106,7 @@ impl AsyncWrite for Lingering {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match self.stream() {
-            Ok(s) => s.poll_write(cx, buf),
-            Err(e) => Poll::Ready(Err(e)),
-        }
+        self.stream().poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -123,10 +114,7 @@ impl AsyncWrite for Lingering {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match self.stream() {
-            Ok(s) => s.poll_write_vectored(cx, bufs),
-            Err(e) => Poll::Ready(Err(e)),
-        }
+        self.stream().poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -134,16 +122,10 @@ impl AsyncWrite for Lingering {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.stream() {
-            Ok(s) => s.poll_flush(cx),
-            Err(e) => Poll::Ready(Err(e)),
-        }
+        self.stream().poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.stream() {
-            Ok(s) => s.poll_shutdown(cx),
-            Err(e) => Poll::Ready(Err(e)),
-        }
+        self.stream().poll_shutdown(cx)
     }
 }

@@ -126,3 +126,13 @@ impl Drop for Proc {
 
 #[cfg(test)]
 mod tests;
+
+/// Resident memory of process `pid` (`VmRSS`), in KiB.
+pub fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/<pid>/status")
+}

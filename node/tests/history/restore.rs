@@ -307,9 +307,8 @@ async fn server_patches_during_a_restore_end_where_everyone_ends() {
     let server_patches = async {
         let mut acked = Vec::new();
         for k in 0..60 {
-            let body = json!({"op_id": format!("srv-{k}"), "ops": [put(&format!("srv{k}"), json!({"k": k}))]});
-            let path = format!("/api/files/{id}/patches");
-            let r = send_json(&node, "POST", &path, Some(&key), &body).await;
+            let ops = vec![put(&format!("srv{k}"), json!({"k": k}))];
+            let r = server_patch(&node, &key, &id, &format!("srv-{k}"), ops).await;
             r.assert_status(200);
             acked.push((r.body()["v"].as_u64().unwrap(), format!("srv{k}")));
             tokio::time::sleep(Duration::from_millis(10)).await;

@@ -82,12 +82,7 @@ async fn uploads_refused_before_they_are_read_are_still_answered() {
     .await;
     let token = new_account(&node, "uploader").await;
     let auth = format!("Bearer {token}");
-    // Nodes of 256 KB each (a node is at most 1 MiB).
-    let doc = |bytes: usize| {
-        let nodes = (0..bytes.div_ceil(256_000))
-            .map(|n| (format!("n{n}"), json!({"text": "x".repeat(256_000)})));
-        json!({"name": "Upload", "doc": Value::Object(nodes.collect())}).to_string()
-    };
+    let doc = |bytes: usize| json!({"name": "Upload", "doc": large_doc(bytes)}).to_string();
     let cases = [
         ("over the limit", doc(30 << 20), 413),
         ("past the budget", doc(20 << 20), 503),

@@ -14,15 +14,7 @@ pub(super) fn percentile(samples: &[Duration], p: f64) -> Duration {
     v[i]
 }
 
-/// Resident memory of a process, in KiB.
-pub(super) fn rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/<pid>/status")
-}
+pub(super) use atrium_testkit::process::rss_kib;
 
 /// CPU time (user and system) the process `pid` has used, in seconds.
 pub(super) fn cpu_seconds(pid: i32) -> f64 {

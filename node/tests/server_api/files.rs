@@ -121,12 +121,7 @@ async fn files_with_own_ids_are_made_listed_and_deleted_by_prefix() {
 async fn a_server_files_document_is_read_within_the_memory_budget() {
     let (node, _, key, _) = node_with_key(&[("ATRIUM_MEMORY_BUDGET", "128M")], &["server"]).await;
     let tag = &secret()[..8];
-    // Nodes of 256 KB each (a node is at most 1 MiB).
-    let doc = |bytes: usize| {
-        let nodes = (0..bytes.div_ceil(256_000))
-            .map(|n| (format!("n{n}"), json!({"text": "x".repeat(256_000)})));
-        Value::Object(nodes.collect())
-    };
+    let doc = large_doc;
     let body = |id: String, bytes: usize| json!({"id": id, "doc": doc(bytes)});
     // Five times 16 MB does not fit under the budget's mark (112 MiB) with what the node
     // holds; either route says so.

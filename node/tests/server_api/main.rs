@@ -29,21 +29,3 @@ pub async fn node_with_key(
     let (key, id) = make_key(&node, &session, scopes).await;
     (node, session, key, id)
 }
-
-/// `POST /api/files/{file}/patches` with `key`.
-pub async fn server_patch(
-    node: &Node,
-    key: &str,
-    file: &str,
-    op_id: &str,
-    ops: Vec<Value>,
-) -> Resp {
-    send_json(
-        node,
-        "POST",
-        &format!("/api/files/{file}/patches"),
-        Some(key),
-        &json!({"op_id": op_id, "ops": ops}),
-    )
-    .await
-}

@@ -2,18 +2,12 @@
 
 use std::time::Duration;
 
+use atrium_testkit::process::rss_kib;
 use atrium_testkit::tcp::connect_from;
 use atrium_testkit::ws;
 use tokio::io::AsyncWriteExt;
 
 use crate::common::*;
-
-/// Resident memory of process `pid`, in KiB.
-fn rss_of(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
 
 /// Idle sockets cost the router little: pingora kept a 64 KiB read buffer on every client
 /// connection, a socket's included, for its whole life (the fifteenth review: about 170 KiB of
@@ -25,7 +19,7 @@ async fn idle_sockets_cost_the_router_little() {
     let fleet = fleet(1, 1).await;
     let router = &fleet.routers[0];
     let (port, pid) = (router.port, router.proc.pid());
-    let before = rss_of(pid);
+    let before = rss_kib(pid);
     let mut clients = Vec::new();
     for i in 0..SOCKETS {
         // Six addresses, within each one's sockets at the node.
@@ -39,7 +33,7 @@ async fn idle_sockets_cost_the_router_little() {
         clients.push(tcp);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let per_socket = rss_of(pid).saturating_sub(before) / SOCKETS as u64;
+    let per_socket = rss_kib(pid).saturating_sub(before) / SOCKETS as u64;
     println!("FIGURE idle sockets through the router: {per_socket} KiB of router a socket");
     assert!(
         per_socket < 96,

@@ -21,9 +21,7 @@ pub const PASSWORD: &str = "correct horse battery staple";
 
 /// Resident memory of this process (a router run `inside` it), in KiB.
 pub fn rss_kib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * 4
+    atrium_testkit::process::rss_kib(std::process::id() as i32)
 }
 
 /// Cluster tests run one at a time: each starts five processes on a small machine.

@@ -6,7 +6,7 @@ use hyper::{Request, StatusCode};
 use serde::Deserialize;
 
 use super::{file_json, file_name};
-use crate::apptoken::{is_app_token, owner_for, Grant, Level};
+use crate::apptoken::{is_app_token, owner_for, AppClaims, Grant, Level};
 use crate::doc::{DocLimits, Document, PatchError};
 use crate::http::app_claims;
 use crate::http::{
@@ -97,13 +97,28 @@ pub(crate) async fn read_new_file_body(
     Ok((body, memory))
 }
 
+/// A person's token (`"create": "sub"`) names only ids its own grant gives it edit on:
+/// otherwise anyone allowed to create files could claim ids in another team's prefix and own
+/// what that team then writes there (the fifteenth review). The app's own token
+/// (`"create": "app"`) names any.
+fn may_choose(claims: Option<&AppClaims>, id: &FileId) -> Result<(), ApiError> {
+    match claims {
+        Some(c) if c.create == Some(Grant::Sub) && c.level(id) != Some(Level::Edit) => {
+            Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "a token with `\"create\": \"sub\"` may choose only an id its `files` grant \
+                 gives it edit on",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Who owns a file an app token creates, per its `create` claim (403 without one), with
 /// the owner's stand-in account made if it is not there yet: files need an owner
 /// account, and this one can never sign in (no email, no password).
-async fn app_owner(
-    state: &AppState,
-    token: &str,
-) -> Result<(Account, crate::apptoken::AppClaims), ApiError> {
+async fn app_owner(state: &AppState, token: &str) -> Result<(Account, AppClaims), ApiError> {
     let claims = app_claims(state, token).await?;
     let owner = match claims.create {
         Some(Grant::Sub) => claims.account(),
@@ -161,26 +176,16 @@ pub async fn create(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let limits = state.limits.clone();
     let (name, doc, id) =
         crate::lane::run(body.len(), &state.metrics, move || new_file(&body, &limits)).await?;
-    let chosen = id.is_some();
     let id = match id {
         None => FileId::generate(),
         Some(_) if !app => return Err(ApiError::bad_request("only app tokens choose a file's id")),
-        Some(id) => FileId::parse(&id)
-            .ok_or_else(|| ApiError::bad_request("a file id must match [A-Za-z0-9_-]{1,64}"))?,
-    };
-    // A person's token names only ids its own grant gives it edit on: otherwise anyone allowed
-    // to create files could claim ids in another team's prefix and own what that team then
-    // writes there (the fifteenth review). The app's own token (`"create": "app"`) names any.
-    if let Some(claims) = claims.as_ref().filter(|c| c.create == Some(Grant::Sub)) {
-        if chosen && claims.level(&id) != Some(Level::Edit) {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "a token with `\"create\": \"sub\"` may choose only an id its `files` grant \
-                 gives it edit on",
-            ));
+        Some(id) => {
+            let id = FileId::parse(&id)
+                .ok_or_else(|| ApiError::bad_request("a file id must match [A-Za-z0-9_-]{1,64}"))?;
+            may_choose(claims.as_ref(), &id)?;
+            id
         }
-    }
+    };
     let record = FileRecord {
         id,
         owner: account.id.clone(),

@@ -126,3 +126,28 @@ pub async fn get_doc(node: &Node, token: &str, file: &str) -> (u64, Value) {
         .unwrap_or_else(|| panic!("doc answer lacks a numeric version: {}", r.text));
     (v, r.body()["doc"].clone())
 }
+
+/// `POST /api/files/{file}/patches` with `key`.
+pub async fn server_patch(
+    node: &Node,
+    key: &str,
+    file: &str,
+    op_id: &str,
+    ops: Vec<Value>,
+) -> Resp {
+    send_json(
+        node,
+        "POST",
+        &format!("/api/files/{file}/patches"),
+        Some(key),
+        &json!({"op_id": op_id, "ops": ops}),
+    )
+    .await
+}
+
+/// A document of about `bytes` bytes of JSON, in nodes of 256 KB (a node is at most 1 MiB).
+pub fn large_doc(bytes: usize) -> Value {
+    let nodes = (0..bytes.div_ceil(256_000))
+        .map(|n| (format!("n{n}"), json!({"text": "x".repeat(256_000)})));
+    Value::Object(nodes.collect())
+}
