@@ -14,14 +14,17 @@
 //! At the limit, creations, named versions and restores answer 403 `storage-full`;
 //! patches that would grow a document are refused with `too-large` (those that do not
 //! still land, so people can delete their way back under); automatic versions wait. The
-//! app's own account (`owner_for(None)`, the server API's files) is not limited.
+//! app's own account (`owner_for(None)`, the server API's files) is not limited; but on
+//! each of its files, what the people who came by a link key keep is held to their share
+//! of the file's own bytes (a [`Holder::File`]), so a public edit link to one of the app's
+//! files cannot fill the disk either.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::ids::AccountId;
-use crate::store::{Store, StoreError};
+use crate::store::{FileRecord, Holder, Store, StoreError};
 
 /// How old an owner's measure may be before a room's question starts a new one.
 pub const REMEASURE: Duration = Duration::from_secs(10);
@@ -37,8 +40,8 @@ pub const FULL: &str = "the file's owner has used all of their storage \
 
 /// The message when the link's guests have filled their share.
 pub const LINK_SHARE_FULL: &str = "people with the file's link have used their share of \
-    the owner's storage (half of ATRIUM_STORAGE_PER_ACCOUNT); the owner can delete versions \
-    to make room";
+    the owner's storage (half of ATRIUM_STORAGE_PER_ACCOUNT; of the file's own bytes on the \
+    app's files); the owner, or the app's server, can delete versions to make room";
 
 /// How much of an owner's storage a request or a patch may fill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +133,7 @@ pub struct Storage {
     limited: Option<(u64, Arc<dyn Store>)>,
     /// The account exempt from the limit: the app's own.
     app: AccountId,
-    owners: Mutex<HashMap<AccountId, Owner>>,
+    owners: Mutex<HashMap<Holder, Owner>>,
     refusals: prometheus::IntCounterVec,
 }
 
@@ -155,9 +158,30 @@ impl Storage {
         }
     }
 
-    fn limit_for(&self, owner: &AccountId) -> Option<(u64, &Arc<dyn Store>)> {
-        let (limit, store) = self.limited.as_ref()?;
-        (*owner != self.app).then_some((*limit, store))
+    /// Whose bytes hold what is kept in `file`: its owner's, but each file of the app's
+    /// own account for itself.
+    pub fn holder(&self, file: &FileRecord) -> Holder {
+        match file.owner == self.app {
+            true => Holder::File(file.id.clone()),
+            false => Holder::Account(file.owner.clone()),
+        }
+    }
+
+    /// The limit `share` meets at `holder`, and the store that measures; `None` when
+    /// nothing is held: no limit set, the app's account, or one of its files for anyone
+    /// but the link's guests.
+    fn limit_for(&self, holder: &Holder, share: Share) -> Option<(u64, &Arc<dyn Store>)> {
+        let (whole, store) = self.limited.as_ref()?;
+        match (holder, share) {
+            (Holder::Account(a), _) if *a == self.app => None,
+            (Holder::File(_), Share::Whole) => None,
+            _ => Some((share.of(*whole), store)),
+        }
+    }
+
+    /// Whether what is added at `holder` is counted (it may be held for someone).
+    fn counted(&self, holder: &Holder) -> bool {
+        self.limit_for(holder, Share::Link).is_some()
     }
 
     /// Counts a refusal at the limit (`what`: one of [`REFUSED_WHAT`]).
@@ -174,21 +198,21 @@ impl Storage {
         adding: u64,
         what: &str,
     ) -> Result<(), StorageError> {
-        self.check_share(owner, adding, what, Share::Whole).await
+        let holder = Holder::Account(owner.clone());
+        self.check_share(&holder, adding, what, Share::Whole).await
     }
 
     /// [`Self::check`] against the part of the limit that `share` may fill.
     pub async fn check_share(
         &self,
-        owner: &AccountId,
+        owner: &Holder,
         adding: u64,
         what: &str,
         share: Share,
     ) -> Result<(), StorageError> {
-        let Some((whole, store)) = self.limit_for(owner) else {
+        let Some((limit, store)) = self.limit_for(owner, share) else {
             return Ok(());
         };
-        let limit = share.of(whole);
         let now = Instant::now();
         // A measure walks every row of the owner's files (85 ms for 1,000 files of 1,000
         // patches and 300 versions each): a request within a second of the last one began
@@ -216,8 +240,11 @@ impl Storage {
         };
         if used.saturating_add(adding) > limit {
             self.refused(what);
+            let whole = self.limit_for(owner, Share::Whole).map(|(whole, _)| whole);
             return Err(match share {
-                Share::Link if used.saturating_add(adding) <= whole => StorageError::LinkShareFull,
+                Share::Link if whole.is_none_or(|w| used.saturating_add(adding) <= w) => {
+                    StorageError::LinkShareFull
+                }
                 _ => StorageError::Full,
             });
         }
@@ -231,7 +258,7 @@ impl Storage {
     /// said (the whole, or only the link's share of it).
     pub fn may_keep(
         self: &Arc<Self>,
-        owner: &AccountId,
+        owner: &Holder,
         bytes: u64,
         share: Share,
         what: &str,
@@ -248,11 +275,10 @@ impl Storage {
 
     /// Whether a room may grow the owner's files by `bytes` more, from what this node
     /// knows now; starts a new measure when the last is stale. Never waits.
-    pub fn may_grow(self: &Arc<Self>, owner: &AccountId, bytes: u64, share: Share) -> bool {
-        let Some((whole, store)) = self.limit_for(owner) else {
+    pub fn may_grow(self: &Arc<Self>, owner: &Holder, bytes: u64, share: Share) -> bool {
+        let Some((limit, store)) = self.limit_for(owner, share) else {
             return true;
         };
-        let limit = share.of(whole);
         let now = Instant::now();
         let (used, start) = self.owner(owner, now, |o| {
             let stale = o
@@ -272,8 +298,8 @@ impl Storage {
     }
 
     /// This node added `bytes` to what the owner keeps (a patch, a version).
-    pub fn added(&self, owner: &AccountId, bytes: u64) {
-        if self.limit_for(owner).is_some() && bytes > 0 {
+    pub fn added(&self, owner: &Holder, bytes: u64) {
+        if self.counted(owner) && bytes > 0 {
             self.owner(owner, Instant::now(), |o| {
                 o.added = o.added.saturating_add(bytes)
             });
@@ -282,13 +308,13 @@ impl Storage {
 
     /// Something of the owner's was deleted: the next question measures again, so the
     /// room it made shows at once.
-    pub fn remeasure(&self, owner: &AccountId) {
-        if self.limit_for(owner).is_some() {
+    pub fn remeasure(&self, owner: &Holder) {
+        if self.counted(owner) {
             self.owner(owner, Instant::now(), |o| o.began = None);
         }
     }
 
-    fn measure_later(self: &Arc<Self>, owner: AccountId, store: Arc<dyn Store>, from: u64) {
+    fn measure_later(self: &Arc<Self>, owner: Holder, store: Arc<dyn Store>, from: u64) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             self.owner(&owner, Instant::now(), |o| o.measuring = false);
             return;
@@ -302,7 +328,7 @@ impl Storage {
                     Ok(bytes) => o.landed(from, bytes),
                     // Tried again at the next question after REMEASURE.
                     Err(e) => {
-                        tracing::warn!(owner = %owner, error = %e, "could not measure storage")
+                        tracing::warn!(holder = %owner, error = %e, "could not measure storage")
                     }
                 }
             });
@@ -310,7 +336,7 @@ impl Storage {
     }
 
     /// Runs `f` on the owner's entry (made if new), under the lock.
-    fn owner<T>(&self, owner: &AccountId, now: Instant, f: impl FnOnce(&mut Owner) -> T) -> T {
+    fn owner<T>(&self, owner: &Holder, now: Instant, f: impl FnOnce(&mut Owner) -> T) -> T {
         let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
         // Every patch asks: a known owner costs a lookup, not a copy of its id.
         if let Some(known) = owners.get_mut(owner) {

@@ -362,7 +362,7 @@ pub async fn rotate_keys(state: &AppState, req: Request<Incoming>, id: FileId) -
 pub async fn delete(state: &AppState, req: Request<Incoming>, id: FileId) -> ApiResult {
     let file = owned(state, &req, &id).await?;
     state.store.delete_file(&id).await?;
-    state.storage.remeasure(&file.owner);
+    state.storage.remeasure(&state.storage.holder(&file));
     state.rooms.file_deleted(&id);
     Ok(empty(StatusCode::NO_CONTENT))
 }

@@ -31,7 +31,7 @@ use crate::ids::{ClientKey, FileId};
 use crate::memory::MemoryGuard;
 use crate::outbox::{Budget, ConnId, Msg};
 use crate::storage::Share;
-use crate::store::{FileAppend, FileRecord, LoggedPatch};
+use crate::store::{FileAppend, FileRecord, Holder, LoggedPatch};
 
 pub use super::rewrites::{REWRITE_BURST, REWRITE_PER_SECOND};
 
@@ -69,6 +69,8 @@ pub struct RoomCore {
     pub(super) file: FileId,
     pub(super) rules: Rules,
     pub(super) record: FileRecord,
+    /// Whose storage what the room keeps is counted in ([`crate::storage::Storage::holder`]).
+    pub(super) holder: Holder,
     pub(super) epoch: u64,
     pub(super) doc: Document,
     /// The last version applied in memory.
@@ -149,11 +151,12 @@ impl RoomCore {
         // At least one patch rewriting a whole document of the largest size passes.
         let rewrite_burst = REWRITE_BURST.max(rules.config.max_doc_bytes as f64);
         let event_bytes = crate::limits::Bucket::new(event_rate, event_rate, now);
-        // The owner's storage is measured before the first patch asks about it.
-        rules
-            .storage
-            .may_grow(&opened.record.owner, 0, Share::Whole);
+        // The owner's storage (or the file's, for the app's files, where only the link's
+        // guests are held to a share) is measured before the first patch asks about it.
+        let holder = rules.storage.holder(&opened.record);
+        rules.storage.may_grow(&holder, 0, Share::Link);
         Self {
+            holder,
             file: opened.file,
             rules,
             record: opened.record,

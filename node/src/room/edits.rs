@@ -84,10 +84,10 @@ impl RoomCore {
         } else {
             0
         };
-        let owner = &self.record.owner;
+        let holder = &self.holder;
         let share = Share::by_link(matches!(member.access, access::Access::Key { .. }));
         let keeps = patch.ops_json.len() as u64 + row;
-        let room_to_grow = self.rules.storage.may_grow(owner, keeps, share);
+        let room_to_grow = self.rules.storage.may_grow(holder, keeps, share);
         // What its `set`s rewrite comes from the room's allowance a second (taken last, so
         // patches refused for other reasons do not spend it).
         let rewrite = self.doc.rewrite_cost(&patch.ops) as f64;
@@ -121,7 +121,7 @@ impl RoomCore {
         }
         // Parsed ops are applied: what their parse took is free once samples show it.
         inbound.parsed();
-        self.rules.storage.added(owner, keeps);
+        self.rules.storage.added(holder, keeps);
         self.restores.touched(&patch.ops);
         self.version += 1;
         let v = self.version;

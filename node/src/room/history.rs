@@ -64,11 +64,7 @@ impl RoomCore {
         if !due || self.finishing.is_some() {
             return;
         }
-        if !self
-            .rules
-            .storage
-            .may_grow(&self.record.owner, 0, Share::Whole)
-        {
+        if !self.rules.storage.may_grow(&self.holder, 0, Share::Whole) {
             // The owner is at their storage limit: tried again an interval later.
             self.rules.storage.refused("checkpoint");
             self.history.dirty_since = Some(now);
@@ -130,7 +126,7 @@ impl RoomCore {
             info,
             reply,
             memory,
-            owner: self.record.owner.clone(),
+            holder: self.holder.clone(),
             within: draft.within,
             queued: self.history.queued,
             had_edits,
@@ -176,11 +172,7 @@ impl RoomCore {
         if !self.history.unkept() {
             return None;
         }
-        if !self
-            .rules
-            .storage
-            .may_grow(&self.record.owner, 0, Share::Whole)
-        {
+        if !self.rules.storage.may_grow(&self.holder, 0, Share::Whole) {
             self.rules.storage.refused("checkpoint");
             return None;
         }
@@ -202,7 +194,7 @@ impl RoomCore {
                 reply: None,
                 // Once a room, and after edits only.
                 memory: self.promise_save_if_room(),
-                owner: self.record.owner.clone(),
+                holder: self.holder.clone(),
                 within: Some(Share::Whole),
                 queued: self.history.queued,
                 had_edits,
@@ -269,13 +261,13 @@ impl WorkerParts {
                 _ => "checkpoint",
             };
             self.storage
-                .may_keep(&job.owner, bytes, share, what)
+                .may_keep(&job.holder, bytes, share, what)
                 .map_err(|full| WorkRefused::Storage(StorageError::full(full)))?;
         }
         let stored =
             history::store_encoded(&*self.store, &job.file, job.epoch, info, &encoded).await?;
         // Counted at once, so versions saved within a measure's second add up.
-        self.storage.added(&job.owner, bytes);
+        self.storage.added(&job.holder, bytes);
         Ok(stored)
     }
 }

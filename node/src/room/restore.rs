@@ -128,12 +128,12 @@ impl RoomCore {
         // both must fit the share of the owner's storage of whoever restores.
         let keeps = 2 * ops_json.len() as u64;
         let storage = &self.rules.storage;
-        let owner = &self.record.owner;
-        if let Err(full) = storage.may_keep(owner, keeps, req.within, "restore") {
+        let holder = &self.holder;
+        if let Err(full) = storage.may_keep(holder, keeps, req.within, "restore") {
             let _ = req.reply.send(Err(RestoreError::StorageFull(full)));
             return;
         }
-        storage.added(owner, ops_json.len() as u64);
+        storage.added(holder, ops_json.len() as u64);
         // Edits since the last version are kept as a version of their own first, so the
         // restore can be undone exactly by restoring the version before it.
         if self.history.unkept() {

@@ -10,10 +10,10 @@ use tokio::sync::oneshot;
 
 use crate::history::turns::WorkRefused;
 use crate::history::{VersionInfo, VersionKind};
-use crate::ids::{AccountId, FileId};
+use crate::ids::FileId;
 use crate::memory::Reservation;
 use crate::storage::Share;
-use crate::store::StoreResult;
+use crate::store::{Holder, StoreResult};
 
 /// What the room remembers between versions.
 #[derive(Default)]
@@ -62,8 +62,9 @@ pub struct SaveJob {
     /// What saving it takes, promised from the memory budget (none for a small document)
     /// and kept until the version is written.
     pub memory: Option<Reservation>,
-    /// The file's owner, whose storage the version is counted in.
-    pub owner: AccountId,
+    /// Whose storage the version is counted in: the file's owner's, or the file's own
+    /// (the app's files; [`crate::storage::Storage::holder`]).
+    pub holder: Holder,
     /// The share of the owner's storage the version must fit once its size is known (it
     /// is not saved past it); None for a restore's versions, kept whatever (the restore
     /// was checked before it was made, and must stay undoable).

@@ -5,7 +5,7 @@ use super::{Share, Storage, StorageError};
 use crate::apptoken::owner_for;
 use crate::ids::{random_string, AccountId};
 use crate::store::sqlite::SqliteStore;
-use crate::store::Store;
+use crate::store::{Holder, Store};
 
 /// A store with one account owning one file whose document is `doc_bytes` long.
 async fn owner_with_doc(doc_bytes: usize) -> (Arc<dyn Store>, AccountId, tempfile::TempDir) {
@@ -52,6 +52,7 @@ async fn a_request_is_refused_once_it_would_pass_the_limit() {
 #[tokio::test]
 async fn rooms_are_answered_from_the_last_measure_and_what_was_added_since() {
     let (store, owner, _dir) = owner_with_doc(600).await;
+    let owner = Holder::Account(owner);
     let metrics = crate::metrics::Metrics::new();
     let storage = Arc::new(Storage::new(1_000, store, &metrics));
     // Unknown yet: allowed, and a measure starts in the background.
@@ -106,7 +107,52 @@ async fn without_a_limit_everything_grows() {
     let metrics = crate::metrics::Metrics::new();
     let storage = Arc::new(Storage::unlimited(&metrics));
     let owner = AccountId::generate();
-    storage.added(&owner, u64::MAX / 2);
-    assert!(storage.may_grow(&owner, u64::MAX / 2, Share::Whole));
+    let holder = Holder::Account(owner.clone());
+    storage.added(&holder, u64::MAX / 2);
+    assert!(storage.may_grow(&holder, u64::MAX / 2, Share::Whole));
     storage.check(&owner, u64::MAX, "create").await.unwrap();
+}
+
+#[tokio::test]
+async fn the_apps_files_hold_the_links_guests_to_a_share_each() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path()).expect("open"));
+    let app = owner_for(None);
+    let account = crate::store::Account {
+        id: app.clone(),
+        email: "app".into(),
+        name: "App".into(),
+        password_hash: "!".into(),
+    };
+    store.insert_account(&account).await.unwrap();
+    let (full, roomy) = (
+        crate::store::conformance::record(&app, 1),
+        crate::store::conformance::record(&app, 2),
+    );
+    let doc = |bytes: usize| format!(r#"{{"n1":{{"t":"{}"}}}}"#, "x".repeat(bytes - 15));
+    store.create_file(&full, Some(doc(600))).await.unwrap();
+    store.create_file(&roomy, Some(doc(100))).await.unwrap();
+    let metrics = crate::metrics::Metrics::new();
+    let storage = Arc::new(Storage::new(1_000, store, &metrics));
+    let (full, roomy) = (storage.holder(&full), storage.holder(&roomy));
+    assert!(matches!(&full, Holder::File(_)), "{full:?}");
+    // The app itself, and those it grants the file to, are never held.
+    assert!(storage.may_grow(&full, u64::MAX / 2, Share::Whole));
+    storage
+        .check_share(&full, u64::MAX / 2, "version", Share::Whole)
+        .await
+        .unwrap();
+    // The link's guests: half the limit, of each file's own bytes.
+    let over = storage.check_share(&full, 0, "version", Share::Link).await;
+    assert!(matches!(over, Err(StorageError::LinkShareFull)), "{over:?}");
+    storage
+        .check_share(&roomy, 400, "version", Share::Link)
+        .await
+        .expect("100 + 400 fits half of 1,000");
+    let over = storage.check_share(&roomy, 1, "version", Share::Link).await;
+    assert!(matches!(over, Err(StorageError::LinkShareFull)), "{over:?}");
+    assert_eq!(
+        storage.may_keep(&roomy, 1, Share::Link, "patch"),
+        Err(Share::Link)
+    );
 }

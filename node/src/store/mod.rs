@@ -27,8 +27,8 @@ use crate::history::{VersionAge, VersionData, VersionInfo, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 pub(crate) use records::SnapshotAndLog;
 pub use records::{
-    Account, ApiKey, FileAppend, FileRecord, FileUpdate, LinkAccess, LoggedPatch, SnapshotWrite,
-    TakenFile,
+    Account, ApiKey, FileAppend, FileRecord, FileUpdate, Holder, LinkAccess, LoggedPatch,
+    SnapshotWrite, TakenFile,
 };
 pub use webhooks::{
     DueQuery, Trimmed, WebhookEndpoint, WebhookEvent, WebhookMessage, WebhookStore, WebhookUpdate,
@@ -126,12 +126,12 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
         max_owned: u64,
     ) -> StoreResult<()>;
     async fn file(&self, id: &FileId) -> StoreResult<FileRecord>;
-    /// What an account's files keep in the store, in bytes: each file's snapshot, the
+    /// What an account's files (or one file) keep in the store, in bytes: each file's snapshot, the
     /// patches of its log, its versions (compressed, as stored, with their text and
     /// [`crate::history::VERSION_ROW_BYTES`] each), and [`CLIENT_ROW_BYTES`]
     /// for each client that ever had a patch of it logged. Text and blobs are counted by
     /// their length; other rows' own overhead is not.
-    async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64>;
+    async fn stored_bytes(&self, holder: &Holder) -> StoreResult<u64>;
     async fn files_of(&self, owner: &AccountId) -> StoreResult<Vec<FileRecord>>;
     async fn update_file(&self, id: &FileId, update: FileUpdate) -> StoreResult<FileRecord>;
     async fn delete_file(&self, id: &FileId) -> StoreResult<()>;

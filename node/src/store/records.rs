@@ -58,6 +58,34 @@ impl LinkAccess {
     }
 }
 
+/// Whose bytes a storage measure counts ([`crate::store::Store::stored_bytes`]): an
+/// account's files together, or one file (the app's own files, whose account has no limit,
+/// are held to a share each for the people who reach them by link).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Holder {
+    Account(AccountId),
+    File(FileId),
+}
+
+impl Holder {
+    /// The `files` column a measure selects by, and the value it must have.
+    pub(crate) fn column_and_value(&self) -> (&'static str, &str) {
+        match self {
+            Holder::Account(a) => ("owner", a.as_str()),
+            Holder::File(f) => ("id", f.as_str()),
+        }
+    }
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Holder::Account(a) => write!(f, "account {a}"),
+            Holder::File(id) => write!(f, "file {id}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct FileRecord {
     pub id: FileId,

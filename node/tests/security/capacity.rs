@@ -480,6 +480,141 @@ async fn guests_with_the_link_fill_at_most_half_the_owners_storage() {
     }));
 }
 
+/// The app's own files (made by the server API) belong to an account with no storage limit,
+/// so a guest with the edit link of one named versions without end, and nobody could
+/// delete them: the owner never signs in (the fifteenth review: 40 of 40 named versions of
+/// 30 KB past a 256 KiB limit). Each of the app's files now holds the link's guests to half
+/// the limit of its own bytes, and the app's server deletes versions with its API key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guests_of_the_apps_own_files_are_held_to_a_share_and_the_app_deletes_their_versions() {
+    let admin = unique_email("admin");
+    let node = node(&[
+        ("ATRIUM_STORAGE_PER_ACCOUNT", "256K"),
+        ("ATRIUM_VERSIONS_NAMED_PER_MINUTE", "1000"),
+        ("ATRIUM_ADMINS", admin.as_str()),
+    ])
+    .await;
+    let (session, _) = signup(&node, &admin).await;
+    let (server, _) = make_key(&node, &session, &["server"]).await;
+    let (revoker, _) = make_key(&node, &session, &["revoke"]).await;
+    let make = |id: String| {
+        let (node, server) = (&node, &server);
+        async move {
+            let body = json!({"id": id, "link": "edit"});
+            send_json(node, "POST", "/api/server/files", Some(server), &body).await
+        }
+    };
+    let (id, other) = (
+        format!("board_{}", &secret()[..8]),
+        format!("other_{}", &secret()[..8]),
+    );
+    let made = make(id.clone()).await;
+    made.assert_status(201);
+    make(other.clone()).await.assert_status(201);
+    let edit_key = made.body()["edit_key"]
+        .as_str()
+        .expect("edit key")
+        .to_owned();
+    let versions = format!("/api/files/{id}/versions");
+    let key = [("x-atrium-key", edit_key.as_str())];
+    let (mut guest, _) = Client::join(&node, &id, &Hello::key(&edit_key)).await;
+    let mut answers = Vec::new();
+    for round in 0..16u64 {
+        guest
+            .patch_acked(round + 1, vec![put("blob", json!({"text": noise(30_000)}))])
+            .await;
+        let title = json!({"title": format!("round {round}")}).to_string();
+        let r = http(&node, "POST", &versions, &key, Some(title.into_bytes())).await;
+        answers.push(r.status);
+        if r.status != 201 {
+            r.assert_error(403, "storage-full");
+            assert!(r.text.contains("share"), "{}", r.text);
+            break;
+        }
+    }
+    let named = answers.iter().filter(|s| **s == 201).count();
+    assert!(
+        (1..8).contains(&named) && answers.last() == Some(&403),
+        "the guest's namings of the app's file: {answers:?}"
+    );
+    // The app itself is not held: its server names a version and patches the file.
+    let mine = send_json(
+        &node,
+        "POST",
+        &versions,
+        Some(&server),
+        &json!({"title": "app's"}),
+    )
+    .await;
+    mine.assert_status(201);
+    server_patch(
+        &node,
+        &server,
+        &id,
+        "app-1",
+        vec![put("app", json!({"text": noise(30_000)}))],
+    )
+    .await
+    .assert_status(200);
+    // Another of the app's files has its guests' share whole.
+    let other_key = get(&node, &format!("/api/files/{other}"), Some(&server)).await;
+    other_key.assert_status(200);
+    let other_edit = other_key.body()["edit_key"]
+        .as_str()
+        .expect("key")
+        .to_owned();
+    let body = Some(json!({"title": "elsewhere"}).to_string().into_bytes());
+    let other_versions = format!("/api/files/{other}/versions");
+    http(
+        &node,
+        "POST",
+        &other_versions,
+        &[("x-atrium-key", other_edit.as_str())],
+        body,
+    )
+    .await
+    .assert_status(201);
+    // The app's server lists the versions and deletes the guest's; a key without the
+    // `server` scope may not, nor may the guest.
+    let list = get(&node, &versions, Some(&server)).await;
+    list.assert_status(200);
+    let theirs: Vec<u64> = list.body()["versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .filter(|v| v["kind"] == "named" && v["title"] != "app's")
+        .filter_map(|v| v["id"].as_u64())
+        .collect();
+    assert_eq!(theirs.len(), named, "{}", list.text);
+    let first = format!("{versions}/{}", theirs[0]);
+    http(&node, "DELETE", &first, &key, None)
+        .await
+        .assert_error(403, "forbidden");
+    send_json(&node, "DELETE", &first, Some(&revoker), &json!({}))
+        .await
+        .assert_error(403, "forbidden");
+    for vid in &theirs {
+        let path = format!("{versions}/{vid}");
+        send_json(&node, "DELETE", &path, Some(&server), &json!({}))
+            .await
+            .assert_status(204);
+    }
+    // They are gone (what they kept is folded into the versions after them).
+    let list = get(&node, &versions, Some(&server)).await;
+    let left = list.body()["versions"].as_array().map(|v| {
+        v.iter()
+            .filter(|v| theirs.contains(&v["id"].as_u64().unwrap_or(0)) && v["kind"] == "named")
+            .count()
+    });
+    assert_eq!(left, Some(0), "{}", list.text);
+    guest.close().await;
+    figure(json!({
+        "case": "a guest names versions of one of the app's files",
+        "limit": 262_144, "guest_named": named, "guest_answers": answers,
+        "app": "named, patched and deleted the guest's versions with its server key",
+    }));
+}
+
 async fn name_as(node: &Node, id: &str, token: &str, title: &str) -> Resp {
     let body = json!({"title": title});
     send_json(

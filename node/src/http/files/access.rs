@@ -1,27 +1,54 @@
-//! Who may do what to a file: the caller (account and link key), reading by the
-//! link's rules, owning, and whether this node serves the file.
+//! Who may do what to a file: the caller (account and link key, an app token, or the
+//! app's server by an API key), reading by the link's rules, owning, and whether this node
+//! serves the file.
 
 use hyper::body::Incoming;
 use hyper::Request;
 
 use crate::apptoken::{is_app_token, AppClaims};
+use crate::http::app::{api_key, KEY_PREFIX};
 use crate::http::{app_account, app_claims, bearer_token, caller, ApiError};
 use crate::ids::{AccountId, FileId};
 use crate::limits::Party;
 use crate::room::access::{self, Denied};
 use crate::state::AppState;
-use crate::store::{Account, FileRecord};
+use crate::store::{Account, ApiKey, FileRecord};
 
 /// The caller of a file route: the account behind the token, the link key, and an
-/// app token's claims.
+/// app token's claims; or the app's server.
 struct Caller {
     account: Option<Account>,
     key: Option<String>,
     app: Option<AppClaims>,
+    /// An API key of the `server` scope: the app's backend, the owner of every file here
+    /// (so it can delete the versions people name in the app's own files, which no one
+    /// signs in to own).
+    server: Option<ApiKey>,
+}
+
+impl Caller {
+    fn access(&self, file: &FileRecord) -> Result<access::Access, Denied> {
+        if self.server.is_some() {
+            return Ok(access::Access::Owner);
+        }
+        let account = self.account.as_ref().map(|a| &a.id);
+        let grant = self.app.as_ref().and_then(|c| c.level(&file.id));
+        access::access(file, account, self.key.as_deref(), grant)
+    }
 }
 
 async fn file_caller(state: &AppState, req: &Request<Incoming>) -> Result<Caller, ApiError> {
     let token = bearer_token(req);
+    if token.as_deref().is_some_and(|t| t.starts_with(KEY_PREFIX)) {
+        // Within the key's rate, and its scope, or refused here.
+        let server = api_key(state, req, "server").await?;
+        return Ok(Caller {
+            account: None,
+            key: None,
+            app: None,
+            server: Some(server),
+        });
+    }
     let (account, app) = match token.as_deref() {
         Some(t) if is_app_token(t) => {
             let claims = app_claims(state, t).await?;
@@ -36,7 +63,12 @@ async fn file_caller(state: &AppState, req: &Request<Incoming>) -> Result<Caller
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .map(str::to_owned);
-    Ok(Caller { account, key, app })
+    Ok(Caller {
+        account,
+        key,
+        app,
+        server: None,
+    })
 }
 
 fn denied(d: Denied) -> ApiError {
@@ -54,9 +86,7 @@ pub(super) async fn readable(
 ) -> Result<(FileRecord, bool), ApiError> {
     let who = file_caller(state, req).await?;
     let file = state.store.file(id).await?;
-    let account = who.account.as_ref().map(|a| &a.id);
-    let grant = who.app.as_ref().and_then(|c| c.level(id));
-    let granted = access::access(&file, account, who.key.as_deref(), grant).map_err(denied)?;
+    let granted = who.access(&file).map_err(denied)?;
     access::role(&file, granted).map_err(denied)?;
     served_here(state, id).await?;
     let owner = granted == access::Access::Owner;
@@ -85,9 +115,7 @@ pub(super) async fn granted(
 ) -> Result<Granted, ApiError> {
     let who = file_caller(state, req).await?;
     let file = state.store.file(id).await?;
-    let account = who.account.as_ref().map(|a| &a.id);
-    let grant = who.app.as_ref().and_then(|c| c.level(id));
-    let granted = access::access(&file, account, who.key.as_deref(), grant).map_err(denied)?;
+    let granted = who.access(&file).map_err(denied)?;
     let (role, _) = access::role(&file, granted).map_err(denied)?;
     served_here(state, id).await?;
     // An app token's person goes by the name its token gives, else by its `sub`.
@@ -100,14 +128,17 @@ pub(super) async fn granted(
         (access::Access::Grant { .. }, Some(claims)) => Party::App(claims.sub.clone()),
         _ => Party::Link,
     };
+    // The app's server works as the owner, and is paced as the owner is.
     let caller = who
         .account
         .as_ref()
         .map(|a| a.id.clone())
-        .or_else(|| who.app.as_ref().map(|c| c.account()));
-    let name = match who.account {
-        Some(a) => a.name,
-        None => app_name.unwrap_or_else(|| "Guest".to_owned()),
+        .or_else(|| who.app.as_ref().map(|c| c.account()))
+        .or_else(|| who.server.is_some().then(|| file.owner.clone()));
+    let name = match (who.account, who.server) {
+        (Some(a), _) => a.name,
+        (None, Some(key)) => key.name,
+        (None, None) => app_name.unwrap_or_else(|| "Guest".to_owned()),
     };
     Ok(Granted {
         file,
@@ -143,12 +174,13 @@ pub(super) async fn owned(
 ) -> Result<FileRecord, ApiError> {
     let who = file_caller(state, req).await?;
     let file = state.store.file(id).await?;
-    match &who.account {
-        Some(a) if a.id == file.owner => {
+    let owns = who.server.is_some() || who.account.as_ref().is_some_and(|a| a.id == file.owner);
+    match owns {
+        true => {
             served_here(state, id).await?;
             Ok(file)
         }
-        None if who.key.is_none() => Err(ApiError::unauthorized()),
-        _ => Err(ApiError::forbidden()),
+        false if who.account.is_none() && who.key.is_none() => Err(ApiError::unauthorized()),
+        false => Err(ApiError::forbidden()),
     }
 }

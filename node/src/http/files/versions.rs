@@ -502,7 +502,7 @@ pub async fn rename(state: &AppState, req: Request<Incoming>, id: FileId, vid: u
     let share = Share::by_link(g.party == Party::Link);
     state
         .storage
-        .check_share(&g.file.owner, growth, "version", share)
+        .check_share(&state.storage.holder(&g.file), growth, "version", share)
         .await?;
     let info = state.store.name_version(&id, vid, t, d).await?;
     state
@@ -543,7 +543,7 @@ async fn room_to_keep(state: &AppState, g: &Granted, what: &str) -> Result<(), A
     let share = Share::by_link(g.party == Party::Link);
     Ok(state
         .storage
-        .check_share(&g.file.owner, 0, what, share)
+        .check_share(&state.storage.holder(&g.file), 0, what, share)
         .await?)
 }
 
@@ -576,7 +576,7 @@ pub async fn delete(state: &AppState, req: Request<Incoming>, id: FileId, vid: u
     answer
         .await
         .map_err(|_| ApiError::unavailable("the room closed; try again"))??;
-    state.storage.remeasure(&g.file.owner);
+    state.storage.remeasure(&state.storage.holder(&g.file));
     state.rooms.tell(&id, RoomCmd::Announce("deleted", info));
     Ok(empty(StatusCode::NO_CONTENT))
 }

@@ -147,7 +147,7 @@ pub async fn delete(state: &AppState, req: Request<Incoming>) -> ApiResult {
     for f in files.iter().take(most) {
         match state.store.delete_file(&f.id).await {
             Ok(()) | Err(StoreError::NotFound) => {
-                state.storage.remeasure(&f.owner);
+                state.storage.remeasure(&state.storage.holder(f));
                 deleted.push(f.id.clone())
             }
             Err(e) => {

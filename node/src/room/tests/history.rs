@@ -6,6 +6,7 @@ use crate::history::turns::WorkRefused;
 use crate::history::{new_info, VersionKind};
 use crate::room::history::{HistoryJob, NameRequest};
 use crate::room::restore::{RestoreRequest, RESTORE_PERSON};
+use crate::store::Holder;
 
 fn saves(h: &mut Harness) -> Vec<crate::room::history::SaveJob> {
     h.history
@@ -384,7 +385,7 @@ async fn a_version_that_would_pass_its_share_of_storage_is_not_kept() {
         info: new_info(1, 1, VersionKind::Named, vec![]),
         reply: None,
         memory: None,
-        owner: owner.clone(),
+        holder: Holder::Account(owner.clone()),
         within: Some(within),
         queued: 1,
         had_edits: true,
@@ -409,7 +410,13 @@ async fn a_version_that_would_pass_its_share_of_storage_is_not_kept() {
     );
     // Only the version that fit was kept, and the store holds less than the limit.
     assert_eq!(store.versions(&record.id, None, 10).await.unwrap().len(), 1);
-    assert!(store.stored_bytes(&owner).await.unwrap() <= 12_000);
+    assert!(
+        store
+            .stored_bytes(&Holder::Account(owner.clone()))
+            .await
+            .unwrap()
+            <= 12_000
+    );
     let refused = metrics
         .storage_refusals
         .with_label_values(&["version"])

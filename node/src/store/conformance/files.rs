@@ -2,7 +2,9 @@
 
 use super::support::{account, assert_err, record};
 use crate::ids::{AccountId, FileId};
-use crate::store::{FileRecord, FileUpdate, LinkAccess, Store, StoreError, CLIENT_ROW_BYTES};
+use crate::store::{
+    FileRecord, FileUpdate, Holder, LinkAccess, Store, StoreError, CLIENT_ROW_BYTES,
+};
 
 /// The ids of an owner's files, newest first.
 async fn ids_of(store: &dyn Store, owner: &AccountId) -> Vec<FileId> {
@@ -145,11 +147,12 @@ pub async fn files_crud(store: &dyn Store) {
 
 /// What an owner's files keep: a document, the patches of its log and its versions all
 /// count, by their length, and each writer's client row [`CLIENT_ROW_BYTES`]; another
-/// owner's files do not; deleting a file takes its bytes.
+/// owner's files do not; one file alone is measured as well; deleting a file takes its bytes.
 pub async fn stored_bytes_per_owner(store: &dyn Store) {
     use super::support::{append_one, patches, take};
     let a = account(store).await;
-    assert_eq!(store.stored_bytes(&a.id).await.expect("measure"), 0);
+    let of_a = Holder::Account(a.id.clone());
+    assert_eq!(store.stored_bytes(&of_a).await.expect("measure"), 0);
     let doc = r#"{"n1":{"type":"rect","label":"a shape with a label"}}"#;
     let with_doc = record(&a.id, 1);
     store
@@ -158,7 +161,7 @@ pub async fn stored_bytes_per_owner(store: &dyn Store) {
         .expect("create");
     let bare = record(&a.id, 2);
     store.create_file(&bare, None).await.expect("create");
-    assert_eq!(store.stored_bytes(&a.id).await.unwrap(), doc.len() as u64);
+    assert_eq!(store.stored_bytes(&of_a).await.unwrap(), doc.len() as u64);
 
     let epoch = take(store, &bare.id).await;
     let log = patches(1, 5, 1);
@@ -168,7 +171,7 @@ pub async fn stored_bytes_per_owner(store: &dyn Store) {
         .expect("append");
     // One writer: its patches and its one client row.
     let one_writer = (doc.len() + logged) as u64 + CLIENT_ROW_BYTES;
-    assert_eq!(store.stored_bytes(&a.id).await.unwrap(), one_writer);
+    assert_eq!(store.stored_bytes(&of_a).await.unwrap(), one_writer);
     // A second writer adds its row once, however many patches it sends.
     let second = patches(6, 8, 2);
     let logged_second: usize = second.iter().map(|p| p.ops.len()).sum();
@@ -182,7 +185,7 @@ pub async fn stored_bytes_per_owner(store: &dyn Store) {
     append_one(store, &bare.id, epoch, vec![server])
         .await
         .expect("append");
-    let with_log = store.stored_bytes(&a.id).await.unwrap();
+    let with_log = store.stored_bytes(&of_a).await.unwrap();
     assert_eq!(
         with_log,
         one_writer + logged_second as u64 + CLIENT_ROW_BYTES + logged_server
@@ -193,7 +196,7 @@ pub async fn stored_bytes_per_owner(store: &dyn Store) {
     crate::history::save(store, &bare.id, epoch, doc, info, &rules)
         .await
         .expect("save a version");
-    let with_version = store.stored_bytes(&a.id).await.unwrap();
+    let with_version = store.stored_bytes(&of_a).await.unwrap();
     // Its data (compressed), its editors' `[]` and its row.
     let row = crate::history::VERSION_ROW_BYTES + 2;
     assert!(
@@ -214,8 +217,18 @@ pub async fn stored_bytes_per_owner(store: &dyn Store) {
         )
         .await
         .expect("name");
-    let named = store.stored_bytes(&a.id).await.unwrap();
+    let named = store.stored_bytes(&of_a).await.unwrap();
     assert_eq!(named, with_version + 1_100);
+    // One file alone: its own bytes, whoever owns it.
+    let just = |f: &FileRecord| Holder::File(f.id.clone());
+    assert_eq!(
+        store.stored_bytes(&just(&with_doc)).await.unwrap(),
+        doc.len() as u64
+    );
+    assert_eq!(
+        store.stored_bytes(&just(&bare)).await.unwrap(),
+        named - doc.len() as u64
+    );
 
     // Another owner's file counts for that owner alone.
     let b = account(store).await;
@@ -223,9 +236,16 @@ pub async fn stored_bytes_per_owner(store: &dyn Store) {
         .create_file(&record(&b.id, 1), Some(doc.into()))
         .await
         .expect("create");
-    assert_eq!(store.stored_bytes(&a.id).await.unwrap(), named);
-    assert_eq!(store.stored_bytes(&b.id).await.unwrap(), doc.len() as u64);
+    assert_eq!(store.stored_bytes(&of_a).await.unwrap(), named);
+    assert_eq!(
+        store
+            .stored_bytes(&Holder::Account(b.id.clone()))
+            .await
+            .unwrap(),
+        doc.len() as u64
+    );
 
     store.delete_file(&bare.id).await.expect("delete");
-    assert_eq!(store.stored_bytes(&a.id).await.unwrap(), doc.len() as u64);
+    assert_eq!(store.stored_bytes(&of_a).await.unwrap(), doc.len() as u64);
+    assert_eq!(store.stored_bytes(&just(&bare)).await.unwrap(), 0);
 }

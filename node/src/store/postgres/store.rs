@@ -11,8 +11,8 @@ use crate::history::{VersionAge, VersionData, VersionInfo, VersionRow, VERSION_R
 use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, file_from, ACCOUNT_COLUMNS, FILE_COLUMNS};
 use crate::store::{
-    Account, ApiKey, FileAppend, FileRecord, FileUpdate, LoggedPatch, Revocation, SnapshotWrite,
-    Store, StoreError, StoreResult, TakenFile, CLIENT_ROW_BYTES, SERVER_OP_MARK_HEX,
+    Account, ApiKey, FileAppend, FileRecord, FileUpdate, Holder, LoggedPatch, Revocation,
+    SnapshotWrite, Store, StoreError, StoreResult, TakenFile, CLIENT_ROW_BYTES, SERVER_OP_MARK_HEX,
 };
 
 #[async_trait]
@@ -124,29 +124,30 @@ impl Store for PgStore {
         file_from(&self.query_found(&sql, &[&id.as_str()]).await?, 0)
     }
 
-    async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64> {
+    async fn stored_bytes(&self, holder: &Holder) -> StoreResult<u64> {
+        let (by, value) = holder.column_and_value();
         // `octet_length` of the text and the blobs, and each writer's and version's row, as
         // the embedded store counts them.
         let sql = format!(
             "SELECT CAST( \
             COALESCE((SELECT SUM(octet_length(s.doc)) FROM snapshots s \
-                      JOIN files f ON f.id = s.file_id WHERE f.owner = $1), 0) \
+                      JOIN files f ON f.id = s.file_id WHERE f.{by} = $1), 0) \
           + COALESCE((SELECT SUM(octet_length(o.ops)) FROM ops o \
-                      JOIN files f ON f.id = o.file_id WHERE f.owner = $1), 0) \
+                      JOIN files f ON f.id = o.file_id WHERE f.{by} = $1), 0) \
           + COALESCE((SELECT SUM(COALESCE(octet_length(v.base), 0) \
                                + COALESCE(octet_length(v.delta), 0) \
                                + COALESCE(octet_length(v.title), 0) \
                                + COALESCE(octet_length(v.description), 0) \
                                + octet_length(v.editors) + $3::bigint) FROM versions v \
-                      JOIN files f ON f.id = v.file_id WHERE f.owner = $1), 0) \
+                      JOIN files f ON f.id = v.file_id WHERE f.{by} = $1), 0) \
           + $2::bigint * (SELECT COUNT(*) FROM client_ops c \
-                  JOIN files f ON f.id = c.file_id WHERE f.owner = $1 \
+                  JOIN files f ON f.id = c.file_id WHERE f.{by} = $1 \
                   AND substring(c.client from 1 for 8) <> '\\x{SERVER_OP_MARK_HEX}'::bytea) \
           AS BIGINT)"
         );
         let (client_row, version_row) = (CLIENT_ROW_BYTES as i64, VERSION_ROW_BYTES as i64);
         let rows = self
-            .query(&sql, &[&owner.as_str(), &client_row, &version_row])
+            .query(&sql, &[&value, &client_row, &version_row])
             .await?;
         // A SUM of bigints is a numeric in Postgres: cast back whole.
         let total: i64 = rows[0].get(0);

@@ -8,7 +8,7 @@ use crate::history::VERSION_ROW_BYTES;
 use crate::ids::{AccountId, FileId};
 use crate::store::columns::{file_from, FILE_COLUMNS};
 use crate::store::{
-    FileRecord, FileUpdate, StoreError, StoreResult, CLIENT_ROW_BYTES, SERVER_OP_MARK_HEX,
+    FileRecord, FileUpdate, Holder, StoreError, StoreResult, CLIENT_ROW_BYTES, SERVER_OP_MARK_HEX,
 };
 
 /// [`crate::store::Store::create_file_capped`].
@@ -77,32 +77,29 @@ pub(super) fn of_owner(c: &Connection, owner: &AccountId) -> StoreResult<Vec<Fil
 /// its record header, never the value itself, so the sum costs a walk of the rows; each
 /// writer's row counts [`CLIENT_ROW_BYTES`] (the server API's, forgotten within a day, do
 /// not), each version's [`VERSION_ROW_BYTES`] besides its text.
-pub(super) fn stored_bytes(c: &Connection, owner: &AccountId) -> StoreResult<u64> {
+pub(super) fn stored_bytes(c: &Connection, holder: &Holder) -> StoreResult<u64> {
+    let (by, value) = holder.column_and_value();
     let mut stmt = c
         .prepare_cached(&format!(
             "SELECT \
                COALESCE((SELECT SUM(octet_length(s.doc)) FROM snapshots s \
-                         JOIN files f ON f.id = s.file_id WHERE f.owner = ?1), 0) \
+                         JOIN files f ON f.id = s.file_id WHERE f.{by} = ?1), 0) \
              + COALESCE((SELECT SUM(octet_length(o.ops)) FROM ops o \
-                         JOIN files f ON f.id = o.file_id WHERE f.owner = ?1), 0) \
+                         JOIN files f ON f.id = o.file_id WHERE f.{by} = ?1), 0) \
              + COALESCE((SELECT SUM(COALESCE(octet_length(v.base), 0) \
                                   + COALESCE(octet_length(v.delta), 0) \
                                   + COALESCE(octet_length(v.title), 0) \
                                   + COALESCE(octet_length(v.description), 0) \
                                   + octet_length(v.editors) + ?3) FROM versions v \
-                         JOIN files f ON f.id = v.file_id WHERE f.owner = ?1), 0) \
+                         JOIN files f ON f.id = v.file_id WHERE f.{by} = ?1), 0) \
              + ?2 * (SELECT COUNT(*) FROM client_ops c \
-                     JOIN files f ON f.id = c.file_id WHERE f.owner = ?1 \
+                     JOIN files f ON f.id = c.file_id WHERE f.{by} = ?1 \
                      AND substr(c.client, 1, 8) <> X'{SERVER_OP_MARK_HEX}')"
         ))
         .map_err(unavailable)?;
     let total: i64 = stmt
         .query_row(
-            params![
-                owner.as_str(),
-                CLIENT_ROW_BYTES as i64,
-                VERSION_ROW_BYTES as i64
-            ],
+            params![value, CLIENT_ROW_BYTES as i64, VERSION_ROW_BYTES as i64],
             |r| r.get(0),
         )
         .map_err(unavailable)?;

@@ -13,8 +13,8 @@ use crate::history::{VersionAge, VersionData, VersionInfo, VersionRow};
 use crate::ids::{AccountId, ClientKey, FileId};
 use crate::store::columns::{account_from, ACCOUNT_COLUMNS};
 use crate::store::{
-    Account, ApiKey, FileAppend, FileRecord, FileUpdate, LoggedPatch, Revocation, SnapshotWrite,
-    Store, StoreError, StoreResult, TakenFile,
+    Account, ApiKey, FileAppend, FileRecord, FileUpdate, Holder, LoggedPatch, Revocation,
+    SnapshotWrite, Store, StoreError, StoreResult, TakenFile,
 };
 
 #[async_trait]
@@ -128,9 +128,9 @@ impl Store for SqliteStore {
         self.read(move |c| read_file(c, &id)).await
     }
 
-    async fn stored_bytes(&self, owner: &AccountId) -> StoreResult<u64> {
-        let owner = owner.clone();
-        self.read(move |c| super::files::stored_bytes(c, &owner))
+    async fn stored_bytes(&self, holder: &Holder) -> StoreResult<u64> {
+        let holder = holder.clone();
+        self.read(move |c| super::files::stored_bytes(c, &holder))
             .await
     }
 
