@@ -1,10 +1,13 @@
 //! The wire contract's fixed vocabulary (`docs/protocol.md`), shared by the node, the
 //! router, the load tool and the tests: close codes with their meanings, reject codes, and
 //! the message types each side sends. Metrics label by these words, so a fresh node can
-//! export every series at zero. Also how a client address is counted by the limits.
+//! export every series at zero. Also how a client address is counted by the limits, and
+//! how much memory the machine (or container) gives a process, which both size their
+//! defaults by.
 
 mod address;
 mod close;
+pub mod host;
 
 pub use address::address_key;
 pub use close::CloseCode;

@@ -74,10 +74,13 @@ pub fn run(
     };
     let mut proxy = pingora::proxy::HttpProxy::new(router, server.configuration.clone());
     proxy.handle_init_modules();
-    let caps = Caps::new(
-        config.connections.max_connections(),
-        config.connections.per_address(),
+    let max_connections = config.connections.max_connections();
+    tracing::info!(
+        max_connections,
+        per_address = ?config.connections.per_address(),
+        "connection caps"
     );
+    let caps = Caps::new(max_connections, config.connections.per_address());
     // The proxy and the admin port: `run` returns only once neither listens.
     let listening = Listening::new();
     let mut proxy = Service::new(

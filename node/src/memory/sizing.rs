@@ -7,17 +7,7 @@ const DEFAULT_SHARE: f64 = 0.75;
 /// The default budget: a share of the cgroup's memory limit when there is one
 /// (a container), else of the machine's memory.
 pub fn default_budget() -> u64 {
-    let machine =
-        crate::stats::proc_kib("/proc/meminfo", "MemTotal:").map_or(4 << 30, |kb| kb * 1024);
-    let cgroup = [
-        "/sys/fs/cgroup/memory.max",
-        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-    ]
-    .iter()
-    .filter_map(|p| std::fs::read_to_string(p).ok())
-    .find_map(|s| s.trim().parse::<u64>().ok());
-    let total = cgroup.map_or(machine, |c| c.min(machine));
-    (total as f64 * DEFAULT_SHARE) as u64
+    (atrium_protocol::host::memory_limit_bytes() as f64 * DEFAULT_SHARE) as u64
 }
 
 /// Parses a size: bytes, or a number with `K`, `M`, `G` (powers of 1024; `KiB`,
