@@ -17,15 +17,17 @@
 //! - `tunnel`: an upgraded socket's bytes carried between client and node, and its drain;
 //! - `shutdown`: SIGTERM handling (stop accepting, drain, close sockets, exit);
 //! - `admin`: `/health` and `/metrics` on the admin port;
+//! - `heap`: memory a burst of connections took, given back once they are gone;
 //! - `metrics`: the `atrium_router_*` Prometheus metrics.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod admin;
 pub mod config;
 pub mod connections;
 pub mod fleet;
 pub mod heads;
+mod heap;
 pub mod metrics;
 pub mod proxy;
 pub mod route;

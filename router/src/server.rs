@@ -50,6 +50,7 @@ pub fn run(
     let (drained_tx, drained_rx) = std::sync::mpsc::channel();
     server.bootstrap();
 
+    crate::heap::give_back_in_the_background();
     let metrics = Arc::new(Metrics::new());
     let fleet = Fleet::new(config.fleet.holders);
     let tracker = Tracker::new(metrics.clone());
