@@ -104,7 +104,15 @@ impl RoomCore {
         } else {
             let mut no_growth = self.rules.limits.clone();
             no_growth.max_doc_bytes = no_growth.max_doc_bytes.min(self.doc.charged_len());
-            self.doc.apply_freeing(&patch.ops, &no_growth, row as usize)
+            // Past their share, a link guest's patch must also free what it adds to the log:
+            // text rewritten in place at the same size grew the log by megabytes, in the
+            // owner's storage (the sixteenth review). Deleting still lands.
+            let logged = match share {
+                Share::Link => patch.ops_json.len(),
+                Share::Whole => 0,
+            };
+            self.doc
+                .apply_freeing(&patch.ops, &no_growth, row as usize + logged)
         };
         if let Err(e) = applied {
             if !room_to_grow && matches!(e, crate::doc::PatchError::TooLarge(_)) {
@@ -163,6 +171,7 @@ impl RoomCore {
                 self.history.dirty_since.get_or_insert(now);
             }
         }
+        self.history.by_link |= share == Share::Link;
     }
 }
 

@@ -56,6 +56,12 @@ impl RoomCore {
         }
     }
 
+    /// The share of storage an automatic version of the edits since the last may fill:
+    /// the link's when some came by a link key.
+    fn checkpoint_share(&self) -> Share {
+        Share::by_link(self.history.by_link)
+    }
+
     /// From housekeeping: a checkpoint once the file has changed for `ATRIUM_CHECKPOINT_MS`.
     pub(super) fn maybe_checkpoint(&mut self, now: Instant) {
         let due = self.history.dirty_since.is_some_and(|since| {
@@ -64,14 +70,16 @@ impl RoomCore {
         if !due || self.finishing.is_some() {
             return;
         }
-        if !self.rules.storage.may_grow(&self.holder, 0, Share::Whole) {
-            // The owner is at their storage limit: tried again an interval later.
+        let share = self.checkpoint_share();
+        if !self.rules.storage.may_grow(&self.holder, 0, share) {
+            // The owner is at their storage limit (or the link's guests at their share):
+            // tried again an interval later.
             self.rules.storage.refused("checkpoint");
             self.history.dirty_since = Some(now);
             return;
         }
         match self.promise_save() {
-            Ok(memory) => self.save_version(Draft::checkpoint(), None, memory),
+            Ok(memory) => self.save_version(Draft::checkpoint(share), None, memory),
             // No memory for it now: tried again an interval later, with the same editors.
             Err(NoRoom) => self.history.dirty_since = Some(now),
         }
@@ -111,6 +119,7 @@ impl RoomCore {
     ) {
         let editors = std::mem::take(&mut self.history.editors);
         let had_edits = self.history.dirty_since.take().is_some();
+        let by_link = std::mem::take(&mut self.history.by_link);
         self.history.queued += 1;
         if draft.within.is_some() {
             self.history.unconfirmed += 1;
@@ -130,6 +139,7 @@ impl RoomCore {
             within: draft.within,
             queued: self.history.queued,
             had_edits,
+            by_link,
         };
         self.after_durable(Pending::Version {
             v: self.version,
@@ -172,12 +182,14 @@ impl RoomCore {
         if !self.history.unkept() {
             return None;
         }
-        if !self.rules.storage.may_grow(&self.holder, 0, Share::Whole) {
+        let share = self.checkpoint_share();
+        if !self.rules.storage.may_grow(&self.holder, 0, share) {
             self.rules.storage.refused("checkpoint");
             return None;
         }
         let editors = std::mem::take(&mut self.history.editors);
         let had_edits = self.history.dirty_since.take().is_some();
+        let by_link = std::mem::take(&mut self.history.by_link);
         self.history.queued += 1;
         let info = new_info(
             self.durable,
@@ -195,9 +207,10 @@ impl RoomCore {
                 // Once a room, and after edits only.
                 memory: self.promise_save_if_room(),
                 holder: self.holder.clone(),
-                within: Some(Share::Whole),
+                within: Some(share),
                 queued: self.history.queued,
                 had_edits,
+                by_link,
             }))
         })
     }
@@ -213,6 +226,7 @@ impl RoomCore {
             Some(info) => self.announce("saved", &info),
             None if outcome.had_edits && outcome.queued == self.history.queued => {
                 self.history.dirty_since.get_or_insert(now);
+                self.history.by_link |= outcome.by_link;
                 let kept = &mut self.history.editors;
                 for name in outcome.editors {
                     if kept.len() < EDITORS_NAMED && !kept.contains(&name) {
@@ -314,6 +328,7 @@ pub fn worker(
                         queued: job.queued,
                         checked: job.within.is_some(),
                         had_edits: job.had_edits,
+                        by_link: job.by_link,
                         editors: std::mem::take(&mut job.info.editors),
                         saved: saved.as_ref().ok().cloned(),
                     }));

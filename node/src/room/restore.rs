@@ -140,7 +140,7 @@ impl RoomCore {
             let memory = self.promise_save_if_room();
             let draft = Draft {
                 within: None,
-                ..Draft::checkpoint()
+                ..Draft::checkpoint(crate::storage::Share::Whole)
             };
             self.save_version(draft, None, memory);
         }

@@ -22,6 +22,11 @@ pub struct HistoryState {
     pub(super) editors: Vec<String>,
     /// When the first edit since the last version was applied.
     pub(super) dirty_since: Option<Instant>,
+    /// Some edit since the last version came by a link key: an automatic version of them
+    /// is held to the link's share of storage, as the guests' own patches are (else a
+    /// guest rewriting text in place had the owner's storage, or the app's files' without
+    /// a limit, fill with automatic versions).
+    pub(super) by_link: bool,
     /// Versions handed to the worker so far; a version not kept puts its edits back only
     /// when it was the last (a later one holds the same document).
     pub(super) queued: u64,
@@ -46,6 +51,8 @@ pub struct SaveOutcome {
     pub checked: bool,
     /// It held edits made since the version before it.
     pub had_edits: bool,
+    /// Some of them came by a link key ([`HistoryState::by_link`]).
+    pub by_link: bool,
     /// Who edited since the version before it.
     pub editors: Vec<String>,
     /// Saved (announced to everyone), or not kept.
@@ -73,6 +80,8 @@ pub struct SaveJob {
     /// before (see [`SaveOutcome`]).
     pub queued: u64,
     pub had_edits: bool,
+    /// Some of its edits came by a link key.
+    pub by_link: bool,
 }
 
 /// A version the room is to save, before it has a document: what kind, its words, and
@@ -87,13 +96,14 @@ pub struct Draft {
 
 impl Draft {
     /// A version saved without being asked for: after edits, within the owner's storage.
-    pub fn checkpoint() -> Self {
+    /// An automatic version, held to `share` of the storage.
+    pub fn checkpoint(share: Share) -> Self {
         Self {
             kind: VersionKind::Auto,
             title: None,
             description: None,
             restored_from: None,
-            within: Some(Share::Whole),
+            within: Some(share),
         }
     }
 }

@@ -606,6 +606,104 @@ async fn guests_of_the_apps_own_files_are_held_to_a_share_and_the_app_deletes_th
     }));
 }
 
+/// A guest with the edit link who rewrites text in place (the same size each time) grows
+/// nothing in the document, but every patch stays in the log until the next snapshot and
+/// each automatic version keeps the rewrite: past the share that went on without end (the
+/// sixteenth review: 9.1 MB kept in a minute for one of the app's files, whose guests' share
+/// was 128 KiB; on an account's file 2.7 MB past a 256 KiB limit, and then the owner could no
+/// longer grow the document nor name a version). Past their share a guest's patch now lands
+/// only when it frees what it logs, and an automatic version of guests' edits fits their share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guests_rewriting_in_place_stop_at_their_share() {
+    let admin = unique_email("admin");
+    let node = node(&[
+        ("ATRIUM_STORAGE_PER_ACCOUNT", "256K"),
+        ("ATRIUM_CHECKPOINT_MS", "200"),
+        ("ATRIUM_ADMINS", admin.as_str()),
+    ])
+    .await;
+    // An account's public file: the owner goes on after the guest.
+    let f = shared_file(&node, "edit").await;
+    let on_account = rewrite_in_place(&node, &f.id, &f.edit_key).await;
+    let (mut owner, _) = Client::join(&node, &f.id, &Hello::token(&f.owner)).await;
+    owner
+        .patch_acked(1, vec![put("mine", json!({"text": noise(20_000)}))])
+        .await;
+    owner.close().await;
+    name_as(&node, &f.id, &f.owner, "the owner's")
+        .await
+        .assert_status(201);
+    // One of the app's own files: its automatic versions stop with the guest.
+    let (session, _) = signup(&node, &admin).await;
+    let (server, _) = make_key(&node, &session, &["server"]).await;
+    let id = format!("board_{}", &secret()[..8]);
+    let made = send_json(
+        &node,
+        "POST",
+        "/api/server/files",
+        Some(&server),
+        &json!({"id": id, "link": "edit"}),
+    )
+    .await;
+    made.assert_status(201);
+    let edit_key = made.body()["edit_key"].as_str().expect("key").to_owned();
+    let on_app_file = rewrite_in_place(&node, &id, &edit_key).await;
+    let list = get(&node, &format!("/api/files/{id}/versions"), Some(&server)).await;
+    list.assert_status(200);
+    let automatic = list.body()["versions"]
+        .as_array()
+        .map_or(0, |v| v.iter().filter(|v| v["kind"] == "auto").count());
+    for (what, (kept, refused)) in [("account", on_account), ("app", on_app_file)] {
+        assert!(
+            kept <= 8 && refused >= 30,
+            "on the {what}'s file a guest's 40 rewrites of 30 KB: {kept} kept, {refused} refused"
+        );
+    }
+    assert!(
+        automatic <= on_app_file.0 + 1,
+        "{automatic} automatic versions of {} kept rewrites",
+        on_app_file.0
+    );
+    figure(json!({
+        "case": "a guest rewrites 30 KB of text in place, 40 times",
+        "limit": 262_144, "account_file_kept_refused": on_account,
+        "app_file_kept_refused": on_app_file, "app_file_automatic_versions": automatic,
+        "owner": "grew the document and named a version after",
+    }));
+}
+
+/// A guest with `key` rewrites a 30 KB text in place 40 times, a checkpoint's time apart:
+/// how many landed and how many were refused at the link's share.
+async fn rewrite_in_place(node: &Node, file: &str, key: &str) -> (usize, usize) {
+    let (mut guest, _) = Client::join(node, file, &Hello::key(key)).await;
+    let (mut kept, mut refused) = (0, 0);
+    for round in 0..40u64 {
+        let text = noise(30_000)[..30_000].to_owned();
+        guest
+            .send_patch(round + 1, vec![put("blob", json!({ "text": text }))])
+            .await;
+        loop {
+            let m = guest.recv_json().await;
+            match m["type"].as_str() {
+                Some("ack") => kept += 1,
+                Some("reject") => {
+                    assert_eq!(m["code"], "too-large", "{m}");
+                    assert!(
+                        m["message"].as_str().is_some_and(|t| t.contains("share")),
+                        "{m}"
+                    );
+                    refused += 1;
+                }
+                _ => continue,
+            }
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    guest.close().await;
+    (kept, refused)
+}
+
 /// Notes a guest's naming in `answers`: true while it was kept, else checks it was refused
 /// at the link's share of storage.
 fn named_within_the_share(r: &Resp, answers: &mut Vec<u16>) -> bool {

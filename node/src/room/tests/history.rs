@@ -389,6 +389,7 @@ async fn a_version_that_would_pass_its_share_of_storage_is_not_kept() {
         within: Some(within),
         queued: 1,
         had_edits: true,
+        by_link: false,
     };
     let info = || new_info(1, 1, VersionKind::Named, vec![]);
 
@@ -430,6 +431,7 @@ fn outcome(job: &crate::room::history::SaveJob, saved: bool) -> RoomCmd {
         queued: job.queued,
         checked: job.within.is_some(),
         had_edits: job.had_edits,
+        by_link: job.by_link,
         editors: job.info.editors.clone(),
         saved: saved.then(|| job.info.clone()),
     })
