@@ -491,13 +491,7 @@ async fn guests_of_the_apps_own_files_are_held_to_a_share_and_the_app_deletes_th
     let (session, _) = signup(&node, &admin).await;
     let (server, _) = make_key(&node, &session, &["server"]).await;
     let (revoker, _) = make_key(&node, &session, &["revoke"]).await;
-    let make = |id: String| {
-        let (node, server) = (&node, &server);
-        async move {
-            let body = json!({"id": id, "link": "edit"});
-            send_json(node, "POST", "/api/server/files", Some(server), &body).await
-        }
-    };
+    let make = |id: String| app_file(&node, &server, id);
     let (id, other) = (
         format!("board_{}", &secret()[..8]),
         format!("other_{}", &secret()[..8]),
@@ -637,14 +631,7 @@ async fn guests_rewriting_in_place_stop_at_their_share() {
     let (session, _) = signup(&node, &admin).await;
     let (server, _) = make_key(&node, &session, &["server"]).await;
     let id = format!("board_{}", &secret()[..8]);
-    let made = send_json(
-        &node,
-        "POST",
-        "/api/server/files",
-        Some(&server),
-        &json!({"id": id, "link": "edit"}),
-    )
-    .await;
+    let made = app_file(&node, &server, id.clone()).await;
     made.assert_status(201);
     let edit_key = made.body()["edit_key"].as_str().expect("key").to_owned();
     let on_app_file = rewrite_in_place(&node, &id, &edit_key).await;
@@ -702,6 +689,12 @@ async fn rewrite_in_place(node: &Node, file: &str, key: &str) -> (usize, usize) 
     }
     guest.close().await;
     (kept, refused)
+}
+
+/// One of the app's own files, `id`, with an edit link, made with the `server` key.
+async fn app_file(node: &Node, server: &str, id: String) -> Resp {
+    let body = json!({"id": id, "link": "edit"});
+    send_json(node, "POST", "/api/server/files", Some(server), &body).await
 }
 
 /// Notes a guest's naming in `answers`: true while it was kept, else checks it was refused
