@@ -1,6 +1,6 @@
 //! The embedded store's schema, and bringing an older store up to date.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 pub(super) const SCHEMA: &str = include_str!("schema.sql");
 
@@ -38,7 +38,46 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
          CREATE INDEX IF NOT EXISTS sessions_by_account ON sessions(account_id);",
     )?;
     // Server API op ids, by time, to forget expired ones cheaply.
-    conn.execute_batch(&super::server::server_ops_index())
+    conn.execute_batch(&super::server::server_ops_index())?;
+    for table in ROWID_TABLES {
+        give_rowids(conn, table)?;
+    }
+    Ok(())
+}
+
+/// Tables first made `WITHOUT ROWID`, whose rows can be large: schema.sql says why
+/// they have a rowid now.
+const ROWID_TABLES: [&str; 2] = ["ops", "versions"];
+
+/// Rebuilds `table` with a rowid when an older node made it without one: its rows are
+/// copied, in one transaction, into the table as the schema defines it now.
+fn give_rowids(conn: &Connection, table: &str) -> rusqlite::Result<()> {
+    let without_rowid: bool = conn.query_row(
+        "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+        [table],
+        |row| row.get(0),
+    )?;
+    if !without_rowid {
+        return Ok(());
+    }
+    let columns = conn
+        .prepare("SELECT name FROM pragma_table_info(?1)")?
+        .query_map([table], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+        .join(", ");
+    let old = format!("{table}_without_rowid");
+    tracing::info!(
+        table,
+        "giving the table rowids (once, on this store's first start)"
+    );
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    tx.execute_batch(&format!("ALTER TABLE {table} RENAME TO {old};"))?;
+    tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(&format!(
+        "INSERT INTO {table} ({columns}) SELECT {columns} FROM {old};
+         DROP TABLE {old};"
+    ))?;
+    tx.commit()
 }
 
 #[cfg(test)]
@@ -55,5 +94,103 @@ mod tests {
         migrate(&conn).unwrap();
         migrate(&conn).expect("each step is idempotent");
         assert!(conn.prepare("SELECT doc_bytes FROM versions").is_ok());
+    }
+
+    /// The op log and the versions as a node before rowids made them, with a row each.
+    const WITHOUT_ROWIDS: &str = "
+        DROP TABLE ops;
+        CREATE TABLE ops (
+            file_id TEXT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+            version INTEGER NOT NULL, client BLOB NOT NULL, op_id INTEGER NOT NULL,
+            by TEXT NOT NULL, ops TEXT NOT NULL, t TEXT,
+            PRIMARY KEY (file_id, version)
+        ) WITHOUT ROWID;
+        DROP TABLE versions;
+        CREATE TABLE versions (
+            file_id TEXT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+            id INTEGER NOT NULL, version INTEGER NOT NULL, created_at INTEGER NOT NULL,
+            kind TEXT NOT NULL, title TEXT, description TEXT, editors TEXT NOT NULL,
+            restored_from INTEGER, base BLOB, delta BLOB,
+            PRIMARY KEY (file_id, id)
+        ) WITHOUT ROWID;
+        INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
+            VALUES ('a1', 'a@example.com', 'a@example.com', 'A', 'x', 1);
+        INSERT INTO files (id, owner, name, link, view_key, edit_key, created_at, updated_at)
+            VALUES ('f1', 'a1', 'File', 'none', 'v', 'e', 1, 1);
+        INSERT INTO ops VALUES ('f1', 1, x'01', 7, 'A', '[{\"op\":\"del\",\"id\":\"n\"}]', NULL);
+        INSERT INTO versions VALUES ('f1', 1, 1, 5, 'named', 'First', NULL, '[]', NULL, x'aa', NULL);";
+
+    fn without_rowid(conn: &Connection, table: &str) -> bool {
+        conn.query_row(
+            "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+            [table],
+            |row| row.get(0),
+        )
+        .unwrap()
+    }
+
+    /// The tables whose rows can be large have rowids: without, one file's large patches
+    /// cost every other file's appends a read of those patches (schema.sql).
+    #[test]
+    fn tables_of_large_rows_have_rowids() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        for table in ["ops", "versions", "snapshots"] {
+            assert!(!without_rowid(&conn, table), "{table} is WITHOUT ROWID");
+        }
+    }
+
+    #[test]
+    fn a_store_from_before_rowids_keeps_its_log_and_versions_in_tables_with_them() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = ON;").unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        conn.execute_batch(WITHOUT_ROWIDS).unwrap();
+        assert!(without_rowid(&conn, "ops") && without_rowid(&conn, "versions"));
+
+        migrate(&conn).unwrap();
+        migrate(&conn).expect("each step is idempotent");
+
+        assert!(!without_rowid(&conn, "ops") && !without_rowid(&conn, "versions"));
+        let op: (i64, Vec<u8>, i64, String) = conn
+            .query_row(
+                "SELECT version, client, op_id, ops FROM ops WHERE file_id = 'f1'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(op, (1, vec![1], 7, r#"[{"op":"del","id":"n"}]"#.to_owned()));
+        let version: (String, Option<i64>, Vec<u8>) = conn
+            .query_row(
+                "SELECT title, doc_bytes, base FROM versions WHERE file_id = 'f1' AND id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(version, ("First".to_owned(), None, vec![0xaa]));
+        // The keys still hold, and the rows still go with their file.
+        let again = conn.execute(
+            "INSERT INTO ops VALUES ('f1', 1, x'02', 1, 'B', '[]', NULL)",
+            [],
+        );
+        assert!(again.is_err(), "a second row for one version was taken");
+        conn.execute("DELETE FROM files WHERE id = 'f1'", [])
+            .unwrap();
+        let left: i64 = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM ops) + (SELECT count(*) FROM versions)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0);
+        let old: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%without_rowid%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(old, 0, "the old tables are gone");
     }
 }

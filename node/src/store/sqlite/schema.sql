@@ -45,6 +45,12 @@ CREATE TABLE IF NOT EXISTS snapshots (
 );
 
 -- The op log: one row per accepted patch.
+--
+-- Tables whose rows can be large (a patch, a version's document) keep a rowid: their
+-- key is then an index of small entries beside the rows. Without one, the rows are the
+-- key, and finding any key compares it with whole rows, a large row read in full from
+-- its overflow pages at each step: one person's 256 KB patches made every other
+-- file's appends cost 0.6 ms of CPU each (docs/reliability.md).
 CREATE TABLE IF NOT EXISTS ops (
     file_id TEXT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
     version INTEGER NOT NULL,
@@ -54,7 +60,7 @@ CREATE TABLE IF NOT EXISTS ops (
     ops     TEXT NOT NULL,
     t       TEXT,
     PRIMARY KEY (file_id, version)
-) WITHOUT ROWID;
+);
 
 -- The highest op id accepted from each client in each file (dedupe of resends).
 CREATE TABLE IF NOT EXISTS client_ops (
@@ -84,7 +90,7 @@ CREATE TABLE IF NOT EXISTS versions (
     base          BLOB,
     delta         BLOB,
     PRIMARY KEY (file_id, id)
-) WITHOUT ROWID;
+);
 
 -- The next id of each file's versions (ids are never reused, even after a drop).
 CREATE TABLE IF NOT EXISTS version_ids (
