@@ -17,6 +17,7 @@ pub struct WebhookMetrics {
     pub waiting: IntGauge,
     pub failed_kept: IntGauge,
     pub delivery_seconds: Histogram,
+    pub connections: IntCounter,
 }
 
 impl WebhookMetrics {
@@ -60,6 +61,12 @@ impl WebhookMetrics {
                 "atrium_webhook_delivery_seconds",
                 "From a webhook event being recorded to its delivery (debounce and retries included).",
                 DELIVERY,
+            ),
+            connections: counter(
+                r,
+                "atrium_webhook_connections_total",
+                "Connections opened to webhook endpoints (each is kept open for the next \
+                 messages to the same host while idle less than 30 s).",
             ),
         }
     }

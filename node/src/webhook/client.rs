@@ -1,19 +1,28 @@
-//! One webhook request: resolve, check the address, connect (TLS for https), POST the
-//! signed message, and judge the answer by its status alone. Redirects are not
-//! followed: a message goes only to the URL its endpoint names.
+//! One webhook request: on a kept connection to the endpoint's host, or on a new one
+//! (resolve, check the address, connect, TLS for https); POST the signed message, and
+//! judge the answer by its status alone. Redirects are not followed: a message goes only
+//! to the URL its endpoint names.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use prometheus::IntCounter;
 use tokio::net::TcpStream;
 
+use super::pool::{Connection, Origin, Pool};
 use super::sign::{secret_key, signature};
 use super::target::{self, Target};
 use crate::store::WebhookMessage;
+
+/// Most of an answer's body read so that its connection can carry the next message, and
+/// the longest it is waited for; a longer or slower body closes the connection instead.
+const BODY_KEPT: usize = 16 * 1024;
+const BODY_WAIT: Duration = Duration::from_secs(1);
 
 /// Why a try failed; every kind is retried (a later try may find the endpoint healthy,
 /// its DNS changed, its secret fixed).
@@ -37,16 +46,34 @@ pub enum SendError {
     Timeout,
 }
 
-/// What sends requests: the TLS setup and the address rule.
+/// What sends requests: the TLS setup, the address rule and the kept connections.
 #[derive(Clone)]
 pub struct Client {
     tls: tokio_rustls::TlsConnector,
     block_private: bool,
     timeout: Duration,
+    pool: Arc<Pool>,
+    opened: IntCounter,
+}
+
+/// An answer whose status is known, and what is needed to keep its connection.
+struct Answer {
+    status: u16,
+    origin: Origin,
+    conn: Connection,
+    body: Incoming,
+    closing: bool,
 }
 
 impl Client {
-    pub fn new(block_private: bool, timeout: Duration) -> Self {
+    /// `keep` connections idle at most, to any hosts; `per_host` to one. `opened` counts the
+    /// connections made.
+    pub fn new(
+        block_private: bool,
+        timeout: Duration,
+        (per_host, keep): (usize, usize),
+        opened: IntCounter,
+    ) -> Self {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = rustls::RootCertStore::empty();
         roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
@@ -59,34 +86,72 @@ impl Client {
             tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
             block_private,
             timeout,
+            pool: Arc::new(Pool::new(per_host, keep)),
+            opened,
         }
     }
 
-    /// Sends one message, signed at `now_s` (Unix seconds); `Ok` on a 2xx answer.
+    /// Sends one message, signed at `now_s` (Unix seconds); `Ok` on a 2xx answer. The
+    /// connection is kept for the next message when its answer's body is short.
     pub async fn send(&self, msg: &WebhookMessage, now_s: i64) -> Result<u16, SendError> {
-        match tokio::time::timeout(self.timeout, self.try_send(msg, now_s)).await {
-            Ok(result) => result,
-            Err(_) => Err(SendError::Timeout),
+        let answer = match tokio::time::timeout(self.timeout, self.try_send(msg, now_s)).await {
+            Ok(answer) => answer?,
+            Err(_) => return Err(SendError::Timeout),
+        };
+        let status = answer.status;
+        if !answer.closing && drained(answer.body).await {
+            self.pool.give_back(answer.origin, answer.conn);
+        }
+        if (200..300).contains(&status) {
+            Ok(status)
+        } else {
+            Err(SendError::Status(status))
         }
     }
 
-    async fn try_send(&self, msg: &WebhookMessage, now_s: i64) -> Result<u16, SendError> {
+    /// Closes connections idle too long.
+    pub fn expire_idle(&self) {
+        self.pool.expire();
+    }
+
+    async fn try_send(&self, msg: &WebhookMessage, now_s: i64) -> Result<Answer, SendError> {
         let target = target::parse(&msg.url).map_err(SendError::Endpoint)?;
         let key = secret_key(&msg.secret).map_err(SendError::Endpoint)?;
-        let stream = self.connect(&target).await?;
-        let req = hyper::Request::post(target.path.as_str())
-            .header(hyper::header::HOST, target.host_header())
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .header(hyper::header::USER_AGENT, "Atrium-Webhooks/1")
-            .header("webhook-id", msg.msg_id.as_str())
-            .header("webhook-timestamp", now_s.to_string())
-            .header(
-                "webhook-signature",
-                signature(&key, &msg.msg_id, now_s, &msg.body),
-            )
-            .body(Full::new(Bytes::from(msg.body.clone())))
-            .map_err(|e| SendError::Http(e.to_string()))?;
-        let status = if target.https {
+        let request = || {
+            hyper::Request::post(target.path.as_str())
+                .header(hyper::header::HOST, target.host_header())
+                .header(hyper::header::CONTENT_TYPE, "application/json")
+                .header(hyper::header::USER_AGENT, "Atrium-Webhooks/1")
+                .header("webhook-id", msg.msg_id.as_str())
+                .header("webhook-timestamp", now_s.to_string())
+                .header(
+                    "webhook-signature",
+                    signature(&key, &msg.msg_id, now_s, &msg.body),
+                )
+                .body(Full::new(Bytes::from(msg.body.clone())))
+                .map_err(|e| SendError::Http(e.to_string()))
+        };
+        let origin = Origin {
+            https: target.https,
+            host: target.host.clone(),
+            port: target.port,
+        };
+        // A kept connection the receiver closed meanwhile fails before any answer: the
+        // message then goes on a new one (a receiver that got it twice tells by its id).
+        if let Some(conn) = self.pool.take(&origin) {
+            if let Ok(answer) = exchange(conn, request()?, &origin).await {
+                return Ok(answer);
+            }
+        }
+        let conn = self.open(&target).await?;
+        exchange(conn, request()?, &origin).await
+    }
+
+    /// A new connection to `target`, TLS included for https.
+    async fn open(&self, target: &Target) -> Result<Connection, SendError> {
+        let stream = self.connect(target).await?;
+        self.opened.inc();
+        if target.https {
             let name = rustls::pki_types::ServerName::try_from(target.host.clone())
                 .map_err(|e| SendError::Tls(e.to_string()))?;
             let tls = self
@@ -94,14 +159,9 @@ impl Client {
                 .connect(name, stream)
                 .await
                 .map_err(|e| SendError::Tls(e.to_string()))?;
-            post(TokioIo::new(tls), req).await?
+            handshake(TokioIo::new(tls)).await
         } else {
-            post(TokioIo::new(stream), req).await?
-        };
-        if (200..300).contains(&status) {
-            Ok(status)
-        } else {
-            Err(SendError::Status(status))
+            handshake(TokioIo::new(stream)).await
         }
     }
 
@@ -137,22 +197,57 @@ impl Client {
     }
 }
 
-async fn post<T>(io: T, req: hyper::Request<Full<Bytes>>) -> Result<u16, SendError>
+async fn handshake<T>(io: T) -> Result<Connection, SendError>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+    let (sender, conn) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(|e| SendError::Http(e.to_string()))?;
-    let conn = tokio::spawn(conn);
-    let resp = sender
-        .send_request(req)
+    let driver = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(Connection::new(sender, driver))
+}
+
+/// Sends `req` on `conn`; the answer's status, with its body still to read.
+async fn exchange(
+    mut conn: Connection,
+    req: hyper::Request<Full<Bytes>>,
+    origin: &Origin,
+) -> Result<Answer, SendError> {
+    let http = |e: hyper::Error| SendError::Http(e.to_string());
+    conn.sender.ready().await.map_err(http)?;
+    let resp = conn.sender.send_request(req).await.map_err(http)?;
+    let closing = resp
+        .headers()
+        .get(hyper::header::CONNECTION)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+    Ok(Answer {
+        status: resp.status().as_u16(),
+        origin: origin.clone(),
+        conn,
+        closing,
+        body: resp.into_body(),
+    })
+}
+
+/// Reads an answer's body to its end, if it ends within [`BODY_KEPT`] bytes and
+/// [`BODY_WAIT`]: only then can its connection carry another message. Its content is not
+/// looked at.
+async fn drained(mut body: Incoming) -> bool {
+    let read_all = async {
+        let mut read = 0;
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { return false };
+            read += frame.data_ref().map_or(0, Bytes::len);
+            if read > BODY_KEPT {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::time::timeout(BODY_WAIT, read_all)
         .await
-        .map_err(|e| SendError::Http(e.to_string()))?;
-    // The body is not read: only the status counts, and the connection is not reused.
-    let status = resp.status().as_u16();
-    drop(resp);
-    drop(sender);
-    conn.abort();
-    Ok(status)
+        .unwrap_or(false)
 }

@@ -18,6 +18,7 @@
 pub mod client;
 pub mod event;
 pub mod handle;
+mod pool;
 mod recorder;
 mod sender;
 pub mod sign;

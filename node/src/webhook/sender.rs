@@ -98,6 +98,12 @@ pub(super) async fn run(state: Arc<AppState>) {
         client: Client::new(
             config.webhook_block_private,
             Duration::from_millis(config.webhook_timeout_ms),
+            // As many kept as may be in flight: to one endpoint, and in all.
+            (
+                config.webhook_per_endpoint.max(1),
+                config.webhook_concurrency.max(1),
+            ),
+            state.metrics.webhooks.connections.clone(),
         ),
         permits: Arc::new(Semaphore::new(config.webhook_concurrency.max(1))),
         in_flight: Arc::default(),
@@ -147,6 +153,7 @@ impl Sender {
     }
 
     async fn upkeep(&mut self) {
+        self.client.expire_idle();
         self.refresh_active().await;
         let store = &self.state.store;
         let metrics = &self.state.metrics.webhooks;

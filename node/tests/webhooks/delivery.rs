@@ -195,3 +195,39 @@ async fn busy_files_take_turns_with_the_others() {
         BUSY * CHURNS * 2 - before
     );
 }
+
+/// Messages to one receiver share a few kept connections: each message opened one of its
+/// own before (and, for https, a TLS handshake of its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_to_one_receiver_share_its_connections() {
+    let hooks = Receiver::start().await;
+    let (node, key) = node_with_key(None, &[]).await;
+    endpoint(&node, &key, &hooks.url(), None).await;
+    // Rooms opened and closed one after another: five or more messages each.
+    for _ in 0..4 {
+        let (owner, file) = board(&node).await;
+        let (mut ann, _) = Client::join(&node, &file, &Hello::token(&owner)).await;
+        ann.patch_acked(1, vec![put("n", json!({}))]).await;
+        ann.close().await;
+        hooks
+            .wait_for(Duration::from_secs(20), "room.closed", |g| {
+                g.iter()
+                    .any(|g| g.file() == file && g.kind() == "room.closed")
+            })
+            .await;
+    }
+    let messages = hooks.delivered().len();
+    let connections = hooks.connections();
+    println!("FIGURE {{\"messages\":{messages},\"connections\":{connections}}}");
+    assert!(messages >= 16, "{messages} messages");
+    assert!(
+        connections <= 8,
+        "{messages} messages took {connections} connections"
+    );
+    let opened = metric(
+        &metrics_text(&node).await,
+        "atrium_webhook_connections_total",
+        &[],
+    );
+    assert_eq!(opened, connections as f64, "the node counts what it opens");
+}

@@ -4,7 +4,7 @@
 //! HMAC-SHA256 of `id.timestamp.body` under the secret's base64-decoded key.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -44,6 +44,7 @@ pub struct Receiver {
     pub addr: SocketAddr,
     got: Arc<Mutex<Vec<Got>>>,
     status: Arc<AtomicU16>,
+    connections: Arc<AtomicUsize>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -54,6 +55,7 @@ impl Receiver {
             addr: listener.local_addr().unwrap(),
             got: Arc::default(),
             status: Arc::new(AtomicU16::new(200)),
+            connections: Arc::default(),
             task: None,
         };
         r.serve(listener);
@@ -69,7 +71,12 @@ impl Receiver {
         self.status.store(status, Ordering::SeqCst);
     }
 
-    /// Stops listening: connections are refused until `up`.
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Stops listening and closes its connections: new ones are refused until `up`.
     pub fn down(&mut self) {
         if let Some(t) = self.task.take() {
             t.abort();
@@ -94,12 +101,14 @@ impl Receiver {
 
     fn serve(&mut self, listener: TcpListener) {
         let (got, status) = (self.got.clone(), self.status.clone());
+        let connections = self.connections.clone();
         self.task = Some(tokio::spawn(async move {
             let mut conns = tokio::task::JoinSet::new();
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                connections.fetch_add(1, Ordering::SeqCst);
                 let (got, status) = (got.clone(), status.clone());
                 conns.spawn(async move {
                     let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
