@@ -68,7 +68,7 @@ fn give_rowids(conn: &Connection, table: &str) -> rusqlite::Result<()> {
     let old = format!("{table}_without_rowid");
     tracing::info!(
         table,
-        "giving the table rowids (once, on this store's first start)"
+        "giving the table rowids (once: the store was made by an older node)"
     );
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
     tx.execute_batch(&format!("ALTER TABLE {table} RENAME TO {old};"))?;
