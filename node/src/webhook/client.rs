@@ -24,6 +24,10 @@ use crate::store::WebhookMessage;
 const BODY_KEPT: usize = 16 * 1024;
 const BODY_WAIT: Duration = Duration::from_secs(1);
 
+/// The most a connection buffers of an answer at once: a kept connection keeps its buffer,
+/// and a receiver's long head must not grow it (hyper's default allows about 400 KiB).
+const READ_BUFFER: usize = 64 * 1024;
+
 /// Why a try failed; every kind is retried (a later try may find the endpoint healthy,
 /// its DNS changed, its secret fixed).
 #[derive(Debug, thiserror::Error)]
@@ -94,12 +98,15 @@ impl Client {
     /// Sends one message, signed at `now_s` (Unix seconds); `Ok` on a 2xx answer. The
     /// connection is kept for the next message when its answer's body is short.
     pub async fn send(&self, msg: &WebhookMessage, now_s: i64) -> Result<u16, SendError> {
-        let answer = match tokio::time::timeout(self.timeout, self.try_send(msg, now_s)).await {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let answer = match tokio::time::timeout_at(deadline, self.try_send(msg, now_s)).await {
             Ok(answer) => answer?,
             Err(_) => return Err(SendError::Timeout),
         };
         let status = answer.status;
-        if !answer.closing && drained(answer.body).await {
+        // Within the try's time, so a try never takes longer than its timeout.
+        let drain_by = deadline.min(tokio::time::Instant::now() + BODY_WAIT);
+        if !answer.closing && drained(answer.body, drain_by).await {
             self.pool.give_back(answer.origin, answer.conn);
         }
         if (200..300).contains(&status) {
@@ -201,7 +208,9 @@ async fn handshake<T>(io: T) -> Result<Connection, SendError>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (sender, conn) = hyper::client::conn::http1::handshake(io)
+    let (sender, conn) = hyper::client::conn::http1::Builder::new()
+        .max_buf_size(READ_BUFFER)
+        .handshake(io)
         .await
         .map_err(|e| SendError::Http(e.to_string()))?;
     let driver = tokio::spawn(async move {
@@ -232,10 +241,9 @@ async fn exchange(
     })
 }
 
-/// Reads an answer's body to its end, if it ends within [`BODY_KEPT`] bytes and
-/// [`BODY_WAIT`]: only then can its connection carry another message. Its content is not
-/// looked at.
-async fn drained(mut body: Incoming) -> bool {
+/// Reads an answer's body to its end, if it ends within [`BODY_KEPT`] bytes and before
+/// `by`: only then can its connection carry another message. Its content is not looked at.
+async fn drained(mut body: Incoming, by: tokio::time::Instant) -> bool {
     let read_all = async {
         let mut read = 0;
         while let Some(frame) = body.frame().await {
@@ -247,7 +255,5 @@ async fn drained(mut body: Incoming) -> bool {
         }
         true
     };
-    tokio::time::timeout(BODY_WAIT, read_all)
-        .await
-        .unwrap_or(false)
+    tokio::time::timeout_at(by, read_all).await.unwrap_or(false)
 }

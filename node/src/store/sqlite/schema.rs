@@ -50,7 +50,8 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
 const ROWID_TABLES: [&str; 2] = ["ops", "versions"];
 
 /// Rebuilds `table` with a rowid when an older node made it without one: its rows are
-/// copied, in one transaction, into the table as the schema defines it now.
+/// copied, in one transaction, into the table as the schema defines it now (those of
+/// files that no longer exist are left behind).
 fn give_rowids(conn: &Connection, table: &str) -> rusqlite::Result<()> {
     let without_rowid: bool = conn.query_row(
         "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
@@ -73,10 +74,24 @@ fn give_rowids(conn: &Connection, table: &str) -> rusqlite::Result<()> {
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
     tx.execute_batch(&format!("ALTER TABLE {table} RENAME TO {old};"))?;
     tx.execute_batch(SCHEMA)?;
-    tx.execute_batch(&format!(
-        "INSERT INTO {table} ({columns}) SELECT {columns} FROM {old};
-         DROP TABLE {old};"
-    ))?;
+    // Rows of files that are gone (only editing the database by hand leaves them) would
+    // fail the new table's foreign key, and with it every start: they are left behind.
+    let copied = tx.execute(
+        &format!(
+            "INSERT INTO {table} ({columns}) SELECT {columns} FROM {old}
+             WHERE file_id IN (SELECT id FROM files)"
+        ),
+        [],
+    )?;
+    let all: usize = tx.query_row(&format!("SELECT count(*) FROM {old}"), [], |row| row.get(0))?;
+    if copied < all {
+        tracing::warn!(
+            table,
+            left = all - copied,
+            "rows of files that no longer exist were not copied"
+        );
+    }
+    tx.execute_batch(&format!("DROP TABLE {old};"))?;
     tx.commit()
 }
 
@@ -146,6 +161,13 @@ mod tests {
         conn.execute_batch("PRAGMA foreign_keys = ON;").unwrap();
         conn.execute_batch(SCHEMA).unwrap();
         conn.execute_batch(WITHOUT_ROWIDS).unwrap();
+        // A row of a file that is gone, as editing the database by hand can leave.
+        conn.execute_batch(
+            "PRAGMA foreign_keys = OFF;
+             INSERT INTO ops VALUES ('gone', 1, x'03', 1, 'C', '[]', NULL);
+             PRAGMA foreign_keys = ON;",
+        )
+        .unwrap();
         assert!(without_rowid(&conn, "ops") && without_rowid(&conn, "versions"));
 
         migrate(&conn).unwrap();
@@ -160,6 +182,12 @@ mod tests {
             )
             .unwrap();
         assert_eq!(op, (1, vec![1], 7, r#"[{"op":"del","id":"n"}]"#.to_owned()));
+        let gone: i64 = conn
+            .query_row("SELECT count(*) FROM ops WHERE file_id = 'gone'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(gone, 0, "the gone file's row was left behind");
         let version: (String, Option<i64>, Vec<u8>) = conn
             .query_row(
                 "SELECT title, doc_bytes, base FROM versions WHERE file_id = 'f1' AND id = 1",
