@@ -103,7 +103,10 @@ async fn rooms_nobody_is_in_make_way_near_the_memory_mark() {
 /// close 1013, and the owner's large file opens at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rooms_held_open_by_silent_guests_stay_within_their_share() {
-    const BUDGET_MIB: u64 = 96;
+    // 128 MiB, its mark at 112: with 96 (mark 80) the node sat at 57-63 MiB with the two
+    // rooms the share allows, and the owner's room (about 8 MB by its estimate) was refused
+    // once in a full suite run, when a busy machine left more garbage in the sample.
+    const BUDGET_MIB: u64 = 128;
     let _serial = SERIAL.lock().await;
     let budget = format!("{BUDGET_MIB}M");
     let r = room(&[("ATRIUM_MEMORY_BUDGET", budget.as_str())]).await;
@@ -148,7 +151,7 @@ async fn rooms_held_open_by_silent_guests_stay_within_their_share() {
         held.len()
     );
     figure(json!({
-        "case": "rooms held open by one silent guest each, one account and address (budget 96 MiB)",
+        "case": "rooms held open by one silent guest each, one account and address (budget 128 MiB)",
         "rooms_held": held.len(), "refused": refused, "refused_for_share": over_share,
         "rss_held_mib": rss_held, "owner_welcomed_in_ms": welcomed_in.as_millis(),
     }));
