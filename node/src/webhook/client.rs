@@ -124,6 +124,9 @@ impl Client {
     async fn try_send(&self, msg: &WebhookMessage, now_s: i64) -> Result<Answer, SendError> {
         let target = target::parse(&msg.url).map_err(SendError::Endpoint)?;
         let key = secret_key(&msg.secret).map_err(SendError::Endpoint)?;
+        // Signed and copied once; a second attempt on a new connection sends the same.
+        let signed = signature(&key, &msg.msg_id, now_s, &msg.body);
+        let body = Bytes::from(msg.body.clone());
         let request = || {
             hyper::Request::post(target.path.as_str())
                 .header(hyper::header::HOST, target.host_header())
@@ -131,11 +134,8 @@ impl Client {
                 .header(hyper::header::USER_AGENT, "Atrium-Webhooks/1")
                 .header("webhook-id", msg.msg_id.as_str())
                 .header("webhook-timestamp", now_s.to_string())
-                .header(
-                    "webhook-signature",
-                    signature(&key, &msg.msg_id, now_s, &msg.body),
-                )
-                .body(Full::new(Bytes::from(msg.body.clone())))
+                .header("webhook-signature", signed.as_str())
+                .body(Full::new(body.clone()))
                 .map_err(|e| SendError::Http(e.to_string()))
         };
         let origin = Origin {

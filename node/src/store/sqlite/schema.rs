@@ -53,12 +53,7 @@ const ROWID_TABLES: [&str; 2] = ["ops", "versions"];
 /// copied, in one transaction, into the table as the schema defines it now (those of
 /// files that no longer exist are left behind).
 fn give_rowids(conn: &Connection, table: &str) -> rusqlite::Result<()> {
-    let without_rowid: bool = conn.query_row(
-        "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
-        [table],
-        |row| row.get(0),
-    )?;
-    if !without_rowid {
+    if !without_rowid(conn, table)? {
         return Ok(());
     }
     let columns = conn
@@ -93,6 +88,15 @@ fn give_rowids(conn: &Connection, table: &str) -> rusqlite::Result<()> {
     }
     tx.execute_batch(&format!("DROP TABLE {old};"))?;
     tx.commit()
+}
+
+/// Whether `table` was made `WITHOUT ROWID`.
+fn without_rowid(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+        [table],
+        |row| row.get(0),
+    )
 }
 
 #[cfg(test)]
@@ -136,12 +140,7 @@ mod tests {
         INSERT INTO versions VALUES ('f1', 1, 1, 5, 'named', 'First', NULL, '[]', NULL, x'aa', NULL);";
 
     fn without_rowid(conn: &Connection, table: &str) -> bool {
-        conn.query_row(
-            "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
-            [table],
-            |row| row.get(0),
-        )
-        .unwrap()
+        super::without_rowid(conn, table).unwrap()
     }
 
     /// The tables whose rows can be large have rowids: without, one file's large patches
