@@ -40,7 +40,8 @@ pub(crate) use logs::patch;
 pub use round_trip::patches_round_trip;
 pub use server::{files_by_prefix, server_ops_expire};
 pub use snapshots::{
-    deleted_file_is_gone_everywhere, ping_answers, snapshots_never_go_back_and_trim_the_log,
+    deleted_file_is_gone_everywhere, large_documents_round_trip, ping_answers,
+    snapshots_never_go_back_and_trim_the_log,
 };
 pub(crate) use support::{new_file, record};
 pub use takes::{
@@ -76,6 +77,7 @@ macro_rules! conformance_suite {
             client_op_keeps_the_highest,
             snapshots_never_go_back_and_trim_the_log,
             deleted_file_is_gone_everywhere,
+            large_documents_round_trip,
             patches_round_trip,
             ping_answers,
             versions_save_read_and_page,

@@ -6,7 +6,7 @@ use super::support::{
     take, versions, write_doc,
 };
 use crate::ids::FileId;
-use crate::store::{Store, StoreError};
+use crate::store::{Holder, Store, StoreError};
 
 /// The snapshot and the versions of the tail after it.
 async fn tail(store: &dyn Store, file: &FileId) -> (Option<(u64, String)>, Vec<u64>) {
@@ -107,6 +107,90 @@ pub async fn deleted_file_is_gone_everywhere(store: &dyn Store) {
     append_one(store, &t.record.id, t.epoch, patches(1, 1, 1))
         .await
         .expect("a fresh log starts at 1");
+}
+
+/// A document of `bytes` whose multi-byte characters fall across any fixed boundary of
+/// parts, different for each `seed`.
+fn large_doc(seed: u32, bytes: usize) -> String {
+    let mut doc = format!("{{\"seed\":{seed},\"text\":\"");
+    let mut i = 0u32;
+    while doc.len() < bytes {
+        doc.push_str(["é", "名", "a", "🙂"][(i % 4) as usize]);
+        i += 1;
+    }
+    doc.push_str("\"}");
+    doc
+}
+
+/// Documents of hundreds of kilobytes (the embedded store writes them in parts) come back
+/// byte for byte from a creation and from snapshots; a snapshot that is not newer, or not
+/// of the file's epoch, replaces nothing; the owner's storage counts the document the
+/// file has now, once.
+pub async fn large_documents_round_trip(store: &dyn Store) {
+    let owner = account(store).await;
+    let of_owner = Holder::Account(owner.id.clone());
+    let r = record(&owner.id, 1_000);
+    let first = large_doc(0, 300_000);
+    store
+        .create_file(&r, Some(first.clone()))
+        .await
+        .expect("create");
+    assert_eq!(
+        store.stored_bytes(&of_owner).await.unwrap(),
+        first.len() as u64
+    );
+    let t = store.take_file(&r.id, 1_000).await.expect("take");
+    assert_eq!(t.snapshot, Some((0, first.clone())));
+    append_one(store, &r.id, t.epoch, patches(1, 4, 1))
+        .await
+        .expect("append");
+
+    let third = large_doc(3, 200_001);
+    write_doc_text(store, &r.id, t.epoch, 3, &third).await;
+    assert_eq!(
+        tail(store, &r.id).await,
+        (Some((3, third.clone())), vec![4])
+    );
+    let stored = store.stored_bytes(&of_owner).await.unwrap();
+    let around = |n: u64| n >= third.len() as u64 && n < third.len() as u64 + 10_000;
+    assert!(around(stored), "{stored} stored for {}", third.len());
+
+    // Not newer: nothing replaced, nothing more stored.
+    write_doc_text(store, &r.id, t.epoch, 2, &large_doc(2, 250_000)).await;
+    assert_eq!(tail(store, &r.id).await.0, Some((3, third.clone())));
+    assert_eq!(store.stored_bytes(&of_owner).await.unwrap(), stored);
+    // Of an epoch before the file's latest take: refused, nothing replaced.
+    let epoch = store.take_file(&r.id, 1_000).await.expect("take").epoch;
+    assert_err!(
+        store
+            .write_snapshot(&r.id, t.epoch, 4, &large_doc(4, 150_000), 0)
+            .await,
+        StoreError::Fenced
+    );
+    assert_eq!(tail(store, &r.id).await.0, Some((3, third.clone())));
+    assert_eq!(store.stored_bytes(&of_owner).await.unwrap(), stored);
+
+    // A small document after a large one, then a large one again.
+    write_doc_text(store, &r.id, epoch, 4, "{}").await;
+    assert_eq!(tail(store, &r.id).await, (Some((4, "{}".into())), vec![]));
+    assert!(store.stored_bytes(&of_owner).await.unwrap() < 10_000);
+    let fifth = large_doc(5, 100_000);
+    append_one(store, &r.id, epoch, patches(5, 5, 1))
+        .await
+        .expect("append");
+    write_doc_text(store, &r.id, epoch, 5, &fifth).await;
+    assert_eq!(tail(store, &r.id).await.0, Some((5, fifth)));
+
+    store.delete_file(&r.id).await.expect("delete");
+    assert_eq!(tail(store, &r.id).await, (None, vec![]));
+    assert_eq!(store.stored_bytes(&of_owner).await.unwrap(), 0);
+}
+
+async fn write_doc_text(store: &dyn Store, file: &FileId, epoch: u64, version: u64, doc: &str) {
+    store
+        .write_snapshot(file, epoch, version, doc, 0)
+        .await
+        .expect("write snapshot");
 }
 
 pub async fn ping_answers(store: &dyn Store) {

@@ -3,6 +3,7 @@
 use rusqlite::{params, Connection, TransactionBehavior};
 
 use super::now_ms;
+use super::parts::Stored;
 use super::rows::{read_file, unavailable, unique_or_unavailable};
 use crate::history::VERSION_ROW_BYTES;
 use crate::ids::{AccountId, FileId};
@@ -11,11 +12,12 @@ use crate::store::{
     FileRecord, FileUpdate, Holder, StoreError, StoreResult, CLIENT_ROW_BYTES, SERVER_OP_MARK_HEX,
 };
 
-/// [`crate::store::Store::create_file_capped`].
+/// [`crate::store::Store::create_file_capped`], with its document ready (its parts, if
+/// any, written; on an error they are the caller's to forget).
 pub(super) fn insert(
     c: &mut Connection,
     r: &FileRecord,
-    doc: Option<String>,
+    doc: Option<&Stored<'_>>,
     max_owned: u64,
 ) -> StoreResult<()> {
     // One writer connection and an immediate transaction: the count and the
@@ -51,9 +53,10 @@ pub(super) fn insert(
     )
     .map_err(|e| unique_or_unavailable(e, StoreError::Conflict))?;
     if let Some(doc) = doc {
+        let (doc, parts) = doc.columns();
         tx.execute(
-            "INSERT INTO snapshots (file_id, version, doc) VALUES (?1, 0, ?2)",
-            params![r.id.as_str(), doc],
+            "INSERT INTO snapshots (file_id, version, doc, parts) VALUES (?1, 0, ?2, ?3)",
+            params![r.id.as_str(), doc, parts],
         )
         .map_err(unavailable)?;
     }
@@ -83,6 +86,10 @@ pub(super) fn stored_bytes(c: &Connection, holder: &Holder) -> StoreResult<u64> 
         .prepare_cached(&format!(
             "SELECT \
                COALESCE((SELECT SUM(octet_length(s.doc)) FROM snapshots s \
+                         JOIN files f ON f.id = s.file_id \
+                         WHERE f.{by} = ?1 AND s.parts IS NULL), 0) \
+             + COALESCE((SELECT SUM(octet_length(p.bytes)) FROM document_parts p \
+                         JOIN snapshots s ON s.parts = p.document \
                          JOIN files f ON f.id = s.file_id WHERE f.{by} = ?1), 0) \
              + COALESCE((SELECT SUM(octet_length(o.ops)) FROM ops o \
                          JOIN files f ON f.id = o.file_id WHERE f.{by} = ?1), 0) \

@@ -2,6 +2,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
+use super::parts::{self, Stored};
 use super::rows::{read_file, read_log_from, read_snapshot, unavailable};
 use crate::ids::FileId;
 use crate::store::{SnapshotAndLog, SnapshotWrite, StoreError, StoreResult, TakenFile};
@@ -79,14 +80,21 @@ fn first_behind(
     Ok(from)
 }
 
-/// [`crate::store::Store::put_snapshot`].
-pub(super) fn snapshot(c: &mut Connection, write: &SnapshotWrite<'_>) -> StoreResult<()> {
+/// [`crate::store::Store::put_snapshot`], with its document `stored` (its parts, if any,
+/// already written): the row names it only if its version is newer than the row's, and
+/// the parts of the document it replaces (or of its own, if it is not newer) go in the
+/// same transaction. On an error, parts of `stored` are the caller's to forget.
+pub(super) fn snapshot(
+    c: &mut Connection,
+    write: &SnapshotWrite<'_>,
+    stored: &Stored<'_>,
+) -> StoreResult<()> {
     let SnapshotWrite {
         file,
         epoch,
         version,
-        doc,
         keep,
+        ..
     } = *write;
     let tx = immediate(c)?;
     let current: Option<i64> = tx
@@ -102,13 +110,22 @@ pub(super) fn snapshot(c: &mut Connection, write: &SnapshotWrite<'_>) -> StoreRe
         Some(e) if e as u64 != epoch => return Err(StoreError::Fenced),
         Some(_) => {}
     }
-    tx.execute(
-        "INSERT INTO snapshots (file_id, version, doc) VALUES (?1, ?2, ?3)
-         ON CONFLICT (file_id) DO UPDATE SET version = excluded.version, doc = excluded.doc
-         WHERE excluded.version > snapshots.version",
-        params![file.as_str(), version as i64, doc],
-    )
-    .map_err(unavailable)?;
+    let replaced = parts::named(&tx, file.as_str())?;
+    let (doc, in_parts) = stored.columns();
+    let written = tx
+        .execute(
+            "INSERT INTO snapshots (file_id, version, doc, parts) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (file_id) DO UPDATE
+               SET version = excluded.version, doc = excluded.doc, parts = excluded.parts
+             WHERE excluded.version > snapshots.version",
+            params![file.as_str(), version as i64, doc, in_parts],
+        )
+        .map_err(unavailable)?;
+    // Whichever document the row no longer names (or never came to) loses its parts.
+    match (written, replaced, in_parts) {
+        (1, Some(old), _) | (0, _, Some(old)) => parts::remove(&tx, old)?,
+        _ => {}
+    }
     tx.execute(
         "DELETE FROM ops WHERE file_id = ?1 AND version <= ?2",
         params![file.as_str(), version.saturating_sub(keep) as i64],

@@ -8,6 +8,7 @@ mod append;
 mod checkpoints;
 mod files;
 mod log;
+mod parts;
 mod rows;
 mod schema;
 mod server;

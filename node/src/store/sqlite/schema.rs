@@ -37,6 +37,14 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
          CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions(expires_at);
          CREATE INDEX IF NOT EXISTS sessions_by_account ON sessions(account_id);",
     )?;
+    // Snapshots gained large documents in parts.
+    let has_parts = conn
+        .prepare("SELECT 1 FROM pragma_table_info('snapshots') WHERE name = 'parts'")?
+        .exists([])?;
+    if !has_parts {
+        conn.execute_batch("ALTER TABLE snapshots ADD COLUMN parts INTEGER;")?;
+    }
+    super::parts::sweep(conn)?;
     // Server API op ids, by time, to forget expired ones cheaply.
     conn.execute_batch(&super::server::server_ops_index())?;
     for table in ROWID_TABLES {
@@ -149,7 +157,7 @@ mod tests {
     fn tables_of_large_rows_have_rowids() {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(SCHEMA).unwrap();
-        for table in ["ops", "versions", "snapshots"] {
+        for table in ["ops", "versions", "snapshots", "document_parts"] {
             assert!(!without_rowid(&conn, table), "{table} is WITHOUT ROWID");
         }
     }

@@ -37,11 +37,25 @@ CREATE TABLE IF NOT EXISTS files (
 );
 CREATE INDEX IF NOT EXISTS files_by_owner ON files(owner, updated_at);
 
--- One snapshot per file: the latest.
+-- One snapshot per file: the latest. A document over 64 KiB is kept in `document_parts`
+-- under the id in `parts` (and `doc` holds a marker that is not JSON); stores made before
+-- parts gain the column in SqliteStore::open.
 CREATE TABLE IF NOT EXISTS snapshots (
     file_id TEXT PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
     version INTEGER NOT NULL,
-    doc     TEXT NOT NULL
+    doc     TEXT NOT NULL,
+    parts   INTEGER
+);
+
+-- Large documents in parts of 64 KiB, each written in a commit of its own, so the
+-- journal's commits go between them instead of waiting for a whole megabyte's write
+-- and sync (node/src/store/sqlite/parts.rs). A row of `snapshots` names them once all
+-- are written; parts no row names are removed at start.
+CREATE TABLE IF NOT EXISTS document_parts (
+    document INTEGER NOT NULL,
+    part     INTEGER NOT NULL,
+    bytes    BLOB NOT NULL,
+    PRIMARY KEY (document, part)
 );
 
 -- The op log: one row per accepted patch.

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
 
 use super::append::append_batch;
+use super::parts::{self, Stored};
 use super::rows::{found, read_file, unavailable};
 use super::{now_ms, versions, SqliteStore};
 use crate::history::{VersionAge, VersionData, VersionInfo, VersionRow};
@@ -118,9 +119,19 @@ impl Store for SqliteStore {
         doc: Option<String>,
         max_owned: u64,
     ) -> StoreResult<()> {
-        let r = record.clone();
-        self.run(move |c| super::files::insert(c, &r, doc, max_owned))
-            .await
+        let (r, writer) = (record.clone(), self.writer.clone());
+        Self::blocking(move || {
+            let doc = doc
+                .as_deref()
+                .map(|d| parts::prepare(&writer, d))
+                .transpose()?;
+            let made = super::files::insert(&mut writer.ordinary(), &r, doc.as_ref(), max_owned);
+            if let (Err(_), Some(id)) = (&made, doc.as_ref().and_then(Stored::parts)) {
+                parts::forget(&writer, id);
+            }
+            made
+        })
+        .await
     }
 
     async fn file(&self, id: &FileId) -> StoreResult<FileRecord> {
@@ -148,13 +159,18 @@ impl Store for SqliteStore {
     async fn delete_file(&self, id: &FileId) -> StoreResult<()> {
         let id = id.clone();
         self.run(move |c| {
-            let n = c
+            let tx = c.transaction().map_err(unavailable)?;
+            // The row goes with its file (a foreign key); its parts have none.
+            if let Some(parts) = parts::named(&tx, id.as_str())? {
+                parts::remove(&tx, parts)?;
+            }
+            let n = tx
                 .execute("DELETE FROM files WHERE id = ?1", [id.as_str()])
                 .map_err(unavailable)?;
             if n == 0 {
                 return Err(StoreError::NotFound);
             }
-            Ok(())
+            tx.commit().map_err(unavailable)
         })
         .await
     }
@@ -203,7 +219,8 @@ impl Store for SqliteStore {
         // Owned, for the blocking thread.
         let (file, doc) = (write.file.clone(), write.doc.to_owned());
         let (epoch, version, keep) = (write.epoch, write.version, write.keep);
-        self.run(move |c| {
+        let writer = self.writer.clone();
+        Self::blocking(move || {
             let write = SnapshotWrite {
                 file: &file,
                 epoch,
@@ -211,7 +228,12 @@ impl Store for SqliteStore {
                 doc: &doc,
                 keep,
             };
-            super::log::snapshot(c, &write)
+            let stored = parts::prepare(&writer, &doc)?;
+            let written = super::log::snapshot(&mut writer.ordinary(), &write, &stored);
+            if let (Err(_), Some(id)) = (&written, stored.parts()) {
+                parts::forget(&writer, id);
+            }
+            written
         })
         .await
     }
