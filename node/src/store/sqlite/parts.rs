@@ -100,11 +100,20 @@ pub(super) fn read(conn: &Connection, doc: String, parts: Option<i64>) -> StoreR
     let Some(id) = parts else {
         return Ok(doc);
     };
+    // Sized first (from the records' headers), so a document of megabytes is not copied
+    // again and again as it grows: loads are promised memory for its size, not twice it.
+    let size: i64 = conn
+        .query_row(
+            "SELECT COALESCE(SUM(octet_length(bytes)), 0) FROM document_parts WHERE document = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .map_err(unavailable)?;
     let mut stmt = conn
         .prepare_cached("SELECT bytes FROM document_parts WHERE document = ?1 ORDER BY part")
         .map_err(unavailable)?;
     let mut rows = stmt.query([id]).map_err(unavailable)?;
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(size.max(0) as usize);
     while let Some(row) = rows.next().map_err(unavailable)? {
         let part = row.get_ref(0).map_err(unavailable)?;
         bytes.extend_from_slice(part.as_blob().map_err(|e| unavailable(e.into()))?);
