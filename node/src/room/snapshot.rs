@@ -99,17 +99,19 @@ pub fn spawn(
                 + log.iter().map(|p| p.ops.len()).sum::<usize>();
             let (version, doc) = crate::lane::run(size, &metrics, move || {
                 let limits = replay_limits();
+                // A stored snapshot that does not parse fails the job: taken as empty, the
+                // snapshot written from it would lose every edit before it.
                 let (after, mut doc) = match base {
-                    Some((v, json)) => (
-                        v,
-                        Document::from_json(json.as_bytes(), &limits).unwrap_or_default(),
-                    ),
+                    Some((v, json)) => (v, Document::from_json(json.as_bytes(), &limits)?),
                     None => (0, Document::new()),
                 };
                 let version = replay(&mut doc, &log, after);
-                (version, doc.to_json())
+                Ok::<_, crate::doc::PatchError>((version, doc.to_json()))
             })
-            .await;
+            .await
+            .map_err(|e| {
+                crate::store::StoreError::Unavailable(format!("the stored snapshot: {e}"))
+            })?;
             store
                 .write_snapshot(&file, epoch, version, &doc, keep)
                 .await?;
@@ -119,4 +121,41 @@ pub fn spawn(
         drop(reservation);
         let _ = room.send(RoomCmd::SnapshotDone(result));
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::conformance::new_file;
+    use crate::store::sqlite::SqliteStore;
+
+    /// A stored snapshot that does not parse fails the job, and nothing is written: taken as
+    /// an empty document, the snapshot written from it would have lost every edit in it.
+    #[tokio::test]
+    async fn an_unreadable_stored_snapshot_fails_the_job_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path()).unwrap());
+        let (_, file) = new_file(store.as_ref()).await;
+        let epoch = store.take_file(&file, 0).await.unwrap().epoch;
+        store
+            .write_snapshot(&file, epoch, 3, "{not a document", 0)
+            .await
+            .unwrap();
+        let memory = crate::memory::MemoryGuard::new(1 << 30);
+        let job = SnapshotJob {
+            file: file.clone(),
+            epoch,
+            keep: 0,
+            reservation: memory.reserve(1).unwrap(),
+        };
+        let (room, mut done) = mpsc::unbounded_channel();
+        spawn(job, store.clone(), crate::metrics::Metrics::new(), room);
+        match done.recv().await {
+            Some(RoomCmd::SnapshotDone(Err(_))) => {}
+            Some(RoomCmd::SnapshotDone(Ok(v))) => panic!("a snapshot of version {v} was written"),
+            _ => panic!("no answer from the job"),
+        }
+        let (stored, _) = store.snapshot_and_tail(&file).await.unwrap();
+        assert_eq!(stored, Some((3, "{not a document".to_owned())));
+    }
 }

@@ -25,18 +25,7 @@ pub(super) fn insert(
     let tx = c
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(unavailable)?;
-    if max_owned < u64::MAX {
-        let owned: i64 = tx
-            .query_row(
-                "SELECT count(*) FROM files WHERE owner = ?1",
-                [r.owner.as_str()],
-                |row| row.get(0),
-            )
-            .map_err(unavailable)?;
-        if owned as u64 >= max_owned {
-            return Err(StoreError::Full);
-        }
-    }
+    room_for(&tx, r, max_owned)?;
     tx.execute(
         "INSERT INTO files (id, owner, name, link, view_key, edit_key, key_generation,
                             epoch, version, created_at, updated_at)
@@ -61,6 +50,32 @@ pub(super) fn insert(
         .map_err(unavailable)?;
     }
     tx.commit().map_err(unavailable)
+}
+
+/// Whether `r` may be made: `Conflict` when its id is taken, `Full` when its owner has
+/// `max_owned` files. Asked again inside the creation's transaction; asked before it too
+/// when a large document would be written first, so a refused creation writes nothing.
+pub(super) fn room_for(c: &Connection, r: &FileRecord, max_owned: u64) -> StoreResult<()> {
+    let taken = c
+        .prepare_cached("SELECT 1 FROM files WHERE id = ?1")
+        .and_then(|mut s| s.exists([r.id.as_str()]))
+        .map_err(unavailable)?;
+    if taken {
+        return Err(StoreError::Conflict);
+    }
+    if max_owned < u64::MAX {
+        let owned: i64 = c
+            .query_row(
+                "SELECT count(*) FROM files WHERE owner = ?1",
+                [r.owner.as_str()],
+                |row| row.get(0),
+            )
+            .map_err(unavailable)?;
+        if owned as u64 >= max_owned {
+            return Err(StoreError::Full);
+        }
+    }
+    Ok(())
 }
 
 /// [`crate::store::Store::files_of`]: newest first.

@@ -8,6 +8,8 @@
 //! in one small transaction of the write that needed them, so a reader sees the old
 //! document or the new, never a mix.
 
+use std::borrow::Cow;
+
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::rows::unavailable;
@@ -17,27 +19,33 @@ use crate::store::{StoreError, StoreResult};
 /// The most of a document one commit writes; a larger one is written in parts.
 pub(super) const PART_BYTES: usize = 64 * 1024;
 
-/// What a `snapshots` row holds in `doc` when its document is in parts: not JSON, so a
-/// node from before parts refuses to open such a file rather than taking it as empty.
-pub(super) const IN_PARTS: &str = "(in document_parts)";
+/// How a `snapshots` row's `doc` begins when its document is in parts, followed by the
+/// document's size: not JSON, so a node from before parts refuses to open such a file
+/// rather than taking it as empty, and the size lets a reader tell a whole document from
+/// one missing its last parts.
+const IN_PARTS: &str = "(in document_parts) ";
 
-/// A document ready for its `snapshots` row: the text itself, or the id of its parts.
+/// A document ready for its `snapshots` row: the text itself, or the id and the size in
+/// bytes of its parts.
 pub(super) enum Stored<'a> {
     Inline(&'a str),
-    Parts(i64),
+    Parts { id: i64, bytes: usize },
 }
 
 impl Stored<'_> {
     /// The row's `doc` and `parts` columns.
-    pub(super) fn columns(&self) -> (&str, Option<i64>) {
+    pub(super) fn columns(&self) -> (Cow<'_, str>, Option<i64>) {
         match self {
-            Stored::Inline(doc) => (doc, None),
-            Stored::Parts(id) => (IN_PARTS, Some(*id)),
+            Stored::Inline(doc) => (Cow::Borrowed(*doc), None),
+            Stored::Parts { id, bytes } => (Cow::Owned(format!("{IN_PARTS}{bytes}")), Some(*id)),
         }
     }
 
     pub(super) fn parts(&self) -> Option<i64> {
-        self.columns().1
+        match self {
+            Stored::Inline(_) => None,
+            Stored::Parts { id, .. } => Some(*id),
+        }
     }
 }
 
@@ -76,7 +84,8 @@ pub(super) fn prepare<'a>(writer: &Writer, doc: &'a str) -> StoreResult<Stored<'
             return Err(unavailable(e));
         }
     }
-    id.map(Stored::Parts)
+    let bytes = doc.len();
+    id.map(|id| Stored::Parts { id, bytes })
         .ok_or_else(|| StoreError::Unavailable("a document in no parts".into()))
 }
 
@@ -100,26 +109,25 @@ pub(super) fn read(conn: &Connection, doc: String, parts: Option<i64>) -> StoreR
     let Some(id) = parts else {
         return Ok(doc);
     };
-    // Sized first (from the records' headers), so a document of megabytes is not copied
-    // again and again as it grows: loads are promised memory for its size, not twice it.
-    let size: i64 = conn
-        .query_row(
-            "SELECT COALESCE(SUM(octet_length(bytes)), 0) FROM document_parts WHERE document = ?1",
-            [id],
-            |r| r.get(0),
-        )
-        .map_err(unavailable)?;
+    // A document missing any part is an error, never a shorter document.
+    let damaged = || StoreError::Unavailable(format!("document parts {id} are damaged"));
+    let size: usize = doc
+        .strip_prefix(IN_PARTS)
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(damaged)?;
     let mut stmt = conn
         .prepare_cached("SELECT bytes FROM document_parts WHERE document = ?1 ORDER BY part")
         .map_err(unavailable)?;
     let mut rows = stmt.query([id]).map_err(unavailable)?;
-    let mut bytes = Vec::with_capacity(size.max(0) as usize);
+    let mut bytes = Vec::with_capacity(size);
     while let Some(row) = rows.next().map_err(unavailable)? {
         let part = row.get_ref(0).map_err(unavailable)?;
         bytes.extend_from_slice(part.as_blob().map_err(|e| unavailable(e.into()))?);
     }
-    String::from_utf8(bytes)
-        .map_err(|_| StoreError::Unavailable(format!("document parts {id} are not UTF-8")))
+    if bytes.len() != size {
+        return Err(damaged());
+    }
+    String::from_utf8(bytes).map_err(|_| damaged())
 }
 
 /// At start, before any write: removes parts that no row names (a write stopped between

@@ -44,6 +44,11 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     if !has_parts {
         conn.execute_batch("ALTER TABLE snapshots ADD COLUMN parts INTEGER;")?;
     }
+    // The rows that name parts, for the sweep below (which reads them all at each start).
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS snapshots_by_parts ON snapshots(parts)
+         WHERE parts IS NOT NULL;",
+    )?;
     super::parts::sweep(conn)?;
     // Server API op ids, by time, to forget expired ones cheaply.
     conn.execute_batch(&super::server::server_ops_index())?;
@@ -110,6 +115,33 @@ fn without_rowid(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store from before documents in parts keeps its snapshots, read as they were, and
+    /// gains the column that names parts.
+    #[test]
+    fn a_store_from_before_parts_keeps_its_snapshots_and_gains_the_column() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE snapshots (file_id TEXT PRIMARY KEY REFERENCES files(id)
+                 ON DELETE CASCADE, version INTEGER NOT NULL, doc TEXT NOT NULL);",
+        )
+        .unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        conn.execute_batch(
+            "INSERT INTO accounts (id, email, email_key, name, password_hash, created_at)
+                 VALUES ('a1', 'a@example.com', 'a@example.com', 'A', 'x', 1);
+             INSERT INTO files (id, owner, name, link, view_key, edit_key, created_at,
+                 updated_at) VALUES ('f1', 'a1', 'File', 'none', 'v', 'e', 1, 1);
+             INSERT INTO snapshots VALUES ('f1', 4, '{\"n\":{}}');",
+        )
+        .unwrap();
+        assert!(conn.prepare("SELECT parts FROM snapshots").is_err());
+        migrate(&conn).unwrap();
+        migrate(&conn).expect("each step is idempotent");
+        let file = crate::ids::FileId::parse("f1").unwrap();
+        let snapshot = super::super::rows::read_snapshot(&conn, &file).unwrap();
+        assert_eq!(snapshot, Some((4, r#"{"n":{}}"#.to_owned())));
+    }
 
     #[test]
     fn a_store_from_before_version_sizes_gains_them() {

@@ -120,6 +120,11 @@ impl Store for SqliteStore {
         max_owned: u64,
     ) -> StoreResult<()> {
         let (r, writer) = (record.clone(), self.writer.clone());
+        if doc.as_ref().is_some_and(|d| d.len() > parts::PART_BYTES) {
+            let r = r.clone();
+            self.read(move |c| super::files::room_for(c, &r, max_owned))
+                .await?;
+        }
         Self::blocking(move || {
             let doc = doc
                 .as_deref()

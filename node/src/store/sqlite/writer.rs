@@ -59,9 +59,15 @@ impl Writer {
 
     /// The connection for a journal commit, ahead of other writes that wait.
     pub(super) fn urgent(&self) -> Writing<'_> {
-        let mut gate = lock(&self.gate);
-        gate.urgent += 1;
-        let mut gate = self.wait(gate, |g| g.busy);
+        self.urgent_noting(|| {})
+    }
+
+    /// As [`Writer::urgent`], calling `noted` once the commit counts as waiting, before it
+    /// waits (tests look at what the writer has done by then).
+    pub(super) fn urgent_noting(&self, noted: impl FnOnce()) -> Writing<'_> {
+        lock(&self.gate).urgent += 1;
+        noted();
+        let mut gate = self.wait(lock(&self.gate), |g| g.busy);
         gate.urgent -= 1;
         self.take(gate)
     }
