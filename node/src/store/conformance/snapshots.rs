@@ -70,7 +70,8 @@ pub async fn snapshots_never_go_back_and_trim_the_log(store: &dyn Store) {
 }
 
 /// A deleted file takes its snapshot, log and client ops with it; its writers get
-/// `NotFound`; a new file under the same id starts empty.
+/// `NotFound`; a new file under the same id starts empty, and above the deleted file's
+/// epoch, so those writers stay fenced from it.
 pub async fn deleted_file_is_gone_everywhere(store: &dyn Store) {
     let owner = account(store).await;
     let r = record(&owner.id, 1_000);
@@ -99,7 +100,23 @@ pub async fn deleted_file_is_gone_everywhere(store: &dyn Store) {
     assert_eq!(tail(store, &r.id).await, (None, vec![]));
 
     store.create_file(&r, None).await.expect("recreate");
+    // Writers of the deleted file that are still finishing name its epoch: the new file
+    // starts above every epoch a deleted file had, so they are fenced, before its first
+    // take and after.
+    assert_err!(
+        store.write_snapshot(&r.id, epoch, 9, "doc9", 0).await,
+        StoreError::Fenced
+    );
+    assert_err!(
+        append_one(store, &r.id, epoch, patches(1, 1, 1)).await,
+        StoreError::Fenced
+    );
     let t = store.take_file(&r.id, 1_000).await.expect("take");
+    assert!(t.epoch > epoch, "epoch {} again after {epoch}", t.epoch);
+    assert_err!(
+        store.write_snapshot(&r.id, epoch, 9, "doc9", 0).await,
+        StoreError::Fenced
+    );
     assert_eq!(t.record.version, 0);
     assert_eq!(t.snapshot, None);
     assert!(t.log.is_empty());

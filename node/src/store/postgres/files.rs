@@ -38,7 +38,8 @@ impl PgStore {
             &tx,
             "INSERT INTO files (id, owner, name, link, view_key, edit_key, key_generation,
                                     epoch, version, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, 0, 0, 0, $7, $7)",
+                 VALUES ($1, $2, $3, $4, $5, $6, 0,
+                         (SELECT epoch + 1 FROM epoch_floor), 0, $7, $7)",
         )
         .await?;
         tx.execute(

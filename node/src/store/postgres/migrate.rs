@@ -34,6 +34,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         7,
         include_str!("../../../migrations/postgres/0007_version_doc_bytes.sql"),
     ),
+    (
+        8,
+        include_str!("../../../migrations/postgres/0008_epoch_floor.sql"),
+    ),
 ];
 
 /// Advisory lock key that serialises migrations between nodes starting together

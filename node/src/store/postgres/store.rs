@@ -167,7 +167,13 @@ impl Store for PgStore {
     }
 
     async fn delete_file(&self, id: &FileId) -> StoreResult<()> {
-        let sql = "DELETE FROM files WHERE id = $1";
+        // The file's epoch raises the floor of later files' epochs (0008_epoch_floor.sql),
+        // in the same statement.
+        let sql = "WITH gone AS (DELETE FROM files WHERE id = $1 RETURNING epoch),
+                        raised AS (UPDATE epoch_floor
+                                   SET epoch = GREATEST(epoch, (SELECT epoch FROM gone))
+                                   WHERE EXISTS (SELECT 1 FROM gone))
+                   SELECT 1 FROM gone";
         match self.execute(sql, &[&id.as_str()], unavailable).await? {
             0 => Err(StoreError::NotFound),
             _ => Ok(()),

@@ -29,7 +29,7 @@ pub(super) fn insert(
     tx.execute(
         "INSERT INTO files (id, owner, name, link, view_key, edit_key, key_generation,
                             epoch, version, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 0, ?7, ?7)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, (SELECT epoch + 1 FROM epoch_floor), 0, ?7, ?7)",
         params![
             r.id.as_str(),
             r.owner.as_str(),

@@ -37,6 +37,15 @@ CREATE TABLE IF NOT EXISTS files (
 );
 CREATE INDEX IF NOT EXISTS files_by_owner ON files(owner, updated_at);
 
+-- The highest epoch a deleted file had. A file made later starts above it, since an id may
+-- be made again (the server API chooses ids): a room or a snapshot job of the deleted file
+-- that is still finishing can never pass the new file's fence.
+CREATE TABLE IF NOT EXISTS epoch_floor (
+    one   INTEGER PRIMARY KEY CHECK (one = 1),
+    epoch INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO epoch_floor (one, epoch) VALUES (1, 0);
+
 -- One snapshot per file: the latest. A document over 64 KiB is kept in `document_parts`
 -- under the id in `parts` (and `doc` holds a marker that is not JSON); stores made before
 -- parts gain the column in SqliteStore::open.

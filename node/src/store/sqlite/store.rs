@@ -169,6 +169,13 @@ impl Store for SqliteStore {
             if let Some(parts) = parts::named(&tx, id.as_str())? {
                 parts::remove(&tx, parts)?;
             }
+            // Later files start above its epoch (schema.sql, `epoch_floor`).
+            tx.execute(
+                "UPDATE epoch_floor SET epoch =
+                   MAX(epoch, COALESCE((SELECT epoch FROM files WHERE id = ?1), 0))",
+                [id.as_str()],
+            )
+            .map_err(unavailable)?;
             let n = tx
                 .execute("DELETE FROM files WHERE id = ?1", [id.as_str()])
                 .map_err(unavailable)?;
