@@ -14,11 +14,16 @@ pub(super) struct Writer {
     turn: Condvar,
 }
 
-/// Who holds the connection, and how many journal commits wait for it.
+/// Who holds the connection, how many journal commits wait for it, and the turns of other
+/// writes: they go in the order they asked, so a write in many short turns (a large
+/// document's parts) cannot take the next turn again and again ahead of one that waits.
 #[derive(Default)]
 struct Gate {
     busy: bool,
     urgent: usize,
+    /// Turns given out to other writes, and turns they have taken.
+    issued: u64,
+    served: u64,
 }
 
 /// The connection while one write holds it; the next waiting write goes on drop.
@@ -72,9 +77,25 @@ impl Writer {
         self.take(gate)
     }
 
-    /// The connection for any other write, once no journal commit waits for it.
+    /// The connection for any other write, once no journal commit waits for it and every
+    /// other write that asked before has had its turn.
     pub(super) fn ordinary(&self) -> Writing<'_> {
-        let gate = self.wait(lock(&self.gate), |g| g.busy || g.urgent > 0);
+        self.ordinary_noting(|| {})
+    }
+
+    /// As [`Writer::ordinary`], calling `noted` once the write has its place in line,
+    /// before it waits (tests look at what other writes have done by then).
+    pub(super) fn ordinary_noting(&self, noted: impl FnOnce()) -> Writing<'_> {
+        let turn = {
+            let mut gate = lock(&self.gate);
+            gate.issued += 1;
+            gate.issued - 1
+        };
+        noted();
+        let mut gate = self.wait(lock(&self.gate), |g| {
+            g.busy || g.urgent > 0 || g.served != turn
+        });
+        gate.served += 1;
         self.take(gate)
     }
 
