@@ -240,11 +240,21 @@ async fn one_holder_each(
                 kept += 1;
             }
             Err(CoordinatorError::Lost) => {
-                let taken = acquired("b takes", b, &lease.file, &node_b)
-                    .await
-                    .unwrap_or_else(|e| {
-                        panic!("a lost {} yet b cannot take it: {e:?}", lease.file)
-                    });
+                // a lost it when its own view saw its membership lapse; b's view of a may
+                // lag behind and still answer `Held` by a (a no longer writes, so there is
+                // one holder or none): b must take it within the same time.
+                let start = Instant::now();
+                let taken = loop {
+                    match acquired("b takes", b, &lease.file, &node_b).await {
+                        Err(CoordinatorError::Held { ref holder })
+                            if *holder == node_a && start.elapsed() < BACK_WITHIN =>
+                        {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                        other => break other,
+                    }
+                }
+                .unwrap_or_else(|e| panic!("a lost {} yet b cannot take it: {e:?}", lease.file));
                 assert!(
                     taken.epoch > lease.epoch,
                     "{}: epoch went from {} to {}",

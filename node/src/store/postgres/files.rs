@@ -56,6 +56,17 @@ impl PgStore {
         )
         .await
         .map_err(insert_error)?;
+        // Again now: the insert read the floor as its statement began, and a delete of this
+        // id still committing then (its row gone, the insert waiting on it) raises the floor
+        // only as it commits. This statement reads it after.
+        let floor = prepare(
+            &tx,
+            "UPDATE files SET epoch = (SELECT epoch + 1 FROM epoch_floor) WHERE id = $1",
+        )
+        .await?;
+        tx.execute(&floor, &[&record.id.as_str()])
+            .await
+            .map_err(unavailable)?;
         if let Some(doc) = doc {
             let snapshot = prepare(
                 &tx,

@@ -92,3 +92,48 @@ async fn racing_takeovers_get_distinct_epochs() {
     let first = epochs[0];
     assert_eq!(epochs, (first..first + 16).collect::<Vec<_>>());
 }
+
+/// A file made again under an id whose delete is still committing (on another node) starts
+/// above the deleted file's epoch: the creation waits for the delete, then reads the floor
+/// the delete raised.
+#[tokio::test]
+async fn an_id_made_again_during_its_delete_starts_above_the_deleted_epoch() {
+    let db = TestDb::create().await;
+    let store = Arc::new(PgStore::connect(&db.url, 4).await.expect("store"));
+    let owner = crate::store::conformance::new_file(store.as_ref()).await.0;
+    let r = crate::store::conformance::record(&owner.id, 1);
+    store.create_file(&r, None).await.expect("create");
+    let mut deleted = 0;
+    for _ in 0..3 {
+        deleted = store.take_file(&r.id, 0).await.expect("take").epoch;
+    }
+    // The delete as another node runs it, held open.
+    let (mut raw, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .expect("a connection of the test's own");
+    tokio::spawn(connection);
+    let tx = raw.transaction().await.expect("begin");
+    tx.execute(
+        "WITH gone AS (DELETE FROM files WHERE id = $1 RETURNING epoch)
+         UPDATE epoch_floor SET epoch = GREATEST(epoch, (SELECT epoch FROM gone))",
+        &[&r.id.as_str()],
+    )
+    .await
+    .expect("delete");
+    let made = {
+        let (store, r) = (store.clone(), r.clone());
+        tokio::spawn(async move { store.create_file(&r, None).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !made.is_finished(),
+        "the creation did not wait for the delete"
+    );
+    tx.commit().await.expect("the delete commits");
+    made.await.expect("task").expect("made again");
+    let epoch = store.take_file(&r.id, 0).await.expect("take").epoch;
+    assert!(
+        epoch > deleted + 1,
+        "epoch {epoch} after the deleted file's {deleted}"
+    );
+}
