@@ -2,8 +2,8 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::parts::{self, Stored};
-use super::rows::{read_file, read_log_from, read_snapshot, unavailable};
+use super::parts::{self, read_snapshot, Stored};
+use super::rows::{read_file, read_log_from, unavailable};
 use crate::ids::FileId;
 use crate::store::{SnapshotAndLog, SnapshotWrite, StoreError, StoreResult, TakenFile};
 

@@ -14,6 +14,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::rows::unavailable;
 use super::writer::Writer;
+use crate::ids::FileId;
 use crate::store::{StoreError, StoreResult};
 
 /// The most of a document one commit writes; a larger one is written in parts.
@@ -102,6 +103,25 @@ pub(super) fn remove(conn: &Connection, id: i64) -> StoreResult<()> {
     conn.execute("DELETE FROM document_parts WHERE document = ?1", [id])
         .map(drop)
         .map_err(unavailable)
+}
+
+/// A file's snapshot, its document read whole from its parts when it has them (call it
+/// inside the transaction that reads the log after it: the row and its parts are then of
+/// one moment).
+pub(super) fn read_snapshot(conn: &Connection, id: &FileId) -> StoreResult<Option<(u64, String)>> {
+    let row = conn
+        .query_row(
+            "SELECT version, doc, parts FROM snapshots WHERE file_id = ?1",
+            [id.as_str()],
+            |r| {
+                let (version, doc, parts) = (r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?);
+                Ok((version as u64, doc, parts))
+            },
+        )
+        .optional()
+        .map_err(unavailable)?;
+    row.map(|(version, doc, parts)| Ok((version, read(conn, doc, parts)?)))
+        .transpose()
 }
 
 /// The document named by a row's `doc` and `parts`, read whole.

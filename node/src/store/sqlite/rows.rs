@@ -61,25 +61,6 @@ pub(super) fn read_file(conn: &Connection, id: &FileId) -> StoreResult<FileRecor
     found(conn, &sql, [id.as_str()], |r| file_from(r, 0))
 }
 
-/// A file's snapshot, its document read whole from its parts when it has them (call it
-/// inside the transaction that reads the log after it: the row and its parts are then of
-/// one moment).
-pub(super) fn read_snapshot(conn: &Connection, id: &FileId) -> StoreResult<Option<(u64, String)>> {
-    let row = conn
-        .query_row(
-            "SELECT version, doc, parts FROM snapshots WHERE file_id = ?1",
-            [id.as_str()],
-            |r| {
-                let (version, doc, parts) = (r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?);
-                Ok((version as u64, doc, parts))
-            },
-        )
-        .optional()
-        .map_err(unavailable)?;
-    row.map(|(version, doc, parts)| Ok((version, super::parts::read(conn, doc, parts)?)))
-        .transpose()
-}
-
 pub(super) fn read_log_from(
     conn: &Connection,
     id: &FileId,

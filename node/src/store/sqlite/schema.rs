@@ -139,7 +139,7 @@ mod tests {
         migrate(&conn).unwrap();
         migrate(&conn).expect("each step is idempotent");
         let file = crate::ids::FileId::parse("f1").unwrap();
-        let snapshot = super::super::rows::read_snapshot(&conn, &file).unwrap();
+        let snapshot = super::super::parts::read_snapshot(&conn, &file).unwrap();
         assert_eq!(snapshot, Some((4, r#"{"n":{}}"#.to_owned())));
     }
 
