@@ -65,9 +65,20 @@ pub(super) async fn write_doc(
     version: u64,
     keep: u64,
 ) {
-    let doc = format!("doc{version}");
+    write_doc_text(store, file, epoch, version, &format!("doc{version}"), keep).await;
+}
+
+/// Writes `doc` as the file's snapshot at `version`, keeping `keep` patches behind it.
+pub(super) async fn write_doc_text(
+    store: &dyn Store,
+    file: &FileId,
+    epoch: u64,
+    version: u64,
+    doc: &str,
+    keep: u64,
+) {
     store
-        .write_snapshot(file, epoch, version, &doc, keep)
+        .write_snapshot(file, epoch, version, doc, keep)
         .await
         .unwrap_or_else(|e| panic!("snapshot {version}: {e}"));
 }

@@ -3,7 +3,7 @@
 
 use super::support::{
     account, append_one, assert_err, assert_same_log, file_with_log, op, patch, patches, record,
-    take, versions, write_doc,
+    take, versions, write_doc, write_doc_text,
 };
 use crate::ids::FileId;
 use crate::store::{Holder, Store, StoreError};
@@ -163,7 +163,7 @@ pub async fn large_documents_round_trip(store: &dyn Store) {
         .expect("append");
 
     let third = large_doc(3, 200_001);
-    write_doc_text(store, &r.id, t.epoch, 3, &third).await;
+    write_doc_text(store, &r.id, t.epoch, 3, &third, 0).await;
     assert_eq!(
         tail(store, &r.id).await,
         (Some((3, third.clone())), vec![4])
@@ -173,7 +173,7 @@ pub async fn large_documents_round_trip(store: &dyn Store) {
     assert!(around(stored), "{stored} stored for {}", third.len());
 
     // Not newer: nothing replaced, nothing more stored.
-    write_doc_text(store, &r.id, t.epoch, 2, &large_doc(2, 250_000)).await;
+    write_doc_text(store, &r.id, t.epoch, 2, &large_doc(2, 250_000), 0).await;
     assert_eq!(tail(store, &r.id).await.0, Some((3, third.clone())));
     assert_eq!(store.stored_bytes(&of_owner).await.unwrap(), stored);
     // Of an epoch before the file's latest take: refused, nothing replaced.
@@ -188,26 +188,19 @@ pub async fn large_documents_round_trip(store: &dyn Store) {
     assert_eq!(store.stored_bytes(&of_owner).await.unwrap(), stored);
 
     // A small document after a large one, then a large one again.
-    write_doc_text(store, &r.id, epoch, 4, "{}").await;
+    write_doc_text(store, &r.id, epoch, 4, "{}", 0).await;
     assert_eq!(tail(store, &r.id).await, (Some((4, "{}".into())), vec![]));
     assert!(store.stored_bytes(&of_owner).await.unwrap() < 10_000);
     let fifth = large_doc(5, 100_000);
     append_one(store, &r.id, epoch, patches(5, 5, 1))
         .await
         .expect("append");
-    write_doc_text(store, &r.id, epoch, 5, &fifth).await;
+    write_doc_text(store, &r.id, epoch, 5, &fifth, 0).await;
     assert_eq!(tail(store, &r.id).await.0, Some((5, fifth)));
 
     store.delete_file(&r.id).await.expect("delete");
     assert_eq!(tail(store, &r.id).await, (None, vec![]));
     assert_eq!(store.stored_bytes(&of_owner).await.unwrap(), 0);
-}
-
-async fn write_doc_text(store: &dyn Store, file: &FileId, epoch: u64, version: u64, doc: &str) {
-    store
-        .write_snapshot(file, epoch, version, doc, 0)
-        .await
-        .expect("write snapshot");
 }
 
 pub async fn ping_answers(store: &dyn Store) {

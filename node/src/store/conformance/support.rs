@@ -2,6 +2,7 @@
 
 pub(super) use super::logs::{
     append_one, assert_same_log, batch, client, file_append, patch, patches, versions, write_doc,
+    write_doc_text,
 };
 use crate::ids::{random_string, AccountId, FileId};
 use crate::store::{Account, FileRecord, LinkAccess, Store};

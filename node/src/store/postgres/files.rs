@@ -38,8 +38,7 @@ impl PgStore {
             &tx,
             "INSERT INTO files (id, owner, name, link, view_key, edit_key, key_generation,
                                     epoch, version, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, 0,
-                         (SELECT epoch + 1 FROM epoch_floor), 0, $7, $7)",
+                 VALUES ($1, $2, $3, $4, $5, $6, 0, 0, 0, $7, $7)",
         )
         .await?;
         tx.execute(
@@ -56,9 +55,10 @@ impl PgStore {
         )
         .await
         .map_err(insert_error)?;
-        // Again now: the insert read the floor as its statement began, and a delete of this
-        // id still committing then (its row gone, the insert waiting on it) raises the floor
-        // only as it commits. This statement reads it after.
+        // The epoch, one above the floor (0008_epoch_floor.sql), in a statement after the
+        // insert: a delete of this id still committing as the insert began (its row gone,
+        // the insert waiting on it) raises the floor only as it commits, and a statement's
+        // reads are of the moment it starts.
         let floor = prepare(
             &tx,
             "UPDATE files SET epoch = (SELECT epoch + 1 FROM epoch_floor) WHERE id = $1",

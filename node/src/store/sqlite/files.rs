@@ -25,7 +25,8 @@ pub(super) fn insert(
     let tx = c
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(unavailable)?;
-    room_for(&tx, r, max_owned)?;
+    // A taken id is the insert's own uniqueness error below.
+    owner_has_room(&tx, r, max_owned)?;
     tx.execute(
         "INSERT INTO files (id, owner, name, link, view_key, edit_key, key_generation,
                             epoch, version, created_at, updated_at)
@@ -53,8 +54,8 @@ pub(super) fn insert(
 }
 
 /// Whether `r` may be made: `Conflict` when its id is taken, `Full` when its owner has
-/// `max_owned` files. Asked again inside the creation's transaction; asked before it too
-/// when a large document would be written first, so a refused creation writes nothing.
+/// `max_owned` files. Asked before a large document is written, so a refused creation
+/// writes nothing; the creation's transaction asks again.
 pub(super) fn room_for(c: &Connection, r: &FileRecord, max_owned: u64) -> StoreResult<()> {
     let taken = c
         .prepare_cached("SELECT 1 FROM files WHERE id = ?1")
@@ -63,17 +64,23 @@ pub(super) fn room_for(c: &Connection, r: &FileRecord, max_owned: u64) -> StoreR
     if taken {
         return Err(StoreError::Conflict);
     }
-    if max_owned < u64::MAX {
-        let owned: i64 = c
-            .query_row(
-                "SELECT count(*) FROM files WHERE owner = ?1",
-                [r.owner.as_str()],
-                |row| row.get(0),
-            )
-            .map_err(unavailable)?;
-        if owned as u64 >= max_owned {
-            return Err(StoreError::Full);
-        }
+    owner_has_room(c, r, max_owned)
+}
+
+/// `Full` when `r`'s owner already has `max_owned` files.
+fn owner_has_room(c: &Connection, r: &FileRecord, max_owned: u64) -> StoreResult<()> {
+    if max_owned == u64::MAX {
+        return Ok(());
+    }
+    let owned: i64 = c
+        .query_row(
+            "SELECT count(*) FROM files WHERE owner = ?1",
+            [r.owner.as_str()],
+            |row| row.get(0),
+        )
+        .map_err(unavailable)?;
+    if owned as u64 >= max_owned {
+        return Err(StoreError::Full);
     }
     Ok(())
 }

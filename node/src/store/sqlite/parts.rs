@@ -50,10 +50,15 @@ impl Stored<'_> {
     }
 }
 
+/// Whether `doc` is written in parts.
+pub(super) fn in_parts(doc: &str) -> bool {
+    doc.len() > PART_BYTES
+}
+
 /// Makes `doc` ready for a row: a small one as it is, a large one written in parts first,
 /// each part a commit that waits its turn behind the journal's.
 pub(super) fn prepare<'a>(writer: &Writer, doc: &'a str) -> StoreResult<Stored<'a>> {
-    if doc.len() <= PART_BYTES {
+    if !in_parts(doc) {
         return Ok(Stored::Inline(doc));
     }
     let mut id = None;

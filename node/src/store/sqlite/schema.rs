@@ -8,42 +8,23 @@ pub(super) const SCHEMA: &str = include_str!("schema.sql");
 pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     // Sessions gained an expiry: older ones get the default lifetime (30 days)
     // from their creation.
-    let has_expiry = conn
-        .prepare("SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'expires_at'")?
-        .exists([])?;
-    if !has_expiry {
-        conn.execute_batch(
-            "ALTER TABLE sessions ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;",
-        )?;
-    }
+    add_column(conn, "sessions", "expires_at", "INTEGER NOT NULL DEFAULT 0")?;
     // Files gained the setting that lets viewers see their history.
-    let has_history_setting = conn
-        .prepare("SELECT 1 FROM pragma_table_info('files') WHERE name = 'viewers_see_history'")?
-        .exists([])?;
-    if !has_history_setting {
-        conn.execute_batch(
-            "ALTER TABLE files ADD COLUMN viewers_see_history INTEGER NOT NULL DEFAULT 0;",
-        )?;
-    }
+    add_column(
+        conn,
+        "files",
+        "viewers_see_history",
+        "INTEGER NOT NULL DEFAULT 0",
+    )?;
     // Versions gained their document's size, so work on one reserves what it takes.
-    let has_doc_bytes = conn
-        .prepare("SELECT 1 FROM pragma_table_info('versions') WHERE name = 'doc_bytes'")?
-        .exists([])?;
-    if !has_doc_bytes {
-        conn.execute_batch("ALTER TABLE versions ADD COLUMN doc_bytes INTEGER;")?;
-    }
+    add_column(conn, "versions", "doc_bytes", "INTEGER")?;
     conn.execute_batch(
         "UPDATE sessions SET expires_at = created_at + 2592000000 WHERE expires_at = 0;
          CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions(expires_at);
          CREATE INDEX IF NOT EXISTS sessions_by_account ON sessions(account_id);",
     )?;
     // Snapshots gained large documents in parts.
-    let has_parts = conn
-        .prepare("SELECT 1 FROM pragma_table_info('snapshots') WHERE name = 'parts'")?
-        .exists([])?;
-    if !has_parts {
-        conn.execute_batch("ALTER TABLE snapshots ADD COLUMN parts INTEGER;")?;
-    }
+    add_column(conn, "snapshots", "parts", "INTEGER")?;
     // The rows that name parts, for the sweep below (which reads them all at each start).
     conn.execute_batch(
         "CREATE INDEX IF NOT EXISTS snapshots_by_parts ON snapshots(parts)
@@ -54,6 +35,24 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(&super::server::server_ops_index())?;
     for table in ROWID_TABLES {
         give_rowids(conn, table)?;
+    }
+    Ok(())
+}
+
+/// Adds `column` to `table` as `declaration` unless a store made it already.
+fn add_column(
+    conn: &Connection,
+    table: &str,
+    column: &str,
+    declaration: &str,
+) -> rusqlite::Result<()> {
+    let has = conn
+        .prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?
+        .exists([table, column])?;
+    if !has {
+        conn.execute_batch(&format!(
+            "ALTER TABLE {table} ADD COLUMN {column} {declaration};"
+        ))?;
     }
     Ok(())
 }

@@ -120,7 +120,7 @@ impl Store for SqliteStore {
         max_owned: u64,
     ) -> StoreResult<()> {
         let (r, writer) = (record.clone(), self.writer.clone());
-        if doc.as_ref().is_some_and(|d| d.len() > parts::PART_BYTES) {
+        if doc.as_deref().is_some_and(parts::in_parts) {
             let r = r.clone();
             self.read(move |c| super::files::room_for(c, &r, max_owned))
                 .await?;
