@@ -12,15 +12,12 @@ fn immediate(c: &mut Connection) -> StoreResult<Transaction<'_>> {
         .map_err(unavailable)
 }
 
-/// [`crate::store::Store::take_file`].
-pub(super) fn take(
-    c: &mut Connection,
-    id: &FileId,
-    behind: u64,
-    behind_bytes: u64,
-) -> StoreResult<TakenFile> {
+/// The first half of [`crate::store::Store::take_file`]: raises the file's epoch, in a
+/// transaction of its own. Nothing is read before the epoch is ours, and once it is,
+/// nothing older can change the file (every write is fenced on it), so the rest is read
+/// on a reader ([`read_taken`]) and no room's commit waits for a large file's opening.
+pub(super) fn raise_epoch(c: &mut Connection, id: &FileId) -> StoreResult<u64> {
     let tx = immediate(c)?;
-    // The fence first: nothing is read before the epoch is ours.
     let epoch: i64 = tx
         .query_row(
             "UPDATE files SET epoch = epoch + 1 WHERE id = ?1 RETURNING epoch",
@@ -30,15 +27,30 @@ pub(super) fn take(
         .optional()
         .map_err(unavailable)?
         .ok_or(StoreError::NotFound)?;
+    tx.commit().map_err(unavailable)?;
+    Ok(epoch as u64)
+}
+
+/// The second half of [`crate::store::Store::take_file`], after [`raise_epoch`]: the
+/// file's row, snapshot and log, in one read transaction. Should another take raise the
+/// epoch meanwhile, what is read is still durable and whole, and this holder's appends are
+/// fenced.
+pub(super) fn read_taken(
+    c: &mut Connection,
+    id: &FileId,
+    epoch: u64,
+    behind: u64,
+    behind_bytes: u64,
+) -> StoreResult<TakenFile> {
+    let tx = c.transaction().map_err(unavailable)?;
     let record = read_file(&tx, id)?;
     let snapshot = read_snapshot(&tx, id)?;
     let base = snapshot.as_ref().map_or(0, |s| s.0);
     let from = first_behind(&tx, id, base, behind, behind_bytes)?;
     let log = read_log_from(&tx, id, from)?;
-    tx.commit().map_err(unavailable)?;
     Ok(TakenFile {
         record,
-        epoch: epoch as u64,
+        epoch,
         snapshot,
         log,
     })
@@ -143,3 +155,6 @@ pub(super) fn tail(c: &mut Connection, file: &FileId) -> StoreResult<SnapshotAnd
     let log = read_log_from(&tx, file, base + 1)?;
     Ok((snapshot, log))
 }
+
+#[cfg(test)]
+mod tests;

@@ -193,8 +193,12 @@ impl Store for SqliteStore {
         behind: u64,
         behind_bytes: u64,
     ) -> StoreResult<TakenFile> {
+        let taking = id.clone();
+        let epoch = self
+            .run(move |c| super::log::raise_epoch(c, &taking))
+            .await?;
         let id = id.clone();
-        self.run(move |c| super::log::take(c, &id, behind, behind_bytes))
+        self.read(move |c| super::log::read_taken(c, &id, epoch, behind, behind_bytes))
             .await
     }
 
