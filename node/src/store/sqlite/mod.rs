@@ -19,7 +19,7 @@ mod writer;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -36,7 +36,7 @@ const READERS: usize = 2;
 pub struct SqliteStore {
     /// The one connection that writes.
     writer: Arc<Writer>,
-    readers: Vec<Arc<Mutex<Connection>>>,
+    readers: Arc<[Mutex<Connection>]>,
     next_reader: AtomicUsize,
     /// The checkpoint thread stops once this is dropped with the store.
     _checkpoints: Arc<()>,
@@ -80,9 +80,9 @@ impl SqliteStore {
                 reader
                     .execute_batch("PRAGMA busy_timeout = 5000;")
                     .map_err(unavailable)?;
-                Ok(Arc::new(Mutex::new(reader)))
+                Ok(Mutex::new(reader))
             })
-            .collect::<StoreResult<Vec<_>>>()?;
+            .collect::<StoreResult<Arc<[_]>>>()?;
         let checkpointer = Connection::open(&path).map_err(unavailable)?;
         checkpointer
             .execute_batch("PRAGMA busy_timeout = 5000;")
@@ -118,9 +118,8 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
-        let i = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
-        let reader = self.readers[i].clone();
-        Self::blocking(move || f(&mut lock(&reader))).await
+        let (readers, first) = (self.readers.clone(), self.next_reader());
+        Self::blocking(move || f(&mut idle_reader(&readers, first))).await
     }
 
     /// Runs a read-only `f` that reads whole stored documents (version rows) on threads of
@@ -137,14 +136,13 @@ impl SqliteStore {
             std::sync::OnceLock::new();
         let threads = BULK
             .get_or_init(|| crate::lane::niced_threads("atrium-sqlite-bulk", crate::lane::width()));
-        let i = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
-        let reader = self.readers[i].clone();
+        let (readers, first) = (self.readers.clone(), self.next_reader());
         let (done, answer) = tokio::sync::oneshot::channel();
         threads
             .send(Box::new(move || {
                 // A panic is this read's failure, not the end of the thread.
                 let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    f(&mut lock(&reader))
+                    f(&mut idle_reader(&readers, first))
                 }));
                 let _ = done.send(read.unwrap_or_else(|_| {
                     Err(StoreError::Unavailable("a bulk read panicked".into()))
@@ -156,6 +154,11 @@ impl SqliteStore {
             .map_err(|_| StoreError::Unavailable("a bulk read was lost".into()))?
     }
 
+    /// The reader to try first, in turn.
+    fn next_reader(&self) -> usize {
+        self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len()
+    }
+
     async fn blocking<T, F>(f: F) -> StoreResult<T>
     where
         T: Send + 'static,
@@ -165,6 +168,20 @@ impl SqliteStore {
             .await
             .map_err(|e| StoreError::Unavailable(e.to_string()))?
     }
+}
+
+/// A reader nobody is using, trying `first` first; when all are busy, `first` once it is
+/// free. A room's opening or a version's read can hold a reader for a large file's
+/// megabytes, and a hello's lookup should not wait behind it while another reader idles.
+fn idle_reader(readers: &[Mutex<Connection>], first: usize) -> MutexGuard<'_, Connection> {
+    let n = readers.len();
+    (0..n)
+        .find_map(|k| match readers[(first + k) % n].try_lock() {
+            Ok(conn) => Some(conn),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        })
+        .unwrap_or_else(|| lock(&readers[first]))
 }
 
 #[cfg(test)]
@@ -196,5 +213,30 @@ mod tests {
             7,
             "the threads go on"
         );
+    }
+
+    /// A read takes a reader nobody is using: one reader held for a long read (a large
+    /// file's opening, a version) does not make every other read that is handed it wait.
+    #[tokio::test]
+    #[allow(clippy::await_holding_lock)] // the held reader is the point: reads go elsewhere
+    async fn a_read_takes_a_reader_nobody_is_using() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let busy = lock(&store.readers[0]);
+        for n in 0..4 {
+            let one = store.read(|c| {
+                c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
+                    .map_err(unavailable)
+            });
+            let read = tokio::time::timeout(std::time::Duration::from_secs(5), one).await;
+            assert_eq!(
+                read.expect("a read waited for a busy reader").unwrap(),
+                1,
+                "read {n}"
+            );
+        }
+        drop(busy);
+        let bulk = store.read_bulk(|_| Ok(2));
+        assert_eq!(bulk.await.unwrap(), 2);
     }
 }
