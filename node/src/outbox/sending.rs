@@ -37,6 +37,11 @@ impl Outbox {
         if self.shared.held.load(Ordering::Acquire) {
             let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(waiting) = gate.as_mut() {
+                // Behind a welcome that was refused: nothing goes out before the close.
+                if self.is_closing() {
+                    self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
+                    return false;
+                }
                 waiting.push(out);
                 return true;
             }
@@ -87,9 +92,9 @@ impl Outbox {
     }
 
     /// Sends `first` (a welcome, possibly large), then everything held behind it. A welcome
-    /// that cannot be sent (the socket closes 1013) takes what was held with it: nothing may
-    /// reach a client before its welcome (the seventh review saw `presences` and `join`
-    /// arrive ahead of such a close).
+    /// that cannot be sent (the socket closes 1013) takes what was held with it, and what
+    /// comes after: nothing may reach a client before its welcome (the seventh review saw
+    /// `presences` and `join` arrive ahead of such a close).
     pub fn open_with(&self, first: Msg, budget: &Arc<Budget>) -> bool {
         let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
         let mut ok = self.push_welcome(first, budget);
@@ -102,7 +107,14 @@ impl Outbox {
                 self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
             }
         }
-        self.shared.held.store(false, Ordering::Release);
+        if ok {
+            self.shared.held.store(false, Ordering::Release);
+        } else {
+            // The gate stays shut: what the room sends before it drops this socket would
+            // otherwise reach the client ahead of the close (the twentieth review saw a
+            // `join` before a 1013), with no welcome before it.
+            *gate = Some(Vec::new());
+        }
         ok
     }
 

@@ -2,6 +2,8 @@
 //! view-key sockets with small receive buffers held 10.8 MB welcomes, pinging to stay
 //! alive, and every join to any large file on the node was closed 1013 while they held).
 
+use std::collections::VecDeque;
+
 use super::*;
 
 /// A file of about 7.8 MB, its link set to `view`: its id and view key.
@@ -219,6 +221,118 @@ async fn unread_welcomes_of_many_addresses_make_way() {
         "owner_welcomed_in_ms": started.elapsed().as_millis(), "owner_refusals": refusals,
         "holders_closed_4008": made_way,
     }));
+    owner.close().await;
+}
+
+/// The first frame the node began to send `raw`, looked at without reading it: its first
+/// two bytes (a large welcome is a text frame with a 64-bit length: `[0x81, 0x7f]`), or
+/// `None` while they have not come (an empty pair once the connection ended).
+async fn first_frame(raw: &Raw) -> Option<[u8; 2]> {
+    if raw.buf.len() >= 2 {
+        return Some([raw.buf[0], raw.buf[1]]);
+    }
+    let mut head = [0u8; 2];
+    match tokio::time::timeout(Duration::from_millis(1), raw.stream.peek(&mut head)).await {
+        Ok(Ok(2)) => Some(head),
+        Ok(Ok(0)) | Ok(Err(_)) => Some([0, 0]),
+        _ => None,
+    }
+}
+
+/// Sockets of four addresses say hello to a large file and never read; each address opens
+/// another every 50 ms, keeps those whose welcome began (they hold it) and drops the ones
+/// refused. What making way frees, they would take back within milliseconds (the twentieth
+/// review: eight such addresses kept a person out of their own 3 MB file in 28 tries of 30,
+/// the node at its allowance for large messages). Room given back goes first to who was
+/// refused for want of it: the owner, coming back a second after each 1013, is welcomed
+/// once the holders have taken nothing for 5 s, not never.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_welcomes_of_addresses_that_come_back_at_once_still_make_way() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[("ATRIUM_WELCOME_BUDGET_BYTES", "33554432")]).await;
+    let (id, view_key) = large_file(&r).await;
+    let done = Arc::new(AtomicBool::new(false));
+    let mut attackers = Vec::new();
+    for n in 0..4u8 {
+        let (id, view_key, done) = (id.clone(), view_key.clone(), done.clone());
+        let port = r.node.port;
+        attackers.push(tokio::spawn(async move {
+            // One after another, as in the case before (a welcome's reservation is held
+            // until the node's memory samples include it).
+            tokio::time::sleep(Duration::from_millis(400) * n.into()).await;
+            let (mut holding, mut asking) = (Vec::new(), VecDeque::<(Instant, Raw)>::new());
+            let (mut opened, mut before_welcome) = (0u32, 0u32);
+            while !done.load(Ordering::SeqCst) {
+                let source = [127, 0, 0, 70 + n];
+                // On its own task: a connection the node resets (its caps) ends that task only.
+                let file = id.clone();
+                let connecting = tokio::spawn(async move {
+                    Raw::try_connect_from(source, port, &file, "", Some(4096)).await
+                });
+                if let Ok(Ok(mut raw)) = connecting.await {
+                    // Each its own client (a client's second socket replaces its first).
+                    raw.text(&Hello::key(&view_key).to_json().to_string()).await;
+                    asking.push_back((Instant::now(), raw));
+                    opened += 1;
+                }
+                while let Some((at, raw)) = asking.pop_front() {
+                    match first_frame(&raw).await {
+                        Some([TEXT, 0x7f]) => holding.push(raw),
+                        // A close, or an ended connection: refused.
+                        Some([0x88, _]) | Some([0, 0]) => {}
+                        // Anything else came before the welcome.
+                        Some(_) => before_welcome += 1,
+                        None if at.elapsed() > Duration::from_secs(1) => {}
+                        None => {
+                            asking.push_front((at, raw));
+                            break;
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            (opened, holding.len(), before_welcome)
+        }));
+    }
+    // Long enough for the four to fill the allowance (a 7.8 MB welcome each, 32 MiB).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let started = Instant::now();
+    let mut refusals = 0;
+    let (owner, welcome) = loop {
+        match Client::try_join(&r.node, &id, &Hello::token(&r.owner)).await {
+            Ok(joined) => break joined,
+            Err(refused) => {
+                refusals += 1;
+                assert!(
+                    started.elapsed() < Duration::from_secs(15),
+                    "the owner was kept out ({refused:?}, {refusals} tries)"
+                );
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    };
+    let welcomed_in = started.elapsed();
+    done.store(true, Ordering::SeqCst);
+    let (mut opened, mut begun, mut before_welcome) = (0, 0, 0);
+    for a in attackers {
+        let (o, b, w) = a.await.expect("an attacker");
+        (opened, begun, before_welcome) = (opened + o, begun + b, before_welcome + w);
+    }
+    figure(json!({
+        "case": "4 addresses each open a socket every 50 ms and keep those sent a 7.8 MB welcome, unread (large-message budget 32 MiB)",
+        "owner_welcomed_in_ms": welcomed_in.as_millis(), "owner_refusals": refusals,
+        "attacker_sockets": opened, "welcomes_begun": begun,
+        "messages_before_a_welcome": before_welcome,
+    }));
+    assert_eq!(
+        before_welcome, 0,
+        "refused sockets were sent messages before their close"
+    );
+    assert_eq!(welcome["type"], "welcome");
+    assert!(
+        refusals > 0,
+        "the holders never filled the budget: the case shows nothing"
+    );
     owner.close().await;
 }
 
