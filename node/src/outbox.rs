@@ -16,6 +16,7 @@ mod receiving;
 mod sending;
 
 pub use budget::Budget;
+use budget::Draw;
 pub use direct::Line;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

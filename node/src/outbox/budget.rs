@@ -16,6 +16,8 @@ use super::Shared;
 /// keep everyone else out of every large file.
 pub struct Budget {
     left: AtomicUsize,
+    /// All of it: a draw larger can never be served, and is refused without a place.
+    capacity: usize,
     /// What one address may hold at once, unless it holds nothing (one message of any size
     /// the budget has room for is always let through, or a large file could never be
     /// opened).
@@ -27,10 +29,23 @@ pub struct Budget {
     /// Addresses whose draw found the node-wide allowance short, in the order they are
     /// served: what comes back goes to them first (see [`Waiter`]).
     waiting: Mutex<Vec<Waiter>>,
+    /// Addresses whose holders were closed for taking nothing while others waited, and until
+    /// when (ms since the Unix epoch) they keep no place and come after every other.
+    stalled: Mutex<HashMap<IpAddr, u64>>,
+}
+
+/// Whose draw it is: a joiner's welcome waits its turn behind the addresses refused before
+/// it; a large message to a socket already welcomed (a restore's patch) goes whenever it
+/// fits, or its room's people would be closed 1013 for others' welcomes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Draw {
+    Welcome,
+    Member,
 }
 
 /// An address refused for want of room, which is served before addresses that hold more,
-/// or as much and asked later. Without it, the room that holders making way gave back went
+/// or as much and asked later, and before addresses whose holders lately took nothing while
+/// others waited (they keep no place). Without it, the room that holders making way gave back went
 /// to whoever drew next: sockets of eight addresses that never read, coming back every
 /// 250 ms, took it each time, and a person opening their own 3 MB file once a second was
 /// refused 1013 28 times in 30 (the twentieth review).
@@ -50,6 +65,17 @@ pub(super) const PLACE_KEPT_MS: u64 = 10_000;
 /// Most addresses that keep a place at once; more are refused without one.
 const MOST_WAITING: usize = 64;
 
+/// What one waiter is promised at most, as a part of the allowance: a waiter asking for
+/// nearly all of it would otherwise hold up every other large message until all of it came
+/// back (the twenty-first review).
+const PROMISED_AT_MOST: usize = 4;
+
+/// How long an address whose holder was closed for taking nothing keeps no place.
+const STALLED_KEPT_MS: u64 = 60_000;
+
+/// Most addresses remembered as stalled at once.
+const MOST_STALLED: usize = 4096;
+
 /// An address may hold this part of the budget at once.
 const SHARE: usize = 8;
 
@@ -64,18 +90,21 @@ impl Budget {
     pub fn new(bytes: usize) -> Arc<Self> {
         Arc::new(Self {
             left: AtomicUsize::new(bytes),
+            capacity: bytes,
             share: bytes / SHARE,
             by_address: Mutex::new(HashMap::new()),
             holders: Mutex::new(Vec::new()),
             waiting: Mutex::new(Vec::new()),
+            stalled: Mutex::new(HashMap::new()),
         })
     }
 
     /// Takes `n` bytes for the socket `holder`, against its address's share; when they do
     /// not fit, closes the holders whose peers have taken nothing for
     /// [`MAKE_WAY_AFTER_MS`], so the next try finds room.
-    pub(super) fn draw(&self, holder: &Arc<Shared>, n: usize) -> bool {
-        if self.take(holder.address.get().copied(), n) {
+    pub(super) fn draw(&self, holder: &Arc<Shared>, n: usize, kind: Draw) -> bool {
+        let now_ms = crate::clock::unix_ms() as u64;
+        if self.take_at(holder.address.get().copied(), n, now_ms, kind) {
             holder.drawn.fetch_add(n, Ordering::AcqRel);
             let mut holders = self.holders.lock().unwrap_or_else(|p| p.into_inner());
             holders.retain(|h| {
@@ -85,11 +114,12 @@ impl Budget {
             holders.push(Arc::downgrade(holder));
             return true;
         }
-        // Only when the node-wide allowance is what is short: a draw refused for its own
-        // address's share (or for others waiting ahead) would gain nothing from others
-        // making way.
-        if self.left.load(Ordering::Acquire) < n {
-            self.make_way(crate::clock::unix_ms() as u64);
+        // Only when the node-wide allowance is what is short (for this draw or, when it waits
+        // behind others, for the first of them, whose own refusals make way): a draw refused
+        // for its own address's share, or larger than the whole allowance, would gain
+        // nothing from others making way.
+        if n <= self.capacity && self.left.load(Ordering::Acquire) < n {
+            self.make_way(now_ms);
         }
         false
     }
@@ -105,17 +135,38 @@ impl Budget {
                     CloseCode::TooSlow,
                     "too slow: took nothing of a large message for 5 s while others waited",
                 );
+                if let Some(&address) = h.address.get() {
+                    self.stalled_at(address, now_ms);
+                }
             }
         }
     }
 
-    /// Takes `n` bytes for a socket of `address` (by its limit key), if the budget and the
-    /// address's share have room, after what addresses waiting ahead of it asked for.
-    pub(super) fn take(&self, address: Option<IpAddr>, n: usize) -> bool {
-        self.take_at(address, n, crate::clock::unix_ms() as u64)
+    /// Remembers that a holder of `address` took nothing while others waited: for
+    /// [`STALLED_KEPT_MS`] the address keeps no place and comes after every other.
+    pub(super) fn stalled_at(&self, address: IpAddr, now_ms: u64) {
+        let mut stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
+        if stalled.len() >= MOST_STALLED {
+            stalled.retain(|_, until| *until > now_ms);
+        }
+        if stalled.len() < MOST_STALLED {
+            stalled.insert(address, now_ms + STALLED_KEPT_MS);
+        }
     }
 
-    pub(super) fn take_at(&self, address: Option<IpAddr>, n: usize, now_ms: u64) -> bool {
+    /// Takes `n` bytes for a socket of `address` (by its limit key) at `now_ms`, if the
+    /// budget and the address's share have room, and, for a welcome, after what addresses
+    /// waiting ahead of it asked for (the address keeps a place when refused).
+    pub(super) fn take_at(
+        &self,
+        address: Option<IpAddr>,
+        n: usize,
+        now_ms: u64,
+        kind: Draw,
+    ) -> bool {
+        if n > self.capacity {
+            return false;
+        }
         let Some(address) = address else {
             return self.take_bytes(n, 0);
         };
@@ -125,19 +176,34 @@ impl Budget {
         if mine > 0 && mine + n > self.share {
             return false;
         }
+        if kind == Draw::Member {
+            if !self.take_bytes(n, 0) {
+                return false;
+            }
+            held.insert(address, mine + n);
+            return true;
+        }
         let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         waiting.retain(|w| now_ms.saturating_sub(w.last_ms) < PLACE_KEPT_MS);
+        let stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
+        let lately_stalled = |a: &IpAddr| stalled.get(a).is_some_and(|&until| until > now_ms);
         let since = waiting
             .iter()
             .find(|w| w.address == address)
             .map_or(now_ms, |w| w.since_ms);
-        let promised: usize = waiting
+        let mine_stalled = lately_stalled(&address);
+        let my_turn = (mine_stalled, mine, since);
+        let most = self.capacity / PROMISED_AT_MOST;
+        let promised = waiting
             .iter()
-            .filter(|w| w.address != address && (holds(&w.address), w.since_ms) < (mine, since))
-            .map(|w| w.bytes)
-            .sum();
+            .filter(|w| w.address != address)
+            .filter(|w| (lately_stalled(&w.address), holds(&w.address), w.since_ms) < my_turn)
+            .fold(0usize, |sum, w| sum.saturating_add(w.bytes.min(most)));
+        drop(stalled);
         if !self.take_bytes(n, promised) {
-            if let Some(w) = waiting.iter_mut().find(|w| w.address == address) {
+            if mine_stalled {
+                waiting.retain(|w| w.address != address);
+            } else if let Some(w) = waiting.iter_mut().find(|w| w.address == address) {
                 (w.bytes, w.last_ms) = (n, now_ms);
             } else if waiting.len() < MOST_WAITING {
                 waiting.push(Waiter {

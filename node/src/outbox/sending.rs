@@ -8,7 +8,7 @@ use atrium_protocol::CloseCode;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::{shared, Budget, Line, Msg, Out, Outbox, Queued};
+use super::{shared, Budget, Draw, Line, Msg, Out, Outbox, Queued};
 
 /// Why a socket is closed when a large patch cannot be queued for it.
 const CHANGED_TOO_MUCH: &str = "the file changed more than this socket can be sent now; join again";
@@ -37,7 +37,8 @@ impl Outbox {
         if self.shared.held.load(Ordering::Acquire) {
             let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(waiting) = gate.as_mut() {
-                // Behind a welcome that was refused: nothing goes out before the close.
+                // Closing while its welcome waits, or after it was refused: nothing goes
+                // out before the close.
                 if self.is_closing() {
                     self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
                     return false;
@@ -110,6 +111,8 @@ impl Outbox {
         if ok {
             self.shared.held.store(false, Ordering::Release);
         } else {
+            // Refused for want of room it is already closing; its writer gone, it is now.
+            self.close(CloseCode::TryAgainLater, "the welcome could not be queued");
             // The gate stays shut: what the room sends before it drops this socket would
             // otherwise reach the client ahead of the close (the twentieth review saw a
             // `join` before a 1013), with no welcome before it.
@@ -132,7 +135,7 @@ impl Outbox {
             self.close(CloseCode::TryAgainLater, CHANGED_TOO_MUCH);
             return false;
         }
-        self.push_drawn(msg, len, budget, CHANGED_TOO_MUCH)
+        self.push_drawn(msg, len, budget, Draw::Member, CHANGED_TOO_MUCH)
     }
 
     /// Queues a welcome, which may be bigger than the queue's byte cap (a large
@@ -157,14 +160,22 @@ impl Outbox {
             msg,
             len,
             budget,
+            Draw::Welcome,
             "the node is busy sending large documents; try again later",
         )
     }
 
     /// Queues a large message drawn on the node-wide `budget` (against this socket's
     /// address's share); when it has no room, closes the socket with 1013 and `why`.
-    fn push_drawn(&self, msg: Msg, len: usize, budget: &Arc<Budget>, why: &str) -> bool {
-        if !budget.draw(&self.shared, len) {
+    fn push_drawn(
+        &self,
+        msg: Msg,
+        len: usize,
+        budget: &Arc<Budget>,
+        kind: Draw,
+        why: &str,
+    ) -> bool {
+        if !budget.draw(&self.shared, len, kind) {
             self.close(CloseCode::TryAgainLater, why);
             return false;
         }

@@ -137,7 +137,9 @@ pub trait Store: WebhookStore + Send + Sync + 'static {
     async fn delete_file(&self, id: &FileId) -> StoreResult<()>;
 
     /// Raises the file's epoch, then reads its snapshot and the log after it, with
-    /// `behind` patches before the snapshot kept for resume.
+    /// `behind` patches before the snapshot kept for resume. A take that fails may still
+    /// have raised the epoch (the embedded store commits it before it reads): the caller
+    /// treats the file as taken by someone else.
     async fn take_file(&self, id: &FileId, behind: u64) -> StoreResult<TakenFile> {
         self.take_file_within(id, behind, u64::MAX).await
     }
