@@ -45,10 +45,10 @@ pub(super) enum Draw {
 
 /// An address refused for want of room, which is served before addresses that hold more,
 /// or as much and asked later, and before addresses whose holders lately took nothing while
-/// others waited (they keep no place). Without it, the room that holders making way gave back went
-/// to whoever drew next: sockets of eight addresses that never read, coming back every
-/// 250 ms, took it each time, and a person opening their own 3 MB file once a second was
-/// refused 1013 28 times in 30 (the twentieth review).
+/// others waited (they keep no place). Without it, the room that holders making way gave
+/// back went to whoever drew next: sockets of eight addresses that never read, coming back
+/// every 250 ms, took it each time, and a person opening their own 3 MB file once a second
+/// was refused 1013 28 times in 30 (the twentieth review).
 struct Waiter {
     address: IpAddr,
     /// What its refused draw asked for.
