@@ -279,6 +279,23 @@ mod quick_ack {
     }
 }
 
+/// A moment to draw at (ms since the Unix epoch), for the budget's own clock.
+const T0: u64 = 1_000_000;
+
+/// The client address `192.0.2.n`.
+fn ip(n: u8) -> Option<std::net::IpAddr> {
+    Some([192, 0, 2, n].into())
+}
+
+/// A budget of 800 that addresses 1 to 8 hold all of, 100 each (their share), drawn at `T0`.
+fn held_by_eight() -> Arc<Budget> {
+    let budget = Budget::new(800);
+    for n in 1..=8 {
+        assert!(budget.take_at(ip(n), 100, T0, Draw::Welcome));
+    }
+    budget
+}
+
 /// Room given back goes first to the address that was refused for want of it, not to
 /// whoever asks next: sockets of many addresses that never read, each replaced the moment
 /// it is closed, took every byte that making way freed (the twentieth review: a person
@@ -286,13 +303,9 @@ mod quick_ack {
 /// more waits behind one that holds less; a place not come back to is lost.
 #[test]
 fn room_given_back_goes_first_to_who_was_refused_for_it() {
-    let budget = Budget::new(800);
-    let ip = |n: u8| -> Option<std::net::IpAddr> { Some([192, 0, 2, n].into()) };
-    let t0 = 1_000_000;
+    let t0 = T0;
     // Eight addresses hold all of it, 100 each (an eighth: their share).
-    for n in 1..=8 {
-        assert!(budget.take_at(ip(n), 100, t0, Draw::Welcome));
-    }
+    let budget = held_by_eight();
     let person = ip(100);
     assert!(
         !budget.take_at(person, 300, t0 + 10, Draw::Welcome),
@@ -349,8 +362,7 @@ fn room_given_back_goes_first_to_who_was_refused_for_it() {
 #[test]
 fn an_ask_larger_than_the_whole_allowance_holds_up_nobody() {
     let budget = Budget::new(100);
-    let ip = |n: u8| -> Option<std::net::IpAddr> { Some([192, 0, 2, n].into()) };
-    let t0 = 1_000_000;
+    let t0 = T0;
     for k in 0..5 {
         assert!(!budget.take_at(ip(1), 150, t0 + k * 1000, Draw::Welcome));
     }
@@ -363,12 +375,8 @@ fn an_ask_larger_than_the_whole_allowance_holds_up_nobody() {
 /// behind others' welcomes (its room's people would otherwise be closed 1013).
 #[test]
 fn stalled_addresses_come_last_and_members_do_not_wait() {
-    let budget = Budget::new(800);
-    let ip = |n: u8| -> Option<std::net::IpAddr> { Some([192, 0, 2, n].into()) };
-    let t0 = 1_000_000;
-    for n in 1..=8 {
-        assert!(budget.take_at(ip(n), 100, t0, Draw::Welcome));
-    }
+    let t0 = T0;
+    let budget = held_by_eight();
     assert!(!budget.take_at(ip(9), 100, t0 + 10, Draw::Welcome), "full");
     // 9's holder (a socket it got later) is closed for taking nothing while others waited.
     budget.stalled_at(ip(9).unwrap(), t0 + 20);
