@@ -32,26 +32,27 @@ impl RoomCore {
                 relay,
                 ..
             } => {
-                let mut relayed = 0;
+                // Counted before anything is sent: whoever reads the metrics after
+                // their ack or relay must find it counted (sockets write on other threads).
+                let relayed = self
+                    .participants
+                    .iter()
+                    .filter(|(conn, m)| **conn != from && m.from_version < v)
+                    .count();
+                let metrics = &self.rules.metrics;
+                metrics.patches_acked.inc();
+                metrics.messages_sent.with_label_values(&["ack"]).inc();
+                metrics
+                    .messages_sent
+                    .with_label_values(&["patch"])
+                    .inc_by(relayed as u64);
                 for (conn, m) in &self.participants {
                     if *conn == from {
                         m.outbox.send(ack.clone());
                     } else if m.from_version < v {
                         m.outbox.send(relay.clone());
-                        relayed += 1;
                     }
                 }
-                self.rules.metrics.patches_acked.inc();
-                self.rules
-                    .metrics
-                    .messages_sent
-                    .with_label_values(&["ack"])
-                    .inc();
-                self.rules
-                    .metrics
-                    .messages_sent
-                    .with_label_values(&["patch"])
-                    .inc_by(relayed);
             }
             Pending::Direct { to, frame, .. } => {
                 if let Some(m) = self.participants.get(&to) {
