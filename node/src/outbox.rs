@@ -15,8 +15,8 @@ mod direct;
 mod receiving;
 mod sending;
 
-pub use budget::Budget;
 use budget::Draw;
+pub use budget::{Budget, Charge, MAKE_WAY_AFTER_MS};
 pub use direct::Line;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -26,7 +26,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, Notify};
 
 use crate::metrics::Metrics;
-use crate::ws::Outgoing;
+use crate::ws::{Outgoing, Spliced};
 
 /// Identifies one socket for the whole life of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,18 +47,44 @@ pub fn shared(text: impl Into<Bytes>) -> Msg {
     Outgoing::new(text.into(), true)
 }
 
-/// What a writer writes: a shared message, or a ready control frame (a pong).
+/// What a writer writes: a shared message, a message around a part shared with others (a
+/// large document's welcome), or a ready control frame (a pong). The spliced one is boxed:
+/// rare, and every socket's writer holds an `Out` while it writes.
 pub enum Out {
     Message(Msg),
+    Spliced(Box<Spliced>),
     Control(Bytes),
 }
 
 impl Out {
+    /// The bytes that are this item's own, counted in its queue.
     fn len(&self) -> usize {
         match self {
             Out::Message(m) => m.payload_len(),
+            Out::Spliced(s) => s.own_len(),
             Out::Control(b) => b.len(),
         }
+    }
+
+    /// The bytes it shares with other sockets' items: charged once, to the node-wide
+    /// [`Budget`], and held by this socket until written.
+    fn shared_len(&self) -> usize {
+        match self {
+            Out::Spliced(s) => s.middle_len(),
+            _ => 0,
+        }
+    }
+}
+
+impl From<Msg> for Out {
+    fn from(m: Msg) -> Self {
+        Out::Message(m)
+    }
+}
+
+impl From<Spliced> for Out {
+    fn from(s: Spliced) -> Self {
+        Out::Spliced(Box::new(s))
     }
 }
 
@@ -103,7 +129,15 @@ struct Queued {
 }
 
 impl Queued {
-    /// Gives an item's bytes back to where they were counted: the node-wide
+    /// Gives back what an item not written held: its own bytes, and what it shares.
+    fn give_back_all(&self, shared: &Shared) {
+        self.give_back(shared, self.out.len());
+        shared
+            .drawn
+            .fetch_sub(self.out.shared_len(), Ordering::AcqRel);
+    }
+
+    /// Gives an item's own bytes back to where they were counted: the node-wide
     /// budget, or the queue.
     fn give_back(&self, shared: &Shared, len: usize) {
         match &self.budget {
@@ -133,8 +167,10 @@ pub struct OutboxReceiver {
     taken: Vec<Queued>,
     /// Large messages taken and being written: what they drew on the node-wide [`Budget`]
     /// stays drawn until they are written ([`OutboxReceiver::done_writing`]), so a socket
-    /// that stops reading in the middle of one holds it against its address's share.
-    writing: Vec<(Arc<Budget>, usize)>,
+    /// that stops reading in the middle of one holds it against its address's share; a
+    /// shared part (no budget here: its charge goes back with its last holder) counts in
+    /// the socket's `drawn` until then, so such a socket can be made to make way.
+    writing: Vec<(Option<Arc<Budget>>, usize)>,
     pub close: CloseWatch,
 }
 

@@ -86,6 +86,20 @@ const SHARE: usize = 8;
 /// review). A reader that is merely slow takes bytes every so often and keeps its place.
 pub const MAKE_WAY_AFTER_MS: u64 = 5_000;
 
+/// What a message part shared by many sockets was charged on the [`Budget`]: given back when
+/// dropped, which is when the part is (it keeps its charge alive).
+pub struct Charge {
+    budget: Arc<Budget>,
+    address: Option<IpAddr>,
+    bytes: usize,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget.give(self.address, self.bytes);
+    }
+}
+
 impl Budget {
     pub fn new(bytes: usize) -> Arc<Self> {
         Arc::new(Self {
@@ -106,22 +120,50 @@ impl Budget {
         let now_ms = crate::clock::unix_ms() as u64;
         if self.take_at(holder.address.get().copied(), n, now_ms, kind) {
             holder.drawn.fetch_add(n, Ordering::AcqRel);
-            let mut holders = self.holders.lock().unwrap_or_else(|p| p.into_inner());
-            holders.retain(|h| {
-                h.upgrade()
-                    .is_some_and(|h| h.drawn.load(Ordering::Acquire) > 0)
-            });
-            holders.push(Arc::downgrade(holder));
+            self.hold(holder);
             return true;
         }
-        // Only when the node-wide allowance is what is short (for this draw or, when it waits
-        // behind others, for the first of them, whose own refusals make way): a draw refused
-        // for its own address's share, or larger than the whole allowance, would gain
-        // nothing from others making way.
+        self.refused(n, now_ms);
+        false
+    }
+
+    /// Charges `n` bytes of a message part that many sockets will share (a large document's
+    /// welcome) to the address of `builder`, the socket it is built for, as that socket's
+    /// welcome draw would be; given back when the [`Charge`] is dropped, with the part.
+    pub fn charge(self: &Arc<Self>, builder: &super::Outbox, n: usize) -> Option<Charge> {
+        let now_ms = crate::clock::unix_ms() as u64;
+        let address = builder.address();
+        if self.take_at(address, n, now_ms, Draw::Welcome) {
+            return Some(Charge {
+                budget: self.clone(),
+                address,
+                bytes: n,
+            });
+        }
+        self.refused(n, now_ms);
+        None
+    }
+
+    /// Counts `holder` among the sockets that may be made to make way (it holds a draw, or
+    /// a shared part, in `drawn`).
+    pub(super) fn hold(&self, holder: &Arc<Shared>) {
+        let mut holders = self.holders.lock().unwrap_or_else(|p| p.into_inner());
+        holders.retain(|h| {
+            h.upgrade()
+                .is_some_and(|h| h.drawn.load(Ordering::Acquire) > 0)
+        });
+        holders.push(Arc::downgrade(holder));
+    }
+
+    /// A draw of `n` bytes did not fit: holders that took nothing for long make way, but only
+    /// when the node-wide allowance is what is short (for this draw or, when it waits behind
+    /// others, for the first of them, whose own refusals make way): a draw refused for its
+    /// own address's share, or larger than the whole allowance, would gain nothing from
+    /// others making way.
+    fn refused(&self, n: usize, now_ms: u64) {
         if n <= self.capacity && self.left.load(Ordering::Acquire) < n {
             self.make_way(now_ms);
         }
-        false
     }
 
     /// Closes the holders that have taken nothing for [`MAKE_WAY_AFTER_MS`] at `now_ms`.
@@ -229,6 +271,12 @@ impl Budget {
                     .map(|_| left - n)
             })
             .is_ok()
+    }
+
+    /// What is left of the allowance.
+    #[cfg(test)]
+    pub(super) fn left(&self) -> usize {
+        self.left.load(Ordering::Acquire)
     }
 
     pub(super) fn give(&self, address: Option<IpAddr>, n: usize) {

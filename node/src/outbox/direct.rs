@@ -67,6 +67,8 @@ impl Outbox {
         let frame = match &out {
             _ if !free => None,
             Out::Message(m) => m.frame_if_ready(line.deflate),
+            // Written in pieces, by the writer (only welcomes are spliced; they are queued).
+            Out::Spliced(_) => None,
             Out::Control(b) => Some(b.clone()),
         };
         let (Some(frame), Some(socket)) = (frame, line.socket.as_ref()) else {

@@ -5,8 +5,15 @@ use std::sync::atomic::Ordering;
 use super::{CloseRequest, CloseWatch, Out, OutboxReceiver, Queued};
 
 impl Drop for OutboxReceiver {
+    /// What the writer took, and what it never took, gives back what it held: a socket
+    /// that ended with a large welcome still queued kept its draw on the node-wide
+    /// [`Budget`](super::Budget) for good before.
     fn drop(&mut self) {
         self.written();
+        self.frames.close();
+        while let Ok(q) = self.frames.try_recv() {
+            q.give_back_all(&self.close.0);
+        }
     }
 }
 
@@ -19,8 +26,11 @@ impl OutboxReceiver {
         for q in self.taken.drain(..) {
             match q.budget {
                 // Given back once written.
-                Some(budget) => self.writing.push((budget, q.out.len())),
+                Some(budget) => self.writing.push((Some(budget), q.out.len())),
                 None => q.give_back(shared, q.out.len()),
+            }
+            if q.out.shared_len() > 0 {
+                self.writing.push((None, q.out.shared_len()));
             }
             out.push(q.out);
         }
@@ -33,7 +43,9 @@ impl OutboxReceiver {
         let address = shared.address.get().copied();
         for (budget, len) in self.writing.drain(..) {
             shared.drawn.fetch_sub(len, Ordering::AcqRel);
-            budget.give(address, len);
+            if let Some(budget) = budget {
+                budget.give(address, len);
+            }
         }
     }
 
@@ -47,7 +59,7 @@ impl OutboxReceiver {
     }
 
     fn unqueue(&self, q: Queued) -> Out {
-        q.give_back(&self.close.0, q.out.len());
+        q.give_back_all(&self.close.0);
         q.out
     }
 }

@@ -96,9 +96,9 @@ impl Outbox {
     /// that cannot be sent (the socket closes 1013) takes what was held with it, and what
     /// comes after: nothing may reach a client before its welcome (the seventh review saw
     /// `presences` and `join` arrive ahead of such a close).
-    pub fn open_with(&self, first: Msg, budget: &Arc<Budget>) -> bool {
+    pub fn open_with(&self, first: impl Into<Out>, budget: &Arc<Budget>) -> bool {
         let mut gate = self.shared.gate.lock().unwrap_or_else(|p| p.into_inner());
-        let mut ok = self.push_welcome(first, budget);
+        let mut ok = self.push_welcome(first.into(), budget);
         for out in gate.take().unwrap_or_default() {
             // Already counted in `bytes` when it was held.
             let len = out.len();
@@ -135,41 +135,50 @@ impl Outbox {
             self.close(CloseCode::TryAgainLater, CHANGED_TOO_MUCH);
             return false;
         }
-        self.push_drawn(msg, len, budget, Draw::Member, CHANGED_TOO_MUCH)
+        self.push_drawn(
+            Out::Message(msg),
+            len,
+            budget,
+            Draw::Member,
+            CHANGED_TOO_MUCH,
+        )
     }
 
     /// Queues a welcome, which may be bigger than the queue's byte cap (a large
     /// document): such a one draws on the node-wide budget instead, and when that
-    /// is spent the socket is closed with 1013 (try again later). It never waits
-    /// at the gate: it is what the gate waits for.
-    fn push_welcome(&self, msg: Msg, budget: &Arc<Budget>) -> bool {
-        let len = msg.payload_len();
-        if len <= self.shared.max_bytes / 2 {
-            if !self.account(len) {
-                return false;
-            }
-            return self.push(
-                Queued {
-                    out: Out::Message(msg),
-                    budget: None,
-                },
-                len,
-            );
+    /// is spent the socket is closed with 1013 (try again later). A welcome around a
+    /// document it shares with others ([`Out::Spliced`]) was charged for it already, once
+    /// for all of them; this socket counts it as held until written. It never waits at the
+    /// gate: it is what the gate waits for.
+    fn push_welcome(&self, out: Out, budget: &Arc<Budget>) -> bool {
+        let len = out.len();
+        let shares = out.shared_len();
+        if shares > 0 {
+            self.shared.drawn.fetch_add(shares, Ordering::AcqRel);
+            budget.hold(&self.shared);
         }
-        self.push_drawn(
-            msg,
-            len,
-            budget,
-            Draw::Welcome,
-            "the node is busy sending large documents; try again later",
-        )
+        let pushed = if len <= self.shared.max_bytes / 2 {
+            self.account(len) && self.push(Queued { out, budget: None }, len)
+        } else {
+            self.push_drawn(
+                out,
+                len,
+                budget,
+                Draw::Welcome,
+                "the node is busy sending large documents; try again later",
+            )
+        };
+        if !pushed {
+            self.shared.drawn.fetch_sub(shares, Ordering::AcqRel);
+        }
+        pushed
     }
 
     /// Queues a large message drawn on the node-wide `budget` (against this socket's
     /// address's share); when it has no room, closes the socket with 1013 and `why`.
     fn push_drawn(
         &self,
-        msg: Msg,
+        out: Out,
         len: usize,
         budget: &Arc<Budget>,
         kind: Draw,
@@ -180,7 +189,7 @@ impl Outbox {
             return false;
         }
         let queued = Queued {
-            out: Out::Message(msg),
+            out,
             budget: Some(budget.clone()),
         };
         self.push(queued, len)

@@ -40,6 +40,7 @@ async fn a_held_queue_sends_its_welcome_first() {
         .into_iter()
         .map(|o| match o {
             Out::Message(m) => m.payload().to_vec(),
+            Out::Spliced(s) => s.payload(),
             Out::Control(b) => b.to_vec(),
         })
         .collect();
@@ -411,4 +412,58 @@ async fn a_welcome_to_a_writer_that_is_gone_closes_and_keeps_nothing() {
     assert!(out.is_closing());
     assert!(!out.send_text("join".into()));
     assert_eq!(out.shared.bytes.load(Ordering::Acquire), 0);
+}
+
+/// A socket that ends with a large welcome still queued (its writer never took it) gives
+/// back what the welcome drew: before, the node's allowance for large messages lost it for
+/// good.
+#[tokio::test]
+async fn a_socket_that_ends_with_a_large_welcome_queued_gives_it_back() {
+    let budget = Budget::new(1000);
+    let (out, rx) = outbox(10, 10, Metrics::new());
+    out.set_address(ip(1).unwrap());
+    assert!(out.open_with(shared(vec![b'x'; 200]), &budget));
+    assert_eq!(budget.left(), 800);
+    drop(rx);
+    assert_eq!(budget.left(), 1000);
+    assert_eq!(out.shared.drawn.load(Ordering::Acquire), 0);
+}
+
+/// Welcomes that share one document are charged for it once, to the address it was made
+/// for; each socket counts it as held until written (so it can be made to make way), and
+/// the charge comes back when the last of them is done with it.
+#[tokio::test]
+async fn welcomes_sharing_a_document_are_charged_for_it_once() {
+    use crate::ws::{Middle, Spliced};
+    let budget = Budget::new(1000);
+    let (first, mut first_rx) = outbox(10, 100, Metrics::new());
+    first.set_address(ip(1).unwrap());
+    let charge = budget.charge(&first, 300).expect("room for it");
+    let doc = Middle::new(vec![b'x'; 300], Some(Arc::new(charge)));
+    let welcome = || Spliced::new(Bytes::from_static(b"{\"doc\":"), doc.clone(), "}");
+    let mut others = Vec::new();
+    for n in 0..5 {
+        let (out, rx) = outbox(10, 100, Metrics::new());
+        out.set_address(ip(2 + n).unwrap());
+        assert!(out.open_with(welcome(), &budget));
+        assert_eq!(out.shared.drawn.load(Ordering::Acquire), 300);
+        others.push((out, rx));
+    }
+    assert!(first.open_with(welcome(), &budget));
+    drop(doc);
+    assert_eq!(budget.left(), 700, "one charge for six");
+    let mut got = Vec::new();
+    first_rx.recv_many(&mut got, 10).await;
+    assert_eq!(got.len(), 1);
+    drop(got);
+    first_rx.done_writing();
+    assert_eq!(first.shared.drawn.load(Ordering::Acquire), 0, "written");
+    for (out, rx) in others.drain(..4) {
+        drop(rx);
+        assert_eq!(out.shared.drawn.load(Ordering::Acquire), 0);
+    }
+    assert_eq!(budget.left(), 700, "one still holds it");
+    let (_, mut last_rx) = others.pop().unwrap();
+    assert_eq!(last_rx.drain_now().len(), 1);
+    assert_eq!(budget.left(), 1000);
 }

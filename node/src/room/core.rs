@@ -78,6 +78,10 @@ pub struct RoomCore {
     /// The last version synced to disk.
     pub(super) durable: u64,
     pub(super) recent: RecentOps,
+    /// The document as the last large welcome carried it, at which version, and when it
+    /// was made: the welcomes of everyone who joins at that version soon after share it
+    /// (while one of them holds it; see `RoomCore::shared_welcome_doc`).
+    pub(super) welcome_doc: Option<(u64, Instant, std::sync::Weak<crate::ws::Middle>)>,
     /// Every client id that joined: its person, and its highest op (resends are acked, never
     /// applied twice). Those gone whose patches are all durable are forgotten once they are
     /// many ([`RoomCore::forget_gone_clients`]).
@@ -165,6 +169,7 @@ impl RoomCore {
             version: opened.version,
             durable: opened.version,
             recent: opened.recent,
+            welcome_doc: None,
             clients: HashMap::new(),
             clients_mark: FORGET_CLIENTS_FROM,
             forgot_clients_at: Some(opened.taken_at),

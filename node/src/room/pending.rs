@@ -29,7 +29,7 @@ pub(super) enum Pending {
     Welcome {
         v: u64,
         to: ConnId,
-        frame: Msg,
+        frame: crate::outbox::Out,
         charged: Option<(std::net::IpAddr, u64)>,
     },
     Doc {

@@ -58,7 +58,11 @@ impl RoomCore {
             access::role(&self.record, access).map_err(JoinError::Denied)?;
         let welcome_len = self.welcome_len(req.since, req.client);
         self.pace_welcome(&req, welcome_len)?;
-        self.reserve_welcome(welcome_len)?;
+        // A document other welcomes carry already takes no more memory for this one.
+        let shared_len = self
+            .welcome_doc_now(req.since, req.client, now)
+            .map_or(0, |doc| doc.len());
+        self.reserve_welcome(welcome_len.saturating_sub(shared_len))?;
 
         // A newer hello of the same client replaces the older socket, quietly: for
         // everyone else the person never left.
@@ -78,6 +82,8 @@ impl RoomCore {
         if forgot_since_read && !self.clients.contains_key(&req.client) {
             return Err(JoinError::Reread);
         }
+        // Before anyone is told of the joiner: a refusal here costs the room nothing.
+        let doc = self.shared_welcome_doc(req.since, req.client, &req.outbox, now)?;
         let state = self.clients.entry(req.client).or_default();
         state.highest_op = state.highest_op.max(req.stored_op);
         let person = PersonId::of_client(&self.person_salt, &req.client);
@@ -146,11 +152,11 @@ impl RoomCore {
         self.update_presence_rate();
         self.idle_since = None;
 
-        let welcome = self.welcome(conn, role, reason, req.since, req.client);
+        let welcome = self.welcome(conn, role, reason, req.since, req.client, doc);
         self.after_durable(Pending::Welcome {
             v: self.version,
             to: conn,
-            frame: shared(welcome),
+            frame: welcome,
             charged,
         });
         Ok(Joined { person, role })

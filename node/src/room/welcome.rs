@@ -7,8 +7,12 @@ use serde_json::json;
 use super::access::Role;
 use super::core::RoomCore;
 use super::{JoinError, JoinRequest};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use crate::ids::ClientKey;
-use crate::outbox::ConnId;
+use crate::outbox::{shared, ConnId, Out};
+use crate::ws::{Middle, Spliced};
 
 /// Welcomes up to this size are sent even to an address that owes (they are still
 /// charged): a person opening a small file is not kept out because someone at their
@@ -22,16 +26,77 @@ const ALWAYS_WELCOMED: usize = 64 * 1024;
 /// a hello for an open room is checked by the room, not by the socket's own budget check).
 const LARGE_WELCOME: usize = ALWAYS_WELCOMED;
 
+/// How long after it is made a welcome's document is shared with later joiners. Not for
+/// as long as someone holds it: sockets of an address that never read, one new each few
+/// milliseconds, would keep one copy alive for good, beyond the reach of the allowance's
+/// making way (it closes holders that took nothing for 5 s, not ones just come) and of its
+/// order (a welcome that shares draws nothing). Past this, a joiner's welcome draws on the
+/// allowance again, in its turn, and the old copy goes once its holders are done or made
+/// to make way.
+const SHARED_FOR: Duration = Duration::from_millis(crate::outbox::MAKE_WAY_AFTER_MS);
+
 impl RoomCore {
     /// The bytes a welcome will carry: the patches that resume the client from `since`
     /// when the room still holds them, else the whole document, and the people in the
     /// room. Worked out once a join
     /// (it walks the recent patches) and given to the checks below.
     pub(super) fn welcome_len(&self, since: Option<u64>, client: ClientKey) -> usize {
-        let carried = since
-            .and_then(|since| self.recent.resume_len(since, self.version, client))
+        let carried = self
+            .resume_len(since, client)
             .unwrap_or_else(|| self.doc.serialized_len());
         carried + self.people_len()
+    }
+
+    /// The bytes of the patches that resume `client` from `since`, when the room holds
+    /// them (else the welcome carries the whole document).
+    fn resume_len(&self, since: Option<u64>, client: ClientKey) -> Option<usize> {
+        since.and_then(|since| self.recent.resume_len(since, self.version, client))
+    }
+
+    /// The document a large welcome at this version already carries, to share, when a
+    /// welcome for `since` and `client` is to carry the document.
+    pub(super) fn welcome_doc_now(
+        &self,
+        since: Option<u64>,
+        client: ClientKey,
+        now: Instant,
+    ) -> Option<Arc<Middle>> {
+        let (version, made, doc) = self.welcome_doc.as_ref()?;
+        let fresh = now.saturating_duration_since(*made) < SHARED_FOR;
+        if *version != self.version || !fresh || self.resume_len(since, client).is_some() {
+            return None;
+        }
+        doc.upgrade()
+    }
+
+    /// The document for a welcome to `joiner`, to share with the welcomes of everyone who
+    /// joins at this version within [`SHARED_FOR`] (`None` when the welcome resumes the
+    /// client instead, or the document is small): the one such a welcome carries already,
+    /// or a new one, charged to the joiner's address on the node's allowance for large
+    /// messages (refused 1013 when it has no room). One copy, encoded and compressed once,
+    /// for a crowd that opens a file together: before, each welcome was a copy of its own,
+    /// so sockets that never read held one each and kept others' welcomes of the same file
+    /// out of the allowance.
+    pub(super) fn shared_welcome_doc(
+        &mut self,
+        since: Option<u64>,
+        client: ClientKey,
+        joiner: &crate::outbox::Outbox,
+        now: Instant,
+    ) -> Result<Option<Arc<Middle>>, JoinError> {
+        if let Some(doc) = self.welcome_doc_now(since, client, now) {
+            return Ok(Some(doc));
+        }
+        let len = self.doc.serialized_len();
+        if len < LARGE_WELCOME || self.resume_len(since, client).is_some() {
+            return Ok(None);
+        }
+        let Some(charge) = self.rules.welcome_budget.charge(joiner, len) else {
+            return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
+        };
+        let doc = Middle::new(self.doc.to_json(), Some(Arc::new(charge)));
+        self.welcome_doc = Some((self.version, now, Arc::downgrade(&doc)));
+        Ok(Some(doc))
     }
 
     /// The bytes of the welcome's list of people, as it will be written: in a room of
@@ -92,6 +157,7 @@ impl RoomCore {
         Some((address, len as u64))
     }
 
+    /// The welcome for `conn`: around `doc` when it shares one ([`Self::shared_welcome_doc`]).
     pub(super) fn welcome(
         &self,
         conn: ConnId,
@@ -99,7 +165,8 @@ impl RoomCore {
         reason: Option<&str>,
         since: Option<u64>,
         client: ClientKey,
-    ) -> String {
+        doc: Option<Arc<Middle>>,
+    ) -> Out {
         let me = &self.participants[&conn];
         let people: Vec<serde_json::Value> = self
             .participants
@@ -120,6 +187,10 @@ impl RoomCore {
         // The document or the resume list is spliced in as already-encoded JSON.
         let mut out = head.to_string();
         out.pop();
+        if let Some(doc) = doc {
+            out.push_str(",\"doc\":");
+            return Spliced::new(out.into(), doc, "}").into();
+        }
         match since.and_then(|s| self.recent.resume(s, self.version, client)) {
             Some(resume) => {
                 out.push_str(",\"resume\":[");
@@ -137,6 +208,6 @@ impl RoomCore {
                 out.push('}');
             }
         }
-        out
+        Out::Message(shared(out))
     }
 }

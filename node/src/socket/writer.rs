@@ -29,26 +29,52 @@ fn jittered(every: Duration) -> Duration {
     every - quarter + quarter.mul_f64(2.0 * rand::random::<f64>())
 }
 
-fn wire(out: Out, deflate: bool) -> Bytes {
+/// Adds `out`'s frame to `frames` (in pieces, for a spliced message).
+fn wire(out: Out, deflate: bool, frames: &mut Vec<Bytes>) {
     match out {
-        Out::Message(m) => m.frame(deflate),
-        Out::Control(b) => b,
+        Out::Message(m) => frames.push(m.frame(deflate)),
+        Out::Spliced(s) => frames.extend(s.frames(deflate)),
+        Out::Control(b) => frames.push(b),
     }
 }
 
 /// [`wire`], with a large message's compression worked out on the bulk lane rather than on
 /// this worker: deflating a welcome that carries a document of megabytes takes a worker's
 /// milliseconds per megabyte, and every socket and room sharing the worker waited for it
-/// (the eleventh review). The first socket to want it compresses it; the others take it ready.
-async fn framed(out: Out, deflate: bool, metrics: &crate::metrics::Metrics) -> Bytes {
+/// (the eleventh review). The first socket to want it compresses it; the others take it ready
+/// (a spliced welcome's own head is compressed for each socket, on the lane when large).
+/// The lane's futures are boxed: rare, and every socket's task would otherwise be sized
+/// for them.
+async fn framed(
+    out: Out,
+    deflate: bool,
+    metrics: &crate::metrics::Metrics,
+    frames: &mut Vec<Bytes>,
+) {
+    let inline = crate::lane::INLINE_BYTES;
     match out {
-        Out::Message(m) if deflate && m.payload_len() > crate::lane::INLINE_BYTES => {
-            if let Some(ready) = m.frame_if_ready(true) {
-                return ready;
-            }
-            crate::lane::run(m.payload_len(), metrics, move || m.frame(true)).await
+        Out::Message(m) if deflate && m.payload_len() > inline => {
+            let frame = match m.frame_if_ready(true) {
+                Some(ready) => ready,
+                None => {
+                    Box::pin(crate::lane::run(m.payload_len(), metrics, move || {
+                        m.frame(true)
+                    }))
+                    .await
+                }
+            };
+            frames.push(frame);
         }
-        other => wire(other, deflate),
+        Out::Spliced(s) if deflate && (!s.is_ready(true) || s.own_len() > inline) => {
+            let work = if s.is_ready(true) {
+                s.own_len()
+            } else {
+                s.payload_len()
+            };
+            let lane = Box::pin(crate::lane::run(work, metrics, move || s.frames(true)));
+            frames.extend(lane.await);
+        }
+        other => wire(other, deflate, frames),
     }
 }
 
@@ -114,7 +140,7 @@ pub async fn write(
                     return;
                 }
                 for out in batch.drain(..) {
-                    frames.push(framed(out, deflate, metrics).await);
+                    framed(out, deflate, metrics, &mut frames).await;
                 }
                 // A peer that stops reading blocks the write; a close request (its
                 // queue overflowing, say) ends the wait.
@@ -147,7 +173,9 @@ pub async fn write(
     // short (a peer that stopped reading), so is the rest.
     frames.clear();
     if req.code != CloseCode::TooSlow.code() && !cut {
-        frames.extend(rx.drain_now().into_iter().map(|o| wire(o, deflate)));
+        for out in rx.drain_now() {
+            wire(out, deflate, &mut frames);
+        }
     }
     frames.push(frame::close(req.code, &req.reason));
     let _ = timeout(CLOSE_DEADLINE, write_all(io, &frames, &mut gather)).await;

@@ -25,6 +25,22 @@ pub enum InflateError {
 /// Compresses `payload` as one message: raw DEFLATE (15-bit window), sync
 /// flushed, with the final empty block's `00 00 ff ff` removed.
 pub fn compress(payload: &[u8]) -> Vec<u8> {
+    let mut out = compress_part(payload);
+    debug_assert!(
+        out.ends_with(&TAIL),
+        "a sync flush ends with an empty stored block"
+    );
+    if out.ends_with(&TAIL) {
+        out.truncate(out.len() - TAIL.len());
+    }
+    out
+}
+
+/// Compresses `payload` as a part of a message, by a compressor of its own: sync flushed,
+/// its `00 00 ff ff` kept, so it ends on a byte boundary and no block is final. Parts so
+/// made, laid end to end with the last one's `00 00 ff ff` removed, are one valid message:
+/// each part's back-references reach only into itself, which a receiver's window holds.
+pub fn compress_part(payload: &[u8]) -> Vec<u8> {
     let mut deflater = Compress::new(Compression::default(), false);
     // Room for incompressible input plus block overhead, so one pass usually does.
     let mut out = Vec::with_capacity(payload.len() + payload.len() / 64 + 64);
@@ -42,13 +58,6 @@ pub fn compress(payload: &[u8]) -> Vec<u8> {
         if all_in && out.len() < out.capacity() {
             break;
         }
-    }
-    debug_assert!(
-        out.ends_with(&TAIL),
-        "a sync flush ends with an empty stored block"
-    );
-    if out.ends_with(&TAIL) {
-        out.truncate(out.len() - TAIL.len());
     }
     out
 }

@@ -1,9 +1,12 @@
 //! Server frames (RFC 6455 §5.2), built whole (header and payload) in one buffer.
-//! Server frames are never masked and never fragmented.
+//! Server frames are never masked and never fragmented; a spliced one is written in
+//! pieces, but as one frame.
 
 mod outgoing;
+mod spliced;
 
 pub use outgoing::Outgoing;
+pub use spliced::{Middle, Spliced};
 
 use bytes::{BufMut, Bytes, BytesMut};
 

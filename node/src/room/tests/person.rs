@@ -24,6 +24,7 @@ impl Person {
             .into_iter()
             .filter_map(|out| match out {
                 Out::Message(m) => serde_json::from_slice(m.payload()).ok(),
+                Out::Spliced(s) => serde_json::from_slice(&s.payload()).ok(),
                 Out::Control(_) => None,
             })
             .collect()
