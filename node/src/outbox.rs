@@ -57,21 +57,15 @@ pub enum Out {
 }
 
 impl Out {
-    /// The bytes that are this item's own, counted in its queue.
+    /// The bytes counted for this item in its queue (or drawn for it on the [`Budget`]):
+    /// all of it, but for a part shared with others that is charged on the budget once
+    /// for all of them (see [`HeldCopy`]).
     fn len(&self) -> usize {
         match self {
             Out::Message(m) => m.payload_len(),
-            Out::Spliced(s) => s.own_len(),
+            Out::Spliced(s) if s.middle().is_charged() => s.own_len(),
+            Out::Spliced(s) => s.payload_len(),
             Out::Control(b) => b.len(),
-        }
-    }
-
-    /// The bytes it shares with other sockets' items: charged once, to the node-wide
-    /// [`Budget`], and held by this socket until written.
-    fn shared_len(&self) -> usize {
-        match self {
-            Out::Spliced(s) => s.middle_len(),
-            _ => 0,
         }
     }
 }
@@ -122,19 +116,42 @@ struct Shared {
     address: std::sync::OnceLock<std::net::IpAddr>,
 }
 
-/// One queued item; one drawn on the [`Budget`] gives its bytes back there.
+/// One queued item; one drawn on the [`Budget`] gives its bytes back there, and one that
+/// holds a charged copy shared with other sockets lets go of it when dropped.
 struct Queued {
     out: Out,
     budget: Option<Arc<Budget>>,
+    copy: Option<HeldCopy>,
+}
+
+/// A socket's hold on a copy shared with other sockets' welcomes and charged on the
+/// [`Budget`] once for all of them: counted in the socket's `drawn` (so a socket that takes
+/// nothing of it can be made to make way) and against its address's share, once however
+/// many of the address's sockets hold it; both given back when dropped, that is when the
+/// item is written, or dropped unwritten, whichever way.
+pub(super) struct HeldCopy {
+    holder: Arc<Shared>,
+    budget: Arc<Budget>,
+    copy: Arc<crate::ws::Middle>,
+}
+
+impl Drop for HeldCopy {
+    fn drop(&mut self) {
+        let n = self.copy.len();
+        self.holder.drawn.fetch_sub(n, Ordering::AcqRel);
+        if let Some(&address) = self.holder.address.get() {
+            self.budget.let_go_of(address, &self.copy);
+        }
+    }
 }
 
 impl Queued {
-    /// Gives back what an item not written held: its own bytes, and what it shares.
-    fn give_back_all(&self, shared: &Shared) {
-        self.give_back(shared, self.out.len());
-        shared
-            .drawn
-            .fetch_sub(self.out.shared_len(), Ordering::AcqRel);
+    fn new(out: Out, budget: Option<Arc<Budget>>) -> Self {
+        Self {
+            out,
+            budget,
+            copy: None,
+        }
     }
 
     /// Gives an item's own bytes back to where they were counted: the node-wide
@@ -167,10 +184,10 @@ pub struct OutboxReceiver {
     taken: Vec<Queued>,
     /// Large messages taken and being written: what they drew on the node-wide [`Budget`]
     /// stays drawn until they are written ([`OutboxReceiver::done_writing`]), so a socket
-    /// that stops reading in the middle of one holds it against its address's share; a
-    /// shared part (no budget here: its charge goes back with its last holder) counts in
-    /// the socket's `drawn` until then, so such a socket can be made to make way.
-    writing: Vec<(Option<Arc<Budget>>, usize)>,
+    /// that stops reading in the middle of one holds it against its address's share.
+    writing: Vec<(Arc<Budget>, usize)>,
+    /// Copies shared with others that were taken and are being written: held until then.
+    copies_writing: Vec<HeldCopy>,
     pub close: CloseWatch,
 }
 
@@ -205,6 +222,7 @@ pub fn outbox(frames: usize, bytes: usize, metrics: Arc<Metrics>) -> (Outbox, Ou
             frames: rx,
             taken: Vec::new(),
             writing: Vec::new(),
+            copies_writing: Vec::new(),
             close: CloseWatch(shared),
         },
     )

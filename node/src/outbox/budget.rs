@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use atrium_protocol::CloseCode;
 
-use super::Shared;
+use super::{HeldCopy, Shared};
+use crate::ws::Middle;
 
 /// A node-wide allowance for messages bigger than a send queue may hold, so that a burst
 /// of joins to a big file cannot take all memory; and a share of it per client address,
@@ -32,7 +33,23 @@ pub struct Budget {
     /// Addresses whose holders were closed for taking nothing while others waited, and until
     /// when (ms since the Unix epoch) they keep no place and come after every other.
     stalled: Mutex<HashMap<IpAddr, u64>>,
+    /// Shared copies each address holds, and by how many of its sockets: a copy counts
+    /// against an address's share once, however many of its sockets hold it. Locked after
+    /// `by_address`.
+    copies: Mutex<HashMap<(IpAddr, CopyId), usize>>,
+    /// How many holders there may be before those done are swept out of the list.
+    holders_mark: AtomicUsize,
 }
+
+/// A shared copy, by where it lives (it lives as long as a holder counts it).
+type CopyId = usize;
+
+fn copy_id(copy: &Arc<Middle>) -> CopyId {
+    Arc::as_ptr(copy) as usize
+}
+
+/// Holders kept before the list is first swept.
+const HOLDERS_SWEPT_FROM: usize = 64;
 
 /// Whose draw it is: a joiner's welcome waits its turn behind the addresses refused before
 /// it; a large message to a socket already welcomed (a restore's patch) goes whenever it
@@ -41,6 +58,11 @@ pub struct Budget {
 pub(super) enum Draw {
     Welcome,
     Member,
+    /// A copy many welcomes share, made for one joiner: it waits its turn as that joiner's
+    /// welcome would, within the joiner's address's share, but is counted against the
+    /// addresses that hold it, each once, for as long as they do ([`Budget::hold_copy`]),
+    /// not against the address it was made for.
+    Copy,
 }
 
 /// An address refused for want of room, which is served before addresses that hold more,
@@ -110,6 +132,8 @@ impl Budget {
             holders: Mutex::new(Vec::new()),
             waiting: Mutex::new(Vec::new()),
             stalled: Mutex::new(HashMap::new()),
+            copies: Mutex::new(HashMap::new()),
+            holders_mark: AtomicUsize::new(HOLDERS_SWEPT_FROM),
         })
     }
 
@@ -127,16 +151,18 @@ impl Budget {
         false
     }
 
-    /// Charges `n` bytes of a message part that many sockets will share (a large document's
-    /// welcome) to the address of `builder`, the socket it is built for, as that socket's
-    /// welcome draw would be; given back when the [`Charge`] is dropped, with the part.
-    pub fn charge(self: &Arc<Self>, builder: &super::Outbox, n: usize) -> Option<Charge> {
+    /// Charges `n` bytes for a copy many welcomes will share (a large document), made for
+    /// `joiner`: in its turn, as the joiner's welcome would draw, within its address's share;
+    /// given back when the [`Charge`] is dropped, with the copy's last bytes. Against an
+    /// address's share the copy counts only while one of its sockets holds it
+    /// ([`Self::hold_copy`]): a sharer that never reads does not hold it against the
+    /// address it was made for (the twenty-second review).
+    pub fn charge(self: &Arc<Self>, joiner: &super::Outbox, n: usize) -> Option<Charge> {
         let now_ms = crate::clock::unix_ms() as u64;
-        let address = builder.address();
-        if self.take_at(address, n, now_ms, Draw::Welcome) {
+        if self.take_at(joiner.address(), n, now_ms, Draw::Copy) {
             return Some(Charge {
                 budget: self.clone(),
-                address,
+                address: None,
                 bytes: n,
             });
         }
@@ -144,14 +170,95 @@ impl Budget {
         None
     }
 
+    /// Whether a socket of `address` may hold `copy`: its address holds it already, holds
+    /// nothing, or has room for it in its share.
+    pub fn may_hold(&self, address: Option<IpAddr>, copy: &Arc<Middle>) -> bool {
+        let Some(address) = address else {
+            return true;
+        };
+        let held = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
+        let copies = self.copies.lock().unwrap_or_else(|p| p.into_inner());
+        let mine = held.get(&address).copied().unwrap_or(0);
+        copies.contains_key(&(address, copy_id(copy)))
+            || mine == 0
+            || mine + copy.len() <= self.share
+    }
+
+    /// An address refused before was served after all (by a copy it shares): it keeps no
+    /// place, or what it was promised would hold up others for nothing.
+    pub fn served(&self, address: Option<IpAddr>) {
+        if let Some(address) = address {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            waiting.retain(|w| w.address != address);
+        }
+    }
+
+    /// `holder` holds `copy` until the [`HeldCopy`] is dropped: counted in its `drawn` and,
+    /// once for all its address's sockets, against its address's share. `None` when the
+    /// address may not hold it (see [`Self::may_hold`]).
+    pub(super) fn hold_copy(
+        self: &Arc<Self>,
+        holder: &Arc<Shared>,
+        copy: &Arc<Middle>,
+    ) -> Option<HeldCopy> {
+        let n = copy.len();
+        if let Some(&address) = holder.address.get() {
+            let mut held = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
+            let mut copies = self.copies.lock().unwrap_or_else(|p| p.into_inner());
+            let mine = held.get(&address).copied().unwrap_or(0);
+            let sockets = copies.entry((address, copy_id(copy))).or_insert(0);
+            if *sockets == 0 {
+                if mine > 0 && mine + n > self.share {
+                    copies.remove(&(address, copy_id(copy)));
+                    return None;
+                }
+                held.insert(address, mine + n);
+            }
+            *sockets += 1;
+        }
+        holder.drawn.fetch_add(n, Ordering::AcqRel);
+        self.hold(holder);
+        Some(HeldCopy {
+            holder: holder.clone(),
+            budget: self.clone(),
+            copy: copy.clone(),
+        })
+    }
+
+    /// A socket of `address` no longer holds `copy`.
+    pub(super) fn let_go_of(&self, address: IpAddr, copy: &Arc<Middle>) {
+        let mut held = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
+        let mut copies = self.copies.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (address, copy_id(copy));
+        let Some(sockets) = copies.get_mut(&key) else {
+            return;
+        };
+        *sockets -= 1;
+        if *sockets > 0 {
+            return;
+        }
+        copies.remove(&key);
+        if let Some(mine) = held.get_mut(&address) {
+            *mine = mine.saturating_sub(copy.len());
+            if *mine == 0 {
+                held.remove(&address);
+            }
+        }
+    }
+
     /// Counts `holder` among the sockets that may be made to make way (it holds a draw, or
-    /// a shared part, in `drawn`).
+    /// a shared copy, in `drawn`). Those done are swept out once the list has doubled, not
+    /// on every call: a crowd joining a large file at once would cost the square of its size.
     pub(super) fn hold(&self, holder: &Arc<Shared>) {
         let mut holders = self.holders.lock().unwrap_or_else(|p| p.into_inner());
-        holders.retain(|h| {
-            h.upgrade()
-                .is_some_and(|h| h.drawn.load(Ordering::Acquire) > 0)
-        });
+        if holders.len() >= self.holders_mark.load(Ordering::Relaxed) {
+            holders.retain(|h| {
+                h.upgrade()
+                    .is_some_and(|h| h.drawn.load(Ordering::Acquire) > 0)
+            });
+            let mark = (2 * holders.len()).max(HOLDERS_SWEPT_FROM);
+            self.holders_mark.store(mark, Ordering::Relaxed);
+        }
         holders.push(Arc::downgrade(holder));
     }
 
@@ -259,7 +366,9 @@ impl Budget {
         }
         waiting.retain(|w| w.address != address);
         drop(waiting);
-        held.insert(address, mine + n);
+        if kind != Draw::Copy {
+            held.insert(address, mine + n);
+        }
         true
     }
 

@@ -72,7 +72,7 @@ impl Outbox {
             Out::Control(b) => Some(b.clone()),
         };
         let (Some(frame), Some(socket)) = (frame, line.socket.as_ref()) else {
-            return self.push_locked(&mut line, Queued { out, budget: None }, len);
+            return self.push_locked(&mut line, Queued::new(out, None), len);
         };
         // The message leaves the queue's account whatever the write does.
         self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
@@ -92,11 +92,7 @@ impl Outbox {
         if !self.account(rest_len) {
             return false;
         }
-        let queued = Queued {
-            out: Out::Control(rest),
-            budget: None,
-        };
-        self.push_locked(&mut line, queued, rest_len)
+        self.push_locked(&mut line, Queued::new(Out::Control(rest), None), rest_len)
     }
 }
 

@@ -12,7 +12,7 @@ impl Drop for OutboxReceiver {
         self.written();
         self.frames.close();
         while let Ok(q) = self.frames.try_recv() {
-            q.give_back_all(&self.close.0);
+            q.give_back(&self.close.0, q.out.len());
         }
     }
 }
@@ -23,15 +23,13 @@ impl OutboxReceiver {
     pub async fn recv_many(&mut self, out: &mut Vec<Out>, max: usize) -> usize {
         let n = self.frames.recv_many(&mut self.taken, max).await;
         let shared = &self.close.0;
-        for q in self.taken.drain(..) {
-            match q.budget {
+        for mut q in self.taken.drain(..) {
+            match q.budget.take() {
                 // Given back once written.
-                Some(budget) => self.writing.push((Some(budget), q.out.len())),
+                Some(budget) => self.writing.push((budget, q.out.len())),
                 None => q.give_back(shared, q.out.len()),
             }
-            if q.out.shared_len() > 0 {
-                self.writing.push((None, q.out.shared_len()));
-            }
+            self.copies_writing.extend(q.copy.take());
             out.push(q.out);
         }
         n
@@ -43,10 +41,9 @@ impl OutboxReceiver {
         let address = shared.address.get().copied();
         for (budget, len) in self.writing.drain(..) {
             shared.drawn.fetch_sub(len, Ordering::AcqRel);
-            if let Some(budget) = budget {
-                budget.give(address, len);
-            }
+            budget.give(address, len);
         }
+        self.copies_writing.clear();
     }
 
     /// Takes whatever is queued right now, without waiting.
@@ -58,8 +55,10 @@ impl OutboxReceiver {
         out
     }
 
+    /// Takes an item out of the queue unwritten: what it held is given back (a copy it
+    /// shares, when it is dropped here).
     fn unqueue(&self, q: Queued) -> Out {
-        q.give_back_all(&self.close.0);
+        q.give_back(&self.close.0, q.out.len());
         q.out
     }
 }

@@ -8,7 +8,10 @@ use atrium_protocol::CloseCode;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::{shared, Budget, Draw, Line, Msg, Out, Outbox, Queued};
+use super::{shared, Budget, Draw, HeldCopy, Line, Msg, Out, Outbox, Queued};
+
+/// Why a socket is closed when its large welcome cannot be queued.
+const BUSY: &str = "the node is busy sending large documents; try again later";
 
 /// Why a socket is closed when a large patch cannot be queued for it.
 const CHANGED_TOO_MUCH: &str = "the file changed more than this socket can be sent now; join again";
@@ -30,6 +33,10 @@ impl Outbox {
     }
 
     fn queue(&self, out: Out) -> bool {
+        debug_assert!(
+            !matches!(out, Out::Spliced(_)),
+            "a spliced message goes only as a welcome, which holds its copy"
+        );
         let len = out.len();
         if !self.account(len) {
             return false;
@@ -103,7 +110,7 @@ impl Outbox {
             // Already counted in `bytes` when it was held.
             let len = out.len();
             if ok {
-                ok &= self.push(Queued { out, budget: None }, len);
+                ok &= self.push(Queued::new(out, None), len);
             } else {
                 self.shared.bytes.fetch_sub(len, Ordering::AcqRel);
             }
@@ -135,43 +142,39 @@ impl Outbox {
             self.close(CloseCode::TryAgainLater, CHANGED_TOO_MUCH);
             return false;
         }
-        self.push_drawn(
-            Out::Message(msg),
-            len,
-            budget,
-            Draw::Member,
-            CHANGED_TOO_MUCH,
-        )
+        let msg = Out::Message(msg);
+        self.push_drawn(msg, len, budget, Draw::Member, CHANGED_TOO_MUCH, None)
     }
 
     /// Queues a welcome, which may be bigger than the queue's byte cap (a large
     /// document): such a one draws on the node-wide budget instead, and when that
     /// is spent the socket is closed with 1013 (try again later). A welcome around a
-    /// document it shares with others ([`Out::Spliced`]) was charged for it already, once
-    /// for all of them; this socket counts it as held until written. It never waits at the
-    /// gate: it is what the gate waits for.
+    /// document it shares with others, charged on the budget once for all of them, holds
+    /// it ([`HeldCopy`]) until written; refused (1013) when its address may hold no more.
+    /// It never waits at the gate: it is what the gate waits for.
     fn push_welcome(&self, out: Out, budget: &Arc<Budget>) -> bool {
-        let len = out.len();
-        let shares = out.shared_len();
-        if shares > 0 {
-            self.shared.drawn.fetch_add(shares, Ordering::AcqRel);
-            budget.hold(&self.shared);
-        }
-        let pushed = if len <= self.shared.max_bytes / 2 {
-            self.account(len) && self.push(Queued { out, budget: None }, len)
-        } else {
-            self.push_drawn(
-                out,
-                len,
-                budget,
-                Draw::Welcome,
-                "the node is busy sending large documents; try again later",
-            )
+        let copy = match &out {
+            Out::Spliced(s) if s.middle().is_charged() => {
+                match budget.hold_copy(&self.shared, s.middle()) {
+                    Some(held) => Some(held),
+                    None => {
+                        self.close(CloseCode::TryAgainLater, BUSY);
+                        return false;
+                    }
+                }
+            }
+            _ => None,
         };
-        if !pushed {
-            self.shared.drawn.fetch_sub(shares, Ordering::AcqRel);
+        let len = out.len();
+        if len <= self.shared.max_bytes / 2 {
+            let queued = Queued {
+                out,
+                budget: None,
+                copy,
+            };
+            return self.account(len) && self.push(queued, len);
         }
-        pushed
+        self.push_drawn(out, len, budget, Draw::Welcome, BUSY, copy)
     }
 
     /// Queues a large message drawn on the node-wide `budget` (against this socket's
@@ -183,6 +186,7 @@ impl Outbox {
         budget: &Arc<Budget>,
         kind: Draw,
         why: &str,
+        copy: Option<HeldCopy>,
     ) -> bool {
         if !budget.draw(&self.shared, len, kind) {
             self.close(CloseCode::TryAgainLater, why);
@@ -191,6 +195,7 @@ impl Outbox {
         let queued = Queued {
             out,
             budget: Some(budget.clone()),
+            copy,
         };
         self.push(queued, len)
     }

@@ -429,41 +429,87 @@ async fn a_socket_that_ends_with_a_large_welcome_queued_gives_it_back() {
     assert_eq!(out.shared.drawn.load(Ordering::Acquire), 0);
 }
 
-/// Welcomes that share one document are charged for it once, to the address it was made
-/// for; each socket counts it as held until written (so it can be made to make way), and
-/// the charge comes back when the last of them is done with it.
+/// Welcomes that share one document are charged for it once, node-wide; each socket counts
+/// it as held until written (so it can be made to make way), and each address holding it
+/// counts it against its share once, only while it does: the address it was made for is not
+/// charged for others that keep it (the twenty-second review: a sharer reading a few bytes
+/// a minute kept it against the owner's share for hours). The charge comes back when the
+/// last holder is done with it.
 #[tokio::test]
 async fn welcomes_sharing_a_document_are_charged_for_it_once() {
     use crate::ws::{Middle, Spliced};
-    let budget = Budget::new(1000);
+    let budget = Budget::new(8000);
     let (first, mut first_rx) = outbox(10, 100, Metrics::new());
     first.set_address(ip(1).unwrap());
-    let charge = budget.charge(&first, 300).expect("room for it");
-    let doc = Middle::new(vec![b'x'; 300], Some(Arc::new(charge)));
+    let charge = budget.charge(&first, 600).expect("room for it");
+    let doc = Middle::new(vec![b'x'; 600], Some(Arc::new(charge)));
     let welcome = || Spliced::new(Bytes::from_static(b"{\"doc\":"), doc.clone(), "}");
     let mut others = Vec::new();
-    for n in 0..5 {
+    for n in [2, 3, 3, 4, 5] {
         let (out, rx) = outbox(10, 100, Metrics::new());
-        out.set_address(ip(2 + n).unwrap());
+        out.set_address(ip(n).unwrap());
         assert!(out.open_with(welcome(), &budget));
-        assert_eq!(out.shared.drawn.load(Ordering::Acquire), 300);
+        assert_eq!(out.shared.drawn.load(Ordering::Acquire), 600);
         others.push((out, rx));
     }
     assert!(first.open_with(welcome(), &budget));
     drop(doc);
-    assert_eq!(budget.left(), 700, "one charge for six");
+    assert_eq!(budget.left(), 7400, "one charge for six");
+    // Two sockets of one address hold it once against the share of 1000: another 400 fits.
+    let other = Middle::new(vec![b'y'; 400], None);
+    assert!(budget.may_hold(ip(3), &other));
+
     let mut got = Vec::new();
     first_rx.recv_many(&mut got, 10).await;
     assert_eq!(got.len(), 1);
     drop(got);
     first_rx.done_writing();
     assert_eq!(first.shared.drawn.load(Ordering::Acquire), 0, "written");
+    // Its address holds nothing now, though others hold the copy made for it.
+    assert!(budget.take_at(ip(1), 1000, 0, Draw::Welcome));
+    budget.give(ip(1), 1000);
     for (out, rx) in others.drain(..4) {
         drop(rx);
         assert_eq!(out.shared.drawn.load(Ordering::Acquire), 0);
     }
-    assert_eq!(budget.left(), 700, "one still holds it");
+    assert_eq!(budget.left(), 7400, "one still holds it");
     let (_, mut last_rx) = others.pop().unwrap();
     assert_eq!(last_rx.drain_now().len(), 1);
+    assert_eq!(budget.left(), 8000);
+}
+
+/// A shared copy of a document no larger than half a send queue is not charged on the
+/// allowance: each socket counts it in its queue, as a welcome of its own was.
+#[tokio::test]
+async fn a_copy_under_half_a_queue_is_counted_in_each_queue() {
+    use crate::ws::{Middle, Spliced};
+    let budget = Budget::new(1000);
+    let doc = Middle::new(vec![b'x'; 300], None);
+    let (out, _rx) = outbox(10, 1000, Metrics::new());
+    let welcome = Spliced::new(Bytes::from_static(b"{\"doc\":"), doc, "}");
+    let len = welcome.payload_len();
+    assert!(out.open_with(welcome, &budget));
+    assert_eq!(out.shared.bytes.load(Ordering::Acquire), len);
+    assert_eq!(out.shared.drawn.load(Ordering::Acquire), 0);
     assert_eq!(budget.left(), 1000);
+}
+
+/// An address refused with a place and then let in by sharing a copy keeps no place: what
+/// it was promised would hold up others' large welcomes for nothing (the twenty-second
+/// review).
+#[tokio::test]
+async fn an_address_served_by_a_shared_copy_keeps_no_place() {
+    let budget = Budget::new(800);
+    assert!(budget.take_at(ip(1), 700, T0, Draw::Welcome));
+    assert!(
+        !budget.take_at(ip(2), 400, T0, Draw::Welcome),
+        "refused, with a place"
+    );
+    budget.give(ip(1), 700);
+    assert!(
+        !budget.take_at(ip(3), 700, T0 + 1, Draw::Welcome),
+        "what the place was promised holds the draw up"
+    );
+    budget.served(ip(2));
+    assert!(budget.take_at(ip(3), 700, T0 + 1, Draw::Welcome));
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::ids::ClientKey;
 use crate::outbox::{shared, ConnId, Out};
-use crate::ws::{Middle, Spliced};
+use crate::ws::{Kept, Middle, Spliced};
 
 /// Welcomes up to this size are sent even to an address that owes (they are still
 /// charged): a person opening a small file is not kept out because someone at their
@@ -71,30 +71,45 @@ impl RoomCore {
 
     /// The document for a welcome to `joiner`, to share with the welcomes of everyone who
     /// joins at this version within [`SHARED_FOR`] (`None` when the welcome resumes the
-    /// client instead, or the document is small): the one such a welcome carries already,
-    /// or a new one, charged to the joiner's address on the node's allowance for large
-    /// messages (refused 1013 when it has no room). One copy, encoded and compressed once,
-    /// for a crowd that opens a file together: before, each welcome was a copy of its own,
-    /// so sockets that never read held one each and kept others' welcomes of the same file
-    /// out of the allowance.
+    /// client instead, or the document is under 64 KiB): `shared`, the one such a welcome
+    /// carries already ([`Self::welcome_doc_now`]), or a new one. One copy, encoded and
+    /// compressed once, for a crowd that opens a file together: before, each welcome was a
+    /// copy of its own, so sockets that never read held one each and kept others' welcomes
+    /// of the same file out of the node's allowance for large messages. A copy larger than
+    /// half a send queue is charged on that allowance once, in the joiner's turn (refused
+    /// 1013 when it has no room), and counts against the share of each address holding it;
+    /// a smaller one is counted in each socket's queue, as it was.
     pub(super) fn shared_welcome_doc(
         &mut self,
         since: Option<u64>,
         client: ClientKey,
         joiner: &crate::outbox::Outbox,
+        shared: Option<Arc<Middle>>,
         now: Instant,
     ) -> Result<Option<Arc<Middle>>, JoinError> {
-        if let Some(doc) = self.welcome_doc_now(since, client, now) {
+        let budget = &self.rules.welcome_budget;
+        if let Some(doc) = shared {
+            if doc.is_charged() {
+                if !budget.may_hold(joiner.address(), &doc) {
+                    return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
+                }
+                budget.served(joiner.address());
+            }
             return Ok(Some(doc));
         }
         let len = self.doc.serialized_len();
         if len < LARGE_WELCOME || self.resume_len(since, client).is_some() {
             return Ok(None);
         }
-        let Some(charge) = self.rules.welcome_budget.charge(joiner, len) else {
-            return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
+        let kept: Kept = if len > self.rules.config.send_queue_bytes / 2 {
+            let Some(charge) = budget.charge(joiner, len) else {
+                return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
+            };
+            Some(Arc::new(charge))
+        } else {
+            None
         };
-        let doc = Middle::new(self.doc.to_json(), Some(Arc::new(charge)));
+        let doc = Middle::new(self.doc.to_json(), kept);
         self.welcome_doc = Some((self.version, now, Arc::downgrade(&doc)));
         Ok(Some(doc))
     }

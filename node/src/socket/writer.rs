@@ -38,6 +38,16 @@ fn wire(out: Out, deflate: bool, frames: &mut Vec<Bytes>) {
     }
 }
 
+/// [`wire`], but plain where compressing is still to be done: on the way to a close, a
+/// worker does not stop to compress megabytes (a plain frame is valid on any socket).
+fn wire_ready(out: Out, deflate: bool, frames: &mut Vec<Bytes>) {
+    match out {
+        Out::Message(m) => frames.push(m.frame_if_ready(deflate).unwrap_or_else(|| m.frame(false))),
+        Out::Spliced(s) => frames.extend(s.frames(deflate && s.is_ready(true))),
+        Out::Control(b) => frames.push(b),
+    }
+}
+
 /// [`wire`], with a large message's compression worked out on the bulk lane rather than on
 /// this worker: deflating a welcome that carries a document of megabytes takes a worker's
 /// milliseconds per megabyte, and every socket and room sharing the worker waited for it
@@ -174,7 +184,7 @@ pub async fn write(
     frames.clear();
     if req.code != CloseCode::TooSlow.code() && !cut {
         for out in rx.drain_now() {
-            wire(out, deflate, &mut frames);
+            wire_ready(out, deflate, &mut frames);
         }
     }
     frames.push(frame::close(req.code, &req.reason));

@@ -6,7 +6,7 @@ mod outgoing;
 mod spliced;
 
 pub use outgoing::Outgoing;
-pub use spliced::{Middle, Spliced};
+pub use spliced::{Kept, Middle, Spliced};
 
 use bytes::{BufMut, Bytes, BytesMut};
 

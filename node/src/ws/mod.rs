@@ -23,7 +23,7 @@ pub mod reader;
 #[cfg(test)]
 mod test_bytes;
 
-pub use frame::{Middle, Outgoing, Spliced, COMPRESS_THRESHOLD};
+pub use frame::{Kept, Middle, Outgoing, Spliced, COMPRESS_THRESHOLD};
 pub use handshake::{accept, Accepted, HandshakeError};
 pub use liveness::Liveness;
 pub use reader::{Allowance, Incoming, ReadError, Reader, ReaderLimits};

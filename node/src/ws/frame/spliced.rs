@@ -59,6 +59,12 @@ impl Middle {
         self.text.is_empty()
     }
 
+    /// Whether it keeps something alive (a charge on the node's allowance for large
+    /// messages): such a copy is counted there once, not in each socket's queue.
+    pub fn is_charged(&self) -> bool {
+        self.kept.is_some()
+    }
+
     fn deflated(&self) -> Option<&Bytes> {
         self.deflated
             .get_or_init(|| {
@@ -82,6 +88,11 @@ pub struct Spliced {
 impl Spliced {
     pub fn new(head: Bytes, middle: Arc<Middle>, tail: &'static str) -> Self {
         Self { head, middle, tail }
+    }
+
+    /// The part it shares.
+    pub fn middle(&self) -> &Arc<Middle> {
+        &self.middle
     }
 
     /// Bytes of the payload that are this message's alone.
@@ -115,13 +126,9 @@ impl Spliced {
         if deflate {
             if let Some(middle) = self.middle.deflated() {
                 let head = deflate::compress_part(&self.head);
-                let tail = deflate::compress(self.tail.as_bytes());
+                let tail = deflated_tail(self.tail);
                 let len = head.len() + middle.len() + tail.len();
-                return [
-                    framed_head(RSV1, len, &head),
-                    middle.clone(),
-                    Bytes::from(tail),
-                ];
+                return [framed_head(RSV1, len, &head), middle.clone(), tail];
             }
         }
         [
@@ -129,6 +136,17 @@ impl Spliced {
             self.middle.text.clone(),
             Bytes::from_static(self.tail.as_bytes()),
         ]
+    }
+}
+
+/// `tail` compressed as a message's last part; the welcome's closing brace is compressed
+/// once for the process, not by a compressor made for each socket.
+fn deflated_tail(tail: &'static str) -> Bytes {
+    static BRACE: OnceLock<Bytes> = OnceLock::new();
+    let compress = || Bytes::from(deflate::compress(tail.as_bytes()));
+    match tail {
+        "}" => BRACE.get_or_init(compress).clone(),
+        _ => compress(),
     }
 }
 
