@@ -96,7 +96,7 @@ const PROMISED_AT_MOST: usize = 4;
 const STALLED_KEPT_MS: u64 = 60_000;
 
 /// Most addresses remembered as stalled at once.
-const MOST_STALLED: usize = 4096;
+pub(super) const MOST_STALLED: usize = 4096;
 
 /// An address may hold this part of the budget at once.
 const SHARE: usize = 8;
@@ -380,6 +380,12 @@ impl Budget {
                     .map(|_| left - n)
             })
             .is_ok()
+    }
+
+    /// How many addresses are remembered as stalled.
+    #[cfg(test)]
+    pub(super) fn stalled_len(&self) -> usize {
+        self.stalled.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// What is left of the allowance.

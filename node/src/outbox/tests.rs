@@ -513,3 +513,19 @@ async fn an_address_served_by_a_shared_copy_keeps_no_place() {
     budget.served(ip(2));
     assert!(budget.take_at(ip(3), 700, T0 + 1, Draw::Welcome));
 }
+
+/// The addresses remembered as stalled are bounded: past [`budget::MOST_STALLED`], those
+/// whose time is up are forgotten first, and a new one is not remembered while all are still
+/// in theirs (an attacker with many addresses cannot grow the list without end).
+#[test]
+fn the_stalled_addresses_remembered_are_bounded() {
+    let budget = Budget::new(800);
+    let address = |n: u32| std::net::IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + n));
+    for n in 0..5_000 {
+        budget.stalled_at(address(n), T0);
+    }
+    assert_eq!(budget.stalled_len(), budget::MOST_STALLED);
+    // Once their 60 s are over, they make room for newer ones.
+    budget.stalled_at(address(9_999), T0 + 60_001);
+    assert_eq!(budget.stalled_len(), 1);
+}

@@ -34,6 +34,16 @@ async fn owner_joins_within_20_s(r: &Room, id: &str, started: Instant) -> (Clien
     }
 }
 
+/// The owner, welcomed, has the whole large file and edits it.
+async fn owner_has_the_file_and_edits(owner: &mut Client, welcome: &Value) {
+    assert!(welcome["doc"]
+        .as_object()
+        .is_some_and(|d| d.len() == 60_000));
+    owner
+        .patch_acked(1, vec![json!({"op": "put", "id": "a", "props": {"x": 1}})])
+        .await;
+}
+
 /// Ten view-key sockets of one address say hello to a large file and never read: they hold
 /// only their address's share of the node's budget for large messages (counted until each
 /// message is written, not just taken), so the node's memory stays clear of its mark and
@@ -69,12 +79,7 @@ async fn unread_welcomes_of_one_address_keep_nobody_else_out() {
         "owner_refused_first": refusals,
         "rss_mib": rss_before,
     }));
-    assert!(welcome["doc"]
-        .as_object()
-        .is_some_and(|d| d.len() == 60_000));
-    owner
-        .patch_acked(1, vec![json!({"op": "put", "id": "a", "props": {"x": 1}})])
-        .await;
+    owner_has_the_file_and_edits(&mut owner, &welcome).await;
     drop(held);
 }
 
@@ -392,12 +397,7 @@ async fn unread_welcomes_of_one_file_share_one_copy_of_it() {
         rss_after <= rss_before + 32,
         "the node grew from {rss_before} to {rss_after} MiB for 32 welcomes of one document"
     );
-    assert!(welcome["doc"]
-        .as_object()
-        .is_some_and(|d| d.len() == 60_000));
-    owner
-        .patch_acked(1, vec![json!({"op": "put", "id": "a", "props": {"x": 1}})])
-        .await;
+    owner_has_the_file_and_edits(&mut owner, &welcome).await;
     drop(asking);
 }
 
