@@ -1,5 +1,9 @@
 //! The welcome: a joiner's first message, the whole document at a durable
-//! version, with a large one reserved from the memory budget first.
+//! version, with a large one reserved from the memory budget first, and a large
+//! document shared by the welcomes of those who join together.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use atrium_protocol::CloseCode;
 use serde_json::json;
@@ -7,9 +11,6 @@ use serde_json::json;
 use super::access::Role;
 use super::core::RoomCore;
 use super::{JoinError, JoinRequest};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
 use crate::ids::ClientKey;
 use crate::outbox::{shared, ConnId, Out};
 use crate::ws::{Kept, Middle, Spliced};
