@@ -108,17 +108,17 @@ const SHARE: usize = 8;
 /// review). A reader that is merely slow takes bytes every so often and keeps its place.
 pub const MAKE_WAY_AFTER_MS: u64 = 5_000;
 
-/// What a message part shared by many sockets was charged on the [`Budget`]: given back when
-/// dropped, which is when the part is (it keeps its charge alive).
+/// What a copy shared by many sockets was charged on the [`Budget`], node-wide (addresses
+/// are charged for it while they hold it: [`HeldCopy`]): given back when dropped, which is
+/// when the copy's last bytes are (they keep it alive).
 pub struct Charge {
     budget: Arc<Budget>,
-    address: Option<IpAddr>,
     bytes: usize,
 }
 
 impl Drop for Charge {
     fn drop(&mut self) {
-        self.budget.give(self.address, self.bytes);
+        self.budget.give(None, self.bytes);
     }
 }
 
@@ -162,7 +162,6 @@ impl Budget {
         if self.take_at(joiner.address(), n, now_ms, Draw::Copy) {
             return Some(Charge {
                 budget: self.clone(),
-                address: None,
                 bytes: n,
             });
         }
