@@ -58,11 +58,10 @@ impl RoomCore {
             access::role(&self.record, access).map_err(JoinError::Denied)?;
         let welcome_len = self.welcome_len(req.since, req.client);
         self.pace_welcome(&req, welcome_len)?;
-        // A document other welcomes carry already takes no more memory for this one (the
-        // copy looked at here is the one shared below, not one made meanwhile).
-        let made = self.welcome_doc_now(req.since, req.client, now);
-        let shared_len = made.as_ref().map_or(0, |doc| doc.len());
-        self.reserve_welcome(welcome_len.saturating_sub(shared_len))?;
+        // A copy of the document is reserved only if one is made (below): not for a joiner
+        // that shares one, or that is turned away first.
+        let copy_len = self.copy_len(req.since, req.client);
+        self.reserve_welcome(welcome_len.saturating_sub(copy_len))?;
 
         // A newer hello of the same client replaces the older socket, quietly: for
         // everyone else the person never left.
@@ -83,7 +82,7 @@ impl RoomCore {
             return Err(JoinError::Reread);
         }
         // Before anyone is told of the joiner: a refusal here costs the room nothing.
-        let doc = self.shared_welcome_doc(req.since, req.client, &req.outbox, made, now)?;
+        let doc = self.shared_welcome_doc(req.since, req.client, &req.outbox, now)?;
         let state = self.clients.entry(req.client).or_default();
         state.highest_op = state.highest_op.max(req.stored_op);
         let person = PersonId::of_client(&self.person_salt, &req.client);

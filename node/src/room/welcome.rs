@@ -54,9 +54,19 @@ impl RoomCore {
         since.and_then(|since| self.recent.resume_len(since, self.version, client))
     }
 
+    /// The bytes of the document a welcome for `since` and `client` carries as a copy that
+    /// may be shared ([`Self::shared_welcome_doc`]); 0 when it carries none.
+    pub(super) fn copy_len(&self, since: Option<u64>, client: ClientKey) -> usize {
+        let len = self.doc.serialized_len();
+        if len < LARGE_WELCOME || self.resume_len(since, client).is_some() {
+            return 0;
+        }
+        len
+    }
+
     /// The document a large welcome at this version already carries, to share, when a
     /// welcome for `since` and `client` is to carry the document.
-    pub(super) fn welcome_doc_now(
+    fn welcome_doc_now(
         &self,
         since: Option<u64>,
         client: ClientKey,
@@ -72,8 +82,9 @@ impl RoomCore {
 
     /// The document for a welcome to `joiner`, to share with the welcomes of everyone who
     /// joins at this version within [`SHARED_FOR`] (`None` when the welcome resumes the
-    /// client instead, or the document is under 64 KiB): `shared`, the one such a welcome
-    /// carries already ([`Self::welcome_doc_now`]), or a new one. One copy, encoded and
+    /// client instead, or the document is under 64 KiB): the one such a welcome carries
+    /// already ([`Self::welcome_doc_now`]), or a new one, reserved from the node's memory
+    /// budget only then ([`Self::reserve_welcome`]). One copy, encoded and
     /// compressed once, for a crowd that opens a file together: before, each welcome was a
     /// copy of its own, so sockets that never read held one each and kept others' welcomes
     /// of the same file out of the node's allowance for large messages. A copy larger than
@@ -85,11 +96,10 @@ impl RoomCore {
         since: Option<u64>,
         client: ClientKey,
         joiner: &crate::outbox::Outbox,
-        shared: Option<Arc<Middle>>,
         now: Instant,
     ) -> Result<Option<Arc<Middle>>, JoinError> {
         let budget = &self.rules.welcome_budget;
-        if let Some(doc) = shared {
+        if let Some(doc) = self.welcome_doc_now(since, client, now) {
             if doc.is_charged() {
                 if !budget.may_hold(joiner.address(), &doc) {
                     return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
@@ -98,8 +108,8 @@ impl RoomCore {
             }
             return Ok(Some(doc));
         }
-        let len = self.doc.serialized_len();
-        if len < LARGE_WELCOME || self.resume_len(since, client).is_some() {
+        let len = self.copy_len(since, client);
+        if len == 0 {
             return Ok(None);
         }
         let kept: Kept = if len > self.rules.config.send_queue_bytes / 2 {
@@ -110,6 +120,8 @@ impl RoomCore {
         } else {
             None
         };
+        // Refused here, the charge goes back as it is dropped.
+        self.reserve_welcome(len)?;
         let doc = Middle::new(self.doc.to_json(), kept);
         self.welcome_doc = Some((self.version, now, Arc::downgrade(&doc)));
         Ok(Some(doc))

@@ -463,8 +463,8 @@ fn a_welcome_is_charged_for_its_people_too() {
 }
 
 /// A welcome of a few hundred KB for a room already open is promised from the memory
-/// budget too: at the mark it is refused with 1013 rather than built (each welcome is a copy
-/// of its own, held until its socket takes it).
+/// budget too: at the mark it is refused with 1013 rather than built (a new copy of the
+/// document, when no welcome of the last 5 s made one to share).
 #[test]
 fn a_welcome_over_64_kib_is_refused_at_the_memory_mark() {
     let mut h = Harness::with(&[], 1u64 << 30);
@@ -549,4 +549,43 @@ fn an_op_id_read_before_the_room_opened_is_read_again() {
     );
     h.try_join_as(As::Editor, ClientKey([9; 16]), None)
         .expect("a read after the room opened is trusted");
+}
+
+/// A joiner refused a copy of a large document by the node's allowance for large messages
+/// promises nothing from the memory budget: before, twice the document was promised before
+/// the allowance was asked, and held until the next sample, so a flood of such hellos had
+/// honest people refused for memory the node never used (the twenty-third review).
+#[test]
+fn a_joiner_refused_by_the_allowance_promises_no_memory() {
+    let mut h = Harness::with(&[("send-queue-bytes", "65536")], 1u64 << 30);
+    let owner = h.join(As::Owner);
+    h.patch(&owner, 1, put("text", json!({"s": "x".repeat(200_000)})));
+    h.end_turn();
+    h.durable(1);
+    let (other, _rx) = crate::outbox::outbox(10, 10, crate::metrics::Metrics::new());
+    let budget = h.core.rules.welcome_budget.clone();
+    let full = budget
+        .charge(&other, (64 << 20) - 100_000)
+        .expect("room for it");
+    let memory = h.core.rules.memory.clone();
+    let left = memory.room_left();
+    match h.try_join(As::Viewer, None) {
+        Err(JoinError::Unavailable(code)) => assert_eq!(code, CloseCode::TryAgainLater),
+        other => panic!(
+            "a 200 KB copy with 100 KB left: {:?}",
+            other.map(|p| p.conn)
+        ),
+    }
+    assert_eq!(
+        memory.room_left(),
+        left,
+        "memory was promised for a refused joiner"
+    );
+    drop(full);
+    h.try_join(As::Viewer, None)
+        .expect("with room again, it is welcomed");
+    assert!(
+        memory.room_left() <= left - 400_000,
+        "the copy made is promised until the next sample"
+    );
 }
