@@ -101,6 +101,21 @@ pub(super) const MOST_STALLED: usize = 4096;
 /// An address may hold this part of the budget at once.
 const SHARE: usize = 8;
 
+/// A socket holding large messages (its own draws and shared copies) for longer than
+/// [`MAKE_WAY_AFTER_MS`] plus their time at this rate is closed (4008) when another's draw
+/// does not fit, as one that takes nothing is: sockets of eight addresses each reading a
+/// copy of a 33 MB file at 17.5 KB/s (enough never to be seen taking nothing for 5 s) held
+/// the whole allowance for half an hour each, and the owner of another file was refused 85
+/// times in 85 s (the twenty-third review). A person on a 10 Mbit/s line reads faster.
+pub const SLOWEST_HOLDER_BYTES_PER_SECOND: u64 = 1024 * 1024;
+
+/// `holder` draws `n` more bytes; when it held nothing, its hold begins at `now_ms`.
+fn began_holding(holder: &Shared, n: usize, now_ms: u64) {
+    if holder.drawn.fetch_add(n, Ordering::AcqRel) == 0 {
+        holder.holding_since.store(now_ms, Ordering::Release);
+    }
+}
+
 /// A socket holding a draw whose peer has taken nothing for this long is closed (4008)
 /// when another's draw does not fit. Without it, four sockets of four addresses that
 /// never read their 20 MB welcomes, replaced before their ping timeout, kept every
@@ -143,7 +158,7 @@ impl Budget {
     pub(super) fn draw(&self, holder: &Arc<Shared>, n: usize, kind: Draw) -> bool {
         let now_ms = crate::clock::unix_ms() as u64;
         if self.take_at(holder.address.get().copied(), n, now_ms, kind) {
-            holder.drawn.fetch_add(n, Ordering::AcqRel);
+            began_holding(holder, n, now_ms);
             self.hold(holder);
             return true;
         }
@@ -215,7 +230,7 @@ impl Budget {
             }
             *sockets += 1;
         }
-        holder.drawn.fetch_add(n, Ordering::AcqRel);
+        began_holding(holder, n, crate::clock::unix_ms() as u64);
         self.hold(holder);
         Some(HeldCopy {
             holder: holder.clone(),
@@ -273,19 +288,33 @@ impl Budget {
     }
 
     /// Closes the holders that have taken nothing for [`MAKE_WAY_AFTER_MS`] at `now_ms`.
+    /// Closes the holders that have taken nothing for [`MAKE_WAY_AFTER_MS`] at `now_ms`, and
+    /// those holding what they hold for longer than [`MAKE_WAY_AFTER_MS`] plus its time at
+    /// [`SLOWEST_HOLDER_BYTES_PER_SECOND`].
     fn make_way(&self, now_ms: u64) {
         let holders = self.holders.lock().unwrap_or_else(|p| p.into_inner());
         for h in holders.iter().filter_map(Weak::upgrade) {
+            let drawn = h.drawn.load(Ordering::Acquire) as u64;
+            if drawn == 0 {
+                continue;
+            }
             let since = h.write_waiting_since.load(Ordering::Acquire);
             let stalled = since > 0 && now_ms.saturating_sub(since) >= MAKE_WAY_AFTER_MS;
-            if stalled && h.drawn.load(Ordering::Acquire) > 0 {
-                h.close(
-                    CloseCode::TooSlow,
-                    "too slow: took nothing of a large message for 5 s while others waited",
-                );
-                if let Some(&address) = h.address.get() {
-                    self.stalled_at(address, now_ms);
+            let held_since = h.holding_since.load(Ordering::Acquire);
+            let allowed_ms = MAKE_WAY_AFTER_MS + drawn * 1000 / SLOWEST_HOLDER_BYTES_PER_SECOND;
+            let dawdling = held_since > 0 && now_ms.saturating_sub(held_since) >= allowed_ms;
+            let why = match (stalled, dawdling) {
+                (true, _) => {
+                    "too slow: took nothing of a large message for 5 s while others waited"
                 }
+                (false, true) => {
+                    "too slow: took a large message slower than 1 MiB/s while others waited"
+                }
+                (false, false) => continue,
+            };
+            h.close(CloseCode::TooSlow, why);
+            if let Some(&address) = h.address.get() {
+                self.stalled_at(address, now_ms);
             }
         }
     }

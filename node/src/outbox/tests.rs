@@ -529,3 +529,39 @@ fn the_stalled_addresses_remembered_are_bounded() {
     budget.stalled_at(address(9_999), T0 + 60_001);
     assert_eq!(budget.stalled_len(), 1);
 }
+
+/// A holder whose peer takes bytes, but slower than
+/// [`budget::SLOWEST_HOLDER_BYTES_PER_SECOND`], makes way when another's draw does not fit,
+/// once it has held longer than 5 s plus its message's time at that rate; one within that
+/// time keeps its place (the twenty-third review: holders reading 17.5 KB/s, never seen
+/// taking nothing for 5 s, kept the allowance for half an hour).
+#[tokio::test]
+async fn a_holder_that_takes_too_slowly_makes_way() {
+    let len = 3 << 20;
+    let budget = Budget::new(len + 100);
+    let (slow, mut slow_rx, first) = welcomed_from(&budget, "192.0.2.1", len);
+    assert!(first);
+    let mut writing = Vec::new();
+    assert_eq!(slow_rx.recv_many(&mut writing, 10).await, 1);
+    // Its peer takes bytes now and then.
+    slow.write_waits();
+    slow.write_progressed();
+    // Six seconds held of the eight a 3 MiB message may take: it keeps its place.
+    let now = crate::clock::unix_ms() as u64;
+    slow.shared
+        .holding_since
+        .store(now - 6_000, Ordering::Release);
+    assert!(!welcomed_from(&budget, "192.0.2.2", len).2);
+    assert!(slow_rx.close.requested().is_none(), "within its time");
+    // Twelve: it makes way.
+    slow.shared
+        .holding_since
+        .store(now - 12_000, Ordering::Release);
+    assert!(!welcomed_from(&budget, "192.0.2.3", len).2);
+    let close = slow_rx
+        .close
+        .requested()
+        .expect("closed for taking too slowly");
+    assert_eq!(close.code, CloseCode::TooSlow.code());
+    assert!(close.reason.contains("slower than"), "{}", close.reason);
+}
