@@ -110,9 +110,11 @@ struct Shared {
     /// the node-wide [`Budget`] that takes nothing for long makes way for others.
     write_waiting_since: AtomicU64,
     /// Since when the socket has held large messages or shared copies (ms since the Unix
-    /// epoch; set when `drawn` goes up from 0): one taking them slower than
-    /// [`budget::SLOWEST_HOLDER_BYTES_PER_SECOND`] makes way as one that takes nothing does.
+    /// epoch; set when `drawn` goes up from 0), and how many bytes of them it has been given
+    /// since: one taking them slower than [`budget::SLOWEST_HOLDER_BYTES_PER_SECOND`] makes
+    /// way as one that takes nothing does.
     holding_since: AtomicU64,
+    held_bytes: AtomicU64,
     /// Bytes of the node-wide [`Budget`] this socket holds.
     drawn: AtomicUsize,
     /// The client's address (its limit key): what its sockets draw on the node-wide
@@ -215,6 +217,7 @@ pub fn outbox(frames: usize, bytes: usize, metrics: Arc<Metrics>) -> (Outbox, Ou
         address: std::sync::OnceLock::new(),
         write_waiting_since: AtomicU64::new(0),
         holding_since: AtomicU64::new(0),
+        held_bytes: AtomicU64::new(0),
         drawn: AtomicUsize::new(0),
     });
     (

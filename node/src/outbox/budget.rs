@@ -109,10 +109,21 @@ const SHARE: usize = 8;
 /// times in 85 s (the twenty-third review). A person on a 10 Mbit/s line reads faster.
 pub const SLOWEST_HOLDER_BYTES_PER_SECOND: u64 = 1024 * 1024;
 
-/// `holder` draws `n` more bytes; when it held nothing, its hold begins at `now_ms`.
+/// `holder` draws `n` more bytes; when it held nothing, its hold begins at `now_ms`. What it
+/// is given while it holds counts toward its hold (a welcome and then a restore's patch are
+/// one hold of both), not what it holds at the moment. The hold's start is set before the
+/// draw is seen as well as after it, so that a [`Budget::make_way`] on another thread does
+/// not judge a new hold by an old start.
 fn began_holding(holder: &Shared, n: usize, now_ms: u64) {
+    if holder.drawn.load(Ordering::Acquire) == 0 {
+        holder.holding_since.store(now_ms, Ordering::Release);
+        holder.held_bytes.store(0, Ordering::Release);
+    }
     if holder.drawn.fetch_add(n, Ordering::AcqRel) == 0 {
         holder.holding_since.store(now_ms, Ordering::Release);
+        holder.held_bytes.store(n as u64, Ordering::Release);
+    } else {
+        holder.held_bytes.fetch_add(n as u64, Ordering::AcqRel);
     }
 }
 
@@ -294,14 +305,14 @@ impl Budget {
     fn make_way(&self, now_ms: u64) {
         let holders = self.holders.lock().unwrap_or_else(|p| p.into_inner());
         for h in holders.iter().filter_map(Weak::upgrade) {
-            let drawn = h.drawn.load(Ordering::Acquire) as u64;
-            if drawn == 0 {
+            if h.drawn.load(Ordering::Acquire) == 0 {
                 continue;
             }
             let since = h.write_waiting_since.load(Ordering::Acquire);
             let stalled = since > 0 && now_ms.saturating_sub(since) >= MAKE_WAY_AFTER_MS;
             let held_since = h.holding_since.load(Ordering::Acquire);
-            let allowed_ms = MAKE_WAY_AFTER_MS + drawn * 1000 / SLOWEST_HOLDER_BYTES_PER_SECOND;
+            let held = h.held_bytes.load(Ordering::Acquire);
+            let allowed_ms = MAKE_WAY_AFTER_MS + held * 1000 / SLOWEST_HOLDER_BYTES_PER_SECOND;
             let dawdling = held_since > 0 && now_ms.saturating_sub(held_since) >= allowed_ms;
             let why = match (stalled, dawdling) {
                 (true, _) => {

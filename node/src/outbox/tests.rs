@@ -565,3 +565,30 @@ async fn a_holder_that_takes_too_slowly_makes_way() {
     assert_eq!(close.code, CloseCode::TooSlow.code());
     assert!(close.reason.contains("slower than"), "{}", close.reason);
 }
+
+/// A hold is judged by everything the socket was given since it began, not by what it
+/// holds at the moment: a reader that took a 6 MiB welcome in 10 s and was then sent a
+/// restore's 1 MiB patch is not slow (the twenty-fourth review: judged by the patch alone it
+/// was allowed 6 s and closed).
+#[tokio::test]
+async fn a_hold_is_judged_by_all_it_was_given() {
+    let budget = Budget::new(100 << 20);
+    let (fast, mut fast_rx, first) = welcomed_from(&budget, "192.0.2.1", 6 << 20);
+    assert!(first);
+    let now = crate::clock::unix_ms() as u64;
+    fast.shared
+        .holding_since
+        .store(now - 10_000, Ordering::Release);
+    assert!(fast.send_large(shared(vec![b'p'; 1 << 20]), &budget));
+    // The welcome is written; the patch is still held.
+    let mut got = Vec::new();
+    assert_eq!(fast_rx.recv_many(&mut got, 1).await, 1);
+    fast_rx.done_writing();
+    assert_eq!(fast.shared.drawn.load(Ordering::Acquire), 1 << 20);
+    // Another's draw does not fit: 10 s for 7 MiB is within 5 s plus 7 s.
+    assert!(!welcomed_from(&budget, "192.0.2.2", (100 << 20) - 1000).2);
+    assert!(
+        fast_rx.close.requested().is_none(),
+        "a fast reader was closed"
+    );
+}

@@ -421,8 +421,9 @@ async fn read_slowly(raw: &mut Raw, time: Duration) -> usize {
 /// for large messages has room for one such welcome; another address's join then finds no
 /// room, and holders whose peers took nothing for 5 s make way. The slow reader is taking
 /// bytes all along and keeps its place for the 10 s looked at (a holder makes way for being
-/// slow only past 5 s plus its messages' time at 1 MiB/s, 12.8 s for this welcome, see
-/// `outbox::tests::a_holder_that_takes_too_slowly_makes_way`): the kernel holds only a little of its welcome
+/// slow only past 5 s plus its messages' time at 1 MiB/s, 12.8 s for this welcome: see
+/// `outbox::tests::a_holder_that_takes_too_slowly_makes_way`): the kernel holds only a
+/// little of its welcome
 /// unsent (`ATRIUM_KERNEL_UNSENT_BYTES`), so the node sees it take bytes every few
 /// seconds. (With the kernel's own sizing, its send buffer held megabytes and the socket
 /// was writable again only once a third of them had gone: a reader slower than about
