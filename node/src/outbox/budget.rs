@@ -24,14 +24,16 @@ pub struct Budget {
     /// opened).
     share: usize,
     by_address: Mutex<HashMap<IpAddr, usize>>,
-    /// The sockets that drew on it (some may have given back since): when a draw does not
-    /// fit, those among them that took nothing for [`MAKE_WAY_AFTER`] are closed.
+    /// The sockets that drew on it or hold a shared copy (some may have given back since):
+    /// when a draw does not fit, those among them that took nothing for
+    /// [`MAKE_WAY_AFTER_MS`], or too slowly, are closed.
     holders: Mutex<Vec<Weak<Shared>>>,
     /// Addresses whose draw found the node-wide allowance short, in the order they are
     /// served: what comes back goes to them first (see [`Waiter`]).
     waiting: Mutex<Vec<Waiter>>,
-    /// Addresses whose holders were closed for taking nothing while others waited, and until
-    /// when (ms since the Unix epoch) they keep no place and come after every other.
+    /// Addresses whose holders were closed for taking nothing, or too slowly, while others
+    /// waited, and until when (ms since the Unix epoch) they keep no place and come after
+    /// every other.
     stalled: Mutex<HashMap<IpAddr, u64>>,
     /// Shared copies each address holds, and by how many of its sockets: a copy counts
     /// against an address's share once, however many of its sockets hold it. Locked after
@@ -92,7 +94,8 @@ const MOST_WAITING: usize = 64;
 /// back (the twenty-first review).
 const PROMISED_AT_MOST: usize = 4;
 
-/// How long an address whose holder was closed for taking nothing keeps no place.
+/// How long an address whose holder was closed for taking nothing, or too slowly, keeps no
+/// place.
 const STALLED_KEPT_MS: u64 = 60_000;
 
 /// Most addresses remembered as stalled at once.
@@ -131,7 +134,8 @@ fn began_holding(holder: &Shared, n: usize, now_ms: u64) {
 /// when another's draw does not fit. Without it, four sockets of four addresses that
 /// never read their 20 MB welcomes, replaced before their ping timeout, kept every
 /// welcome over 2 MiB on the node refused 1013 for as long as they liked (the seventh
-/// review). A reader that is merely slow takes bytes every so often and keeps its place.
+/// review). A reader that is merely slow takes bytes every so often and keeps its place,
+/// unless it is slower than [`SLOWEST_HOLDER_BYTES_PER_SECOND`].
 pub const MAKE_WAY_AFTER_MS: u64 = 5_000;
 
 /// What a copy shared by many sockets was charged on the [`Budget`], node-wide (addresses
@@ -165,7 +169,7 @@ impl Budget {
 
     /// Takes `n` bytes for the socket `holder`, against its address's share; when they do
     /// not fit, closes the holders whose peers have taken nothing for
-    /// [`MAKE_WAY_AFTER_MS`], so the next try finds room.
+    /// [`MAKE_WAY_AFTER_MS`], or too slowly, so the next try finds room.
     pub(super) fn draw(&self, holder: &Arc<Shared>, n: usize, kind: Draw) -> bool {
         let now_ms = crate::clock::unix_ms() as u64;
         if self.take_at(holder.address.get().copied(), n, now_ms, kind) {
@@ -287,7 +291,8 @@ impl Budget {
         holders.push(Arc::downgrade(holder));
     }
 
-    /// A draw of `n` bytes did not fit: holders that took nothing for long make way, but only
+    /// A draw of `n` bytes did not fit: holders that took nothing for long, or too slowly,
+    /// make way ([`Self::make_way`]), but only
     /// when the node-wide allowance is what is short (for this draw or, when it waits behind
     /// others, for the first of them, whose own refusals make way): a draw refused for its
     /// own address's share, or larger than the whole allowance, would gain nothing from
@@ -298,10 +303,9 @@ impl Budget {
         }
     }
 
-    /// Closes the holders that have taken nothing for [`MAKE_WAY_AFTER_MS`] at `now_ms`.
     /// Closes the holders that have taken nothing for [`MAKE_WAY_AFTER_MS`] at `now_ms`, and
-    /// those holding what they hold for longer than [`MAKE_WAY_AFTER_MS`] plus its time at
-    /// [`SLOWEST_HOLDER_BYTES_PER_SECOND`].
+    /// those that have held large messages for longer than [`MAKE_WAY_AFTER_MS`] plus the
+    /// time of all they were given since at [`SLOWEST_HOLDER_BYTES_PER_SECOND`].
     fn make_way(&self, now_ms: u64) {
         let holders = self.holders.lock().unwrap_or_else(|p| p.into_inner());
         for h in holders.iter().filter_map(Weak::upgrade) {

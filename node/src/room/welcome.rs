@@ -21,8 +21,9 @@ use crate::ws::{Kept, Middle, Spliced};
 const ALWAYS_WELCOMED: usize = 64 * 1024;
 
 /// Welcomes from this size on are reserved from the memory budget before they are built,
-/// so at its mark a node refuses them with 1013. Each is a copy of its own, held until its
-/// socket takes it: from 1 MiB only, a hundred sockets of one address that said hello to
+/// so at its mark a node refuses them with 1013 (a document's copy only when one is made:
+/// see `RoomCore::shared_welcome_doc`). Each was a copy of its own, held until its socket
+/// took it: from 1 MiB only, a hundred sockets of one address that said hello to
 /// an open room of 0.99 MiB and read slowly held 99 MiB past any budget (the eleventh review;
 /// a hello for an open room is checked by the room, not by the socket's own budget check).
 const LARGE_WELCOME: usize = ALWAYS_WELCOMED;
