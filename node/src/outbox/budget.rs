@@ -208,9 +208,14 @@ impl Budget {
         let held = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
         let copies = self.copies.lock().unwrap_or_else(|p| p.into_inner());
         let mine = held.get(&address).copied().unwrap_or(0);
-        copies.contains_key(&(address, copy_id(copy)))
-            || mine == 0
-            || mine + copy.len() <= self.share
+        copies.contains_key(&(address, copy_id(copy))) || self.within_share(mine, copy.len())
+    }
+
+    /// Whether an address holding `mine` may take `n` more: within its share, or anything
+    /// the allowance has room for when it holds nothing (or a large file could never be
+    /// opened).
+    fn within_share(&self, mine: usize, n: usize) -> bool {
+        mine == 0 || mine + n <= self.share
     }
 
     /// An address refused before was served after all (by a copy it shares): it keeps no
@@ -237,7 +242,7 @@ impl Budget {
             let mine = held.get(&address).copied().unwrap_or(0);
             let sockets = copies.entry((address, copy_id(copy))).or_insert(0);
             if *sockets == 0 {
-                if mine > 0 && mine + n > self.share {
+                if !self.within_share(mine, n) {
                     copies.remove(&(address, copy_id(copy)));
                     return None;
                 }
@@ -365,7 +370,7 @@ impl Budget {
         let mut held = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
         let holds = |a: &IpAddr| held.get(a).copied().unwrap_or(0);
         let mine = holds(&address);
-        if mine > 0 && mine + n > self.share {
+        if !self.within_share(mine, n) {
             return false;
         }
         if kind == Draw::Member {

@@ -155,13 +155,11 @@ impl Outbox {
     fn push_welcome(&self, out: Out, budget: &Arc<Budget>) -> bool {
         let copy = match &out {
             Out::Spliced(s) if s.middle().is_charged() => {
-                match budget.hold_copy(&self.shared, s.middle()) {
-                    Some(held) => Some(held),
-                    None => {
-                        self.close(CloseCode::TryAgainLater, BUSY);
-                        return false;
-                    }
-                }
+                let Some(held) = budget.hold_copy(&self.shared, s.middle()) else {
+                    self.close(CloseCode::TryAgainLater, BUSY);
+                    return false;
+                };
+                Some(held)
             }
             _ => None,
         };

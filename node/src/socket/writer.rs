@@ -41,11 +41,12 @@ fn wire(out: Out, deflate: bool, frames: &mut Vec<Bytes>) {
 /// [`wire`], but plain where compressing is still to be done: on the way to a close, a
 /// worker does not stop to compress megabytes (a plain frame is valid on any socket).
 fn wire_ready(out: Out, deflate: bool, frames: &mut Vec<Bytes>) {
-    match out {
-        Out::Message(m) => frames.push(m.frame_if_ready(deflate).unwrap_or_else(|| m.frame(false))),
-        Out::Spliced(s) => frames.extend(s.frames(deflate && s.is_ready(true))),
-        Out::Control(b) => frames.push(b),
-    }
+    let ready = match &out {
+        Out::Message(m) => m.frame_if_ready(deflate).is_some(),
+        Out::Spliced(s) => s.is_ready(deflate),
+        Out::Control(_) => true,
+    };
+    wire(out, deflate && ready, frames);
 }
 
 /// [`wire`], with a large message's compression worked out on the bulk lane rather than on
