@@ -29,17 +29,29 @@ impl Endpoint {
     }
 }
 
-/// An answer: status and parsed JSON body (null when empty or not JSON).
+/// An answer: status, parsed JSON body (null when empty or not JSON) and the node's
+/// `Retry-After`, when it gave one.
 #[derive(Debug)]
 pub struct Answer {
     pub status: u16,
     pub body: Value,
+    pub retry_after: Option<Duration>,
 }
 
 impl Answer {
-    fn parse((status, bytes): (u16, Bytes)) -> Answer {
-        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Answer { status, body }
+    fn parse(raw: Raw) -> Answer {
+        let body = serde_json::from_slice(&raw.bytes).unwrap_or(Value::Null);
+        Answer {
+            status: raw.status,
+            body,
+            retry_after: raw.retry_after,
+        }
+    }
+
+    /// A 503 that says when to come back: the node is at a bound it will be under again
+    /// soon (password hashing busy, the store briefly away).
+    pub fn come_back_after(&self) -> Option<Duration> {
+        (self.status == 503).then_some(self.retry_after).flatten()
     }
 
     /// The body when the status is 2xx, else an error with the server's reason.
@@ -110,16 +122,23 @@ pub async fn get_with_key(
 
 /// A GET whose body is text (`/metrics`), within `timeout`; an error unless it is a 200.
 pub async fn get_text(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<String> {
-    let (status, bytes) = tokio::time::timeout(
+    let raw = tokio::time::timeout(
         timeout,
         request_raw(endpoint, "GET", path, None, None, None),
     )
     .await
     .map_err(|_| anyhow!("GET {path}: no answer within {timeout:?}"))??;
-    if status != 200 {
-        return Err(anyhow!("GET {path}: HTTP {status}"));
+    if raw.status != 200 {
+        return Err(anyhow!("GET {path}: HTTP {}", raw.status));
     }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(String::from_utf8_lossy(&raw.bytes).into_owned())
+}
+
+/// What came back, before the body is parsed.
+struct Raw {
+    status: u16,
+    retry_after: Option<Duration>,
+    bytes: Bytes,
 }
 
 async fn request_raw(
@@ -129,7 +148,7 @@ async fn request_raw(
     token: Option<&str>,
     key: Option<&str>,
     body: Option<&Value>,
-) -> Result<(u16, Bytes)> {
+) -> Result<Raw> {
     let stream = TcpStream::connect(&endpoint.authority)
         .await
         .with_context(|| format!("cannot connect to {}", endpoint.authority))?;
@@ -159,7 +178,16 @@ async fn request_raw(
         .await
         .with_context(|| format!("{method} {path}"))?;
     let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get(hyper::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
     let bytes = resp.into_body().collect().await?.to_bytes();
     driver.abort();
-    Ok((status, bytes))
+    Ok(Raw {
+        status,
+        retry_after,
+        bytes,
+    })
 }

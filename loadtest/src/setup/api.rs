@@ -4,23 +4,43 @@ use anyhow::{anyhow, bail, Context, Result};
 use futures_util::{stream, StreamExt, TryStreamExt};
 use serde_json::Value;
 
+use crate::http::Answer;
+
 use super::*;
 
-async fn sign_up(endpoint: &Endpoint, run: &str, n: usize) -> Result<String> {
+/// How long setup keeps coming back to a node that answers 503 with `Retry-After`: a
+/// debug node on a busy machine hashes a password in about a second, and sign-ups wait
+/// at most 2 s for a hashing slot before they are told to come back.
+const COME_BACK_FOR: Duration = Duration::from_secs(60);
+
+/// A setup request, sent again while the node answers 503 with `Retry-After` (for at most
+/// [`COME_BACK_FOR`]); any other answer is the caller's.
+async fn request_until_served(
+    endpoint: &Endpoint,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> Result<Answer> {
+    let give_up = tokio::time::Instant::now() + COME_BACK_FOR;
+    loop {
+        let answer = request(endpoint, method, path, token, Some(body), HTTP_TIMEOUT).await?;
+        match answer.come_back_after() {
+            Some(wait) if tokio::time::Instant::now() + wait < give_up => {
+                tokio::time::sleep(wait).await
+            }
+            _ => return Ok(answer),
+        }
+    }
+}
+
+pub(super) async fn sign_up(endpoint: &Endpoint, run: &str, n: usize) -> Result<String> {
     let body = json!({
         "email": format!("loadtest-{run}-{n}@example.com"),
         "password": random_id(24),
         "name": format!("Load {n}"),
     });
-    let answer = request(
-        endpoint,
-        "POST",
-        "/api/signup",
-        None,
-        Some(&body),
-        HTTP_TIMEOUT,
-    )
-    .await?;
+    let answer = request_until_served(endpoint, "POST", "/api/signup", None, &body).await?;
     if answer.status == 429 {
         bail!(
             "sign-up was rate-limited (429): the node allows few sign-ups a minute per address; \
@@ -37,29 +57,21 @@ async fn sign_up(endpoint: &Endpoint, run: &str, n: usize) -> Result<String> {
 
 async fn create_file(endpoint: &Endpoint, owner: &str, n: usize, doc: &Value) -> Result<FileKeys> {
     let body = json!({"name": format!("Load test {n}"), "doc": doc});
-    let created = request(
-        endpoint,
-        "POST",
-        "/api/files",
-        Some(owner),
-        Some(&body),
-        HTTP_TIMEOUT,
-    )
-    .await?
-    .ok("create a file")?;
+    let created = request_until_served(endpoint, "POST", "/api/files", Some(owner), &body)
+        .await?
+        .ok("create a file")?;
     let text = |v: &Value, k: &str| {
         v[k].as_str()
             .map(str::to_string)
             .ok_or_else(|| anyhow!("file creation answered without {k}: {v}"))
     };
     let id = text(&created, "id")?;
-    request(
+    request_until_served(
         endpoint,
         "PATCH",
         &format!("/api/files/{id}"),
         Some(owner),
-        Some(&json!({"link": "edit"})),
-        HTTP_TIMEOUT,
+        &json!({"link": "edit"}),
     )
     .await?
     .ok("set the file's link to edit")?;

@@ -62,3 +62,45 @@ fn random_ids_are_long_and_distinct() {
     assert!(a.chars().all(|c| c.is_ascii_alphanumeric()));
     assert_ne!(a, random_id(24));
 }
+
+/// A node that answers its first two requests 503 with `Retry-After: 1` (hashing busy),
+/// then 201: setup comes back after the wait instead of failing the run (CI's run of
+/// `server_patches` failed at sign-up on such a 503).
+#[tokio::test]
+async fn setup_comes_back_when_the_node_says_when() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint =
+        crate::http::Endpoint::from_url(&format!("http://{}", listener.local_addr().unwrap()));
+    let node = tokio::spawn(async move {
+        for n in 0..3 {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = vec![0u8; 4096];
+            let _ = socket.read(&mut request).await.unwrap();
+            let answer = if n < 2 {
+                let body =
+                    r#"{"error":{"code":"unavailable","message":"too many sign-ins at once"}}"#;
+                format!(
+                    "HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+            } else {
+                let body = r#"{"token":"t0"}"#;
+                format!(
+                    "HTTP/1.1 201 Created\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+            };
+            socket.write_all(answer.as_bytes()).await.unwrap();
+        }
+    });
+    let start = std::time::Instant::now();
+    let token = api::sign_up(&endpoint, "run", 1).await.expect("sign-up");
+    assert_eq!(token, "t0");
+    assert!(
+        start.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    node.await.unwrap();
+}

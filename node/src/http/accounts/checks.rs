@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 
 use crate::auth::AuthError;
-use crate::http::{plain_name, rate_limited, ApiError};
+use crate::http::{busy, plain_name, rate_limited, ApiError};
 use crate::limits::address_key;
 use crate::state::AppState;
 
@@ -31,7 +31,7 @@ pub(super) fn normalize_email(email: &str) -> Result<String, ApiError> {
 
 pub(super) fn hashing_error(e: AuthError) -> ApiError {
     match e {
-        AuthError::Busy => ApiError::unavailable("too many sign-ins at once; try again shortly"),
+        AuthError::Busy => busy("too many sign-ins at once; try again shortly"),
         AuthError::Internal(m) => {
             tracing::error!(error = %m, "password hashing failed");
             ApiError::unavailable("sign-in is unavailable; try again")
@@ -94,4 +94,17 @@ pub(super) fn check_password(password: &str) -> Result<(), ApiError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sign_in_refused_for_busy_hashing_says_when_to_come_back() {
+        let e = hashing_error(AuthError::Busy);
+        assert_eq!(e.status, hyper::StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(e.code, "unavailable");
+        assert_eq!(e.retry_after, Some(2));
+    }
 }
