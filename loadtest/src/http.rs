@@ -11,6 +11,9 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
 
+/// How long a setup request may take.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The base address of a node: `host:port`, and the host for the `Host` header.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
@@ -83,6 +86,32 @@ pub async fn request(
     .await
     .map_err(|_| anyhow!("{method} {path}: no answer within {timeout:?}"))?
     .map(Answer::parse)
+}
+
+/// How long setup keeps coming back to a node that answers 503 with `Retry-After`: a
+/// debug node on a busy machine hashes a password in about a second, and sign-ups wait
+/// at most 2 s for a hashing slot before they are told to come back.
+const COME_BACK_FOR: Duration = Duration::from_secs(60);
+
+/// A setup request with a JSON body, sent again while the node answers 503 with
+/// `Retry-After` (for at most [`COME_BACK_FOR`]); any other answer is the caller's.
+pub async fn request_until_served(
+    endpoint: &Endpoint,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> Result<Answer> {
+    let give_up = tokio::time::Instant::now() + COME_BACK_FOR;
+    loop {
+        let answer = request(endpoint, method, path, token, Some(body), SETUP_TIMEOUT).await?;
+        match answer.come_back_after() {
+            Some(wait) if tokio::time::Instant::now() + wait < give_up => {
+                tokio::time::sleep(wait).await
+            }
+            _ => return Ok(answer),
+        }
+    }
 }
 
 /// A request with a file's link key (`X-Atrium-Key`) and an optional JSON body, within

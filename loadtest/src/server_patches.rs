@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::http::{request, Endpoint};
+use crate::http::{request, request_until_served, Endpoint};
 use crate::measure::{round3, Summary};
 use crate::setup::{random_id, rect_id, FileKeys, RECTS_PER_PAGE};
 
@@ -51,7 +51,7 @@ pub async fn api_key(endpoint: &Endpoint, given: Option<&str>) -> Result<String>
     }
     let timeout = Duration::from_secs(30);
     let body = json!({"email": LOADTEST_ADMIN, "password": random_id(24), "name": "Load admin"});
-    let admin = request(endpoint, "POST", "/api/signup", None, Some(&body), timeout)
+    let admin = request_until_served(endpoint, "POST", "/api/signup", None, &body)
         .await?
         .ok("sign up the load tool's server admin")?;
     let token = admin["token"]

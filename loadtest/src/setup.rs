@@ -1,12 +1,10 @@
 //! Setup through the HTTP API (accounts, files with their documents, edit links) and the plan
 //! that says which client goes where.
 
-use std::time::Duration;
-
 use rand::distr::{Alphanumeric, SampleString};
 use serde_json::{json, Map, Value};
 
-use crate::http::{request, Endpoint};
+use crate::http::Endpoint;
 use crate::options::Options;
 
 /// Rectangles on every page.
@@ -15,8 +13,6 @@ mod api;
 pub use api::run;
 
 pub const RECTS_PER_PAGE: usize = 20;
-
-const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn page_id(page: usize) -> String {
     format!("p{}", page + 1)

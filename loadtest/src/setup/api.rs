@@ -4,35 +4,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use futures_util::{stream, StreamExt, TryStreamExt};
 use serde_json::Value;
 
-use crate::http::Answer;
+use crate::http::request_until_served;
 
 use super::*;
-
-/// How long setup keeps coming back to a node that answers 503 with `Retry-After`: a
-/// debug node on a busy machine hashes a password in about a second, and sign-ups wait
-/// at most 2 s for a hashing slot before they are told to come back.
-const COME_BACK_FOR: Duration = Duration::from_secs(60);
-
-/// A setup request, sent again while the node answers 503 with `Retry-After` (for at most
-/// [`COME_BACK_FOR`]); any other answer is the caller's.
-async fn request_until_served(
-    endpoint: &Endpoint,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: &Value,
-) -> Result<Answer> {
-    let give_up = tokio::time::Instant::now() + COME_BACK_FOR;
-    loop {
-        let answer = request(endpoint, method, path, token, Some(body), HTTP_TIMEOUT).await?;
-        match answer.come_back_after() {
-            Some(wait) if tokio::time::Instant::now() + wait < give_up => {
-                tokio::time::sleep(wait).await
-            }
-            _ => return Ok(answer),
-        }
-    }
-}
 
 pub(super) async fn sign_up(endpoint: &Endpoint, run: &str, n: usize) -> Result<String> {
     let body = json!({
