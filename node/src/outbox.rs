@@ -48,12 +48,17 @@ pub fn shared(text: impl Into<Bytes>) -> Msg {
 }
 
 /// What a writer writes: a shared message, a message around a part shared with others (a
-/// large document's welcome), or a ready control frame (a pong). The spliced one is boxed:
-/// rare, and every socket's writer holds an `Out` while it writes.
+/// large document's welcome), a ready control frame (a pong), or the rest of a frame a
+/// sender wrote the start of. The spliced one is boxed: rare, and every socket's writer
+/// holds an `Out` while it writes.
 pub enum Out {
     Message(Msg),
     Spliced(Box<Spliced>),
     Control(Bytes),
+    /// The end of a frame the socket took the start of ([`direct`]): it goes before
+    /// anything else, on the way to a close too, or the peer reads what follows as the
+    /// frame's payload.
+    Rest(Bytes),
 }
 
 impl Out {
@@ -65,7 +70,7 @@ impl Out {
             Out::Message(m) => m.payload_len(),
             Out::Spliced(s) if s.middle().is_charged() => s.own_len(),
             Out::Spliced(s) => s.payload_len(),
-            Out::Control(b) => b.len(),
+            Out::Control(b) | Out::Rest(b) => b.len(),
         }
     }
 }

@@ -69,7 +69,7 @@ impl Outbox {
             Out::Message(m) => m.frame_if_ready(line.deflate),
             // Written in pieces, by the writer (only welcomes are spliced; they are queued).
             Out::Spliced(_) => None,
-            Out::Control(b) => Some(b.clone()),
+            Out::Control(b) | Out::Rest(b) => Some(b.clone()),
         };
         let (Some(frame), Some(socket)) = (frame, line.socket.as_ref()) else {
             return self.push_locked(&mut line, Queued::new(out, None), len);
@@ -86,13 +86,14 @@ impl Outbox {
         if written == frame.len() {
             return true;
         }
-        // The rest of a frame goes first, before anything sent after it.
+        // The rest of a frame goes first, before anything sent after it. It is queued
+        // whatever the queue's bound (it was counted as part of its message): without it
+        // the peer would be left in the middle of a frame, and its close frame after an
+        // overflow read as that frame's payload.
         let rest: Bytes = frame.slice(written..);
         let rest_len = rest.len();
-        if !self.account(rest_len) {
-            return false;
-        }
-        self.push_locked(&mut line, Queued::new(Out::Control(rest), None), rest_len)
+        self.shared.bytes.fetch_add(rest_len, Ordering::AcqRel);
+        self.push_locked(&mut line, Queued::new(Out::Rest(rest), None), rest_len)
     }
 }
 

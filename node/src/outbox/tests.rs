@@ -41,7 +41,7 @@ async fn a_held_queue_sends_its_welcome_first() {
         .map(|o| match o {
             Out::Message(m) => m.payload().to_vec(),
             Out::Spliced(s) => s.payload(),
-            Out::Control(b) => b.to_vec(),
+            Out::Control(b) | Out::Rest(b) => b.to_vec(),
         })
         .collect();
     assert_eq!(got, [&b"welcome"[..], b"presences", b"join", b"after"]);

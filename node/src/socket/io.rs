@@ -37,18 +37,30 @@ pub(super) fn split(
                 Some(early) => Box::new(std::io::Cursor::new(early).chain(read)),
             };
             let write = Arc::new(write);
-            let shared = Shared {
-                half: write.clone(),
-                stall: Stall::new(patience),
-                outbox: outbox.clone(),
-            };
-            (read, Box::new(shared), Some(write))
+            (
+                read,
+                shared_half(write.clone(), patience, outbox),
+                Some(write),
+            )
         }
         Err(upgraded) => {
             let (read, write) = tokio::io::split(TokioIo::new(upgraded));
             (Box::new(read), Box::new(write), None)
         }
     }
+}
+
+/// `half` as the writer writes to it, shared with the outbox's senders (see [`Shared`]).
+pub(super) fn shared_half(
+    half: Arc<OwnedWriteHalf>,
+    patience: Duration,
+    outbox: &Outbox,
+) -> WriteIo {
+    Box::new(Shared {
+        half,
+        stall: Stall::new(patience),
+        outbox: outbox.clone(),
+    })
 }
 
 /// A sending half the writer shares with the outbox's senders. Who writes when is

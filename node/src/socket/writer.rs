@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use tokio::io::AsyncWriteExt;
 use tokio::time::{timeout, Instant};
 
 use super::{WriteIo, CLOSE_DEADLINE};
@@ -14,13 +12,12 @@ use atrium_protocol::CloseCode;
 use crate::outbox::{Out, OutboxReceiver};
 use crate::ws::frame;
 
+use self::batch::Batch;
+
+mod batch;
+
 /// Items written per batch.
 const BATCH: usize = 64;
-/// Batches up to this size are gathered into one buffer for one write.
-const GATHER: usize = 64 * 1024;
-/// The gathering buffer a socket keeps between writes; one grown past it for a
-/// large batch is freed once written, so a quiet socket holds no more than this.
-const GATHER_KEEP: usize = 2 * 1024;
 
 /// A ping interval drawn at random within ±25% of `every`, so a crowd that
 /// connected together does not ping together.
@@ -29,24 +26,25 @@ fn jittered(every: Duration) -> Duration {
     every - quarter + quarter.mul_f64(2.0 * rand::random::<f64>())
 }
 
-/// Adds `out`'s frame to `frames` (in pieces, for a spliced message).
-fn wire(out: Out, deflate: bool, frames: &mut Vec<Bytes>) {
+/// Adds `out`'s frame to `batch` (in pieces, for a spliced message).
+fn wire(out: Out, deflate: bool, batch: &mut Batch) {
     match out {
-        Out::Message(m) => frames.push(m.frame(deflate)),
-        Out::Spliced(s) => frames.extend(s.frames(deflate)),
-        Out::Control(b) => frames.push(b),
+        Out::Message(m) => batch.push(m.frame(deflate)),
+        Out::Spliced(s) => s.frames(deflate).into_iter().for_each(|b| batch.push(b)),
+        Out::Control(b) | Out::Rest(b) => batch.push(b),
     }
+    batch.frame_done();
 }
 
 /// [`wire`], but plain where compressing is still to be done: on the way to a close, a
 /// worker does not stop to compress megabytes (a plain frame is valid on any socket).
-fn wire_ready(out: Out, deflate: bool, frames: &mut Vec<Bytes>) {
+fn wire_ready(out: Out, deflate: bool, batch: &mut Batch) {
     let ready = match &out {
         Out::Message(m) => m.frame_if_ready(deflate).is_some(),
         Out::Spliced(s) => s.is_ready(deflate),
-        Out::Control(_) => true,
+        Out::Control(_) | Out::Rest(_) => true,
     };
-    wire(out, deflate && ready, frames);
+    wire(out, deflate && ready, batch);
 }
 
 /// [`wire`], with a large message's compression worked out on the bulk lane rather than on
@@ -56,12 +54,7 @@ fn wire_ready(out: Out, deflate: bool, frames: &mut Vec<Bytes>) {
 /// (a spliced welcome's own head is compressed for each socket, on the lane when large).
 /// The lane's futures are boxed: rare, and every socket's task would otherwise be sized
 /// for them.
-async fn framed(
-    out: Out,
-    deflate: bool,
-    metrics: &crate::metrics::Metrics,
-    frames: &mut Vec<Bytes>,
-) {
+async fn framed(out: Out, deflate: bool, metrics: &crate::metrics::Metrics, batch: &mut Batch) {
     let inline = crate::lane::INLINE_BYTES;
     match out {
         Out::Message(m) if deflate && m.payload_len() > inline => {
@@ -74,7 +67,7 @@ async fn framed(
                     .await
                 }
             };
-            frames.push(frame);
+            batch.push_frame(frame);
         }
         Out::Spliced(s) if deflate && (!s.is_ready(true) || s.own_len() > inline) => {
             let work = if s.is_ready(true) {
@@ -83,36 +76,11 @@ async fn framed(
                 s.payload_len()
             };
             let lane = Box::pin(crate::lane::run(work, metrics, move || s.frames(true)));
-            frames.extend(lane.await);
+            lane.await.into_iter().for_each(|b| batch.push(b));
+            batch.frame_done();
         }
-        other => wire(other, deflate, frames),
+        other => wire(other, deflate, batch),
     }
-}
-
-/// Writes `frames` with as few writes as it can.
-async fn write_all(
-    io: &mut WriteIo,
-    frames: &[Bytes],
-    gather: &mut Vec<u8>,
-) -> std::io::Result<usize> {
-    let total: usize = frames.iter().map(Bytes::len).sum();
-    if frames.len() == 1 || total > GATHER {
-        for f in frames {
-            io.write_all(f).await?;
-        }
-    } else {
-        gather.clear();
-        gather.reserve_exact(total);
-        for f in frames {
-            gather.extend_from_slice(f);
-        }
-        io.write_all(gather).await?;
-        if gather.capacity() > GATHER_KEEP {
-            *gather = Vec::new();
-        }
-    }
-    io.flush().await?;
-    Ok(total)
 }
 
 pub async fn write(
@@ -129,9 +97,8 @@ pub async fn write(
     let ping = tokio::time::sleep(jittered(ping_every));
     tokio::pin!(closed, ping);
     // Grow to the most items a socket gets at once, not to `BATCH`.
-    let mut batch = Vec::new();
-    let mut frames: Vec<Bytes> = Vec::new();
-    let mut gather = Vec::new();
+    let mut items = Vec::new();
+    let mut batch = Batch::default();
     // The close request, and whether it cut a write short.
     let (req, cut) = loop {
         tokio::select! {
@@ -140,26 +107,28 @@ pub async fn write(
             _ = &mut ping => {
                 ping.as_mut().reset(Instant::now() + jittered(ping_every));
                 rx.claim();
-                let ping = timeout(CLOSE_DEADLINE, write_all(io, &[frame::ping(&[])], &mut gather)).await;
+                batch.push_frame(frame::ping(&[]));
+                let ping = timeout(CLOSE_DEADLINE, batch.write(io)).await;
                 if !matches!(ping, Ok(Ok(_))) {
                     return;
                 }
+                batch.clear();
                 rx.done_writing();
             }
-            n = rx.recv_many(&mut batch, BATCH) => {
+            n = rx.recv_many(&mut items, BATCH) => {
                 if n == 0 {
                     return;
                 }
-                for out in batch.drain(..) {
-                    framed(out, deflate, metrics, &mut frames).await;
+                for out in items.drain(..) {
+                    framed(out, deflate, metrics, &mut batch).await;
                 }
                 // A peer that stops reading blocks the write; a close request (its
                 // queue overflowing, say) ends the wait.
                 let written = tokio::select! {
-                    written = write_all(io, &frames, &mut gather) => written,
+                    written = batch.write(io) => written,
                     req = &mut closed => break (req, true),
                 };
-                frames.clear();
+                batch.clear();
                 match written {
                     Ok(bytes) => metrics.bytes_sent.inc_by(bytes as u64),
                     Err(e) => {
@@ -180,16 +149,23 @@ pub async fn write(
     };
     // The socket is the writer's alone from here.
     rx.detach();
+    // The close frame must begin where a frame ends: first the rest of the one a cut
+    // write left the peer in, and of one a sender wrote part of (`Out::Rest`).
+    let unfinished = batch.unfinished();
+    batch.clear();
+    unfinished.into_iter().for_each(|b| batch.push(b));
+    batch.frame_done();
     // After an overflow the queue is what went wrong: drop it. After a write cut
     // short (a peer that stopped reading), so is the rest.
-    frames.clear();
-    if req.code != CloseCode::TooSlow.code() && !cut {
-        for out in rx.drain_now() {
-            wire_ready(out, deflate, &mut frames);
+    let drop_queue = req.code == CloseCode::TooSlow.code() || cut;
+    for out in rx.drain_now() {
+        if drop_queue && !matches!(out, Out::Rest(_)) {
+            continue;
         }
+        wire_ready(out, deflate, &mut batch);
     }
-    frames.push(frame::close(req.code, &req.reason));
-    let _ = timeout(CLOSE_DEADLINE, write_all(io, &frames, &mut gather)).await;
+    batch.push_frame(frame::close(req.code, &req.reason));
+    let _ = timeout(CLOSE_DEADLINE, batch.write(io)).await;
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ impl Person {
             .filter_map(|out| match out {
                 Out::Message(m) => serde_json::from_slice(m.payload()).ok(),
                 Out::Spliced(s) => serde_json::from_slice(&s.payload()).ok(),
-                Out::Control(_) => None,
+                Out::Control(_) | Out::Rest(_) => None,
             })
             .collect()
     }

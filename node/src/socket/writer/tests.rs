@@ -1,44 +1,200 @@
+use bytes::Bytes;
+
 use super::*;
 
 fn frames(count: usize, each: usize) -> Vec<Bytes> {
     (0..count).map(|_| frame::text(&vec![b'x'; each])).collect()
 }
 
+/// A batch of `count` text frames of `each` bytes.
+fn batch_of(count: usize, each: usize) -> Batch {
+    let mut batch = Batch::default();
+    for f in frames(count, each) {
+        batch.push_frame(f);
+    }
+    batch
+}
+
 #[tokio::test]
 async fn the_gathering_buffer_shrinks_back_after_a_large_batch() {
     let mut io: WriteIo = Box::new(tokio::io::sink());
-    let mut gather = Vec::new();
     // A large batch (under GATHER, so gathered) grows the buffer...
-    let written = write_all(&mut io, &frames(40, 1000), &mut gather).await;
+    let mut batch = batch_of(40, 1000);
+    let written = batch.write(&mut io).await;
     assert!(written.unwrap() > 40_000);
     // ...small ones after it must not keep it.
     for _ in 0..3 {
-        write_all(&mut io, &frames(3, 100), &mut gather)
-            .await
-            .unwrap();
+        batch.clear();
+        for f in frames(3, 100) {
+            batch.push_frame(f);
+        }
+        batch.write(&mut io).await.unwrap();
     }
-    assert!(gather.capacity() <= GATHER_KEEP, "{}", gather.capacity());
+    assert!(
+        batch.gather_capacity() <= batch::GATHER_KEEP,
+        "{}",
+        batch.gather_capacity()
+    );
 }
 
 #[tokio::test]
 async fn small_batches_reuse_the_buffer() {
     let mut io: WriteIo = Box::new(tokio::io::sink());
-    let mut gather = Vec::new();
-    write_all(&mut io, &frames(3, 100), &mut gather)
-        .await
+    let mut batch = batch_of(3, 100);
+    batch.write(&mut io).await.unwrap();
+    let kept = batch.gather_ptr();
+    batch.clear();
+    for f in frames(2, 120) {
+        batch.push_frame(f);
+    }
+    batch.write(&mut io).await.unwrap();
+    assert_eq!(batch.gather_ptr(), kept);
+}
+
+/// What is left of the frame a cut write stopped in: nothing between frames, the frame's
+/// end (across a spliced frame's pieces) within one.
+#[test]
+fn a_cut_write_leaves_the_rest_of_its_frame_and_no_more() {
+    let mut batch = Batch::default();
+    batch.push_frame(Bytes::from_static(b"AAAAAAAAAA")); // 0..10
+    batch.push(Bytes::from_static(b"bbb")); // 10..13
+    batch.push(Bytes::from_static(b"BBBB")); // 13..17
+    batch.push(Bytes::from_static(b"bbb")); // 17..20
+    batch.frame_done();
+    batch.push_frame(Bytes::from_static(b"CCCCCC")); // 20..26
+    let rest_at = |batch: &mut Batch, taken: usize| {
+        batch.set_taken(taken);
+        batch.unfinished().concat()
+    };
+    assert_eq!(rest_at(&mut batch, 0), b"");
+    assert_eq!(rest_at(&mut batch, 4), b"AAAAAA");
+    assert_eq!(rest_at(&mut batch, 10), b"");
+    assert_eq!(rest_at(&mut batch, 11), b"bbBBBBbbb");
+    assert_eq!(rest_at(&mut batch, 13), b"BBBBbbb");
+    assert_eq!(rest_at(&mut batch, 15), b"BBbbb");
+    assert_eq!(rest_at(&mut batch, 19), b"b");
+    assert_eq!(rest_at(&mut batch, 20), b"");
+    assert_eq!(rest_at(&mut batch, 25), b"C");
+    assert_eq!(rest_at(&mut batch, 26), b"");
+}
+
+/// A loopback connection whose far end does not read: small buffers on both sides, so a
+/// message of a megabyte is taken only in part. The node's sending half, and the peer.
+async fn a_peer_that_stops_reading() -> (tokio::net::tcp::OwnedWriteHalf, tokio::net::TcpStream) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let peer = tokio::net::TcpSocket::new_v4().unwrap();
+    peer.set_recv_buffer_size(4096).unwrap();
+    let peer = peer.connect(listener.local_addr().unwrap()).await.unwrap();
+    let (node, _) = listener.accept().await.unwrap();
+    socket2::SockRef::from(&node)
+        .set_send_buffer_size(4096)
         .unwrap();
-    let kept = gather.as_ptr();
-    write_all(&mut io, &frames(2, 120), &mut gather)
-        .await
-        .unwrap();
-    assert_eq!(gather.as_ptr(), kept);
+    let (_read, write) = node.into_split();
+    (write, peer)
+}
+
+/// A server frame as the peer reads it: its opcode and payload.
+async fn read_frame(peer: &mut tokio::net::TcpStream) -> Option<(u8, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut head = [0u8; 2];
+    peer.read_exact(&mut head).await.ok()?;
+    assert_eq!(head[1] & 0x80, 0, "a server frame is not masked");
+    let len = match head[1] & 0x7f {
+        126 => u64::from(peer.read_u16().await.ok()?),
+        127 => peer.read_u64().await.ok()?,
+        n => u64::from(n),
+    };
+    let mut payload = vec![0u8; usize::try_from(len).ok()?];
+    peer.read_exact(&mut payload).await.ok()?;
+    Some((head[0] & 0x0f, payload))
+}
+
+/// Everything the peer reads once it reads again: each frame's opcode and payload, up to
+/// and with the close frame (or up to a stream that ends or breaks).
+async fn read_to_close(peer: &mut tokio::net::TcpStream) -> Vec<(u8, Vec<u8>)> {
+    let mut got = Vec::new();
+    let read = async {
+        while let Some((op, payload)) = read_frame(peer).await {
+            got.push((op, payload));
+            if op == 0x8 {
+                break;
+            }
+        }
+    };
+    let _ = timeout(Duration::from_secs(10), read).await;
+    got
+}
+
+/// The close code of a close frame's payload.
+fn close_code(payload: &[u8]) -> u16 {
+    u16::from_be_bytes([payload[0], payload[1]])
+}
+
+/// A close asked for while the writer is blocked in the middle of a large frame (the peer
+/// stopped reading, then reads again): the peer gets the whole frame, then the close
+/// frame; what was queued behind is dropped. Before, the close frame was written where the
+/// cut write stopped, and the peer read it as part of the frame's payload.
+#[tokio::test]
+async fn a_close_that_cuts_a_write_short_comes_after_the_frame_it_cut() {
+    let metrics = crate::metrics::Metrics::new();
+    let (outbox, mut rx) = crate::outbox::outbox(64, 8 << 20, metrics.clone());
+    let (half, mut peer) = a_peer_that_stops_reading().await;
+    let big = "x".repeat(1 << 20);
+    assert!(outbox.send(crate::outbox::shared(big.clone())));
+    let writer = {
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let mut io: WriteIo = Box::new(half);
+            write(&mut io, &mut rx, false, Duration::from_secs(60), &metrics).await;
+        })
+    };
+    // The writer takes what the socket has room for, and waits.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(outbox.send(crate::outbox::shared("behind")));
+    outbox.close(CloseCode::ServiceRestart, "restarting");
+    let got = read_to_close(&mut peer).await;
+    writer.await.unwrap();
+    let ops: Vec<u8> = got.iter().map(|(op, _)| *op).collect();
+    assert_eq!(ops, [0x1, 0x8], "a text frame, then the close");
+    assert_eq!(got[0].1, big.as_bytes(), "the frame arrived whole");
+    assert_eq!(close_code(&got[1].1), CloseCode::ServiceRestart.code());
+}
+
+/// A sender wrote the start of a large frame itself (the socket took part of it) and the
+/// socket is closed for being too slow before the writer takes the rest: the queue is
+/// dropped, but not the rest of that frame, which goes before the close frame.
+#[tokio::test]
+async fn a_frame_a_sender_began_is_finished_before_a_too_slow_close() {
+    let metrics = crate::metrics::Metrics::new();
+    let (outbox, mut rx) = crate::outbox::outbox(64, 8 << 20, metrics.clone());
+    let (half, mut peer) = a_peer_that_stops_reading().await;
+    let half = std::sync::Arc::new(half);
+    outbox.attach(half.clone(), false);
+    let mut io = super::super::io::shared_half(half, Duration::from_secs(30), &outbox);
+    let writer = {
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            write(&mut io, &mut rx, false, Duration::from_secs(60), &metrics).await;
+        })
+    };
+    // Written here, in part, by this task; the writer has not run since.
+    let big = "y".repeat(1 << 20);
+    assert!(outbox.send(crate::outbox::shared(big.clone())));
+    assert!(outbox.send(crate::outbox::shared("behind")));
+    outbox.close(CloseCode::TooSlow, "too slow");
+    let got = read_to_close(&mut peer).await;
+    writer.await.unwrap();
+    let ops: Vec<u8> = got.iter().map(|(op, _)| *op).collect();
+    assert_eq!(ops, [0x1, 0x8], "a text frame, then the close");
+    assert_eq!(got[0].1, big.as_bytes(), "the frame arrived whole");
+    assert_eq!(close_code(&got[1].1), CloseCode::TooSlow.code());
 }
 
 /// The frame `framed` makes of `out`, in one buffer.
 async fn framed_one(out: Out, deflate: bool, metrics: &crate::metrics::Metrics) -> Vec<u8> {
-    let mut pieces = Vec::new();
-    framed(out, deflate, metrics, &mut pieces).await;
-    pieces.concat()
+    let mut batch = Batch::default();
+    framed(out, deflate, metrics, &mut batch).await;
+    batch.bytes()
 }
 
 /// A large message is compressed on the bulk lane, once: a second socket takes it ready.
