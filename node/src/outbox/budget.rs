@@ -340,15 +340,28 @@ impl Budget {
     }
 
     /// Remembers that a holder of `address` took nothing while others waited: for
-    /// [`STALLED_KEPT_MS`] the address keeps no place and comes after every other.
+    /// [`STALLED_KEPT_MS`] the address keeps no place and comes after every other. With
+    /// [`MOST_STALLED`] remembered and none of them over, the one remembered longest is
+    /// forgotten: the newest stalls are the ones in the way now (an attacker with more
+    /// addresses than the list holds was not remembered at all, the twenty-fourth review).
     pub(super) fn stalled_at(&self, address: IpAddr, now_ms: u64) {
         let mut stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
-        if stalled.len() >= MOST_STALLED {
+        if stalled.len() >= MOST_STALLED && !stalled.contains_key(&address) {
             stalled.retain(|_, until| *until > now_ms);
+            let oldest = stalled.iter().min_by_key(|(_, until)| **until);
+            if let Some(oldest) = oldest.filter(|_| stalled.len() >= MOST_STALLED) {
+                let oldest = *oldest.0;
+                stalled.remove(&oldest);
+            }
         }
-        if stalled.len() < MOST_STALLED {
-            stalled.insert(address, now_ms + STALLED_KEPT_MS);
-        }
+        stalled.insert(address, now_ms + STALLED_KEPT_MS);
+    }
+
+    /// Whether `address` is remembered as stalled at `now_ms`.
+    #[cfg(test)]
+    pub(super) fn is_stalled(&self, address: IpAddr, now_ms: u64) -> bool {
+        let stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
+        stalled.get(&address).is_some_and(|&until| until > now_ms)
     }
 
     /// Takes `n` bytes for a socket of `address` (by its limit key) at `now_ms`, if the

@@ -522,11 +522,16 @@ fn the_stalled_addresses_remembered_are_bounded() {
     let budget = Budget::new(800);
     let address = |n: u32| std::net::IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + n));
     for n in 0..5_000 {
-        budget.stalled_at(address(n), T0);
+        budget.stalled_at(address(n), T0 + u64::from(n));
     }
     assert_eq!(budget.stalled_len(), budget::MOST_STALLED);
+    // Past the bound the newest are remembered, the oldest forgotten (before, an address
+    // past the 4,096th was not remembered, and came first however it had stalled).
+    assert!(budget.is_stalled(address(4_999), T0 + 5_000));
+    assert!(!budget.is_stalled(address(0), T0 + 5_000));
+    assert!(budget.is_stalled(address(5_000 - 4_096), T0 + 5_000));
     // Once their 60 s are over, they make room for newer ones.
-    budget.stalled_at(address(9_999), T0 + 60_001);
+    budget.stalled_at(address(9_999), T0 + 65_001);
     assert_eq!(budget.stalled_len(), 1);
 }
 
