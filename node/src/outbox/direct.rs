@@ -86,6 +86,12 @@ impl Outbox {
         if written == frame.len() {
             return true;
         }
+        if written == 0 {
+            // Nothing of it went: it is queued as it came (and dropped with the queue
+            // after an overflow), not as the rest of a frame begun.
+            self.shared.bytes.fetch_add(len, Ordering::AcqRel);
+            return self.push_locked(&mut line, Queued::new(out, None), len);
+        }
         // The rest of a frame goes first, before anything sent after it. It is queued
         // whatever the queue's bound (it was counted as part of its message): without it
         // the peer would be left in the middle of a frame, and its close frame after an
@@ -102,6 +108,12 @@ impl OutboxReceiver {
     pub fn claim(&self) {
         let shared = &self.close.0;
         shared.line.lock().unwrap_or_else(|p| p.into_inner()).busy = true;
+    }
+
+    /// Whether anything waits in the queue (after [`Self::claim`], everything a sender
+    /// began is there).
+    pub fn has_queued(&self) -> bool {
+        !self.frames.is_empty()
     }
 
     /// The writer wrote all it had: once nothing is queued either, senders may

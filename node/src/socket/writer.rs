@@ -31,7 +31,8 @@ fn wire(out: Out, deflate: bool, batch: &mut Batch) {
     match out {
         Out::Message(m) => batch.push(m.frame(deflate)),
         Out::Spliced(s) => s.frames(deflate).into_iter().for_each(|b| batch.push(b)),
-        Out::Control(b) | Out::Rest(b) => batch.push(b),
+        Out::Control(b) => batch.push(b),
+        Out::Rest(b) => batch.push_rest(b),
     }
     batch.frame_done();
 }
@@ -99,6 +100,8 @@ pub async fn write(
     // Grow to the most items a socket gets at once, not to `BATCH`.
     let mut items = Vec::new();
     let mut batch = Batch::default();
+    // A ping whose turn came while something was queued goes at the end of the next batch.
+    let mut ping_owed = false;
     // The close request, and whether it cut a write short.
     let (req, cut) = loop {
         tokio::select! {
@@ -107,12 +110,18 @@ pub async fn write(
             _ = &mut ping => {
                 ping.as_mut().reset(Instant::now() + jittered(ping_every));
                 rx.claim();
+                // What a sender queued before the claim may be the rest of a frame it
+                // began: the ping must not land inside that frame.
+                if rx.has_queued() {
+                    ping_owed = true;
+                    continue;
+                }
                 batch.push_frame(frame::ping(&[]));
                 let ping = timeout(CLOSE_DEADLINE, batch.write(io)).await;
+                metrics.bytes_sent.inc_by(batch.clear() as u64);
                 if !matches!(ping, Ok(Ok(_))) {
                     return;
                 }
-                batch.clear();
                 rx.done_writing();
             }
             n = rx.recv_many(&mut items, BATCH) => {
@@ -122,15 +131,18 @@ pub async fn write(
                 for out in items.drain(..) {
                     framed(out, deflate, metrics, &mut batch).await;
                 }
+                if std::mem::take(&mut ping_owed) {
+                    batch.push_frame(frame::ping(&[]));
+                }
                 // A peer that stops reading blocks the write; a close request (its
                 // queue overflowing, say) ends the wait.
                 let written = tokio::select! {
                     written = batch.write(io) => written,
                     req = &mut closed => break (req, true),
                 };
-                batch.clear();
+                metrics.bytes_sent.inc_by(batch.clear() as u64);
                 match written {
-                    Ok(bytes) => metrics.bytes_sent.inc_by(bytes as u64),
+                    Ok(_) => {}
                     Err(e) => {
                         if e.kind() == std::io::ErrorKind::TimedOut {
                             // It took nothing for the ping timeout: too slow, as an
@@ -152,7 +164,7 @@ pub async fn write(
     // The close frame must begin where a frame ends: first the rest of the one a cut
     // write left the peer in, and of one a sender wrote part of (`Out::Rest`).
     let unfinished = batch.unfinished();
-    batch.clear();
+    metrics.bytes_sent.inc_by(batch.clear() as u64);
     unfinished.into_iter().for_each(|b| batch.push(b));
     batch.frame_done();
     // After an overflow the queue is what went wrong: drop it. After a write cut
@@ -166,6 +178,7 @@ pub async fn write(
     }
     batch.push_frame(frame::close(req.code, &req.reason));
     let _ = timeout(CLOSE_DEADLINE, batch.write(io)).await;
+    metrics.bytes_sent.inc_by(batch.clear() as u64);
 }
 
 #[cfg(test)]

@@ -31,6 +31,9 @@ struct Piece {
     bytes: Bytes,
     /// The last piece of a frame (a large welcome's frame is in several).
     ends_frame: bool,
+    /// The rest of a frame begun before the batch (a sender wrote its start): no frame
+    /// begins at this piece, even at the batch's start.
+    continues: bool,
 }
 
 impl Batch {
@@ -39,6 +42,17 @@ impl Batch {
         self.pieces.push(Piece {
             bytes,
             ends_frame: false,
+            continues: false,
+        });
+    }
+
+    /// The rest of a frame whose start the socket took before this batch: whole, it ends
+    /// that frame.
+    pub(super) fn push_rest(&mut self, bytes: Bytes) {
+        self.pieces.push(Piece {
+            bytes,
+            ends_frame: true,
+            continues: true,
         });
     }
 
@@ -112,7 +126,7 @@ impl Batch {
         for piece in &self.pieces {
             let end = at + piece.bytes.len();
             let inside = rest.is_empty() && at <= self.taken && self.taken < end;
-            if inside && self.taken == at && frame_starts {
+            if inside && self.taken == at && frame_starts && !piece.continues {
                 return rest;
             }
             if inside || !rest.is_empty() {
@@ -126,10 +140,11 @@ impl Batch {
         rest
     }
 
-    /// Empty again, keeping the lists' room (and the gathering buffer's, when small).
-    pub(super) fn clear(&mut self) {
+    /// Empty again, keeping the lists' room (and the gathering buffer's, when small); the
+    /// bytes of it the socket took.
+    pub(super) fn clear(&mut self) -> usize {
         self.pieces.clear();
-        self.taken = 0;
+        std::mem::take(&mut self.taken)
     }
 
     /// The batch's bytes, in one buffer.
