@@ -145,10 +145,60 @@ async fn read_to_close(peer: &mut tokio::net::TcpStream) -> Vec<(u8, Vec<u8>)> {
     got
 }
 
-/// The close code of a close frame's payload.
-fn close_code(payload: &[u8]) -> u16 {
-    u16::from_be_bytes([payload[0], payload[1]])
+/// A writer on a socket whose peer does not read (until the test reads), with the outbox
+/// that feeds it: `attached`, senders write to the socket themselves when they can.
+struct Writing {
+    outbox: crate::outbox::Outbox,
+    peer: tokio::net::TcpStream,
+    writer: tokio::task::JoinHandle<()>,
 }
+
+/// Starts a [`Writing`]; its writer has not run when this returns.
+async fn writing(attached: bool, ping_every: Duration) -> Writing {
+    let metrics = crate::metrics::Metrics::new();
+    let (outbox, mut rx) = crate::outbox::outbox(64, 8 << 20, metrics.clone());
+    let (half, peer) = a_peer_that_stops_reading().await;
+    let mut io: WriteIo = if attached {
+        let half = std::sync::Arc::new(half);
+        outbox.attach(half.clone(), false);
+        super::super::io::shared_half(half, Duration::from_secs(30), &outbox)
+    } else {
+        Box::new(half)
+    };
+    let writer = tokio::spawn(async move {
+        write(&mut io, &mut rx, false, ping_every, &metrics).await;
+    });
+    Writing {
+        outbox,
+        peer,
+        writer,
+    }
+}
+
+impl Writing {
+    /// What the peer reads once it reads again: `text`'s frame whole, then a close frame
+    /// with `code`, and nothing between.
+    async fn reads_whole_then_closed(mut self, text: &str, code: CloseCode) {
+        let got = read_to_close(&mut self.peer).await;
+        self.writer.await.unwrap();
+        let ops: Vec<u8> = got.iter().map(|(op, _)| *op).collect();
+        assert_eq!(ops, [0x1, 0x8], "a text frame, then the close");
+        assert!(got[0].1 == text.as_bytes(), "the frame arrived whole");
+        let close = &got[1].1;
+        assert_eq!(u16::from_be_bytes([close[0], close[1]]), code.code());
+    }
+
+    /// The next frame the peer reads, whole.
+    async fn next_frame(&mut self) -> (u8, Vec<u8>) {
+        timeout(Duration::from_secs(10), read_frame(&mut self.peer))
+            .await
+            .expect("a frame within 10 s")
+            .expect("a whole frame")
+    }
+}
+
+/// Pings far apart: none comes in a test's way.
+const NO_PING: Duration = Duration::from_secs(60);
 
 /// A close asked for while the writer is blocked in the middle of a large frame (the peer
 /// stopped reading, then reads again): the peer gets the whole frame, then the close
@@ -156,28 +206,15 @@ fn close_code(payload: &[u8]) -> u16 {
 /// cut write stopped, and the peer read it as part of the frame's payload.
 #[tokio::test]
 async fn a_close_that_cuts_a_write_short_comes_after_the_frame_it_cut() {
-    let metrics = crate::metrics::Metrics::new();
-    let (outbox, mut rx) = crate::outbox::outbox(64, 8 << 20, metrics.clone());
-    let (half, mut peer) = a_peer_that_stops_reading().await;
+    let w = writing(false, NO_PING).await;
     let big = "x".repeat(256 << 10);
-    assert!(outbox.send(crate::outbox::shared(big.clone())));
-    let writer = {
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            let mut io: WriteIo = Box::new(half);
-            write(&mut io, &mut rx, false, Duration::from_secs(60), &metrics).await;
-        })
-    };
+    assert!(w.outbox.send(crate::outbox::shared(big.clone())));
     // The writer takes what the socket has room for, and waits.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(outbox.send(crate::outbox::shared("behind")));
-    outbox.close(CloseCode::ServiceRestart, "restarting");
-    let got = read_to_close(&mut peer).await;
-    writer.await.unwrap();
-    let ops: Vec<u8> = got.iter().map(|(op, _)| *op).collect();
-    assert_eq!(ops, [0x1, 0x8], "a text frame, then the close");
-    assert_eq!(got[0].1, big.as_bytes(), "the frame arrived whole");
-    assert_eq!(close_code(&got[1].1), CloseCode::ServiceRestart.code());
+    assert!(w.outbox.send(crate::outbox::shared("behind")));
+    w.outbox.close(CloseCode::ServiceRestart, "restarting");
+    w.reads_whole_then_closed(&big, CloseCode::ServiceRestart)
+        .await;
 }
 
 /// A sender wrote the start of a large frame itself (the socket took part of it) and the
@@ -185,29 +222,61 @@ async fn a_close_that_cuts_a_write_short_comes_after_the_frame_it_cut() {
 /// dropped, but not the rest of that frame, which goes before the close frame.
 #[tokio::test]
 async fn a_frame_a_sender_began_is_finished_before_a_too_slow_close() {
-    let metrics = crate::metrics::Metrics::new();
-    let (outbox, mut rx) = crate::outbox::outbox(64, 8 << 20, metrics.clone());
-    let (half, mut peer) = a_peer_that_stops_reading().await;
-    let half = std::sync::Arc::new(half);
-    outbox.attach(half.clone(), false);
-    let mut io = super::super::io::shared_half(half, Duration::from_secs(30), &outbox);
-    let writer = {
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            write(&mut io, &mut rx, false, Duration::from_secs(60), &metrics).await;
-        })
-    };
+    let w = writing(true, NO_PING).await;
     // Written here, in part, by this task; the writer has not run since.
     let big = "y".repeat(256 << 10);
-    assert!(outbox.send(crate::outbox::shared(big.clone())));
-    assert!(outbox.send(crate::outbox::shared("behind")));
-    outbox.close(CloseCode::TooSlow, "too slow");
-    let got = read_to_close(&mut peer).await;
-    writer.await.unwrap();
-    let ops: Vec<u8> = got.iter().map(|(op, _)| *op).collect();
-    assert_eq!(ops, [0x1, 0x8], "a text frame, then the close");
-    assert_eq!(got[0].1, big.as_bytes(), "the frame arrived whole");
-    assert_eq!(close_code(&got[1].1), CloseCode::TooSlow.code());
+    assert!(w.outbox.send(crate::outbox::shared(big.clone())));
+    assert!(w.outbox.send(crate::outbox::shared("behind")));
+    w.outbox.close(CloseCode::TooSlow, "too slow");
+    w.reads_whole_then_closed(&big, CloseCode::TooSlow).await;
+}
+
+/// A sender wrote the start of a large frame itself and the writer took the rest, but the
+/// socket had no room for any of it when the socket was closed for being too slow: the
+/// rest still goes before the close frame (review 25: the writer's batch took its start
+/// for a frame's start, and the close frame followed the partial frame).
+#[tokio::test]
+async fn a_frame_a_sender_began_is_finished_after_the_writer_took_its_rest() {
+    let w = writing(true, NO_PING).await;
+    let big = "z".repeat(256 << 10);
+    assert!(w.outbox.send(crate::outbox::shared(big.clone())));
+    // The writer takes the rest and waits for the socket.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    w.outbox.close(CloseCode::TooSlow, "too slow");
+    w.reads_whole_then_closed(&big, CloseCode::TooSlow).await;
+}
+
+/// A ping comes due while the rest of a frame a sender began waits in the queue: the ping
+/// goes after that frame, never inside it (review 25: the ping was written as soon as it was
+/// due, into the payload of the frame whose rest waited). The order is made, not waited
+/// for: the sender and the writer's ping are woken in one turn of the runtime's driver
+/// (readiness before timers), so the sender writes the frame's start and queues its rest
+/// before the writer, its ping due, runs.
+#[tokio::test]
+async fn a_ping_waits_for_the_frame_a_sender_began() {
+    let mut w = writing(true, Duration::from_millis(20)).await;
+    let big = "p".repeat(256 << 10);
+    let (mut bell, rung) = tokio::net::UnixStream::pair().unwrap();
+    let sender = {
+        let (outbox, big) = (w.outbox.clone(), big.clone());
+        tokio::spawn(async move {
+            rung.readable().await.unwrap();
+            assert!(outbox.send(crate::outbox::shared(big)));
+        })
+    };
+    // The writer waits for its queue and its ping; the sender for the bell.
+    tokio::task::yield_now().await;
+    std::thread::sleep(Duration::from_millis(40));
+    tokio::io::AsyncWriteExt::write_all(&mut bell, b"!")
+        .await
+        .unwrap();
+    let (op, payload) = w.next_frame().await;
+    assert_eq!(op, 0x1, "the text frame comes first");
+    assert!(payload == big.as_bytes(), "the frame arrived whole");
+    assert_eq!(w.next_frame().await.0, 0x9, "then the ping");
+    sender.await.unwrap();
+    w.outbox.close(CloseCode::ServiceRestart, "done");
+    w.writer.await.unwrap();
 }
 
 /// The frame `framed` makes of `out`, in one buffer.
@@ -261,87 +330,4 @@ async fn a_shared_document_is_compressed_on_the_lane_once_for_every_welcome() {
     assert_eq!(first.len(), second.len());
     let plain = framed_one(welcome("{\"doc\":"), false, &metrics).await;
     assert_eq!(plain.len(), 10 + "{\"doc\":".len() + 200_000 + 1);
-}
-
-/// A sender wrote the start of a large frame itself and the writer took the rest, but the
-/// socket had no room for any of it when the socket was closed for being too slow: the
-/// rest still goes before the close frame (review 25: the writer's batch took its start
-/// for a frame's start, and the close frame followed the partial frame).
-#[tokio::test]
-async fn a_frame_a_sender_began_is_finished_after_the_writer_took_its_rest() {
-    let metrics = crate::metrics::Metrics::new();
-    let (outbox, mut rx) = crate::outbox::outbox(64, 8 << 20, metrics.clone());
-    let (half, mut peer) = a_peer_that_stops_reading().await;
-    let half = std::sync::Arc::new(half);
-    outbox.attach(half.clone(), false);
-    let mut io = super::super::io::shared_half(half, Duration::from_secs(30), &outbox);
-    let writer = {
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            write(&mut io, &mut rx, false, Duration::from_secs(60), &metrics).await;
-        })
-    };
-    let big = "z".repeat(256 << 10);
-    assert!(outbox.send(crate::outbox::shared(big.clone())));
-    // The writer takes the rest and waits for the socket.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    outbox.close(CloseCode::TooSlow, "too slow");
-    let got = read_to_close(&mut peer).await;
-    writer.await.unwrap();
-    let ops: Vec<u8> = got.iter().map(|(op, _)| *op).collect();
-    assert_eq!(ops, [0x1, 0x8], "a text frame, then the close");
-    assert_eq!(got[0].1, big.as_bytes(), "the frame arrived whole");
-    assert_eq!(close_code(&got[1].1), CloseCode::TooSlow.code());
-}
-
-/// A ping comes due while the rest of a frame a sender began waits in the queue: the ping
-/// goes after that frame, never inside it (review 25: the ping was written as soon as it was
-/// due, into the payload of the frame whose rest waited). The order is made, not waited
-/// for: the sender and the writer's ping are woken in one turn of the runtime's driver
-/// (readiness before timers), so the sender writes the frame's start and queues its rest
-/// before the writer, its ping due, runs.
-#[tokio::test]
-async fn a_ping_waits_for_the_frame_a_sender_began() {
-    let metrics = crate::metrics::Metrics::new();
-    let (outbox, mut rx) = crate::outbox::outbox(64, 8 << 20, metrics.clone());
-    let (half, mut peer) = a_peer_that_stops_reading().await;
-    let half = std::sync::Arc::new(half);
-    outbox.attach(half.clone(), false);
-    let mut io = super::super::io::shared_half(half, Duration::from_secs(30), &outbox);
-    let writer = {
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            let ping_every = Duration::from_millis(20);
-            write(&mut io, &mut rx, false, ping_every, &metrics).await;
-        })
-    };
-    let big = "p".repeat(256 << 10);
-    let (mut bell, rung) = tokio::net::UnixStream::pair().unwrap();
-    let sender = {
-        let (outbox, big) = (outbox.clone(), big.clone());
-        tokio::spawn(async move {
-            rung.readable().await.unwrap();
-            assert!(outbox.send(crate::outbox::shared(big)));
-        })
-    };
-    // The writer waits for its queue and its ping; the sender for the bell.
-    tokio::task::yield_now().await;
-    std::thread::sleep(Duration::from_millis(40));
-    tokio::io::AsyncWriteExt::write_all(&mut bell, b"!")
-        .await
-        .unwrap();
-    let first = timeout(Duration::from_secs(10), read_frame(&mut peer))
-        .await
-        .expect("a frame within 10 s")
-        .expect("a whole frame");
-    assert_eq!(first.0, 0x1, "the text frame comes first");
-    assert!(first.1 == big.as_bytes(), "the frame arrived whole");
-    let second = timeout(Duration::from_secs(10), read_frame(&mut peer))
-        .await
-        .expect("a frame within 10 s")
-        .expect("a whole frame");
-    assert_eq!(second.0, 0x9, "then the ping");
-    sender.await.unwrap();
-    outbox.close(CloseCode::ServiceRestart, "done");
-    writer.await.unwrap();
 }
