@@ -38,7 +38,11 @@ impl Metrics {
                 "atrium_received_bytes_total",
                 "Socket payload bytes received.",
             ),
-            bytes_sent: counter(&r, "atrium_sent_bytes_total", "Socket payload bytes sent."),
+            bytes_sent: counter(
+                &r,
+                "atrium_sent_bytes_total",
+                "Bytes written to sockets (frames with their headers).",
+            ),
             patches_acked: counter(
                 &r,
                 "atrium_patches_acked_total",

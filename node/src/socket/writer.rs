@@ -100,7 +100,7 @@ pub async fn write(
     // Grow to the most items a socket gets at once, not to `BATCH`.
     let mut items = Vec::new();
     let mut batch = Batch::default();
-    // A ping whose turn came while something was queued goes at the end of the next batch.
+    // A ping whose turn came while something was queued goes with the next batch.
     let mut ping_owed = false;
     // The close request, and whether it cut a write short.
     let (req, cut) = loop {
@@ -128,15 +128,22 @@ pub async fn write(
                 if n == 0 {
                     return;
                 }
+                // An owed ping goes first, or right after the rest of a frame a sender
+                // began (only ever first in the queue).
+                if std::mem::take(&mut ping_owed) {
+                    if matches!(items.first(), Some(Out::Rest(_))) {
+                        wire(items.remove(0), deflate, &mut batch);
+                    }
+                    batch.push_frame(frame::ping(&[]));
+                }
                 for out in items.drain(..) {
                     framed(out, deflate, metrics, &mut batch).await;
                 }
-                if std::mem::take(&mut ping_owed) {
-                    batch.push_frame(frame::ping(&[]));
-                }
                 // A peer that stops reading blocks the write; a close request (its
-                // queue overflowing, say) ends the wait.
+                // queue overflowing, say) ends the wait. The write goes first: a close
+                // already asked for does not drop a batch the socket takes at once.
                 let written = tokio::select! {
+                    biased;
                     written = batch.write(io) => written,
                     req = &mut closed => break (req, true),
                 };

@@ -71,13 +71,13 @@ impl Batch {
 
     /// Writes the batch with as few writes as it can, counting what the socket takes as it
     /// goes: dropped halfway (cancelled), [`Batch::unfinished`] says what is left of the
-    /// frame it was in (an `AsyncWrite` that is pending has written nothing). The bytes
-    /// written. One loop with no helper future: every socket's task is sized for this
-    /// future beside its close watch.
+    /// frame it was in (an `AsyncWrite` that is pending has written nothing). One loop with
+    /// no helper future and nothing more held across its waits: every socket's task is
+    /// sized for this future beside its close watch.
     pub(super) async fn write<W: AsyncWrite + Unpin + ?Sized>(
         &mut self,
         io: &mut W,
-    ) -> std::io::Result<usize> {
+    ) -> std::io::Result<()> {
         debug_assert!(
             self.pieces.last().is_none_or(|p| p.ends_frame),
             "a frame not marked done"
@@ -113,8 +113,7 @@ impl Batch {
         if self.gather.capacity() > GATHER_KEEP {
             self.gather = Vec::new();
         }
-        io.flush().await?;
-        Ok(total)
+        io.flush().await
     }
 
     /// What is left of the frame the socket was in the middle of when a write stopped:
@@ -145,6 +144,12 @@ impl Batch {
     pub(super) fn clear(&mut self) -> usize {
         self.pieces.clear();
         std::mem::take(&mut self.taken)
+    }
+
+    /// Bytes of the batch the socket has taken so far.
+    #[cfg(test)]
+    pub(super) fn taken(&self) -> usize {
+        self.taken
     }
 
     /// The batch's bytes, in one buffer.
