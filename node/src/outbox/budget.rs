@@ -346,11 +346,16 @@ impl Budget {
     /// addresses than the list holds was not remembered at all, the twenty-fourth review).
     pub(super) fn stalled_at(&self, address: IpAddr, now_ms: u64) {
         let mut stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
-        if stalled.len() >= MOST_STALLED && !stalled.contains_key(&address) {
+        let new = !stalled.contains_key(&address);
+        if new && stalled.len() >= MOST_STALLED {
             stalled.retain(|_, until| *until > now_ms);
-            let oldest = stalled.iter().min_by_key(|(_, until)| **until);
-            if let Some(oldest) = oldest.filter(|_| stalled.len() >= MOST_STALLED) {
-                let oldest = *oldest.0;
+        }
+        if new && stalled.len() >= MOST_STALLED {
+            let oldest = stalled
+                .iter()
+                .min_by_key(|(_, until)| **until)
+                .map(|(a, _)| *a);
+            if let Some(oldest) = oldest {
                 stalled.remove(&oldest);
             }
         }

@@ -188,6 +188,11 @@ impl Writing {
         assert_eq!(u16::from_be_bytes([close[0], close[1]]), code.code());
     }
 
+    /// Hands `text` to the outbox as a room would (written at once when it can be).
+    fn send(&self, text: &str) {
+        assert!(self.outbox.send(crate::outbox::shared(text.to_owned())));
+    }
+
     /// The next frame the peer reads, whole.
     async fn next_frame(&mut self) -> (u8, Vec<u8>) {
         timeout(Duration::from_secs(10), read_frame(&mut self.peer))
@@ -208,10 +213,10 @@ const NO_PING: Duration = Duration::from_secs(60);
 async fn a_close_that_cuts_a_write_short_comes_after_the_frame_it_cut() {
     let w = writing(false, NO_PING).await;
     let big = "x".repeat(256 << 10);
-    assert!(w.outbox.send(crate::outbox::shared(big.clone())));
+    w.send(&big);
     // The writer takes what the socket has room for, and waits.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(w.outbox.send(crate::outbox::shared("behind")));
+    w.send("behind");
     w.outbox.close(CloseCode::ServiceRestart, "restarting");
     w.reads_whole_then_closed(&big, CloseCode::ServiceRestart)
         .await;
@@ -225,8 +230,8 @@ async fn a_frame_a_sender_began_is_finished_before_a_too_slow_close() {
     let w = writing(true, NO_PING).await;
     // Written here, in part, by this task; the writer has not run since.
     let big = "y".repeat(256 << 10);
-    assert!(w.outbox.send(crate::outbox::shared(big.clone())));
-    assert!(w.outbox.send(crate::outbox::shared("behind")));
+    w.send(&big);
+    w.send("behind");
     w.outbox.close(CloseCode::TooSlow, "too slow");
     w.reads_whole_then_closed(&big, CloseCode::TooSlow).await;
 }
@@ -240,7 +245,7 @@ async fn a_frame_a_sender_began_is_finished_before_a_too_slow_close() {
 async fn a_frame_a_sender_began_is_finished_after_the_writer_took_its_rest() {
     let w = writing(true, NO_PING).await;
     let big = "z".repeat(256 << 10);
-    assert!(w.outbox.send(crate::outbox::shared(big.clone())));
+    w.send(&big);
     // The writer takes the rest and waits for the socket.
     tokio::time::sleep(Duration::from_millis(200)).await;
     w.outbox.close(CloseCode::TooSlow, "too slow");
