@@ -293,16 +293,15 @@ pub async fn start(
     })
 }
 
-/// Says, at start, which emails of `ATRIUM_ADMINS` have no account yet: an email is not
-/// proven, so whoever signs one up first is a server admin, and an operator should do it
-/// before others can reach the node (docs/operations.md).
+/// Says, at start, which emails of `ATRIUM_ADMINS` have no account yet, and how to make
+/// them: such an email is signed up only from the node's own machine (docs/operations.md).
 async fn warn_of_unclaimed_admins(state: &AppState) {
     for email in &state.config.admins {
         if let Err(crate::store::StoreError::NotFound) = state.store.account_by_email(email).await {
             tracing::warn!(
                 email = %email,
-                "ATRIUM_ADMINS lists an email with no account yet: whoever signs it up first \
-                 becomes a server admin; sign it up now, before others can reach this node"
+                "ATRIUM_ADMINS lists an email with no account yet: sign it up from this \
+                 node's own machine (a loopback address), where it alone is taken"
             );
         }
     }

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use self::checks::{
-    account_name, check_password, check_signin_rate, check_signup_rate, hashing_error,
-    normalize_email,
+    account_name, admin_signup_is_local, check_password, check_signin_rate, check_signup_rate,
+    hashing_error, normalize_email,
 };
 use super::{client_addr, json_response, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY};
 use crate::ids::{digest, new_secret};
@@ -83,6 +83,7 @@ pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let body: SignUp = read_json(req, SMALL_BODY).await?;
     let email = normalize_email(&body.email)?;
     passwords_taken(state, &email)?;
+    admin_signup_is_local(state, addr, &email)?;
     check_signup_rate(state, addr, &email)?;
     let name = account_name(&body.name)?;
     check_password(&body.password)?;

@@ -82,9 +82,8 @@ async fn passwords_tokens_and_keys_never_reach_the_logs() {
     }
 }
 
-/// An admin's email is not proven, so a node listing one with no account yet says so at
-/// start, and stops saying so once the account exists (the eleventh review: whoever signs a
-/// listed email up first is a server admin).
+/// A node listing an admin's email with no account yet says so at start, and how to make it
+/// (from the node's own machine), and stops saying so once the account exists.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listed_admin_without_an_account_is_warned_of_at_start() {
     let email = unique_email("unclaimed");

@@ -209,3 +209,37 @@ async fn sign_ins_with_huge_emails_from_many_addresses_keep_nothing() {
     }
     assert_eq!(codes.last(), Some(&429), "{codes:?}");
 }
+
+/// One sign-up claiming to come from `from` (the node trusts the test as its proxy).
+async fn signup_from(node: &Node, email: &str, from: &str) -> Resp {
+    let body = json!({"email": email, "password": PASSWORD, "name": "Someone"}).to_string();
+    http(
+        node,
+        "POST",
+        "/api/signup",
+        &[("x-forwarded-for", from)],
+        Some(body.into_bytes()),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admins_email_is_signed_up_only_from_the_nodes_own_machine() {
+    let admin = unique_email("admin");
+    let node = node(&[TRUST_THE_TEST, ("ATRIUM_ADMINS", admin.as_str())]).await;
+    // From the internet, the admin's email is refused and nothing is made ...
+    for from in ["203.0.113.9", "2001:db8::9"] {
+        let r = signup_from(&node, &admin.to_uppercase(), from).await;
+        r.assert_status(403);
+        assert_eq!(r.body()["error"]["code"], "forbidden", "{}", r.text);
+    }
+    assert_eq!(signin_answer(&node, &admin, PASSWORD).await.status, 401);
+    // ... while anyone else signs up from there as ever ...
+    signup_from(&node, &unique_email("someone"), "203.0.113.9")
+        .await
+        .assert_status(201);
+    // ... and the operator, on the node's machine, makes the admin.
+    let local = signup_from(&node, &admin, "127.0.0.1").await;
+    local.assert_status(201);
+    assert_eq!(local.body()["account"]["admin"], true, "{}", local.text);
+}

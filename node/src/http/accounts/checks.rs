@@ -29,6 +29,26 @@ pub(super) fn normalize_email(email: &str) -> Result<String, ApiError> {
     }
 }
 
+/// An email `ATRIUM_ADMINS` lists is signed up only by a caller on the node's own machine
+/// (loopback, as the node sees the caller: past trusted proxies, the client they name).
+/// An email is not proven, so without this whoever reached a new node first with an admin's
+/// email would be its server admin; the operator signs the admins up from the node's host
+/// or pod (`kubectl port-forward`), which no one on the internet can.
+pub(super) fn admin_signup_is_local(
+    state: &AppState,
+    addr: IpAddr,
+    email: &str,
+) -> Result<(), ApiError> {
+    match !state.config.is_admin(email) || addr.to_canonical().is_loopback() {
+        true => Ok(()),
+        false => Err(ApiError::new(
+            hyper::StatusCode::FORBIDDEN,
+            "forbidden",
+            "a server admin's email is signed up only from the node's own machine",
+        )),
+    }
+}
+
 pub(super) fn hashing_error(e: AuthError) -> ApiError {
     match e {
         AuthError::Busy => busy("too many sign-ins at once; try again shortly"),
