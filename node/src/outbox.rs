@@ -14,6 +14,7 @@ mod closing;
 mod direct;
 mod receiving;
 mod sending;
+mod stalled;
 
 use budget::Draw;
 pub use budget::{Budget, Charge, MAKE_WAY_AFTER_MS};

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use atrium_protocol::CloseCode;
 
+use super::stalled::Stalled;
 use super::{HeldCopy, Shared};
 use crate::ws::Middle;
 
@@ -34,7 +35,7 @@ pub struct Budget {
     /// Addresses whose holders were closed for taking nothing, or too slowly, while others
     /// waited, and until when (ms since the Unix epoch) they keep no place and come after
     /// every other.
-    stalled: Mutex<HashMap<IpAddr, u64>>,
+    stalled: Mutex<Stalled>,
     /// Shared copies each address holds, and by how many of its sockets: a copy counts
     /// against an address's share once, however many of its sockets hold it. Locked after
     /// `by_address`.
@@ -93,13 +94,6 @@ const MOST_WAITING: usize = 64;
 /// nearly all of it would otherwise hold up every other large message until all of it came
 /// back (the twenty-first review).
 const PROMISED_AT_MOST: usize = 4;
-
-/// How long an address whose holder was closed for taking nothing, or too slowly, keeps no
-/// place.
-const STALLED_KEPT_MS: u64 = 60_000;
-
-/// Most addresses remembered as stalled at once.
-pub(super) const MOST_STALLED: usize = 4096;
 
 /// An address may hold this part of the budget at once.
 const SHARE: usize = 8;
@@ -161,7 +155,7 @@ impl Budget {
             by_address: Mutex::new(HashMap::new()),
             holders: Mutex::new(Vec::new()),
             waiting: Mutex::new(Vec::new()),
-            stalled: Mutex::new(HashMap::new()),
+            stalled: Mutex::new(Stalled::default()),
             copies: Mutex::new(HashMap::new()),
             holders_mark: AtomicUsize::new(HOLDERS_SWEPT_FROM),
         })
@@ -340,33 +334,17 @@ impl Budget {
     }
 
     /// Remembers that a holder of `address` took nothing while others waited: for
-    /// [`STALLED_KEPT_MS`] the address keeps no place and comes after every other. With
-    /// [`MOST_STALLED`] remembered and none of them over, the one remembered longest is
-    /// forgotten: the newest stalls are the ones in the way now (an attacker with more
-    /// addresses than the list holds was not remembered at all, the twenty-fourth review).
+    /// [`STALLED_KEPT_MS`](super::stalled::STALLED_KEPT_MS) the address keeps no place and comes after every other.
     pub(super) fn stalled_at(&self, address: IpAddr, now_ms: u64) {
         let mut stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
-        let new = !stalled.contains_key(&address);
-        if new && stalled.len() >= MOST_STALLED {
-            stalled.retain(|_, until| *until > now_ms);
-        }
-        if new && stalled.len() >= MOST_STALLED {
-            let oldest = stalled
-                .iter()
-                .min_by_key(|(_, until)| **until)
-                .map(|(a, _)| *a);
-            if let Some(oldest) = oldest {
-                stalled.remove(&oldest);
-            }
-        }
-        stalled.insert(address, now_ms + STALLED_KEPT_MS);
+        stalled.remember(address, now_ms);
     }
 
     /// Whether `address` is remembered as stalled at `now_ms`.
     #[cfg(test)]
     pub(super) fn is_stalled(&self, address: IpAddr, now_ms: u64) -> bool {
         let stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
-        stalled.get(&address).is_some_and(|&until| until > now_ms)
+        stalled.holds(&address, now_ms)
     }
 
     /// Takes `n` bytes for a socket of `address` (by its limit key) at `now_ms`, if the
@@ -401,7 +379,7 @@ impl Budget {
         let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         waiting.retain(|w| now_ms.saturating_sub(w.last_ms) < PLACE_KEPT_MS);
         let stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
-        let lately_stalled = |a: &IpAddr| stalled.get(a).is_some_and(|&until| until > now_ms);
+        let lately_stalled = |a: &IpAddr| stalled.holds(a, now_ms);
         let since = waiting
             .iter()
             .find(|w| w.address == address)

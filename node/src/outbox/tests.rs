@@ -514,9 +514,9 @@ async fn an_address_served_by_a_shared_copy_keeps_no_place() {
     assert!(budget.take_at(ip(3), 700, T0 + 1, Draw::Welcome));
 }
 
-/// The addresses remembered as stalled are bounded: past [`budget::MOST_STALLED`], those
-/// whose time is up are forgotten first, and a new one is not remembered while all are still
-/// in theirs (an attacker with many addresses cannot grow the list without end).
+/// The addresses remembered as stalled are bounded: past [`stalled::MOST_STALLED`], those
+/// whose time is up are forgotten first, then the one remembered longest (an attacker with
+/// many addresses cannot grow the list without end, nor keep a new address off it).
 #[test]
 fn the_stalled_addresses_remembered_are_bounded() {
     let budget = Budget::new(800);
@@ -524,7 +524,7 @@ fn the_stalled_addresses_remembered_are_bounded() {
     for n in 0..5_000 {
         budget.stalled_at(address(n), T0 + u64::from(n));
     }
-    assert_eq!(budget.stalled_len(), budget::MOST_STALLED);
+    assert_eq!(budget.stalled_len(), stalled::MOST_STALLED);
     // Past the bound the newest are remembered, the oldest forgotten (before, an address
     // past the 4,096th was not remembered, and came first however it had stalled).
     assert!(budget.is_stalled(address(4_999), T0 + 5_000));
