@@ -12,6 +12,7 @@
 mod budget;
 mod closing;
 mod direct;
+mod owners;
 mod receiving;
 mod sending;
 mod stalled;
@@ -19,6 +20,7 @@ mod stalled;
 use budget::Draw;
 pub use budget::{Budget, Charge, MAKE_WAY_AFTER_MS};
 pub use direct::Line;
+pub use owners::CopyFor;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex, Weak};
 
 use atrium_protocol::CloseCode;
 
+use super::owners::{CopyFor, Owners};
 use super::stalled::Stalled;
 use super::{HeldCopy, Shared};
+use crate::store::Holder;
 use crate::ws::Middle;
 
 /// A node-wide allowance for messages bigger than a send queue may hold, so that a burst
@@ -40,6 +42,11 @@ pub struct Budget {
     /// against an address's share once, however many of its sockets hold it. Locked after
     /// `by_address`.
     copies: Mutex<HashMap<(IpAddr, CopyId), usize>>,
+    /// What the shared copies of each owner's files are charged (of the app's files, each
+    /// file's), and who waits first for room in an owner's share: see [`OWNER_SHARE`].
+    /// Locked before the others, and never while holders are closed (a copy's last holder
+    /// gives its charge back as it goes).
+    owners: Mutex<Owners>,
     /// How many holders there may be before those done are swept out of the list.
     holders_mark: AtomicUsize,
 }
@@ -98,6 +105,15 @@ const PROMISED_AT_MOST: usize = 4;
 /// An address may hold this part of the budget at once.
 const SHARE: usize = 8;
 
+/// The shared copies of one owner's files (of one file, for the app's own files, which one
+/// stand-in account owns) may be charged this part of the budget at once, unless they are
+/// charged nothing. Without it one free account's large file, joined from eight addresses
+/// with a one-op patch between joins (a new version each time, so a new copy each time),
+/// filled the whole allowance with copies its sockets read at a trickle, and another
+/// owner's file was refused until the slow-holder rule closed them (38 s with 33 MB copies,
+/// the twenty-third review); now such an account holds a quarter and the rest is others'.
+const OWNER_SHARE: usize = 4;
+
 /// A socket holding large messages (its own draws and shared copies) for longer than
 /// [`MAKE_WAY_AFTER_MS`] plus their time at this rate is closed (4008) when another's draw
 /// does not fit, as one that takes nothing is: sockets of eight addresses each reading a
@@ -138,11 +154,14 @@ pub const MAKE_WAY_AFTER_MS: u64 = 5_000;
 pub struct Charge {
     budget: Arc<Budget>,
     bytes: usize,
+    owner: Holder,
 }
 
 impl Drop for Charge {
     fn drop(&mut self) {
         self.budget.give(None, self.bytes);
+        let mut owners = self.budget.owners.lock().unwrap_or_else(|p| p.into_inner());
+        owners.give(&self.owner, self.bytes);
     }
 }
 
@@ -157,6 +176,7 @@ impl Budget {
             waiting: Mutex::new(Vec::new()),
             stalled: Mutex::new(Stalled::default()),
             copies: Mutex::new(HashMap::new()),
+            owners: Mutex::new(Owners::default()),
             holders_mark: AtomicUsize::new(HOLDERS_SWEPT_FROM),
         })
     }
@@ -175,21 +195,41 @@ impl Budget {
         false
     }
 
-    /// Charges `n` bytes for a copy many welcomes will share (a large document), made for
-    /// `joiner`: in its turn, as the joiner's welcome would draw, within its address's share;
-    /// given back when the [`Charge`] is dropped, with the copy's last bytes. Against an
-    /// address's share the copy counts only while one of its sockets holds it
-    /// ([`Self::hold_copy`]): a sharer that never reads does not hold it against the
-    /// address it was made for (the twenty-second review).
-    pub fn charge(self: &Arc<Self>, joiner: &super::Outbox, n: usize) -> Option<Charge> {
+    /// Charges `n` bytes for a copy many welcomes will share (a large document of one of
+    /// `owner`'s files), made for `joiner`: in its turn, as the joiner's welcome would draw,
+    /// within its address's share and the owner's ([`OWNER_SHARE`], where those who came by
+    /// a link come after others: [`CopyFor`]); given back when the
+    /// [`Charge`] is dropped, with the copy's last bytes. Against an address's share the
+    /// copy counts only while one of its sockets holds it ([`Self::hold_copy`]): a sharer
+    /// that never reads does not hold it against the address it was made for (the
+    /// twenty-second review).
+    pub fn charge(self: &Arc<Self>, joiner: CopyFor, n: usize, owner: &Holder) -> Option<Charge> {
         let now_ms = crate::clock::unix_ms() as u64;
-        if self.take_at(joiner.address(), n, now_ms, Draw::Copy) {
+        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        let share = self.capacity / OWNER_SHARE;
+        let stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
+        let lost = |a: &IpAddr| stalled.holds(a, now_ms);
+        let fits = owners.fits(owner, joiner, n, share, now_ms, lost);
+        if !fits {
+            owners.refused(owner, joiner, n, now_ms, lost);
+        }
+        drop(stalled);
+        if fits && self.take_at(joiner.address, n, now_ms, Draw::Copy) {
+            owners.charged(owner, joiner.address, n);
             return Some(Charge {
                 budget: self.clone(),
                 bytes: n,
+                owner: owner.clone(),
             });
         }
-        self.refused(n, now_ms);
+        drop(owners);
+        // Short of the owner's share, holders that take nothing, or too slowly, make way as
+        // they do for the node-wide allowance: a guest holding copies of someone's public
+        // file at a trickle does not keep the file's other readers out.
+        match fits {
+            true => self.refused(n, now_ms),
+            false => self.make_way(now_ms),
+        }
         None
     }
 
@@ -432,9 +472,15 @@ impl Budget {
         self.stalled.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
+    /// How many owners are charged for copies or have someone waiting.
+    #[cfg(test)]
+    pub(super) fn owners_len(&self) -> usize {
+        self.owners.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     /// What is left of the allowance.
     #[cfg(test)]
-    pub(super) fn left(&self) -> usize {
+    pub(crate) fn left(&self) -> usize {
         self.left.load(Ordering::Acquire)
     }
 

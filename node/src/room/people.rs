@@ -82,7 +82,8 @@ impl RoomCore {
             return Err(JoinError::Reread);
         }
         // Before anyone is told of the joiner: a refusal here costs the room nothing.
-        let doc = self.shared_welcome_doc(req.since, req.client, &req.outbox, now)?;
+        let by_link = matches!(access, access::Access::Key { .. });
+        let doc = self.shared_welcome_doc(req.since, req.client, &req.outbox, by_link, now)?;
         let state = self.clients.entry(req.client).or_default();
         state.highest_op = state.highest_op.max(req.stored_op);
         let person = PersonId::of_client(&self.person_salt, &req.client);
@@ -173,9 +174,32 @@ impl RoomCore {
             }
             self.sync_counts();
             self.update_presence_rate();
+            if m.from_version > self.durable {
+                self.forget_welcome(conn);
+            }
         }
         if self.participants.is_empty() {
             self.idle_since = Some(now);
+        }
+    }
+
+    /// The welcome of `conn`, who left before its version was durable, is not kept for the
+    /// store to catch up: what it holds (a copy of a large document charged on the
+    /// allowance for large messages, which no socket holds yet, so none can be made to make
+    /// way) goes now, and what its address was charged for it comes back. Before, a store
+    /// that stalled kept such copies charged until it recovered, though the room had closed
+    /// their sockets 1013 (the twenty-fourth review).
+    fn forget_welcome(&mut self, conn: ConnId) {
+        let mut refunds = Vec::new();
+        self.pending.retain(|p| match p {
+            Pending::Welcome { to, charged, .. } if *to == conn => {
+                refunds.extend(*charged);
+                false
+            }
+            _ => true,
+        });
+        for (address, bytes) in refunds {
+            self.rules.documents_sent.refund(&address, bytes);
         }
     }
 }

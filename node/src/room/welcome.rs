@@ -12,7 +12,7 @@ use super::access::Role;
 use super::core::RoomCore;
 use super::{JoinError, JoinRequest};
 use crate::ids::ClientKey;
-use crate::outbox::{shared, ConnId, Out};
+use crate::outbox::{shared, ConnId, CopyFor, Out};
 use crate::ws::{Kept, Middle, Spliced};
 
 /// Welcomes up to this size are sent even to an address that owes (they are still
@@ -91,12 +91,16 @@ impl RoomCore {
     /// of the same file out of the node's allowance for large messages. A copy larger than
     /// half a send queue is charged on that allowance once, in the joiner's turn (refused
     /// 1013 when it has no room), and counts against the share of each address holding it;
-    /// a smaller one is counted in each socket's queue, as it was.
+    /// a smaller one is counted in each socket's queue, as it was. Copies of one owner's
+    /// files are charged at most a quarter of the allowance, and in that share a joiner who
+    /// came by a link key (`by_link`) comes after the owner and those the app grants the
+    /// file to.
     pub(super) fn shared_welcome_doc(
         &mut self,
         since: Option<u64>,
         client: ClientKey,
         joiner: &crate::outbox::Outbox,
+        by_link: bool,
         now: Instant,
     ) -> Result<Option<Arc<Middle>>, JoinError> {
         let budget = &self.rules.welcome_budget;
@@ -114,7 +118,11 @@ impl RoomCore {
             return Ok(None);
         }
         let kept: Kept = if len > self.rules.config.send_queue_bytes / 2 {
-            let Some(charge) = budget.charge(joiner, len) else {
+            let copy_for = CopyFor {
+                address: joiner.address(),
+                by_link,
+            };
+            let Some(charge) = budget.charge(copy_for, len, &self.holder) else {
                 return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
             };
             Some(Arc::new(charge))

@@ -6,12 +6,22 @@ use std::collections::VecDeque;
 
 use super::*;
 
-/// A file of about 7.8 MB, its link set to `view`: its id and view key.
+/// A file of the room's owner of about 7.8 MB, its link set to `view`: its id and view key.
 async fn large_file(r: &Room) -> (String, String) {
-    let file = create_file(&r.node, &r.owner, "Large", Some(huge::large_document())).await;
+    large_file_of(&r.node, &r.owner).await
+}
+
+/// A file of about 7.8 MB of the account of `token`, its link set to `view`.
+async fn large_file_of(node: &Node, token: &str) -> (String, String) {
+    let file = create_file(node, token, "Large", Some(huge::large_document())).await;
     let id = s(&file["id"]).to_string();
-    set_link(&r.node, &r.owner, &id, "view").await;
+    set_link(node, token, &id, "view").await;
     (id, s(&file["view_key"]).to_string())
+}
+
+/// A file of about 7.8 MB of a new account (an attacker's own), its link set to `view`.
+async fn attackers_large_file(r: &Room) -> (String, String) {
+    large_file_of(&r.node, &new_account(&r.node, "attacker").await).await
 }
 
 /// The owner joins as a client does, coming back after each 1013 (try again later), and
@@ -190,8 +200,9 @@ async fn sockets_that_never_read_hold_little_of_the_kernels_memory() {
 /// One socket from each of four addresses says hello to a large file of its own and never
 /// reads, together holding the node's whole budget for large messages (the seventh review:
 /// four such sockets, replaced before their ping timeout, kept every welcome over 2 MiB
-/// refused 1013 for as long as they liked; files of their own, since welcomes of one file
-/// share its document). When a welcome does not fit, holders whose peers have taken nothing
+/// refused 1013 for as long as they liked; files of their own, of accounts of their own,
+/// since welcomes of one file share its document and one owner's copies are held to a
+/// quarter of the budget). When a welcome does not fit, holders whose peers have taken nothing
 /// for 5 s are closed 4008: the owner, coming back after the 1013, is welcomed within
 /// seconds, not after the ping timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -201,7 +212,7 @@ async fn unread_welcomes_of_many_addresses_make_way() {
     let (id, _) = large_file(&r).await;
     let mut held = Vec::new();
     for n in 0..4u8 {
-        let (id, view_key) = large_file(&r).await;
+        let (id, view_key) = attackers_large_file(&r).await;
         let upgraded =
             Raw::try_connect_from([127, 0, 0, 30 + n], r.node.port, &id, "", Some(4096)).await;
         let mut raw = upgraded.expect("an upgrade");
@@ -246,8 +257,8 @@ async fn first_frame(raw: &Raw) -> Option<[u8; 2]> {
     }
 }
 
-/// Sockets of four addresses say hello to a large file (each address its own) and never
-/// read; each address opens another every 50 ms, keeps those whose welcome began (they hold
+/// Sockets of four addresses say hello to a large file (each address its own, of an
+/// account of its own) and never read; each address opens another every 50 ms, keeps those whose welcome began (they hold
 /// it) and drops the ones refused. What making way frees, they would take back within
 /// milliseconds (the twentieth review: eight such addresses kept a person out of their own
 /// 3 MB file in 28 tries of 30, the node at its allowance for large messages); and the
@@ -257,13 +268,36 @@ async fn first_frame(raw: &Raw) -> Option<[u8; 2]> {
 /// nothing for 5 s, not never.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unread_welcomes_of_addresses_that_come_back_at_once_still_make_way() {
+    come_back_at_once(Whose::TheirOwn).await;
+}
+
+/// As above, with the attackers' files the owner's own, public by their view links: the
+/// copies are held to the owner's quarter of the budget, and there the owner, come with
+/// their token, goes before the guests refused before them, who would otherwise be served
+/// one after another as the holders make way (about 10 s each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guests_holding_copies_of_the_owners_files_keep_the_owner_out_briefly() {
+    come_back_at_once(Whose::TheOwners).await;
+}
+
+/// Whose large files the attackers open.
+#[derive(PartialEq)]
+enum Whose {
+    TheirOwn,
+    TheOwners,
+}
+
+async fn come_back_at_once(whose: Whose) {
     let _serial = SERIAL.lock().await;
     let r = room(&[("ATRIUM_WELCOME_BUDGET_BYTES", "33554432")]).await;
     let (id, _) = large_file(&r).await;
     let done = Arc::new(AtomicBool::new(false));
     let mut attackers = Vec::new();
     for n in 0..4u8 {
-        let (id, view_key) = large_file(&r).await;
+        let (id, view_key) = match whose {
+            Whose::TheirOwn => attackers_large_file(&r).await,
+            Whose::TheOwners => large_file(&r).await,
+        };
         let done = done.clone();
         let port = r.node.port;
         attackers.push(tokio::spawn(async move {
@@ -328,8 +362,12 @@ async fn unread_welcomes_of_addresses_that_come_back_at_once_still_make_way() {
         let (o, b, w) = a.await.expect("an attacker");
         (opened, begun, before_welcome) = (opened + o, begun + b, before_welcome + w);
     }
+    let case = match whose {
+        Whose::TheirOwn => "4 addresses each open a socket every 50 ms to a file of their own and keep those sent a 7.8 MB welcome, unread (large-message budget 32 MiB)",
+        Whose::TheOwners => "4 addresses each open a socket every 50 ms to a public file of the owner and keep those sent a 7.8 MB welcome, unread (large-message budget 32 MiB)",
+    };
     figure(json!({
-        "case": "4 addresses each open a socket every 50 ms to a file of their own and keep those sent a 7.8 MB welcome, unread (large-message budget 32 MiB)",
+        "case": case,
         "owner_welcomed_in_ms": welcomed_in.as_millis(), "owner_refusals": refusals,
         "attacker_sockets": opened, "welcomes_begun": begun,
         "messages_before_a_welcome": before_welcome,
@@ -488,4 +526,58 @@ async fn a_shared_large_welcome_arrives_whole_with_and_without_deflate() {
         docs.iter().all(|d| *d == docs[0]),
         "the welcomes carry different documents"
     );
+}
+
+/// One account's large file, joined from four addresses with a one-op patch between joins
+/// (a new version each time, so each welcome is a copy of its own), by sockets that never
+/// read: the copies of one owner's files are charged at most a quarter of the node's budget
+/// for large messages, so the owner of another file is welcomed at once. Before, the four
+/// copies filled the budget, and the other owner was refused until the holders had taken
+/// nothing for 5 s (the twenty-third review's attack, by one account: with 33 MB copies read
+/// at a trickle, 38 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_accounts_copies_keep_nobody_else_out() {
+    let _serial = SERIAL.lock().await;
+    let r = room(&[("ATRIUM_WELCOME_BUDGET_BYTES", "33554432")]).await;
+    let (id, _) = large_file(&r).await;
+    let attacker = new_account(&r.node, "attacker").await;
+    let (own, view_key) = large_file_of(&r.node, &attacker).await;
+    let (mut editor, _) = Client::try_join(&r.node, &own, &Hello::token(&attacker))
+        .await
+        .expect("the attacker in its own file");
+    let mut asking = Vec::new();
+    for n in 0..4u8 {
+        let upgraded =
+            Raw::try_connect_from([127, 0, 0, 80 + n], r.node.port, &own, "", Some(4096)).await;
+        let mut raw = upgraded.expect("an upgrade");
+        raw.text(&Hello::key(&view_key).to_json().to_string()).await;
+        asking.push(raw);
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let op = json!({"op": "put", "id": format!("v{n}"), "props": {"x": n}});
+        editor.patch_acked(u64::from(n) + 1, vec![op]).await;
+    }
+    let (mut begun, mut refused) = (0, 0);
+    for raw in &asking {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match first_frame(raw).await {
+                Some([TEXT, 0x7f]) => begun += 1,
+                Some(_) => refused += 1,
+                None if Instant::now() < deadline => continue,
+                None => refused += 1,
+            }
+            break;
+        }
+    }
+    let started = Instant::now();
+    let (mut owner, welcome, refusals) = owner_joins_within_20_s(&r, &id, started).await;
+    figure(json!({
+        "case": "one account's 7.8 MB file joined from 4 addresses, a new version before each join, never read (large-message budget 32 MiB)",
+        "attacker_welcomes_begun": begun, "attacker_refused": refused,
+        "other_owner_welcomed_in_ms": started.elapsed().as_millis(), "other_owner_refusals": refusals,
+    }));
+    assert!(begun >= 1, "no copy was held: the case shows nothing");
+    assert_eq!(refusals, 0, "the other owner was refused");
+    owner_has_the_file_and_edits(&mut owner, &welcome).await;
+    drop(asking);
 }

@@ -564,8 +564,16 @@ fn a_joiner_refused_by_the_allowance_promises_no_memory() {
     h.durable(1);
     let (other, _rx) = crate::outbox::outbox(10, 10, crate::metrics::Metrics::new());
     let budget = h.core.rules.welcome_budget.clone();
+    let elsewhere = crate::store::Holder::File(crate::ids::FileId::parse("elsewhere").unwrap());
     let full = budget
-        .charge(&other, (64 << 20) - 100_000)
+        .charge(
+            crate::outbox::CopyFor {
+                address: other.address(),
+                by_link: true,
+            },
+            (64 << 20) - 100_000,
+            &elsewhere,
+        )
         .expect("room for it");
     let memory = h.core.rules.memory.clone();
     let left = memory.room_left();
@@ -588,4 +596,27 @@ fn a_joiner_refused_by_the_allowance_promises_no_memory() {
         memory.room_left() <= left - 400_000,
         "the copy made is promised until the next sample"
     );
+}
+
+/// A joiner who leaves while its welcome waits for its version to be durable takes the
+/// welcome with it: the copy of the document it carries, charged on the allowance for large
+/// messages before any socket holds it (so none can be made to make way for it), goes at
+/// once, not when the store catches up (the twenty-fourth review: a stalled store kept such
+/// copies charged though the room had closed their sockets 1013).
+#[test]
+fn a_welcome_waiting_for_durability_goes_with_its_joiner() {
+    let mut h = Harness::with(&[("send-queue-bytes", "65536")], 1u64 << 30);
+    let owner = h.join(As::Owner);
+    h.patch(&owner, 1, put("text", json!({"s": "x".repeat(200_000)})));
+    h.end_turn();
+    let budget = h.core.rules.welcome_budget.clone();
+    let all = budget.left();
+    let viewer = h.try_join(As::Viewer, None).expect("a join");
+    assert!(budget.left() < all, "the welcome's copy is charged");
+    h.leave(&viewer);
+    assert_eq!(budget.left(), all, "the copy went with its joiner");
+    h.durable(1);
+    assert_eq!(budget.left(), all);
+    // A later joiner is welcomed (`join` asserts it).
+    h.join(As::Viewer);
 }
