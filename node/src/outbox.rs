@@ -128,6 +128,9 @@ struct Shared {
     /// The client's address (its limit key): what its sockets draw on the node-wide
     /// [`Budget`] is counted against its share.
     address: std::sync::OnceLock<std::net::IpAddr>,
+    /// Whose file's shared copy the socket holds (a socket is in one file): when that
+    /// owner's share of the [`Budget`] is short, only such holders make way.
+    copy_owner: std::sync::OnceLock<crate::store::Holder>,
 }
 
 /// One queued item; one drawn on the [`Budget`] gives its bytes back there, and one that
@@ -223,6 +226,7 @@ pub fn outbox(frames: usize, bytes: usize, metrics: Arc<Metrics>) -> (Outbox, Ou
         gate: Mutex::new(None),
         line: Mutex::new(Line::default()),
         address: std::sync::OnceLock::new(),
+        copy_owner: std::sync::OnceLock::new(),
         write_waiting_since: AtomicU64::new(0),
         holding_since: AtomicU64::new(0),
         held_bytes: AtomicU64::new(0),

@@ -171,6 +171,17 @@ impl NodeConfig {
         Duration::from_millis(self.ping_timeout_ms)
     }
 
+    /// Whether `email` takes the store's key (its Unicode lowercase) of an email
+    /// `ATRIUM_ADMINS` lists: such a sign-up is gated, though only the listed spelling (up
+    /// to ASCII case) is an admin ([`Self::is_admin`]): `\u{212A}ate@x` lowercases to the
+    /// key of `kate@x`, and would take it from the admin's sign-up.
+    pub fn claims_admin_email(&self, email: &str) -> bool {
+        let key = email.to_lowercase();
+        self.admins
+            .iter()
+            .any(|a| !a.trim().is_empty() && a.trim().to_lowercase() == key)
+    }
+
     pub fn is_admin(&self, email: &str) -> bool {
         self.admins
             .iter()

@@ -14,7 +14,10 @@ use self::checks::{
     account_name, admin_signup_is_local, check_password, check_signin_rate, check_signup_rate,
     hashing_error, normalize_email,
 };
-use super::{client_addr, json_response, rate_limited, read_json, ApiError, ApiResult, SMALL_BODY};
+use super::{
+    client_addr, json_response, on_this_machine, rate_limited, read_json, ApiError, ApiResult,
+    SMALL_BODY,
+};
 use crate::ids::{digest, new_secret};
 use crate::state::AppState;
 use crate::store::{Account, StoreError};
@@ -80,11 +83,13 @@ fn passwords_taken(state: &AppState, email: &str) -> Result<(), ApiError> {
 
 pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let addr = client_addr(&req);
+    let local = on_this_machine(&req);
     let body: SignUp = read_json(req, SMALL_BODY).await?;
     let email = normalize_email(&body.email)?;
     passwords_taken(state, &email)?;
-    admin_signup_is_local(state, addr, &email)?;
+    // After the rate: a 403 says which emails are admins', so asking costs a sign-up.
     check_signup_rate(state, addr, &email)?;
+    admin_signup_is_local(state, local, &email)?;
     let name = account_name(&body.name)?;
     check_password(&body.password)?;
     let taken = || {

@@ -62,6 +62,35 @@ pub async fn signed_in(state: &AppState, token: Option<&str>) -> Result<Account,
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub std::net::IpAddr);
 
+/// Whether the caller is on the node's own machine: the connection comes from a loopback
+/// address, and carries no forwarding header unless it comes from a trusted proxy, whose
+/// forwarded client is on loopback too. A pod of the cluster connecting directly, a router
+/// elsewhere, or an untrusted local proxy that forwards others (a sidecar) is not.
+#[derive(Debug, Clone, Copy)]
+pub struct OnThisMachine(pub bool);
+
+impl OnThisMachine {
+    pub fn of(
+        peer: std::net::IpAddr,
+        client: std::net::IpAddr,
+        forwarded: bool,
+        trusted: &[crate::limits::Network],
+    ) -> Self {
+        let peer = peer.to_canonical();
+        let from_trusted = trusted.iter().any(|n| n.contains(&peer));
+        Self(
+            peer.is_loopback()
+                && client.to_canonical().is_loopback()
+                && (!forwarded || from_trusted),
+        )
+    }
+}
+
+/// Whether the caller of a request is on the node's own machine ([`OnThisMachine`]).
+pub fn on_this_machine(req: &Request<Incoming>) -> bool {
+    req.extensions().get::<OnThisMachine>().is_some_and(|o| o.0)
+}
+
 /// The client address of a request.
 pub fn client_addr(req: &Request<Incoming>) -> std::net::IpAddr {
     req.extensions()

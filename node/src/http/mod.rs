@@ -18,7 +18,8 @@ mod webhooks;
 
 pub use body::{parse_json, plain_name, read_body, read_body_promised, read_json, BodyDeadline};
 pub use caller::{
-    app_account, app_claims, bearer_token, caller, client_addr, signed_in, ClientAddr,
+    app_account, app_claims, bearer_token, caller, client_addr, on_this_machine, signed_in,
+    ClientAddr, OnThisMachine,
 };
 pub use error::{busy, rate_limited, ApiError};
 pub use ops::metrics_text as metrics_response;
@@ -94,6 +95,8 @@ pub async fn handle(
     let forwarded = forwarded_for(req.headers());
     let addr = crate::limits::client_address(peer.ip(), forwarded.as_deref(), &state.trusted);
     req.extensions_mut().insert(ClientAddr(addr));
+    let local = OnThisMachine::of(peer.ip(), addr, forwarded.is_some(), &state.trusted);
+    req.extensions_mut().insert(local);
     req.extensions_mut().insert(BodyDeadline(
         tokio::time::Instant::now() + state.config.body_timeout(),
     ));

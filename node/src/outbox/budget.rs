@@ -159,9 +159,12 @@ pub struct Charge {
 
 impl Drop for Charge {
     fn drop(&mut self) {
-        self.budget.give(None, self.bytes);
+        // The owner's first: given back the other way, a copy charged meanwhile could find
+        // the allowance's room but not yet the owner's, and be refused for nothing.
         let mut owners = self.budget.owners.lock().unwrap_or_else(|p| p.into_inner());
         owners.give(&self.owner, self.bytes);
+        drop(owners);
+        self.budget.give(None, self.bytes);
     }
 }
 
@@ -205,13 +208,20 @@ impl Budget {
     /// twenty-second review).
     pub fn charge(self: &Arc<Self>, joiner: CopyFor, n: usize, owner: &Holder) -> Option<Charge> {
         let now_ms = crate::clock::unix_ms() as u64;
+        let holds = joiner.address.is_some_and(|a| {
+            let held = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
+            held.get(&a).is_some_and(|&n| n > 0)
+        });
         let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
         let share = self.capacity / OWNER_SHARE;
+        // Past its quarter an owner's copies may take what the allowance has over half of
+        // it: a node whose allowance is mostly free serves an owner's many readers as before.
+        let spare = (self.left.load(Ordering::Acquire)).saturating_sub(self.capacity / 2);
         let stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
         let lost = |a: &IpAddr| stalled.holds(a, now_ms);
-        let fits = owners.fits(owner, joiner, n, share, now_ms, lost);
+        let fits = owners.fits(owner, joiner, n, share, spare, now_ms, lost);
         if !fits {
-            owners.refused(owner, joiner, n, now_ms, lost);
+            owners.refused(owner, joiner, n, holds, now_ms, lost);
         }
         drop(stalled);
         if fits && self.take_at(joiner.address, n, now_ms, Draw::Copy) {
@@ -223,12 +233,13 @@ impl Budget {
             });
         }
         drop(owners);
-        // Short of the owner's share, holders that take nothing, or too slowly, make way as
-        // they do for the node-wide allowance: a guest holding copies of someone's public
-        // file at a trickle does not keep the file's other readers out.
         match fits {
             true => self.refused(n, now_ms),
-            false => self.make_way(now_ms),
+            // Short of the owner's share, the holders of its copies that take nothing, or
+            // too slowly, make way (not others': their files are not what is short): a guest
+            // holding copies of someone's public file at a trickle does not keep the file's
+            // other readers out.
+            false => self.make_way(now_ms, Some(owner)),
         }
         None
     }
@@ -254,8 +265,11 @@ impl Budget {
 
     /// An address refused before was served after all (by a copy it shares): it keeps no
     /// place, or what it was promised would hold up others for nothing.
-    pub fn served(&self, address: Option<IpAddr>) {
+    pub fn served(&self, address: Option<IpAddr>, owner: &Holder) {
         if let Some(address) = address {
+            let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+            owners.served(owner, address);
+            drop(owners);
             let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
             waiting.retain(|w| w.address != address);
         }
@@ -283,6 +297,9 @@ impl Budget {
                 held.insert(address, mine + n);
             }
             *sockets += 1;
+        }
+        if let Some(charge) = copy.kept().and_then(|k| k.downcast_ref::<Charge>()) {
+            let _ = holder.copy_owner.set(charge.owner.clone());
         }
         began_holding(holder, n, crate::clock::unix_ms() as u64);
         self.hold(holder);
@@ -338,17 +355,21 @@ impl Budget {
     /// others making way.
     fn refused(&self, n: usize, now_ms: u64) {
         if n <= self.capacity && self.left.load(Ordering::Acquire) < n {
-            self.make_way(now_ms);
+            self.make_way(now_ms, None);
         }
     }
 
     /// Closes the holders that have taken nothing for [`MAKE_WAY_AFTER_MS`] at `now_ms`, and
     /// those that have held large messages for longer than [`MAKE_WAY_AFTER_MS`] plus the
-    /// time of all they were given since at [`SLOWEST_HOLDER_BYTES_PER_SECOND`].
-    fn make_way(&self, now_ms: u64) {
+    /// time of all they were given since at [`SLOWEST_HOLDER_BYTES_PER_SECOND`]; `among` one
+    /// owner's, only holders of copies of its files.
+    fn make_way(&self, now_ms: u64, among: Option<&Holder>) {
         let holders = self.holders.lock().unwrap_or_else(|p| p.into_inner());
         for h in holders.iter().filter_map(Weak::upgrade) {
             if h.drawn.load(Ordering::Acquire) == 0 {
+                continue;
+            }
+            if among.is_some_and(|owner| h.copy_owner.get() != Some(owner)) {
                 continue;
             }
             let since = h.write_waiting_since.load(Ordering::Acquire);
@@ -470,12 +491,6 @@ impl Budget {
     #[cfg(test)]
     pub(super) fn stalled_len(&self) -> usize {
         self.stalled.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    /// How many owners are charged for copies or have someone waiting.
-    #[cfg(test)]
-    pub(super) fn owners_len(&self) -> usize {
-        self.owners.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// What is left of the allowance.

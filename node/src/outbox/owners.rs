@@ -43,17 +43,19 @@ pub struct CopyFor {
 }
 
 impl Owners {
-    /// Whether a copy of `n` bytes of one of `owner`'s files, made for `joiner`, fits
-    /// within `share` at `now_ms`: the owner is charged nothing and no one waits, or it fits
-    /// beside what the owner is charged and what the first address refused asked for
-    /// (unless that is the joiner's, lost its place (`lost`), or came by a link while the
-    /// joiner did not).
+    /// Whether a copy of `n` bytes of one of `owner`'s files, made for `joiner`, fits at
+    /// `now_ms`: the owner is charged nothing and no one waits, or, beside what the first
+    /// address refused asked for (unless that is the joiner's, lost its place (`lost`), or
+    /// came by a link while the joiner did not), it fits within the owner's `share` or
+    /// within the `spare` room the allowance has over half of it.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn fits(
         &self,
         owner: &Holder,
         joiner: CopyFor,
         n: usize,
         share: usize,
+        spare: usize,
         now_ms: u64,
         lost: impl Fn(&IpAddr) -> bool,
     ) -> bool {
@@ -65,7 +67,16 @@ impl Owners {
             .as_ref()
             .filter(|p| !place_lost(p, now_ms, &lost) && goes_before(p, joiner))
             .map_or(0, |p| p.bytes.min(share));
-        (owed.charged == 0 && ahead == 0) || owed.charged + n + ahead <= share
+        (owed.charged == 0 && ahead == 0) || owed.charged + n + ahead <= share || n + ahead <= spare
+    }
+
+    /// `address` was served a copy of one of `owner`'s files it shares: it keeps no place.
+    pub(super) fn served(&mut self, owner: &Holder, address: IpAddr) {
+        if let Some(owed) = self.by_owner.get_mut(owner) {
+            if owed.first.as_ref().is_some_and(|p| p.address == address) {
+                owed.first = None;
+            }
+        }
     }
 
     /// A copy of `n` bytes was charged to `owner` for a joiner at `address`, which keeps
@@ -79,16 +90,20 @@ impl Owners {
     }
 
     /// A copy of `n` bytes for `joiner` did not fit `owner`'s share: the joiner's address
-    /// takes the first place unless one that goes before it holds it.
+    /// takes the first place unless one that goes before it holds it, or the address
+    /// `holds` large messages already (a guest reading one copy, asking again from another
+    /// socket, would keep the place, and every other reader of the owner's files out, for
+    /// as long as it read: the twenty-seventh review).
     pub(super) fn refused(
         &mut self,
         owner: &Holder,
         joiner: CopyFor,
         n: usize,
+        holds: bool,
         now_ms: u64,
         lost: impl Fn(&IpAddr) -> bool,
     ) {
-        let Some(address) = joiner.address.filter(|a| !lost(a)) else {
+        let Some(address) = joiner.address.filter(|a| !lost(a) && !holds) else {
             return;
         };
         self.sweep(now_ms, &lost);
@@ -133,11 +148,6 @@ impl Owners {
         });
         self.mark = 2 * self.by_owner.len();
     }
-
-    #[cfg(test)]
-    pub(super) fn len(&self) -> usize {
-        self.by_owner.len()
-    }
 }
 
 /// Whether the address in `place` goes before `joiner`: it is another's, and came as the
@@ -150,4 +160,37 @@ fn goes_before(place: &Place, joiner: CopyFor) -> bool {
 /// [`super::budget::PLACE_KEPT_MS`], or was lately closed for taking nothing.
 fn place_lost(place: &Place, now_ms: u64, lost: &impl Fn(&IpAddr) -> bool) -> bool {
     now_ms.saturating_sub(place.last_ms) >= super::budget::PLACE_KEPT_MS || lost(&place.address)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::FileId;
+
+    fn file(n: usize) -> Holder {
+        Holder::File(FileId::parse(&format!("f{n}")).unwrap())
+    }
+
+    /// Owners charged nothing whose first place is over are forgotten: the map holds the
+    /// owners charged and those with someone waiting, not every owner ever refused.
+    #[test]
+    fn owners_no_one_waits_for_are_forgotten() {
+        let mut owners = Owners::default();
+        let joiner = CopyFor {
+            address: Some(IpAddr::from([192, 0, 2, 1])),
+            by_link: true,
+        };
+        let never = |_: &IpAddr| false;
+        for n in 0..1_000 {
+            owners.refused(&file(n), joiner, 10, false, 0, never);
+        }
+        let later = super::super::budget::PLACE_KEPT_MS;
+        for n in 1_000..1_100 {
+            owners.refused(&file(n), joiner, 10, false, later + n as u64, never);
+        }
+        assert!(owners.by_owner.len() <= 200, "{} kept", owners.by_owner.len());
+        owners.charged(&file(5_000), None, 10);
+        owners.give(&file(5_000), 10);
+        assert!(!owners.by_owner.contains_key(&file(5_000)));
+    }
 }

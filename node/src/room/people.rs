@@ -95,6 +95,9 @@ impl RoomCore {
                 self.board.update(*conn, update, now);
             }
             if let Some(old) = self.participants.remove(conn) {
+                if old.from_version > self.durable {
+                    self.forget_welcome(*conn);
+                }
                 old.outbox.close(
                     CloseCode::Replaced,
                     "replaced by a newer socket of the same client",

@@ -109,7 +109,7 @@ impl RoomCore {
                 if !budget.may_hold(joiner.address(), &doc) {
                     return Err(JoinError::Unavailable(CloseCode::TryAgainLater));
                 }
-                budget.served(joiner.address());
+                budget.served(joiner.address(), &self.holder);
             }
             return Ok(Some(doc));
         }

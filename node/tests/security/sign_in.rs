@@ -225,14 +225,19 @@ async fn signup_from(node: &Node, email: &str, from: &str) -> Resp {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admins_email_is_signed_up_only_from_the_nodes_own_machine() {
-    let admin = unique_email("admin");
+    let admin = unique_email("kadmin");
     let node = node(&[TRUST_THE_TEST, ("ATRIUM_ADMINS", admin.as_str())]).await;
-    // From the internet, the admin's email is refused and nothing is made ...
-    for from in ["203.0.113.9", "2001:db8::9"] {
-        let r = signup_from(&node, &admin.to_uppercase(), from).await;
+    let refused = |r: Resp| {
         r.assert_status(403);
         assert_eq!(r.body()["error"]["code"], "forbidden", "{}", r.text);
+    };
+    // From the internet, through the trusted proxy, the admin's email is refused and nothing
+    // is made; so is a spelling the store would take for it (U+212A KELVIN SIGN lowercases
+    // to `k`) ...
+    for from in ["203.0.113.9", "2001:db8::9"] {
+        refused(signup_from(&node, &admin.to_uppercase(), from).await);
     }
+    refused(signup_from(&node, &admin.replacen('k', "\u{212A}", 1), "203.0.113.9").await);
     assert_eq!(signin_answer(&node, &admin, PASSWORD).await.status, 401);
     // ... while anyone else signs up from there as ever ...
     signup_from(&node, &unique_email("someone"), "203.0.113.9")
@@ -242,4 +247,13 @@ async fn an_admins_email_is_signed_up_only_from_the_nodes_own_machine() {
     let local = signup_from(&node, &admin, "127.0.0.1").await;
     local.assert_status(201);
     assert_eq!(local.body()["account"]["admin"], true, "{}", local.text);
+
+    // A local proxy the node does not trust (a sidecar) forwards others: whatever it says,
+    // its callers are not on the node's machine.
+    let other = unique_email("admin");
+    let untrusting = super::node(&[("ATRIUM_ADMINS", other.as_str())]).await;
+    refused(signup_from(&untrusting, &other, "127.0.0.1").await);
+    refused(signup_from(&untrusting, &other, "198.51.100.7").await);
+    let (_, account) = signup(&untrusting, &other).await;
+    assert_eq!(account["admin"], true);
 }

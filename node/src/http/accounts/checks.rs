@@ -29,17 +29,17 @@ pub(super) fn normalize_email(email: &str) -> Result<String, ApiError> {
     }
 }
 
-/// An email `ATRIUM_ADMINS` lists is signed up only by a caller on the node's own machine
-/// (loopback, as the node sees the caller: past trusted proxies, the client they name).
+/// An email `ATRIUM_ADMINS` lists (or one the store would take for it) is signed up only by
+/// a caller on the node's own machine (`local`: see [`crate::http::caller::OnThisMachine`]).
 /// An email is not proven, so without this whoever reached a new node first with an admin's
 /// email would be its server admin; the operator signs the admins up from the node's host
-/// or pod (`kubectl port-forward`), which no one on the internet can.
+/// or pod (`kubectl port-forward`), which no one elsewhere can.
 pub(super) fn admin_signup_is_local(
     state: &AppState,
-    addr: IpAddr,
+    local: bool,
     email: &str,
 ) -> Result<(), ApiError> {
-    match !state.config.is_admin(email) || addr.to_canonical().is_loopback() {
+    match local || !state.config.claims_admin_email(email) {
         true => Ok(()),
         false => Err(ApiError::new(
             hyper::StatusCode::FORBIDDEN,

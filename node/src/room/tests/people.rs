@@ -620,3 +620,27 @@ fn a_welcome_waiting_for_durability_goes_with_its_joiner() {
     // A later joiner is welcomed (`join` asserts it).
     h.join(As::Viewer);
 }
+
+/// A socket replaced by a newer one of its client while its welcome waits for durability
+/// leaves no welcome behind: only the newer socket's waits (the twenty-seventh review: the
+/// replaced one's was kept, with what it holds, until the store caught up).
+#[test]
+fn a_replaced_sockets_waiting_welcome_goes_with_it() {
+    let mut h = Harness::with(&[("send-queue-bytes", "65536")], 1u64 << 30);
+    let owner = h.join(As::Owner);
+    h.patch(&owner, 1, put("text", json!({"s": "x".repeat(200_000)})));
+    h.end_turn();
+    let client = crate::ids::ClientKey([200; 16]);
+    let first = h.try_join_as(As::Viewer, client, None).expect("a join");
+    let second = h.try_join_as(As::Viewer, client, None).expect("a join");
+    let waiting: Vec<_> = h
+        .core
+        .pending
+        .iter()
+        .filter_map(|p| match p {
+            crate::room::pending::Pending::Welcome { to, .. } => Some(*to),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(waiting, vec![second.conn], "the first was {:?}", first.conn);
+}

@@ -65,6 +65,11 @@ impl Middle {
         self.kept.is_some()
     }
 
+    /// What the copy keeps alive with it (its charge on the allowance for large messages).
+    pub fn kept(&self) -> Option<&(dyn Any + Send + Sync)> {
+        self.kept.as_deref()
+    }
+
     fn deflated(&self) -> Option<&Bytes> {
         self.deflated
             .get_or_init(|| {
