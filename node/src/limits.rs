@@ -9,7 +9,7 @@ mod party;
 mod quarters;
 mod slots;
 
-pub use address::{address_key, client_address, Network};
+pub use address::{address_key, client_address, hop, Network};
 pub use bucket::Bucket;
 pub use keyed::{KeyedLimiter, Planned};
 pub use party::Party;

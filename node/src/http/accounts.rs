@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use self::checks::{
-    account_name, admin_signup_is_local, check_password, check_signin_rate, check_signup_rate,
-    hashing_error, normalize_email,
+    account_name, admin_signup_is_local, check_password, check_signin_rate,
+    check_signup_email_rate, check_signup_rate, hashing_error, normalize_email,
 };
 use super::{
     client_addr, json_response, on_this_machine, rate_limited, read_json, ApiError, ApiResult,
@@ -87,9 +87,11 @@ pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let body: SignUp = read_json(req, SMALL_BODY).await?;
     let email = normalize_email(&body.email)?;
     passwords_taken(state, &email)?;
-    // After the rate: a 403 says which emails are admins', so asking costs a sign-up.
-    check_signup_rate(state, addr, &email)?;
+    // After the address's rate (a 403 says which emails are admins', so asking costs a
+    // sign-up), before the email's (or refused tries would spend the operator's).
+    check_signup_rate(state, addr)?;
     admin_signup_is_local(state, local, &email)?;
+    check_signup_email_rate(state, &email)?;
     let name = account_name(&body.name)?;
     check_password(&body.password)?;
     let taken = || {

@@ -63,25 +63,37 @@ pub async fn signed_in(state: &AppState, token: Option<&str>) -> Result<Account,
 pub struct ClientAddr(pub std::net::IpAddr);
 
 /// Whether the caller is on the node's own machine: the connection comes from a loopback
-/// address, and carries no forwarding header unless it comes from a trusted proxy, whose
-/// forwarded client is on loopback too. A pod of the cluster connecting directly, a router
-/// elsewhere, or an untrusted local proxy that forwards others (a sidecar) is not.
+/// address, with no forwarding header but `X-Forwarded-For`, and that only from a trusted
+/// proxy and naming nothing but loopback addresses (every hop). A pod of the cluster
+/// connecting directly, a router elsewhere, a local proxy forwarding others (a sidecar),
+/// or a trusted one forwarding a trusted pod is not. Decided on its own, not by the walk
+/// that finds the client for rate limits: that one falls back to the peer.
 #[derive(Debug, Clone, Copy)]
 pub struct OnThisMachine(pub bool);
 
 impl OnThisMachine {
     pub fn of(
         peer: std::net::IpAddr,
-        client: std::net::IpAddr,
-        forwarded: bool,
+        forwarded_for: Option<&str>,
+        other_forwarding: bool,
         trusted: &[crate::limits::Network],
     ) -> Self {
-        let peer = peer.to_canonical();
-        let from_trusted = trusted.iter().any(|n| n.contains(&peer));
+        let loopback = |ip: std::net::IpAddr| ip.to_canonical().is_loopback();
+        let trusted_peer = || {
+            let forms = [peer, peer.to_canonical()];
+            trusted
+                .iter()
+                .any(|n| forms.iter().any(|ip| n.contains(ip)))
+        };
+        let local_hops = |header: &str| {
+            header
+                .split(',')
+                .all(|entry| crate::limits::hop(entry.trim()).is_some_and(loopback))
+        };
         Self(
-            peer.is_loopback()
-                && client.to_canonical().is_loopback()
-                && (!forwarded || from_trusted),
+            loopback(peer)
+                && !other_forwarding
+                && forwarded_for.is_none_or(|h| trusted_peer() && local_hops(h)),
         )
     }
 }
@@ -96,4 +108,60 @@ pub fn client_addr(req: &Request<Incoming>) -> std::net::IpAddr {
     req.extensions()
         .get::<ClientAddr>()
         .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OnThisMachine;
+    use crate::limits::Network;
+
+    fn local(peer: &str, xff: Option<&str>, other: bool, trusted: &[&str]) -> bool {
+        let trusted: Vec<Network> = trusted.iter().map(|t| Network::parse(t).unwrap()).collect();
+        OnThisMachine::of(peer.parse().unwrap(), xff, other, &trusted).0
+    }
+
+    /// Only a loopback connection is local, and one with `X-Forwarded-For` only from a
+    /// trusted proxy whose every hop is on loopback: not a proxy's trusted pod, nor a peer
+    /// that is trusted in one spelling of its address and not in the other (the
+    /// twenty-eighth review: a dual-stack bind sees `::ffff:127.0.0.1`), nor a proxy that
+    /// forwards by another header.
+    #[test]
+    fn only_loopback_callers_are_on_this_machine() {
+        assert!(local("127.0.0.1", None, false, &[]));
+        assert!(local("::1", None, false, &[]));
+        assert!(local("::ffff:127.0.0.1", None, false, &[]));
+        assert!(!local("10.244.1.2", None, false, &["10.244.0.0/16"]));
+        assert!(!local("203.0.113.9", None, false, &[]));
+        // Forwarded by a proxy the node does not trust (a sidecar): not local.
+        assert!(!local("127.0.0.1", Some("127.0.0.1"), false, &[]));
+        assert!(!local("127.0.0.6", Some("203.0.113.9"), false, &[]));
+        // A trusted local proxy forwarding a local client (a router beside the node).
+        assert!(local("127.0.0.1", Some("127.0.0.1"), false, &["127.0.0.1"]));
+        assert!(local(
+            "::ffff:127.0.0.1",
+            Some("127.0.0.1"),
+            false,
+            &["127.0.0.1"]
+        ));
+        // ... but not a client elsewhere, a trusted pod, or a hop it cannot read.
+        let trusted = ["127.0.0.0/8", "10.244.0.0/16"];
+        assert!(!local("127.0.0.1", Some("203.0.113.9"), false, &trusted));
+        assert!(!local(
+            "::ffff:127.0.0.1",
+            Some("203.0.113.9"),
+            false,
+            &trusted
+        ));
+        assert!(!local("127.0.0.1", Some("10.244.3.4"), false, &trusted));
+        assert!(!local(
+            "127.0.0.1",
+            Some("127.0.0.1, 10.244.3.4"),
+            false,
+            &trusted
+        ));
+        assert!(!local("127.0.0.1", Some("unknown"), false, &trusted));
+        assert!(!local("127.0.0.1", Some(""), false, &trusted));
+        // Another forwarding header: a proxy is in front that says so another way.
+        assert!(!local("127.0.0.1", None, true, &trusted));
+    }
 }

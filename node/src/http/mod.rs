@@ -95,7 +95,15 @@ pub async fn handle(
     let forwarded = forwarded_for(req.headers());
     let addr = crate::limits::client_address(peer.ip(), forwarded.as_deref(), &state.trusted);
     req.extensions_mut().insert(ClientAddr(addr));
-    let local = OnThisMachine::of(peer.ip(), addr, forwarded.is_some(), &state.trusted);
+    let other_forwarding = ["forwarded", "x-real-ip"]
+        .iter()
+        .any(|h| req.headers().contains_key(*h));
+    let local = OnThisMachine::of(
+        peer.ip(),
+        forwarded.as_deref(),
+        other_forwarding,
+        &state.trusted,
+    );
     req.extensions_mut().insert(local);
     req.extensions_mut().insert(BodyDeadline(
         tokio::time::Instant::now() + state.config.body_timeout(),

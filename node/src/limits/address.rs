@@ -66,7 +66,7 @@ pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[Netw
 }
 
 /// One `X-Forwarded-For` entry's address, with or without a port.
-fn hop(entry: &str) -> Option<IpAddr> {
+pub fn hop(entry: &str) -> Option<IpAddr> {
     entry
         .parse::<IpAddr>()
         .ok()

@@ -159,11 +159,10 @@ pub struct Charge {
 
 impl Drop for Charge {
     fn drop(&mut self) {
-        // The owner's first: given back the other way, a copy charged meanwhile could find
-        // the allowance's room but not yet the owner's, and be refused for nothing.
+        // Both under the owners' lock: a copy charged meanwhile sees both given back or
+        // neither, not room in one and none in the other.
         let mut owners = self.budget.owners.lock().unwrap_or_else(|p| p.into_inner());
         owners.give(&self.owner, self.bytes);
-        drop(owners);
         self.budget.give(None, self.bytes);
     }
 }
@@ -208,10 +207,6 @@ impl Budget {
     /// twenty-second review).
     pub fn charge(self: &Arc<Self>, joiner: CopyFor, n: usize, owner: &Holder) -> Option<Charge> {
         let now_ms = crate::clock::unix_ms() as u64;
-        let holds = joiner.address.is_some_and(|a| {
-            let held = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
-            held.get(&a).is_some_and(|&n| n > 0)
-        });
         let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
         let share = self.capacity / OWNER_SHARE;
         // Past its quarter an owner's copies may take what the allowance has over half of
@@ -221,7 +216,7 @@ impl Budget {
         let lost = |a: &IpAddr| stalled.holds(a, now_ms);
         let fits = owners.fits(owner, joiner, n, share, spare, now_ms, lost);
         if !fits {
-            owners.refused(owner, joiner, n, holds, now_ms, lost);
+            owners.refused(owner, joiner, n, now_ms, lost);
         }
         drop(stalled);
         if fits && self.take_at(joiner.address, n, now_ms, Draw::Copy) {

@@ -1,5 +1,5 @@
 //! What the shared copies of each owner's files are charged on the allowance for large
-//! messages, and which address waits first for room in an owner's share.
+//! messages, and the addresses that wait, in order, for room in an owner's share.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -8,6 +8,9 @@ use crate::store::Holder;
 
 /// Owners kept before the map is first swept of those charged nothing with no one waiting.
 const SWEPT_FROM: usize = 64;
+
+/// Most addresses that keep a place in one owner's share; more are refused without one.
+const MOST_PLACES: usize = 16;
 
 #[derive(Default)]
 pub(super) struct Owners {
@@ -19,11 +22,14 @@ pub(super) struct Owners {
 #[derive(Default)]
 struct Owed {
     charged: usize,
-    /// The first address refused for want of room in this owner's share: its next try
-    /// comes before others', as a place in the allowance's own order does. Without it the
-    /// room that holders making way free went to whoever came next: a guest opening
-    /// sockets to someone's public file every 50 ms kept its other readers out.
-    first: Option<Place>,
+    /// The addresses refused for want of room in this owner's share: what comes back goes
+    /// to them in their order ([`Place::ahead_of`]), as places in the allowance's own order
+    /// do. Without them the room that holders making way freed went to whoever came next:
+    /// a guest opening sockets to someone's public file every 50 ms kept its other readers
+    /// out; and with one place only, a second address of the guest's, asking every 50 ms,
+    /// took it again each time it was served (the twenty-eighth review).
+    /// In the order they were first refused.
+    places: Vec<Place>,
 }
 
 struct Place {
@@ -31,6 +37,14 @@ struct Place {
     bytes: usize,
     last_ms: u64,
     by_link: bool,
+}
+
+impl Place {
+    /// Whether the place is no longer kept: its address did not come back within
+    /// [`super::budget::PLACE_KEPT_MS`], or was lately closed for taking nothing.
+    fn lost(&self, now_ms: u64, lost: &impl Fn(&IpAddr) -> bool) -> bool {
+        now_ms.saturating_sub(self.last_ms) >= super::budget::PLACE_KEPT_MS || lost(&self.address)
+    }
 }
 
 /// Who a copy is made for: its file's owner, or someone the app grants the file to, comes
@@ -42,12 +56,37 @@ pub struct CopyFor {
     pub by_link: bool,
 }
 
+impl Owed {
+    /// What the places served before `joiner` asked for, each at most `share` (places lost
+    /// by `lost` do not count): the file's owner and those the app grants it to before
+    /// guests who came by a link, then in the order they were first refused; a joiner with
+    /// no place comes after every place kept.
+    fn ahead_of(
+        &self,
+        joiner: CopyFor,
+        share: usize,
+        now_ms: u64,
+        lost: &impl Fn(&IpAddr) -> bool,
+    ) -> usize {
+        let mine = self
+            .places
+            .iter()
+            .position(|p| Some(p.address) == joiner.address)
+            .unwrap_or(usize::MAX);
+        self.places
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| (p.by_link, *i) < (joiner.by_link, mine) && !p.lost(now_ms, lost))
+            .fold(0usize, |sum, (_, p)| sum.saturating_add(p.bytes.min(share)))
+    }
+}
+
 impl Owners {
     /// Whether a copy of `n` bytes of one of `owner`'s files, made for `joiner`, fits at
-    /// `now_ms`: the owner is charged nothing and no one waits, or, beside what the first
-    /// address refused asked for (unless that is the joiner's, lost its place (`lost`), or
-    /// came by a link while the joiner did not), it fits within the owner's `share` or
-    /// within the `spare` room the allowance has over half of it.
+    /// `now_ms`: the owner is charged nothing and no one waits ahead, or, beside what the
+    /// places ahead of the joiner asked for (each at most `share`; places lost by `lost` do
+    /// not count), it fits within the owner's `share` or within the `spare` room the
+    /// allowance has over half of itself.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn fits(
         &self,
@@ -62,20 +101,16 @@ impl Owners {
         let Some(owed) = self.by_owner.get(owner) else {
             return true;
         };
-        let ahead = owed
-            .first
-            .as_ref()
-            .filter(|p| !place_lost(p, now_ms, &lost) && goes_before(p, joiner))
-            .map_or(0, |p| p.bytes.min(share));
-        (owed.charged == 0 && ahead == 0) || owed.charged + n + ahead <= share || n + ahead <= spare
+        let ahead = owed.ahead_of(joiner, share, now_ms, &lost);
+        (owed.charged == 0 && ahead == 0)
+            || owed.charged.saturating_add(n).saturating_add(ahead) <= share
+            || n.saturating_add(ahead) <= spare
     }
 
     /// `address` was served a copy of one of `owner`'s files it shares: it keeps no place.
     pub(super) fn served(&mut self, owner: &Holder, address: IpAddr) {
         if let Some(owed) = self.by_owner.get_mut(owner) {
-            if owed.first.as_ref().is_some_and(|p| p.address == address) {
-                owed.first = None;
-            }
+            owed.places.retain(|p| p.address != address);
         }
     }
 
@@ -84,36 +119,31 @@ impl Owners {
     pub(super) fn charged(&mut self, owner: &Holder, address: Option<IpAddr>, n: usize) {
         let owed = self.by_owner.entry(owner.clone()).or_default();
         owed.charged += n;
-        if owed.first.as_ref().map(|p| Some(p.address)) == Some(address) {
-            owed.first = None;
-        }
+        owed.places.retain(|p| Some(p.address) != address);
     }
 
     /// A copy of `n` bytes for `joiner` did not fit `owner`'s share: the joiner's address
-    /// takes the first place unless one that goes before it holds it, or the address
-    /// `holds` large messages already (a guest reading one copy, asking again from another
-    /// socket, would keep the place, and every other reader of the owner's files out, for
-    /// as long as it read: the twenty-seventh review).
+    /// keeps its place, or takes one at the end (none while [`MOST_PLACES`] are kept, or
+    /// when the address lately took nothing of what it held: `lost`).
     pub(super) fn refused(
         &mut self,
         owner: &Holder,
         joiner: CopyFor,
         n: usize,
-        holds: bool,
         now_ms: u64,
         lost: impl Fn(&IpAddr) -> bool,
     ) {
-        let Some(address) = joiner.address.filter(|a| !lost(a) && !holds) else {
+        let Some(address) = joiner.address.filter(|a| !lost(a)) else {
             return;
         };
         self.sweep(now_ms, &lost);
         let owed = self.by_owner.entry(owner.clone()).or_default();
-        let taken = owed
-            .first
-            .as_ref()
-            .is_some_and(|p| !place_lost(p, now_ms, &lost) && goes_before(p, joiner));
-        if !taken {
-            owed.first = Some(Place {
+        owed.places.retain(|p| !p.lost(now_ms, &lost));
+        if let Some(p) = owed.places.iter_mut().find(|p| p.address == address) {
+            (p.bytes, p.last_ms) = (n, now_ms);
+            p.by_link &= joiner.by_link;
+        } else if owed.places.len() < MOST_PLACES {
+            owed.places.push(Place {
                 address,
                 bytes: n,
                 last_ms: now_ms,
@@ -126,13 +156,13 @@ impl Owners {
     pub(super) fn give(&mut self, owner: &Holder, n: usize) {
         if let Some(owed) = self.by_owner.get_mut(owner) {
             owed.charged = owed.charged.saturating_sub(n);
-            if owed.charged == 0 && owed.first.is_none() {
+            if owed.charged == 0 && owed.places.is_empty() {
                 self.by_owner.remove(owner);
             }
         }
     }
 
-    /// Forgets owners charged nothing whose first place is over, once the map has grown
+    /// Forgets owners charged nothing whose places are all over, once the map has grown
     /// past twice what it held after the last sweep (an owner charged nothing keeps its
     /// entry only while someone waits; one who never comes back leaves it behind).
     fn sweep(&mut self, now_ms: u64, lost: &impl Fn(&IpAddr) -> bool) {
@@ -140,26 +170,10 @@ impl Owners {
             return;
         }
         self.by_owner.retain(|_, owed| {
-            owed.charged > 0
-                || owed
-                    .first
-                    .as_ref()
-                    .is_some_and(|p| !place_lost(p, now_ms, lost))
+            owed.charged > 0 || owed.places.iter().any(|p| !p.lost(now_ms, lost))
         });
         self.mark = 2 * self.by_owner.len();
     }
-}
-
-/// Whether the address in `place` goes before `joiner`: it is another's, and came as the
-/// joiner did or the joiner came by a link.
-fn goes_before(place: &Place, joiner: CopyFor) -> bool {
-    Some(place.address) != joiner.address && (joiner.by_link || !place.by_link)
-}
-
-/// Whether `place` is no longer kept: its address did not come back within
-/// [`super::budget::PLACE_KEPT_MS`], or was lately closed for taking nothing.
-fn place_lost(place: &Place, now_ms: u64, lost: &impl Fn(&IpAddr) -> bool) -> bool {
-    now_ms.saturating_sub(place.last_ms) >= super::budget::PLACE_KEPT_MS || lost(&place.address)
 }
 
 #[cfg(test)]
@@ -182,13 +196,17 @@ mod tests {
         };
         let never = |_: &IpAddr| false;
         for n in 0..1_000 {
-            owners.refused(&file(n), joiner, 10, false, 0, never);
+            owners.refused(&file(n), joiner, 10, 0, never);
         }
         let later = super::super::budget::PLACE_KEPT_MS;
         for n in 1_000..1_100 {
-            owners.refused(&file(n), joiner, 10, false, later + n as u64, never);
+            owners.refused(&file(n), joiner, 10, later + n as u64, never);
         }
-        assert!(owners.by_owner.len() <= 200, "{} kept", owners.by_owner.len());
+        assert!(
+            owners.by_owner.len() <= 200,
+            "{} kept",
+            owners.by_owner.len()
+        );
         owners.charged(&file(5_000), None, 10);
         owners.give(&file(5_000), 10);
         assert!(!owners.by_owner.contains_key(&file(5_000)));

@@ -569,14 +569,14 @@ fn one_owners_copies_hold_at_most_a_quarter_of_the_allowance() {
     assert_eq!(budget.left(), 1000);
 }
 
-/// The first address refused for want of room in an owner's share is served before others
-/// that come after it, unless it stops coming back or is remembered as stalled (a guest
-/// opening sockets to someone's public file every 50 ms took what making way freed before a
-/// reader coming back each second could); an address that holds large messages already
-/// takes no place (the twenty-seventh review: one guest reading a copy, asking again from a
-/// second socket, kept every other reader of the owner's files out).
+/// The addresses refused for want of room in an owner's share are served in the order they
+/// were refused, before others that come after them, unless they stop coming back or are
+/// remembered as stalled (a guest opening sockets to someone's public file every 50 ms took
+/// what making way freed before a reader coming back each second could; with one place
+/// only, a second address of the guest's took it again each time the first was served: the
+/// twenty-eighth review).
 #[test]
-fn the_first_refused_for_an_owners_share_comes_first() {
+fn the_refused_for_an_owners_share_are_served_in_order() {
     let budget = Budget::new(1000);
     let _others = budget
         .charge(by_link(9), 500, &owner(9))
@@ -607,14 +607,22 @@ fn the_first_refused_for_an_owners_share_comes_first() {
         .charge(by_link(5), 50, &owner(1))
         .expect("the stalled keep no place");
     drop(next);
-    // An address holding a large message takes no place when refused.
-    assert!(budget.take_at(ip(6), 10, 0, Draw::Member));
+    // Two refused, then a newcomer asking again and again: each of the two in its turn.
     assert!(budget.charge(by_link(6), 100, &owner(1)).is_none());
-    let next = budget
-        .charge(by_link(7), 40, &owner(1))
-        .expect("no place was taken");
-    drop((held, next));
-    budget.give(ip(6), 10);
+    assert!(budget.charge(by_link(7), 100, &owner(1)).is_none());
+    drop(held);
+    assert!(budget.charge(by_link(8), 100, &owner(1)).is_none());
+    let sixth = budget
+        .charge(by_link(6), 100, &owner(1))
+        .expect("the first in line");
+    assert!(
+        budget.charge(by_link(8), 100, &owner(1)).is_none(),
+        "the newcomer went before the second in line"
+    );
+    let seventh = budget
+        .charge(by_link(7), 100, &owner(1))
+        .expect("the second in line");
+    drop((sixth, seventh));
     assert_eq!(budget.left(), 500);
 }
 

@@ -239,6 +239,11 @@ async fn an_admins_email_is_signed_up_only_from_the_nodes_own_machine() {
     }
     refused(signup_from(&node, &admin.replacen('k', "\u{212A}", 1), "203.0.113.9").await);
     assert_eq!(signin_answer(&node, &admin, PASSWORD).await.status, 401);
+    // Asking again and again from many addresses is refused each time and does not spend
+    // the email's own rate, or the operator's sign-up would be answered 429.
+    for n in 0..12 {
+        refused(signup_from(&node, &admin, &format!("198.51.100.{n}")).await);
+    }
     // ... while anyone else signs up from there as ever ...
     signup_from(&node, &unique_email("someone"), "203.0.113.9")
         .await

@@ -62,15 +62,20 @@ pub(super) fn hashing_error(e: AuthError) -> ApiError {
 const TOO_MANY: &str = "too many attempts; wait a minute and try again";
 
 /// Sign-ups are limited per client address (IPv6 by its /64) and per email.
-pub(super) fn check_signup_rate(
-    state: &AppState,
-    addr: IpAddr,
-    email: &str,
-) -> Result<(), ApiError> {
+/// A sign-up's rate from its address: spent before anything about the email is answered.
+pub(super) fn check_signup_rate(state: &AppState, addr: IpAddr) -> Result<(), ApiError> {
     state
         .auth_by_address
         .check(&address_key(addr))
-        .and_then(|()| state.auth_by_email.check(&email.to_lowercase()))
+        .map_err(|wait| rate_limited(TOO_MANY, wait))
+}
+
+/// A sign-up's rate for its email: spent only by sign-ups the email may have, so refused
+/// tries at an admin's email from elsewhere do not keep the operator's own at 429.
+pub(super) fn check_signup_email_rate(state: &AppState, email: &str) -> Result<(), ApiError> {
+    state
+        .auth_by_email
+        .check(&email.to_lowercase())
         .map_err(|wait| rate_limited(TOO_MANY, wait))
 }
 
