@@ -137,12 +137,9 @@ mod tests {
         assert!(!local("127.0.0.6", Some("203.0.113.9"), false, &[]));
         // A trusted local proxy forwarding a local client (a router beside the node).
         assert!(local("127.0.0.1", Some("127.0.0.1"), false, &["127.0.0.1"]));
-        assert!(local(
-            "::ffff:127.0.0.1",
-            Some("127.0.0.1"),
-            false,
-            &["127.0.0.1"]
-        ));
+        let router = ["127.0.0.1"];
+        assert!(local("::ffff:127.0.0.1", Some("127.0.0.1"), false, &router));
+        assert!(local("127.0.0.1", Some("::ffff:127.0.0.1"), false, &router));
         // ... but not a client elsewhere, a trusted pod, or a hop it cannot read.
         let trusted = ["127.0.0.0/8", "10.244.0.0/16"];
         assert!(!local("127.0.0.1", Some("203.0.113.9"), false, &trusted));

@@ -82,6 +82,23 @@ fn forwarded_for(headers: &hyper::HeaderMap) -> Option<String> {
     Some(lines.join(","))
 }
 
+/// Whether a request carries a sign of a proxy other than `X-Forwarded-For`: another
+/// forwarding header, or one a service mesh's sidecar adds (Envoy's, Linkerd's). Such a
+/// proxy may connect from loopback on behalf of callers anywhere.
+fn proxied_otherwise(headers: &hyper::HeaderMap) -> bool {
+    const NAMED: [&str; 5] = [
+        "forwarded",
+        "x-real-ip",
+        "via",
+        "x-forwarded-host",
+        "x-forwarded-client-cert",
+    ];
+    NAMED.iter().any(|h| headers.contains_key(*h))
+        || headers
+            .keys()
+            .any(|k| k.as_str().starts_with("x-envoy-") || k.as_str().starts_with("l5d-"))
+}
+
 /// The connection's slot of `ATRIUM_MAX_CONNECTIONS`, which an upgraded socket keeps.
 #[derive(Clone)]
 pub struct ConnSlot(pub Arc<crate::limits::ConnectionSlot>);
@@ -93,15 +110,16 @@ pub async fn handle(
     peer: std::net::SocketAddr,
 ) -> Response<Body> {
     let forwarded = forwarded_for(req.headers());
-    let addr = crate::limits::client_address(peer.ip(), forwarded.as_deref(), &state.trusted);
+    // A dual-stack bind sees IPv4 peers as `::ffff:a.b.c.d`: the same client, and the same
+    // trusted proxy, as `a.b.c.d` (the twenty-ninth review: a trusted 127.0.0.1 was not
+    // recognised, so every client behind it shared its one address).
+    let peer_ip = peer.ip().to_canonical();
+    let addr = crate::limits::client_address(peer_ip, forwarded.as_deref(), &state.trusted);
     req.extensions_mut().insert(ClientAddr(addr));
-    let other_forwarding = ["forwarded", "x-real-ip"]
-        .iter()
-        .any(|h| req.headers().contains_key(*h));
     let local = OnThisMachine::of(
-        peer.ip(),
+        peer_ip,
         forwarded.as_deref(),
-        other_forwarding,
+        proxied_otherwise(req.headers()),
         &state.trusted,
     );
     req.extensions_mut().insert(local);

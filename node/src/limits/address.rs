@@ -72,4 +72,6 @@ pub fn hop(entry: &str) -> Option<IpAddr> {
         .ok()
         .or_else(|| entry.parse::<std::net::SocketAddr>().ok().map(|a| a.ip()))
         .or_else(|| entry.strip_prefix('[')?.strip_suffix(']')?.parse().ok())
+        // `::ffff:203.0.113.5` is the IPv4 client it names, as a dual-stack peer is.
+        .map(|ip| ip.to_canonical())
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use atrium_protocol::CloseCode;
 
-use super::owners::{CopyFor, Owners};
+use super::owners::{CopyFor, Moment, Owners, PLACE_KEPT_MS};
 use super::stalled::Stalled;
 use super::{HeldCopy, Shared};
 use crate::store::Holder;
@@ -89,10 +89,6 @@ struct Waiter {
     since_ms: u64,
     last_ms: u64,
 }
-
-/// How long an address keeps its place after its last refusal: a client comes back after
-/// 1013 within a few seconds (its `retry-ms` hint); one that does not loses its place.
-pub(super) const PLACE_KEPT_MS: u64 = 10_000;
 
 /// Most addresses that keep a place at once; more are refused without one.
 const MOST_WAITING: usize = 64;
@@ -212,13 +208,18 @@ impl Budget {
         // Past its quarter an owner's copies may take what the allowance has over half of
         // it: a node whose allowance is mostly free serves an owner's many readers as before.
         let spare = (self.left.load(Ordering::Acquire)).saturating_sub(self.capacity / 2);
+        let held = self.by_address.lock().unwrap_or_else(|p| p.into_inner());
         let stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
-        let lost = |a: &IpAddr| stalled.holds(a, now_ms);
-        let fits = owners.fits(owner, joiner, n, share, spare, now_ms, lost);
+        let at = Moment {
+            ms: now_ms,
+            lost: &|a: &IpAddr| stalled.holds(a, now_ms),
+            holds: &|a: &IpAddr| held.get(a).is_some_and(|&n| n > 0),
+        };
+        let fits = owners.fits(owner, joiner, n, (share, spare), &at);
         if !fits {
-            owners.refused(owner, joiner, n, now_ms, lost);
+            owners.refused(owner, joiner, n, &at);
         }
-        drop(stalled);
+        drop((stalled, held));
         if fits && self.take_at(joiner.address, n, now_ms, Draw::Copy) {
             owners.charged(owner, joiner.address, n);
             return Some(Charge {

@@ -6,11 +6,18 @@ use std::net::IpAddr;
 
 use crate::store::Holder;
 
+/// How long an address keeps its place after its last refusal, here and in the allowance's
+/// own order: a client comes back after 1013 within a few seconds (its `retry-ms` hint); one
+/// that does not loses its place.
+pub(super) const PLACE_KEPT_MS: u64 = 10_000;
+
 /// Owners kept before the map is first swept of those charged nothing with no one waiting.
 const SWEPT_FROM: usize = 64;
 
-/// Most addresses that keep a place in one owner's share; more are refused without one.
-const MOST_PLACES: usize = 16;
+/// Most addresses that keep a place in one owner's share (as many as in the allowance's own
+/// order); past it a newcomer that holds nothing takes the place of the last that holds
+/// something, and others are refused without one.
+const MOST_PLACES: usize = 64;
 
 #[derive(Default)]
 pub(super) struct Owners {
@@ -39,11 +46,28 @@ struct Place {
     by_link: bool,
 }
 
+/// What a call is judged by: its time (ms since the Unix epoch), and whether an address was
+/// lately closed for taking nothing (`lost`) or holds large messages now (`holds`).
+pub(super) struct Moment<'a> {
+    pub ms: u64,
+    pub lost: &'a dyn Fn(&IpAddr) -> bool,
+    pub holds: &'a dyn Fn(&IpAddr) -> bool,
+}
+
 impl Place {
+    /// Where the place is served: the file's owner and those the app grants it to before
+    /// guests who came by a link, then addresses that hold nothing before those that hold
+    /// large messages (as in the allowance's own order: an attacker's address served a copy
+    /// and asking again at once does not take the place of a reader who holds none), then in
+    /// the order they were first refused (`index`).
+    fn rank(&self, index: usize, at: &Moment) -> (bool, bool, usize) {
+        (self.by_link, (at.holds)(&self.address), index)
+    }
+
     /// Whether the place is no longer kept: its address did not come back within
-    /// [`super::budget::PLACE_KEPT_MS`], or was lately closed for taking nothing.
-    fn lost(&self, now_ms: u64, lost: &impl Fn(&IpAddr) -> bool) -> bool {
-        now_ms.saturating_sub(self.last_ms) >= super::budget::PLACE_KEPT_MS || lost(&self.address)
+    /// [`PLACE_KEPT_MS`], or was lately closed for taking nothing.
+    fn lost(&self, at: &Moment) -> bool {
+        at.ms.saturating_sub(self.last_ms) >= PLACE_KEPT_MS || (at.lost)(&self.address)
     }
 }
 
@@ -58,25 +82,24 @@ pub struct CopyFor {
 
 impl Owed {
     /// What the places served before `joiner` asked for, each at most `share` (places lost
-    /// by `lost` do not count): the file's owner and those the app grants it to before
-    /// guests who came by a link, then in the order they were first refused; a joiner with
-    /// no place comes after every place kept.
-    fn ahead_of(
-        &self,
-        joiner: CopyFor,
-        share: usize,
-        now_ms: u64,
-        lost: &impl Fn(&IpAddr) -> bool,
-    ) -> usize {
+    /// do not count), in the order of [`Place::rank`]; a joiner with a place is ranked by it,
+    /// one without comes after every place of its kind.
+    fn ahead_of(&self, joiner: CopyFor, share: usize, at: &Moment) -> usize {
         let mine = self
             .places
             .iter()
-            .position(|p| Some(p.address) == joiner.address)
-            .unwrap_or(usize::MAX);
+            .position(|p| Some(p.address) == joiner.address);
+        let my_rank = match mine {
+            Some(i) => self.places[i].rank(i, at),
+            None => {
+                let holds = joiner.address.is_some_and(|a| (at.holds)(&a));
+                (joiner.by_link, holds, usize::MAX)
+            }
+        };
         self.places
             .iter()
             .enumerate()
-            .filter(|(i, p)| (p.by_link, *i) < (joiner.by_link, mine) && !p.lost(now_ms, lost))
+            .filter(|(i, p)| Some(*i) != mine && p.rank(*i, at) < my_rank && !p.lost(at))
             .fold(0usize, |sum, (_, p)| sum.saturating_add(p.bytes.min(share)))
     }
 }
@@ -87,21 +110,18 @@ impl Owners {
     /// places ahead of the joiner asked for (each at most `share`; places lost by `lost` do
     /// not count), it fits within the owner's `share` or within the `spare` room the
     /// allowance has over half of itself.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn fits(
         &self,
         owner: &Holder,
         joiner: CopyFor,
         n: usize,
-        share: usize,
-        spare: usize,
-        now_ms: u64,
-        lost: impl Fn(&IpAddr) -> bool,
+        (share, spare): (usize, usize),
+        at: &Moment,
     ) -> bool {
         let Some(owed) = self.by_owner.get(owner) else {
             return true;
         };
-        let ahead = owed.ahead_of(joiner, share, now_ms, &lost);
+        let ahead = owed.ahead_of(joiner, share, at);
         (owed.charged == 0 && ahead == 0)
             || owed.charged.saturating_add(n).saturating_add(ahead) <= share
             || n.saturating_add(ahead) <= spare
@@ -123,33 +143,34 @@ impl Owners {
     }
 
     /// A copy of `n` bytes for `joiner` did not fit `owner`'s share: the joiner's address
-    /// keeps its place, or takes one at the end (none while [`MOST_PLACES`] are kept, or
-    /// when the address lately took nothing of what it held: `lost`).
-    pub(super) fn refused(
-        &mut self,
-        owner: &Holder,
-        joiner: CopyFor,
-        n: usize,
-        now_ms: u64,
-        lost: impl Fn(&IpAddr) -> bool,
-    ) {
-        let Some(address) = joiner.address.filter(|a| !lost(a)) else {
+    /// keeps its place, or takes one at the end; while [`MOST_PLACES`] are kept, only one
+    /// that holds nothing does, in the place of the last that holds something. An address
+    /// lately closed for taking nothing takes none.
+    pub(super) fn refused(&mut self, owner: &Holder, joiner: CopyFor, n: usize, at: &Moment) {
+        let Some(address) = joiner.address.filter(|a| !(at.lost)(a)) else {
             return;
         };
-        self.sweep(now_ms, &lost);
+        self.sweep(at);
         let owed = self.by_owner.entry(owner.clone()).or_default();
-        owed.places.retain(|p| !p.lost(now_ms, &lost));
+        owed.places.retain(|p| !p.lost(at));
         if let Some(p) = owed.places.iter_mut().find(|p| p.address == address) {
-            (p.bytes, p.last_ms) = (n, now_ms);
+            (p.bytes, p.last_ms) = (n, at.ms);
             p.by_link &= joiner.by_link;
-        } else if owed.places.len() < MOST_PLACES {
-            owed.places.push(Place {
-                address,
-                bytes: n,
-                last_ms: now_ms,
-                by_link: joiner.by_link,
-            });
+            return;
         }
+        if owed.places.len() >= MOST_PLACES {
+            let holding = owed.places.iter().rposition(|p| (at.holds)(&p.address));
+            match holding {
+                Some(i) if !(at.holds)(&address) => drop(owed.places.remove(i)),
+                _ => return,
+            }
+        }
+        owed.places.push(Place {
+            address,
+            bytes: n,
+            last_ms: at.ms,
+            by_link: joiner.by_link,
+        });
     }
 
     /// A copy of `owner`'s of `n` bytes is gone.
@@ -165,13 +186,12 @@ impl Owners {
     /// Forgets owners charged nothing whose places are all over, once the map has grown
     /// past twice what it held after the last sweep (an owner charged nothing keeps its
     /// entry only while someone waits; one who never comes back leaves it behind).
-    fn sweep(&mut self, now_ms: u64, lost: &impl Fn(&IpAddr) -> bool) {
+    fn sweep(&mut self, at: &Moment) {
         if self.by_owner.len() < self.mark.max(SWEPT_FROM) {
             return;
         }
-        self.by_owner.retain(|_, owed| {
-            owed.charged > 0 || owed.places.iter().any(|p| !p.lost(now_ms, lost))
-        });
+        self.by_owner
+            .retain(|_, owed| owed.charged > 0 || owed.places.iter().any(|p| !p.lost(at)));
         self.mark = 2 * self.by_owner.len();
     }
 }
@@ -195,12 +215,16 @@ mod tests {
             by_link: true,
         };
         let never = |_: &IpAddr| false;
+        let at = |ms| Moment {
+            ms,
+            lost: &never,
+            holds: &never,
+        };
         for n in 0..1_000 {
-            owners.refused(&file(n), joiner, 10, 0, never);
+            owners.refused(&file(n), joiner, 10, &at(0));
         }
-        let later = super::super::budget::PLACE_KEPT_MS;
         for n in 1_000..1_100 {
-            owners.refused(&file(n), joiner, 10, later + n as u64, never);
+            owners.refused(&file(n), joiner, 10, &at(PLACE_KEPT_MS + n as u64));
         }
         assert!(
             owners.by_owner.len() <= 200,

@@ -350,7 +350,7 @@ fn room_given_back_goes_first_to_who_was_refused_for_it() {
         !budget.take_at(ip(103), 350, t0 + 20, Draw::Welcome),
         "the room is 102's"
     );
-    let later = t0 + 10 + budget::PLACE_KEPT_MS;
+    let later = t0 + 10 + owners::PLACE_KEPT_MS;
     assert!(
         budget.take_at(ip(103), 350, later, Draw::Welcome),
         "102 never came back"
@@ -624,6 +624,53 @@ fn the_refused_for_an_owners_share_are_served_in_order() {
         .expect("the second in line");
     drop((sixth, seventh));
     assert_eq!(budget.left(), 500);
+}
+
+/// An address ranked by its place: one that keeps a place as the file's owner, then asks
+/// by a link (behind one NAT address), is not held up by its own place (the twenty-ninth
+/// review).
+#[test]
+fn a_place_does_not_hold_up_its_own_address() {
+    let budget = Budget::new(1000);
+    let _others = budget
+        .charge(by_link(9), 500, &owner(9))
+        .expect("another owner's");
+    let held = budget
+        .charge(by_link(1), 200, &owner(1))
+        .expect("a first copy");
+    let owners_own = CopyFor {
+        address: ip(2),
+        by_link: false,
+    };
+    assert!(budget.charge(owners_own, 100, &owner(1)).is_none());
+    drop(held);
+    assert!(budget.charge(by_link(2), 200, &owner(1)).is_some());
+}
+
+/// Past the places an owner's share keeps, a newcomer that holds nothing takes the place of
+/// the last that holds something, and is served before addresses that hold large messages
+/// (the twenty-ninth review: places held by addresses asking again and again, each served a
+/// copy in turn, kept every other reader out for good).
+#[test]
+fn a_newcomer_that_holds_nothing_goes_before_holders() {
+    let budget = Budget::new(100_000);
+    let _others = budget
+        .charge(by_link(9), 50_000, &owner(9))
+        .expect("another owner's");
+    let held = budget
+        .charge(by_link(1), 20_000, &owner(1))
+        .expect("a first copy");
+    for a in 10..74 {
+        assert!(
+            budget.take_at(ip(a), 1, 0, Draw::Member),
+            "a draw of its own"
+        );
+        assert!(budget.charge(by_link(a), 10_000, &owner(1)).is_none());
+    }
+    assert!(budget.charge(by_link(200), 10_000, &owner(1)).is_none());
+    drop(held);
+    let newcomer = budget.charge(by_link(200), 10_000, &owner(1));
+    assert!(newcomer.is_some(), "the newcomer waited behind holders");
 }
 
 /// In an owner's share the file's owner (or one the app grants the file to) comes before

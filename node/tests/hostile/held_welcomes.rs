@@ -257,6 +257,25 @@ async fn first_frame(raw: &Raw) -> Option<[u8; 2]> {
     }
 }
 
+/// Of sockets that said hello to a large file: how many were sent the start of a large
+/// welcome, and how many something else (a close) or nothing within 10 s.
+async fn welcomes_begun(asking: &[Raw]) -> (u32, u32) {
+    let (mut begun, mut refused) = (0, 0);
+    for raw in asking {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match first_frame(raw).await {
+                Some([TEXT, 0x7f]) => begun += 1,
+                Some(_) => refused += 1,
+                None if Instant::now() < deadline => continue,
+                None => refused += 1,
+            }
+            break;
+        }
+    }
+    (begun, refused)
+}
+
 /// Sockets of four addresses say hello to a large file (each address its own, of an
 /// account of its own) and never read; each address opens another every 50 ms, keeps those whose welcome began (they hold
 /// it) and drops the ones refused. What making way frees, they would take back within
@@ -406,19 +425,7 @@ async fn unread_welcomes_of_one_file_share_one_copy_of_it() {
         raw.text(&Hello::key(&view_key).to_json().to_string()).await;
         asking.push(raw);
     }
-    let (mut begun, mut refused) = (0, 0);
-    for raw in &asking {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match first_frame(raw).await {
-                Some([TEXT, 0x7f]) => begun += 1,
-                Some(_) => refused += 1,
-                None if Instant::now() < deadline => continue,
-                None => refused += 1,
-            }
-            break;
-        }
-    }
+    let (begun, refused) = welcomes_begun(&asking).await;
     let started = Instant::now();
     let (mut owner, welcome, refusals) = owner_joins_within_20_s(&r, &id, started).await;
     let welcomed_in = started.elapsed();
@@ -557,19 +564,7 @@ async fn one_accounts_copies_keep_nobody_else_out() {
         let op = json!({"op": "put", "id": format!("v{n}"), "props": {"x": n}});
         editor.patch_acked(u64::from(n) + 1, vec![op]).await;
     }
-    let (mut begun, mut refused) = (0, 0);
-    for raw in &asking {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match first_frame(raw).await {
-                Some([TEXT, 0x7f]) => begun += 1,
-                Some(_) => refused += 1,
-                None if Instant::now() < deadline => continue,
-                None => refused += 1,
-            }
-            break;
-        }
-    }
+    let (begun, refused) = welcomes_begun(&asking).await;
     let started = Instant::now();
     let (mut owner, welcome, refusals) = owner_joins_within_20_s(&r, &id, started).await;
     figure(json!({

@@ -259,6 +259,12 @@ async fn an_admins_email_is_signed_up_only_from_the_nodes_own_machine() {
     let untrusting = super::node(&[("ATRIUM_ADMINS", other.as_str())]).await;
     refused(signup_from(&untrusting, &other, "127.0.0.1").await);
     refused(signup_from(&untrusting, &other, "198.51.100.7").await);
+    // So is one that says so another way (`Forwarded`), or a mesh's sidecar (Linkerd's).
+    for (header, value) in [("forwarded", "for=198.51.100.7"), ("l5d-client-id", "web")] {
+        let body = json!({"email": other, "password": PASSWORD, "name": "Someone"});
+        let sent = Some(body.to_string().into_bytes());
+        refused(http(&untrusting, "POST", "/api/signup", &[(header, value)], sent).await);
+    }
     let (_, account) = signup(&untrusting, &other).await;
     assert_eq!(account["admin"], true);
 }

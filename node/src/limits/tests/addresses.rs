@@ -63,6 +63,9 @@ fn forwarded_for_only_from_trusted_peers() {
     assert_eq!(client_address(proxy, xff, &trusted).to_string(), "10.0.0.7");
     assert_eq!(client_address(proxy, None, &trusted), proxy);
     assert_eq!(client_address(proxy, Some("junk"), &trusted), proxy);
+    // A forwarded IPv4-mapped address is the IPv4 client it names (one limit key, not two).
+    let mapped = client_address(proxy, Some("::ffff:203.0.113.5"), &trusted);
+    assert_eq!(mapped.to_string(), "203.0.113.5");
 }
 
 /// Entries with ports count as their addresses; an entry that names no address ends the
