@@ -29,13 +29,13 @@ pub(super) struct Owners {
 #[derive(Default)]
 struct Owed {
     charged: usize,
-    /// The addresses refused for want of room in this owner's share: what comes back goes
-    /// to them in their order ([`Place::ahead_of`]), as places in the allowance's own order
-    /// do. Without them the room that holders making way freed went to whoever came next:
-    /// a guest opening sockets to someone's public file every 50 ms kept its other readers
-    /// out; and with one place only, a second address of the guest's, asking every 50 ms,
-    /// took it again each time it was served (the twenty-eighth review).
-    /// In the order they were first refused.
+    /// The addresses refused for want of room in this owner's share, kept in the order
+    /// they were first refused: what comes back goes to them by [`Place::rank`], as places
+    /// in the allowance's own order do. Without them the room that holders making way freed
+    /// went to whoever came next: a guest opening sockets to someone's public file every
+    /// 50 ms kept its other readers out; and with one place only, a second address of the
+    /// guest's, asking every 50 ms, took it again each time it was served (the
+    /// twenty-eighth review).
     places: Vec<Place>,
 }
 
