@@ -43,7 +43,7 @@ pub struct Budget {
     /// `by_address`.
     copies: Mutex<HashMap<(IpAddr, CopyId), usize>>,
     /// What the shared copies of each owner's files are charged (of the app's files, each
-    /// file's), and who waits first for room in an owner's share: see [`OWNER_SHARE`].
+    /// file's), and who waits for room in an owner's share: see [`OWNER_SHARE`].
     /// Locked before the others, and never while holders are closed (a copy's last holder
     /// gives its charge back as it goes).
     owners: Mutex<Owners>,
@@ -107,7 +107,8 @@ const SHARE: usize = 8;
 /// with a one-op patch between joins (a new version each time, so a new copy each time),
 /// filled the whole allowance with copies its sockets read at a trickle, and another
 /// owner's file was refused until the slow-holder rule closed them (38 s with 33 MB copies,
-/// the twenty-third review); now such an account holds a quarter and the rest is others'.
+/// the twenty-third review); now such an account holds a quarter, or more only while half
+/// the allowance stays free for others.
 const OWNER_SHARE: usize = 4;
 
 /// A socket holding large messages (its own draws and shared copies) for longer than
