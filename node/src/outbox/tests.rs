@@ -569,6 +569,14 @@ fn one_owners_copies_hold_at_most_a_quarter_of_the_allowance() {
     assert_eq!(budget.left(), 1000);
 }
 
+/// An allowance of 1,000 with another owner's copies charged half of it (so an owner's
+/// quarter binds), and that charge, to keep.
+fn half_taken() -> (Arc<Budget>, Charge) {
+    let budget = Budget::new(1000);
+    let others = budget.charge(by_link(9), 500, &owner(9));
+    (budget, others.expect("another owner's"))
+}
+
 /// The addresses refused for want of room in an owner's share are served in the order they
 /// were refused, before others that come after them, unless they stop coming back or are
 /// remembered as stalled (a guest opening sockets to someone's public file every 50 ms took
@@ -577,10 +585,7 @@ fn one_owners_copies_hold_at_most_a_quarter_of_the_allowance() {
 /// twenty-eighth review).
 #[test]
 fn the_refused_for_an_owners_share_are_served_in_order() {
-    let budget = Budget::new(1000);
-    let _others = budget
-        .charge(by_link(9), 500, &owner(9))
-        .expect("another owner's");
+    let (budget, _others) = half_taken();
     let held = budget
         .charge(by_link(1), 200, &owner(1))
         .expect("a first copy");
@@ -631,10 +636,7 @@ fn the_refused_for_an_owners_share_are_served_in_order() {
 /// review).
 #[test]
 fn a_place_does_not_hold_up_its_own_address() {
-    let budget = Budget::new(1000);
-    let _others = budget
-        .charge(by_link(9), 500, &owner(9))
-        .expect("another owner's");
+    let (budget, _others) = half_taken();
     let held = budget
         .charge(by_link(1), 200, &owner(1))
         .expect("a first copy");
@@ -678,10 +680,7 @@ fn a_newcomer_that_holds_nothing_goes_before_holders() {
 /// of someone's public file do not keep the owner out of it for rounds on end.
 #[test]
 fn the_owner_comes_before_guests_in_its_share() {
-    let budget = Budget::new(1000);
-    let _others = budget
-        .charge(by_link(9), 500, &owner(9))
-        .expect("another owner's");
+    let (budget, _others) = half_taken();
     let owners_own = CopyFor {
         address: ip(3),
         by_link: false,
