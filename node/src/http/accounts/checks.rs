@@ -61,8 +61,8 @@ pub(super) fn hashing_error(e: AuthError) -> ApiError {
 
 const TOO_MANY: &str = "too many attempts; wait a minute and try again";
 
-/// Sign-ups are limited per client address (IPv6 by its /64) and per email.
-/// A sign-up's rate from its address: spent before anything about the email is answered.
+/// A sign-up's rate from its client address (IPv6 by its /64): spent before anything
+/// about the email is answered.
 pub(super) fn check_signup_rate(state: &AppState, addr: IpAddr) -> Result<(), ApiError> {
     state
         .auth_by_address
