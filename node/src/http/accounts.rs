@@ -83,7 +83,7 @@ fn passwords_taken(state: &AppState, email: &str) -> Result<(), ApiError> {
 
 pub async fn signup(state: &AppState, req: Request<Incoming>) -> ApiResult {
     let addr = client_addr(&req);
-    let local = on_this_machine(&req);
+    let local = on_this_machine(state, &req);
     let body: SignUp = read_json(req, SMALL_BODY).await?;
     let email = normalize_email(&body.email)?;
     passwords_taken(state, &email)?;

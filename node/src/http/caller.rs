@@ -98,9 +98,36 @@ impl OnThisMachine {
     }
 }
 
-/// Whether the caller of a request is on the node's own machine ([`OnThisMachine`]).
-pub fn on_this_machine(req: &Request<Incoming>) -> bool {
-    req.extensions().get::<OnThisMachine>().is_some_and(|o| o.0)
+/// The connection's peer, in its IPv4 form when it is one.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::IpAddr);
+
+/// Whether the caller of a request is on the node's own machine ([`OnThisMachine`]):
+/// worked out only where it is asked (an admin's sign-up), not for every request.
+pub fn on_this_machine(state: &crate::state::AppState, req: &Request<Incoming>) -> bool {
+    let Some(&Peer(peer)) = req.extensions().get::<Peer>() else {
+        return false;
+    };
+    let forwarded = super::forwarded_for(req.headers());
+    let other = proxied_otherwise(req.headers());
+    OnThisMachine::of(peer, forwarded.as_deref(), other, &state.trusted).0
+}
+
+/// Whether a request carries a sign of a proxy other than `X-Forwarded-For`: another
+/// forwarding header, or one a service mesh's sidecar adds (Envoy's, Linkerd's). Such a
+/// proxy may connect from loopback on behalf of callers anywhere.
+fn proxied_otherwise(headers: &hyper::HeaderMap) -> bool {
+    const NAMED: [&str; 5] = [
+        "forwarded",
+        "x-real-ip",
+        "via",
+        "x-forwarded-host",
+        "x-forwarded-client-cert",
+    ];
+    NAMED.iter().any(|h| headers.contains_key(*h))
+        || headers
+            .keys()
+            .any(|k| k.as_str().starts_with("x-envoy-") || k.as_str().starts_with("l5d-"))
 }
 
 /// The client address of a request.

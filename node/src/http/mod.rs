@@ -19,7 +19,7 @@ mod webhooks;
 pub use body::{parse_json, plain_name, read_body, read_body_promised, read_json, BodyDeadline};
 pub use caller::{
     app_account, app_claims, bearer_token, caller, client_addr, on_this_machine, signed_in,
-    ClientAddr, OnThisMachine,
+    ClientAddr, OnThisMachine, Peer,
 };
 pub use error::{busy, rate_limited, ApiError};
 pub use ops::metrics_text as metrics_response;
@@ -75,28 +75,11 @@ pub fn strong_etag(bytes: &[u8]) -> HeaderValue {
 /// Every `X-Forwarded-For` line, joined in order (a proxy may add a line of its own rather
 /// than append to the client's, and the client's first line must not be all that is read);
 /// a line that is not text becomes an entry that names no address.
-fn forwarded_for(headers: &hyper::HeaderMap) -> Option<String> {
+pub(crate) fn forwarded_for(headers: &hyper::HeaderMap) -> Option<String> {
     let mut lines = headers.get_all("x-forwarded-for").iter().peekable();
     lines.peek()?;
     let lines: Vec<&str> = lines.map(|v| v.to_str().unwrap_or("unknown")).collect();
     Some(lines.join(","))
-}
-
-/// Whether a request carries a sign of a proxy other than `X-Forwarded-For`: another
-/// forwarding header, or one a service mesh's sidecar adds (Envoy's, Linkerd's). Such a
-/// proxy may connect from loopback on behalf of callers anywhere.
-fn proxied_otherwise(headers: &hyper::HeaderMap) -> bool {
-    const NAMED: [&str; 5] = [
-        "forwarded",
-        "x-real-ip",
-        "via",
-        "x-forwarded-host",
-        "x-forwarded-client-cert",
-    ];
-    NAMED.iter().any(|h| headers.contains_key(*h))
-        || headers
-            .keys()
-            .any(|k| k.as_str().starts_with("x-envoy-") || k.as_str().starts_with("l5d-"))
 }
 
 /// The connection's slot of `ATRIUM_MAX_CONNECTIONS`, which an upgraded socket keeps.
@@ -116,13 +99,7 @@ pub async fn handle(
     let peer_ip = peer.ip().to_canonical();
     let addr = crate::limits::client_address(peer_ip, forwarded.as_deref(), &state.trusted);
     req.extensions_mut().insert(ClientAddr(addr));
-    let local = OnThisMachine::of(
-        peer_ip,
-        forwarded.as_deref(),
-        proxied_otherwise(req.headers()),
-        &state.trusted,
-    );
-    req.extensions_mut().insert(local);
+    req.extensions_mut().insert(Peer(peer_ip));
     req.extensions_mut().insert(BodyDeadline(
         tokio::time::Instant::now() + state.config.body_timeout(),
     ));

@@ -392,7 +392,8 @@ impl Budget {
     }
 
     /// Remembers that a holder of `address` took nothing while others waited: for
-    /// [`STALLED_KEPT_MS`](super::stalled::STALLED_KEPT_MS) the address keeps no place and comes after every other.
+    /// [`STALLED_KEPT_MS`](super::stalled::STALLED_KEPT_MS) the address keeps no place and
+    /// comes after every other.
     pub(super) fn stalled_at(&self, address: IpAddr, now_ms: u64) {
         let mut stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
         stalled.remember(address, now_ms);

@@ -95,9 +95,7 @@ impl RoomCore {
                 self.board.update(*conn, update, now);
             }
             if let Some(old) = self.participants.remove(conn) {
-                if old.from_version > self.durable {
-                    self.forget_welcome(*conn);
-                }
+                self.forget_welcome(*conn, old.from_version);
                 old.outbox.close(
                     CloseCode::Replaced,
                     "replaced by a newer socket of the same client",
@@ -177,22 +175,25 @@ impl RoomCore {
             }
             self.sync_counts();
             self.update_presence_rate();
-            if m.from_version > self.durable {
-                self.forget_welcome(conn);
-            }
+            self.forget_welcome(conn, m.from_version);
         }
         if self.participants.is_empty() {
             self.idle_since = Some(now);
         }
     }
 
-    /// The welcome of `conn`, who left before its version was durable, is not kept for the
-    /// store to catch up: what it holds (a copy of a large document charged on the
-    /// allowance for large messages, which no socket holds yet, so none can be made to make
-    /// way) goes now, and what its address was charged for it comes back. Before, a store
+    /// The welcome of `conn` (joined at `from_version`), who left before that version was
+    /// durable, is not kept for the store to catch up: what it holds (a copy of a large
+    /// document charged on the allowance for large messages, which no socket holds yet, so
+    /// none can be made to make way) goes now, and what its address was charged for it
+    /// comes back. Before, a store
     /// that stalled kept such copies charged until it recovered, though the room had closed
     /// their sockets 1013 (the twenty-fourth review).
-    fn forget_welcome(&mut self, conn: ConnId) {
+    fn forget_welcome(&mut self, conn: ConnId, from_version: u64) {
+        // Welcomed already: its welcome went when its version became durable.
+        if from_version <= self.durable {
+            return;
+        }
         let mut refunds = Vec::new();
         self.pending.retain(|p| match p {
             Pending::Welcome { to, charged, .. } if *to == conn => {
